@@ -1,0 +1,172 @@
+"""The Task record: everything a method may see, and everything the judge keeps to itself.
+
+A task is split on purpose into what a method may read (`TaskView`: instruction, entry
+point, signature, the *descriptions* of visible cases) and what only the evaluator uses
+(reference, input maker, hidden cases, tolerances). Methods receive the view alone, so
+held-out evaluation (design invariant 2) is enforced by the type rather than by habit.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+KERNELS_DIR = Path(__file__).resolve().parent / "kernels"
+
+FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One input configuration: named sizes, a dtype and a seed.
+
+    Sizes are a sorted tuple of pairs so the case is hashable and its JSON form is stable,
+    which the evaluation cache and the resume logic key on.
+    """
+
+    name: str
+    sizes: tuple[tuple[str, int], ...]
+    dtype: str
+    seed: int
+
+    def size(self, key: str) -> int:
+        for name, value in self.sizes:
+            if name == key:
+                return value
+        raise KeyError(f"case {self.name!r} has no size {key!r}")
+
+    @property
+    def dims(self) -> dict[str, int]:
+        return dict(self.sizes)
+
+    def describe(self) -> str:
+        dims = ", ".join(f"{k}={v}" for k, v in self.sizes)
+        return f"{dims}, dtype={self.dtype}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "sizes": dict(self.sizes), "dtype": self.dtype, "seed": self.seed}
+
+
+def case(name: str, dtype: str, seed: int = 0, **sizes: int) -> Case:
+    return Case(name=name, sizes=tuple(sorted(sizes.items())), dtype=dtype, seed=seed)
+
+
+def case_grid(
+    prefix: str, sizes: Iterable[Mapping[str, int]], dtypes: Iterable[str], seeds: Iterable[int]
+) -> tuple[Case, ...]:
+    """Every (sizes x dtype x seed) combination, named so a failing case is self-describing."""
+    out = []
+    for dims, dtype, seed in itertools.product(list(sizes), list(dtypes), list(seeds)):
+        label = "x".join(f"{k}{v}" for k, v in sorted(dims.items()))
+        out.append(case(f"{prefix}-{label}-{dtype}-s{seed}", dtype, seed, **dims))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    atol: float
+    rtol: float
+
+
+DEFAULT_TOLERANCES: dict[str, Tolerance] = {
+    "float16": Tolerance(atol=1e-2, rtol=1e-2),
+    "bfloat16": Tolerance(atol=2e-2, rtol=2e-2),
+    "float32": Tolerance(atol=1e-4, rtol=1e-4),
+    "float64": Tolerance(atol=1e-8, rtol=1e-8),
+    "int8": Tolerance(atol=0, rtol=0),
+    "int32": Tolerance(atol=0, rtol=0),
+    "int64": Tolerance(atol=0, rtol=0),
+}
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """A source edit the simulated model may apply to the expert kernel.
+
+    `breaks` says whether the edit makes the kernel wrong (a bug) or only changes its speed
+    (a tuning change); the simulated model's ground-truth success rates rest on it, and a
+    test checks that every breaking mutation is caught by the hidden cases.
+    """
+
+    kind: str
+    find: str
+    replace: str
+    breaks: bool = True
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Task:
+    id: str
+    instruction: str
+    entry_point: str
+    signature: str
+    reference: Callable[..., Any]
+    make_inputs: Callable[[Case, str], tuple]
+    dtypes: tuple[str, ...]
+    visible: tuple[Case, ...]
+    hidden_gpu: tuple[Case, ...]
+    hidden_cpu: tuple[Case, ...]
+    perf: tuple[Case, ...]
+    baseline_file: str
+    difficulty: int
+    bytes_moved: Callable[[Case], int]
+    flops: Callable[[Case], int]
+    suites: tuple[str, ...] = ("full",)
+    tolerances: Mapping[str, Tolerance] = field(default_factory=lambda: dict(DEFAULT_TOLERANCES))
+    mutations: tuple[Mutation, ...] = ()
+    interpreter_skips: Mapping[str, str] = field(default_factory=dict)
+    category: str = "misc"
+    source: str = "builtin"
+
+    @property
+    def baseline_path(self) -> Path:
+        return KERNELS_DIR / self.baseline_file
+
+    def baseline_source(self) -> str:
+        return self.baseline_path.read_text()
+
+    def hidden(self, interpreter: bool) -> tuple[Case, ...]:
+        return self.hidden_cpu if interpreter else self.hidden_gpu
+
+    def cases(self, case_set: str, interpreter: bool) -> tuple[Case, ...]:
+        if case_set == "visible":
+            return self.visible
+        if case_set == "hidden":
+            # The visible cases are part of the hidden set: hidden testing must be at least as strict.
+            return self.visible + self.hidden(interpreter)
+        if case_set == "perf":
+            return self.perf
+        raise ValueError(f"unknown case set {case_set!r} (visible, hidden, perf)")
+
+    def tolerance(self, dtype: str) -> Tolerance:
+        try:
+            return self.tolerances[dtype]
+        except KeyError:
+            return DEFAULT_TOLERANCES[dtype]
+
+    def view(self) -> "TaskView":
+        return TaskView(
+            id=self.id,
+            instruction=self.instruction,
+            entry_point=self.entry_point,
+            signature=self.signature,
+            dtypes=self.dtypes,
+            visible_cases=tuple(c.describe() for c in self.visible),
+            difficulty=self.difficulty,
+        )
+
+
+@dataclass(frozen=True)
+class TaskView:
+    """What a method is allowed to know about a task: no reference, no hidden cases."""
+
+    id: str
+    instruction: str
+    entry_point: str
+    signature: str
+    dtypes: tuple[str, ...]
+    visible_cases: tuple[str, ...]
+    difficulty: int

@@ -1,0 +1,214 @@
+"""Command line: `python cli.py compare --budget 100` and friends.
+
+Commands parse options, call library functions and print; nothing heavy runs at import
+(torch and triton are imported inside commands), so `--help` is instant. Bad input of any
+kind ends with one line on stderr and exit status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+EXIT_BAD_INPUT = 2
+
+
+class BadInput(click.ClickException):
+    exit_code = EXIT_BAD_INPUT
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.format_message()}", err=True)
+
+
+def _split(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    items = [v.strip() for v in value.split(",") if v.strip()]
+    return items or None
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def cli() -> None:
+    """Compare LLM kernel-writing methods at equal compute, on hidden tests, with error bars."""
+
+
+@cli.command()
+@click.option("--budget", type=int, default=None, help="LLM budget per (method, task, repeat) [default 100].")
+@click.option("--budget-unit", type=click.Choice(["calls", "tokens", "output_tokens", "total_tokens"]), default=None,
+              help="What the budget counts [default calls]; tokens = total_tokens.")
+@click.option("--methods", default=None, help="Comma-separated methods [default direct,reflexion,geak].")
+@click.option("--tasks", default=None, help="Comma-separated task ids (overrides --suite).")
+@click.option("--suite", default=None, help="Task suite [default: quick without a GPU, full with one].")
+@click.option("--repeats", type=int, default=None, help="Independent repeats per (method, task) [default 1].")
+@click.option("--seed", type=int, default=None, help="Run seed [default 0].")
+@click.option("--config", "config_path", type=click.Path(path_type=Path), default=None,
+              help="YAML or JSON file of options; command-line flags override it.")
+@click.option("--out", type=click.Path(path_type=Path), default=None, help="Folder for run folders [default runs/].")
+@click.option("--resume", type=click.Path(path_type=Path), default=None, help="Finish an interrupted run folder.")
+@click.option("--base-url", default=None, help="OpenAI-compatible endpoint; without it the simulated model is used.")
+@click.option("--model", default=None, help="Model name at the endpoint.")
+@click.option("--api-key-env", default=None, help="Environment variable holding the API key [OPENAI_API_KEY].")
+@click.option("--device", type=click.Choice(["auto", "cpu"]), default=None,
+              help="auto: GPU if present, else the Triton CPU interpreter; cpu: always the interpreter.")
+@click.option("--workers", type=int, default=None, help="Evaluation worker processes [default: one per GPU, or cores].")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+def compare(budget: int | None, budget_unit: str | None, methods: str | None, tasks: str | None, suite: str | None,
+            repeats: int | None, seed: int | None, config_path: Path | None, out: Path | None, resume: Path | None,
+            base_url: str | None, model: str | None, api_key_env: str | None, device: str | None,
+            workers: int | None, quiet: bool) -> None:
+    """Run every method on every task under one budget ledger, then judge on hidden tests."""
+    from runners.config import CompareConfig, load_config_file
+
+    data: dict[str, Any] = load_config_file(config_path) if config_path else {}
+    flags = {"budget": budget, "budget_unit": budget_unit, "methods": _split(methods), "tasks": _split(tasks),
+             "suite": suite, "repeats": repeats, "seed": seed, "device": device, "workers": workers}
+    data.update({k: v for k, v in flags.items() if v is not None})
+    endpoint = dict(data.get("endpoint") or {})
+    for key, value in (("base_url", base_url), ("model", model), ("api_key_env", api_key_env)):
+        if value is not None:
+            endpoint[key] = value
+    data["endpoint"] = endpoint
+    config = CompareConfig.from_json(data)
+    if resume is not None and (config_path or any(v is not None for v in flags.values())):
+        click.echo("note: --resume uses the run's recorded config; other run options are ignored", err=True)
+    _run_compare(config, out, resume, quiet)
+
+
+def _run_compare(config: Any, out: Path | None, resume: Path | None, quiet: bool) -> None:
+    from llm.clients import EndpointUnreachable, make_client
+    from results.summary import build_summary, format_table
+    from runners.compare import CompareRun, prepare_run, record_run_files, start_target, write_json
+
+    config, run_dir, resumed = prepare_run(config, out, resume)
+    target = start_target(config)
+    if resumed:
+        recorded = json.loads((run_dir / "config.json").read_text())["resolved"]
+        if recorded["target"]["vendor"] != target.vendor:
+            raise BadInput(f"{run_dir} ran on {recorded['target']['vendor']}; this machine is {target.vendor}")
+        config.tasks = recorded["tasks"]
+    ep = config.endpoint
+    try:
+        client = make_client(ep.base_url, ep.model, ep.api_key_env, ep.timeout_s, ep.max_retries, config.sim_params)
+    except EndpointUnreachable as exc:
+        raise BadInput(str(exc)) from None
+    bar = None
+    if not quiet:
+        from tqdm import tqdm
+
+        bar = tqdm(total=1, unit="unit", desc="units", dynamic_ncols=True, file=sys.stderr)
+
+    def on_progress(p: Any) -> None:
+        if bar is not None:
+            bar.total = p.total_units
+            bar.n = p.units_done
+            bar.set_postfix_str(f"spent {p.spent}/{p.budget_total} {config.budget_unit}", refresh=True)
+
+    started = time.perf_counter()
+    run = CompareRun(config, run_dir, client, target, progress=on_progress)
+    try:
+        record_run_files(run, resumed)
+        click.echo(f"run folder: {run_dir}" + (" (resumed)" if resumed else ""), err=True)
+        if client.simulated:
+            click.echo("model: built-in SIMULATED model (no endpoint configured)", err=True)
+        run.run()
+        summary = build_summary(run.store, config.to_json(), client.simulated, client.model)
+        write_json(run_dir / "summary.json", summary)
+    finally:
+        if bar is not None:
+            bar.close()
+        run.close()
+    click.echo(format_table(summary, target.interpreter))
+    click.echo(f"wall time {time.perf_counter() - started:.1f} s; summary: {run_dir / 'summary.json'}")
+
+
+@cli.command("eval")
+@click.option("--task", "task_id", required=True, help="Task id.")
+@click.option("--candidate", type=click.Path(path_type=Path, exists=True, dir_okay=False), required=True)
+@click.option("--hidden/--visible", default=True, help="Judge on hidden cases (default) or visible ones.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("--timeout", type=float, default=None, help="Seconds before the candidate is a timeout.")
+def eval_command(task_id: str, candidate: Path, hidden: bool, as_json: bool, timeout: float | None) -> None:
+    """Judge one candidate file on a task."""
+    from bench.registry import get_task
+    from runners.device import detect_target, use_interpreter_if_needed
+    from runners.pool import LocalPool
+
+    task = get_task(task_id)
+    target = detect_target()
+    use_interpreter_if_needed(target)
+    with LocalPool(target, workers=1, job_timeout=timeout) as pool:
+        ev = pool.evaluate(task.id, candidate.read_text(), "hidden" if hidden else "visible",
+                           timing=not target.interpreter)
+    v = ev.verdict
+    if as_json:
+        click.echo(json.dumps({"verdict": v.kind, "failing_case": v.failing_case, "max_abs_err": v.max_abs_err,
+                               "max_rel_err": v.max_rel_err, "message": v.message, "cases_run": v.cases_run,
+                               "cases_skipped": v.cases_skipped, "skip_reasons": list(v.skip_reasons),
+                               "timing": ev.timing.to_json() if ev.timing else None}))
+    else:
+        click.echo(v.one_line())
+        if ev.timing:
+            t = ev.timing
+            click.echo(f"speedup vs expert baseline {t.speedup_vs_baseline:.3f}x "
+                       f"(95% CI {t.speedup_ci[0]:.3f}-{t.speedup_ci[1]:.3f}); vs eager {t.speedup_vs_eager or float('nan'):.3f}x"
+                       + (f"; flagged: {', '.join(t.flag_reasons)}" if t.flagged else ""))
+        elif target.interpreter:
+            click.echo("timing: unavailable on the CPU interpreter")
+    sys.exit(0 if v.correct else 1)
+
+
+@cli.group()
+def bench() -> None:
+    """Inspect and check the task suites."""
+
+
+@bench.command("list")
+@click.option("--suite", default=None, help="Only this suite.")
+@click.option("--json", "as_json", is_flag=True)
+def bench_list(suite: str | None, as_json: bool) -> None:
+    from bench.registry import all_tasks, suite_tasks
+
+    tasks = suite_tasks(suite) if suite else all_tasks()
+    rows = [{"id": t.id, "suites": list(t.suites), "category": t.category, "difficulty": t.difficulty,
+             "dtypes": list(t.dtypes), "visible_cases": len(t.visible), "hidden_cases_gpu": len(t.hidden_gpu),
+             "hidden_cases_cpu": len(t.hidden_cpu), "entry_point": t.entry_point, "signature": t.signature}
+            for t in tasks]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    for r in rows:
+        click.echo(f"{r['id']:<14} d{r['difficulty']} {','.join(r['suites']):<11} {','.join(r['dtypes']):<26} "
+                   f"visible {r['visible_cases']}, hidden {r['hidden_cases_gpu']} (GPU) / {r['hidden_cases_cpu']} (CPU)")
+
+
+def main() -> None:
+    from bench.registry import UnknownTaskError
+    from methods.base import UnknownMethodError
+    from runners.config import ConfigError
+
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        if isinstance(exc, click.UsageError):
+            click.echo(f"error: {exc.format_message()}", err=True)
+            sys.exit(EXIT_BAD_INPUT)
+        exc.show()
+        sys.exit(exc.exit_code)
+    except (ConfigError, UnknownTaskError, UnknownMethodError) as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    except KeyboardInterrupt:
+        click.echo("interrupted; resume with --resume RUN_DIR", err=True)
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,171 @@
+"""The budget ledger: the single door every model call goes through.
+
+Budgets are per (method, task, repeat) account and enforced here, identically for every
+method (design invariant 1): a call that would overdraw is refused *before* it is sent by
+raising `BudgetExhausted`, which is also how a method's loop ends. Every call is recorded
+as it completes. On resume, an account finds its earlier calls by (account, call index)
+and replays them instead of calling the model again, charged exactly as the live call was,
+so a resumed run spends and sees what the uninterrupted run would have.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol
+
+from llm.tokens import count_tokens
+from llm.types import Completion, Message, ModelClient, Request
+
+BUDGET_UNITS = ("calls", "output_tokens", "total_tokens")
+UNIT_ALIASES = {"tokens": "total_tokens"}
+
+
+def resolve_unit(unit: str) -> str:
+    unit = UNIT_ALIASES.get(unit, unit)
+    if unit not in BUDGET_UNITS:
+        raise ValueError(f"unknown budget unit {unit!r}; choose one of calls, tokens, output_tokens, total_tokens")
+    return unit
+
+
+class BudgetExhausted(Exception):
+    """Raised before a call that the account cannot afford; ends the method's loop."""
+
+
+class ModelCallFailed(RuntimeError):
+    """The endpoint failed after its retries; recorded in the store, then raised."""
+
+
+class ReplayDiverged(RuntimeError):
+    """A resumed unit asked a different question than the recorded run at the same index."""
+
+
+class CallRecorder(Protocol):
+    def recorded_call(self, method: str, task: str, repeat: int, call_index: int) -> Any: ...
+
+    def record_call(self, row: dict[str, Any]) -> None: ...
+
+
+@dataclass
+class Spend:
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def used(self, unit: str) -> int:
+        return {"calls": self.calls, "output_tokens": self.completion_tokens, "total_tokens": self.total_tokens}[unit]
+
+
+def stable_seed(*parts: Any) -> int:
+    digest = hashlib.sha256(json.dumps(parts, default=str).encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+class Account:
+    def __init__(self, ledger: "Ledger", method: str, task: str, repeat: int):
+        self.ledger = ledger
+        self.method, self.task, self.repeat = method, task, repeat
+        self.spend = Spend()
+        self.next_index = 0
+        self.seed = stable_seed(ledger.run_seed, method, task, repeat)
+
+    def remaining(self) -> int:
+        return self.ledger.budget - self.spend.used(self.ledger.unit)
+
+    def _affordable_max_tokens(self, prompt: str, max_tokens: int | None) -> int | None:
+        unit, left = self.ledger.unit, self.remaining()
+        if left <= 0:
+            raise BudgetExhausted(f"{unit} budget of {self.ledger.budget} spent")
+        if unit == "calls":
+            return max_tokens
+        cap = left if unit == "output_tokens" else left - count_tokens(prompt)
+        if cap <= 0:
+            raise BudgetExhausted(f"the prompt alone would exceed the remaining {left} tokens")
+        return cap if max_tokens is None else min(max_tokens, cap)
+
+    def complete(self, messages: list[Message] | tuple[Message, ...], *, temperature: float, role: str,
+                 max_tokens: int | None = None, json_mode: bool = False) -> Completion:
+        request = Request(
+            messages=tuple(messages), temperature=temperature, seed=self.seed, sample_index=self.next_index,
+            json_mode=json_mode,
+            max_tokens=self._affordable_max_tokens("\n\n".join(m.content for m in messages), max_tokens),
+        )
+        recorded = self.ledger.recorder.recorded_call(self.method, self.task, self.repeat, self.next_index)
+        if recorded is not None:
+            completion = self._replay(recorded, request)
+        else:
+            completion = self._live(request, role)
+        self.next_index += 1
+        return completion
+
+    def _replay(self, row: Any, request: Request) -> Completion:
+        if row["messages_hash"] != request.messages_hash():
+            raise ReplayDiverged(
+                f"{self.method}/{self.task}/repeat {self.repeat}: call {self.next_index} differs from the recorded run")
+        self._charge(int(row["charged"]), int(row["prompt_tokens"]), int(row["completion_tokens"]))
+        if row["error"]:
+            raise ModelCallFailed(row["error"])
+        return Completion(text=row["response"], prompt_tokens=int(row["prompt_tokens"]),
+                          completion_tokens=int(row["completion_tokens"]), latency_s=float(row["latency_s"] or 0.0),
+                          cached=True, model=row["model"] or "")
+
+    def _live(self, request: Request, role: str) -> Completion:
+        started = time.perf_counter()
+        row: dict[str, Any] = {
+            "method": self.method, "task": self.task, "repeat": self.repeat, "call_index": self.next_index,
+            "role": role, "messages_hash": request.messages_hash(),
+            "messages": json.dumps([asdict(m) for m in request.messages]),
+            "temperature": request.temperature, "max_tokens": request.max_tokens, "seed": request.seed,
+            "sample_index": request.sample_index, "model": self.ledger.client.model,
+        }
+        try:
+            completion = self.ledger.client.complete(request)
+        except Exception as exc:  # noqa: BLE001 - recorded, then raised as one clear error
+            error = f"{type(exc).__name__}: {exc}"[:2000]
+            produced = int(getattr(exc, "completion_tokens", 0) or 0)
+            charged = 1 if (produced > 0 or self.ledger.charge_failed_calls) else 0
+            row.update(response=None, prompt_tokens=0, completion_tokens=produced, latency_s=time.perf_counter() - started,
+                       cached=0, error=error, charged=charged)
+            self.ledger.recorder.record_call(row)
+            self._charge(charged, 0, produced)
+            raise ModelCallFailed(error) from exc
+        row.update(response=completion.text, prompt_tokens=completion.prompt_tokens,
+                   completion_tokens=completion.completion_tokens, latency_s=completion.latency_s,
+                   cached=int(completion.cached), error=None, charged=1)
+        self.ledger.recorder.record_call(row)
+        self._charge(1, completion.prompt_tokens, completion.completion_tokens)
+        return completion
+
+    def _charge(self, calls: int, prompt_tokens: int, completion_tokens: int) -> None:
+        self.spend.calls += calls
+        self.spend.prompt_tokens += prompt_tokens
+        self.spend.completion_tokens += completion_tokens
+
+
+class Ledger:
+    """Opens accounts; holds the budget, its unit, the client and the recorder.
+
+    `charge_failed_calls`: a call that fails after retries is always recorded; it is charged
+    when the endpoint produced tokens, and otherwise only if this is set (default off, so an
+    outage does not eat a method's budget).
+    """
+
+    def __init__(self, client: ModelClient, recorder: CallRecorder, budget: int, unit: str = "calls",
+                 run_seed: int = 0, charge_failed_calls: bool = False):
+        if budget <= 0:
+            raise ValueError("budget must be a positive integer")
+        self.client = client
+        self.recorder = recorder
+        self.budget = budget
+        self.unit = resolve_unit(unit)
+        self.run_seed = run_seed
+        self.charge_failed_calls = charge_failed_calls
+
+    def account(self, method: str, task: str, repeat: int) -> Account:
+        return Account(self, method, task, repeat)

@@ -1,0 +1,151 @@
+"""The run store: one SQLite file (WAL mode) per run, written as things happen.
+
+Every row is keyed by what it is, never by position: calls by (method, task, repeat,
+call_index), candidates and submissions by their index within a unit, evaluations by
+(source hash, task, case set, device). That is what makes resume exact (design invariant
+5): a resumed unit replays its recorded calls and evaluations by key, and primary keys make
+a duplicate row impossible rather than merely unlikely. Each write commits at once; WAL
+keeps committed rows through a SIGKILL of the writer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS calls (
+    method TEXT NOT NULL, task TEXT NOT NULL, repeat INTEGER NOT NULL, call_index INTEGER NOT NULL,
+    role TEXT NOT NULL, messages_hash TEXT NOT NULL, messages TEXT NOT NULL,
+    temperature REAL, max_tokens INTEGER, seed INTEGER, sample_index INTEGER,
+    response TEXT, prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL,
+    latency_s REAL, cached INTEGER NOT NULL, model TEXT, error TEXT, charged INTEGER NOT NULL,
+    created REAL NOT NULL,
+    PRIMARY KEY (method, task, repeat, call_index));
+CREATE TABLE IF NOT EXISTS sources (source_hash TEXT PRIMARY KEY, source TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS candidates (
+    method TEXT NOT NULL, task TEXT NOT NULL, repeat INTEGER NOT NULL, candidate_index INTEGER NOT NULL,
+    calls_used INTEGER NOT NULL, tokens_used INTEGER NOT NULL, source_hash TEXT NOT NULL,
+    PRIMARY KEY (method, task, repeat, candidate_index));
+CREATE TABLE IF NOT EXISTS feedback (
+    method TEXT NOT NULL, task TEXT NOT NULL, repeat INTEGER NOT NULL, feedback_index INTEGER NOT NULL,
+    calls_used INTEGER NOT NULL, source_hash TEXT NOT NULL, verdict TEXT NOT NULL,
+    PRIMARY KEY (method, task, repeat, feedback_index));
+CREATE TABLE IF NOT EXISTS submissions (
+    method TEXT NOT NULL, task TEXT NOT NULL, repeat INTEGER NOT NULL, submission_index INTEGER NOT NULL,
+    calls_used INTEGER NOT NULL, tokens_used INTEGER NOT NULL, source_hash TEXT NOT NULL,
+    PRIMARY KEY (method, task, repeat, submission_index));
+CREATE TABLE IF NOT EXISTS evaluations (
+    source_hash TEXT NOT NULL, task TEXT NOT NULL, case_set TEXT NOT NULL, device_key TEXT NOT NULL,
+    verdict TEXT NOT NULL, evaluation TEXT NOT NULL, created REAL NOT NULL,
+    PRIMARY KEY (source_hash, task, case_set, device_key));
+CREATE TABLE IF NOT EXISTS units (
+    method TEXT NOT NULL, task TEXT NOT NULL, repeat INTEGER NOT NULL, status TEXT NOT NULL,
+    calls_used INTEGER NOT NULL, prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL,
+    feedback_evals INTEGER NOT NULL, error TEXT,
+    PRIMARY KEY (method, task, repeat));
+"""
+
+
+def source_hash(source: str) -> str:
+    return hashlib.sha256(source.encode()).hexdigest()[:32]
+
+
+class Store:
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None, timeout=60)
+        self._db.row_factory = sqlite3.Row
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # ------------------------------------------------------------------ low level
+    def _write(self, sql: str, params: tuple | dict) -> None:
+        with self._lock:
+            self._db.execute(sql, params)
+
+    def query(self, sql: str, params: tuple | dict = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return self._db.execute(sql, params).fetchall()
+
+    def count(self, table: str) -> int:
+        return int(self.query(f"SELECT COUNT(*) FROM {table}")[0][0])
+
+    # ------------------------------------------------------------------ meta
+    def set_meta(self, key: str, value: Any) -> None:
+        self._write("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, json.dumps(value)))
+
+    def get_meta(self, key: str, default: Any = None) -> Any:
+        rows = self.query("SELECT value FROM meta WHERE key = ?", (key,))
+        return json.loads(rows[0][0]) if rows else default
+
+    # ------------------------------------------------------------------ calls
+    def recorded_call(self, method: str, task: str, repeat: int, call_index: int) -> sqlite3.Row | None:
+        rows = self.query("SELECT * FROM calls WHERE method=? AND task=? AND repeat=? AND call_index=?",
+                          (method, task, repeat, call_index))
+        return rows[0] if rows else None
+
+    def record_call(self, row: dict[str, Any]) -> None:
+        row = {**row, "created": time.time()}
+        cols = ", ".join(row)
+        marks = ", ".join(f":{k}" for k in row)
+        self._write(f"INSERT INTO calls({cols}) VALUES ({marks})", row)
+
+    # ------------------------------------------------------------------ sources and unit events
+    def put_source(self, source: str) -> str:
+        h = source_hash(source)
+        self._write("INSERT OR IGNORE INTO sources(source_hash, source) VALUES (?, ?)", (h, source))
+        return h
+
+    def source(self, h: str) -> str:
+        return str(self.query("SELECT source FROM sources WHERE source_hash=?", (h,))[0][0])
+
+    def record_event(self, table: str, row: dict[str, Any]) -> None:
+        """Candidates, feedback and submissions. A resumed unit replays the same events with
+        the same keys; OR IGNORE keeps the first copy and makes the replay a no-op."""
+        assert table in ("candidates", "feedback", "submissions")
+        cols = ", ".join(row)
+        marks = ", ".join(f":{k}" for k in row)
+        self._write(f"INSERT OR IGNORE INTO {table}({cols}) VALUES ({marks})", row)
+
+    # ------------------------------------------------------------------ evaluations
+    def evaluation(self, h: str, task: str, case_set: str, device_key: str) -> dict[str, Any] | None:
+        rows = self.query("SELECT evaluation FROM evaluations WHERE source_hash=? AND task=? AND case_set=? AND device_key=?",
+                          (h, task, case_set, device_key))
+        return json.loads(rows[0][0]) if rows else None
+
+    def record_evaluation(self, h: str, task: str, case_set: str, device_key: str, evaluation: dict[str, Any]) -> None:
+        self._write(
+            "INSERT OR IGNORE INTO evaluations(source_hash, task, case_set, device_key, verdict, evaluation, created) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (h, task, case_set, device_key, evaluation["verdict"]["kind"], json.dumps(evaluation), time.time()),
+        )
+
+    # ------------------------------------------------------------------ units
+    def unit_status(self, method: str, task: str, repeat: int) -> str | None:
+        rows = self.query("SELECT status FROM units WHERE method=? AND task=? AND repeat=?", (method, task, repeat))
+        return str(rows[0][0]) if rows else None
+
+    def finish_unit(self, method: str, task: str, repeat: int, status: str, calls: int, prompt_tokens: int,
+                    completion_tokens: int, feedback_evals: int, error: str | None = None) -> None:
+        self._write(
+            "INSERT OR REPLACE INTO units(method, task, repeat, status, calls_used, prompt_tokens, completion_tokens, "
+            "feedback_evals, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (method, task, repeat, status, calls, prompt_tokens, completion_tokens, feedback_evals, error),
+        )
+
+    def rows(self, table: str) -> Iterator[dict[str, Any]]:
+        for r in self.query(f"SELECT * FROM {table}"):
+            yield dict(r)

@@ -1,0 +1,222 @@
+"""The comparison scheduler: every method on every task and repeat, under one ledger.
+
+A unit is one (method, task, repeat). Its life: the method runs against a `UnitContext`
+until its budget is spent; then every distinct candidate it generated is judged on the
+hidden cases (oracle pass and budget curves need them all), and its final submission is
+timed on a GPU; only then is the unit marked done. Units run concurrently on threads
+(model calls wait on the network; evaluations queue for the worker pool). A resumed run
+skips done units and replays the rest from the store, so nothing is paid for twice.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from bench.registry import get_task, suite_tasks
+from bench.task import Task
+from llm.ledger import BudgetExhausted, Ledger, ModelCallFailed
+from llm.types import ModelClient
+from methods.base import create_method, method_class, method_options
+from results.store import Store
+from runners.config import CompareConfig, ConfigError
+from runners.context import UnitContext
+from runners.device import Target, detect_target, environment_info, use_interpreter_if_needed
+from runners.evaluator import Evaluator
+from runners.pool import LocalPool
+
+
+@dataclass(frozen=True)
+class Unit:
+    method: str
+    task: str
+    repeat: int
+
+
+def resolve_tasks(config: CompareConfig, target: Target) -> list[Task]:
+    """Explicit --tasks win; else --suite; else `quick` without a GPU and `full` with one."""
+    if config.tasks:
+        return [get_task(t) for t in config.tasks]
+    suite = config.suite or ("quick" if target.interpreter else "full")
+    return suite_tasks(suite)
+
+
+def resolve_methods(config: CompareConfig) -> dict[str, dict[str, Any]]:
+    """Each method's options with defaults filled in (unknown names and options fail here)."""
+    resolved = {}
+    for name in config.methods:
+        method_class(name)
+        options = config.method_options.get(name, {})
+        try:
+            instance = create_method(name, options)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"method {name}: {exc}") from None
+        resolved[name] = method_options(instance)
+    extra = sorted(set(config.method_options) - set(config.methods))
+    if extra:
+        raise ConfigError(f"options given for method(s) not being run: {', '.join(extra)}")
+    return resolved
+
+
+def new_run_dir(out: Path, config: CompareConfig) -> Path:
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    digest = hashlib.sha256(json.dumps(config.to_json(), sort_keys=True).encode()).hexdigest()[:6]
+    run_dir = out / f"{stamp}-{digest}"
+    n = 1
+    while run_dir.exists():
+        n += 1
+        run_dir = out / f"{stamp}-{digest}-{n}"
+    return run_dir
+
+
+def write_json(path: Path, data: Any) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+    os.replace(tmp, path)
+
+
+class Progress:
+    """Counts for the progress bar: units done, calls spent, and the budget they come from."""
+
+    def __init__(self, total_units: int, budget_total: int, on_change: Callable[["Progress"], None] | None = None):
+        self.total_units = total_units
+        self.budget_total = budget_total
+        self.units_done = 0
+        self.spent = 0
+        self._lock = threading.Lock()
+        self._on_change = on_change
+
+    def add(self, units: int = 0, spent: int = 0) -> None:
+        with self._lock:
+            self.units_done += units
+            self.spent += spent
+        if self._on_change:
+            self._on_change(self)
+
+
+class CompareRun:
+    def __init__(self, config: CompareConfig, run_dir: Path, client: ModelClient, target: Target,
+                 progress: Callable[[Progress], None] | None = None, executor: Any = None):
+        self.config = config
+        self.run_dir = run_dir
+        self.client = client
+        self.target = target
+        self.tasks = resolve_tasks(config, target)
+        self.method_opts = resolve_methods(config)
+        self.store = Store(run_dir / "store.sqlite")
+        self.ledger = Ledger(client, self.store, config.budget, config.budget_unit, config.seed)
+        self.executor = executor or LocalPool(target, workers=config.workers, job_timeout=config.job_timeout_s)
+        self.evaluator = Evaluator(self.executor, self.store, target, config.timing_policy)
+        self.units = [Unit(m, t.id, r) for m in config.methods for t in self.tasks for r in range(config.repeats)]
+        self.progress = Progress(len(self.units), len(self.units) * config.budget, progress)
+
+    def run(self) -> None:
+        if hasattr(self.executor, "warm_up"):
+            self.executor.warm_up()
+        pending = []
+        for u in self.units:
+            if self.store.unit_status(u.method, u.task, u.repeat) == "done":
+                row = self.store.query("SELECT calls_used, prompt_tokens, completion_tokens FROM units "
+                                       "WHERE method=? AND task=? AND repeat=?", (u.method, u.task, u.repeat))[0]
+                self.progress.add(units=1, spent=self._spent_from_row(row))
+            else:
+                pending.append(u)
+        concurrency = self.config.concurrency or max(2, 2 * getattr(self.executor, "size", 1))
+        with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="unit") as pool:
+            futures = {pool.submit(self._run_unit, u): u for u in pending}
+            for future in as_completed(futures):
+                future.result()  # a scheduler error is fatal and must surface, never be swallowed
+
+    def _spent_from_row(self, row: Any) -> int:
+        return {"calls": row[0], "output_tokens": row[2], "total_tokens": row[1] + row[2]}[self.ledger.unit]
+
+    def _run_unit(self, unit: Unit) -> None:
+        task = get_task(unit.task)
+        account = self.ledger.account(unit.method, unit.task, unit.repeat)
+        ctx = UnitContext(task, account, self.evaluator, self.store, self.target.vendor)
+        method = create_method(unit.method, self.method_opts[unit.method])
+        status, error = "done", None
+        try:
+            method.run(task.view(), ctx)
+        except BudgetExhausted:
+            pass
+        except ModelCallFailed as exc:
+            error = f"model call failed: {exc}"
+        self._judge_hidden(unit, task)
+        s = account.spend
+        self.store.finish_unit(unit.method, unit.task, unit.repeat, status, s.calls, s.prompt_tokens,
+                               s.completion_tokens, ctx.n_feedback, error)
+        self.progress.add(units=1, spent=s.used(self.ledger.unit))
+
+    def _judge_hidden(self, unit: Unit, task: Task) -> None:
+        key = (unit.method, unit.task, unit.repeat)
+        hashes = [r[0] for r in self.store.query(
+            "SELECT DISTINCT source_hash FROM candidates WHERE method=? AND task=? AND repeat=? ORDER BY candidate_index",
+            key)]
+        for h in hashes:
+            self.evaluator.evaluate(task.id, self.store.source(h), "hidden")
+        final = self.store.query("SELECT source_hash FROM submissions WHERE method=? AND task=? AND repeat=? "
+                                 "ORDER BY submission_index DESC LIMIT 1", key)
+        if final and not self.target.interpreter:
+            self.evaluator.evaluate(task.id, self.store.source(final[0][0]), "hidden", timing=True)
+
+    def close(self) -> None:
+        if hasattr(self.executor, "close"):
+            self.executor.close()
+        self.store.close()
+
+
+def prepare_run(config: CompareConfig, out: Path | None, resume: Path | None) -> tuple[CompareConfig, Path, bool]:
+    """Validate, pick or reopen the run folder. Returns (config, run_dir, resumed)."""
+    if resume is not None:
+        cfg_path = Path(resume) / "config.json"
+        if not cfg_path.is_file():
+            raise ConfigError(f"{resume} is not a run folder (no config.json)")
+        try:
+            recorded = json.loads(cfg_path.read_text())
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"cannot parse {cfg_path}: {exc}") from None
+        config = CompareConfig.from_json(recorded["config"])
+        config.validate()
+        return config, Path(resume), True
+    config.validate()
+    out = Path(out or "runs")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".write-test-{os.getpid()}"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise ConfigError(f"output folder {out} is not writable: {exc.strerror or exc}") from None
+    run_dir = new_run_dir(out, config)
+    run_dir.mkdir(parents=True)
+    return config, run_dir, False
+
+
+def start_target(config: CompareConfig) -> Target:
+    if config.device == "cpu":
+        os.environ["KMC_FORCE_CPU"] = "1"
+    target = detect_target()
+    use_interpreter_if_needed(target)
+    return target
+
+
+def record_run_files(run: CompareRun, resumed: bool) -> None:
+    cfg = run.config
+    if not resumed:
+        write_json(run.run_dir / "config.json", {
+            "config": cfg.to_json(),
+            "resolved": {"tasks": [t.id for t in run.tasks], "method_options": run.method_opts,
+                         "budget_unit": run.ledger.unit, "model": run.client.model, "simulated": run.client.simulated,
+                         "target": run.target.to_json()},
+        })
+        write_json(run.run_dir / "env.json", {**environment_info(run.target), "started": time.time()})
+    run.store.set_meta("simulated", run.client.simulated)

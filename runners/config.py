@@ -1,0 +1,105 @@
+"""The resolved configuration of a comparison run: every option, written to config.json.
+
+A run folder's config.json is enough to resume it, so everything that shapes the run
+(including method options with their defaults filled in) is recorded here, and nothing
+that does not (paths of the output folder are derived, not stored as identity).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+DEFAULT_METHODS = ("direct", "reflexion", "geak")
+
+
+class ConfigError(ValueError):
+    """A malformed or inconsistent configuration: reported as one line, exit status 2."""
+
+
+@dataclass
+class EndpointConfig:
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    max_concurrency: int = 8
+    timeout_s: float = 120.0
+    max_retries: int = 5
+
+    @property
+    def simulated(self) -> bool:
+        return self.base_url is None
+
+
+@dataclass
+class CompareConfig:
+    budget: int = 100
+    budget_unit: str = "calls"
+    methods: list[str] = field(default_factory=lambda: list(DEFAULT_METHODS))
+    method_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    suite: str | None = None
+    tasks: list[str] | None = None
+    repeats: int = 1
+    seed: int = 0
+    device: str = "auto"
+    workers: int | None = None
+    concurrency: int | None = None
+    job_timeout_s: float | None = None
+    endpoint: EndpointConfig = field(default_factory=EndpointConfig)
+    sim_params: dict[str, Any] = field(default_factory=dict)
+    timing_policy: dict[str, Any] = field(default_factory=dict)
+
+    def validate(self) -> None:
+        if not isinstance(self.budget, int) or isinstance(self.budget, bool) or self.budget <= 0:
+            raise ConfigError(f"budget must be a positive integer, got {self.budget!r}")
+        if self.repeats < 1:
+            raise ConfigError(f"repeats must be at least 1, got {self.repeats}")
+        if not self.methods:
+            raise ConfigError("no methods chosen")
+        if self.device not in ("auto", "cpu"):
+            raise ConfigError(f"device must be auto or cpu, got {self.device!r}")
+        from llm.ledger import resolve_unit
+
+        try:
+            self.budget_unit = resolve_unit(self.budget_unit)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "CompareConfig":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ConfigError(f"unknown config key(s): {', '.join(unknown)}")
+        d = dict(d)
+        endpoint = d.pop("endpoint", None) or {}
+        if not isinstance(endpoint, dict):
+            raise ConfigError("endpoint must be a mapping")
+        bad = sorted(set(endpoint) - {f.name for f in fields(EndpointConfig)})
+        if bad:
+            raise ConfigError(f"unknown endpoint key(s): {', '.join(bad)}")
+        return cls(endpoint=EndpointConfig(**endpoint), **d)
+
+
+def load_config_file(path: Path) -> dict[str, Any]:
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise ConfigError(f"cannot read config {path}: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(text) if str(path).endswith(".json") else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ConfigError(f"cannot parse config {path}: {first}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config {path} must be a mapping of options, got {type(data).__name__}")
+    return data

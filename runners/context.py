@@ -1,0 +1,72 @@
+"""The MethodContext the scheduler hands a method: the only door to the model, to visible
+feedback and to submissions. Every event is written to the store as it happens, with the
+calls and tokens spent so far, which is what the budget curves are drawn from."""
+
+from __future__ import annotations
+
+import random
+
+from bench.task import Task
+from llm.ledger import Account
+from llm.types import Completion, Message
+from methods.base import Candidate, Feedback
+from results.store import Store
+from runners.evaluator import Evaluator
+
+
+class UnitContext:
+    def __init__(self, task: Task, account: Account, evaluator: Evaluator, store: Store, vendor: str):
+        self.task = task
+        self.account = account
+        self.evaluator = evaluator
+        self.store = store
+        self.vendor = vendor
+        self.rng = random.Random(account.seed)
+        self.n_candidates = 0
+        self.n_feedback = 0
+        self.n_submissions = 0
+        self._submitted_hash: str | None = None
+
+    @property
+    def _key(self) -> dict[str, object]:
+        return {"method": self.account.method, "task": self.account.task, "repeat": self.account.repeat}
+
+    def ask(self, messages: list[Message], *, temperature: float, role: str, max_tokens: int | None = None,
+            json_mode: bool = False) -> Completion:
+        return self.account.complete(messages, temperature=temperature, role=role, max_tokens=max_tokens,
+                                     json_mode=json_mode)
+
+    def calls_used(self) -> int:
+        return self.account.spend.calls
+
+    def remaining(self) -> int:
+        return self.account.remaining()
+
+    def propose(self, source: str) -> Candidate:
+        h = self.store.put_source(source)
+        candidate = Candidate(index=self.n_candidates, source=source, calls_used=self.account.spend.calls)
+        self.store.record_event("candidates", {**self._key, "candidate_index": candidate.index,
+                                               "calls_used": candidate.calls_used,
+                                               "tokens_used": self.account.spend.total_tokens, "source_hash": h})
+        self.n_candidates += 1
+        return candidate
+
+    def feedback(self, candidate: Candidate, timing: bool = True) -> Feedback:
+        evaluation = self.evaluator.evaluate(self.task.id, candidate.source, "visible", timing=timing)
+        v, t = evaluation.verdict, evaluation.timing
+        self.store.record_event("feedback", {**self._key, "feedback_index": self.n_feedback,
+                                             "calls_used": self.account.spend.calls,
+                                             "source_hash": self.store.put_source(candidate.source), "verdict": v.kind})
+        self.n_feedback += 1
+        return Feedback(verdict=v.kind, message=v.message, failing_case=v.failing_case,
+                        latency_ms=t.candidate_ms if t else None, speedup=t.speedup_vs_baseline if t else None)
+
+    def submit(self, candidate: Candidate) -> None:
+        h = self.store.put_source(candidate.source)
+        if h == self._submitted_hash:
+            return
+        self._submitted_hash = h
+        self.store.record_event("submissions", {**self._key, "submission_index": self.n_submissions,
+                                                "calls_used": self.account.spend.calls,
+                                                "tokens_used": self.account.spend.total_tokens, "source_hash": h})
+        self.n_submissions += 1

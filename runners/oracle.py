@@ -1,0 +1,330 @@
+"""The correctness oracle. Runs inside a worker process, never in the parent.
+
+Each defence answers a way public harnesses were fooled (ANCHORS.md, "Evaluation harness
+pitfalls"): the reference runs in float64; outputs the candidate allocates with
+`torch.empty*` are poisoned with NaN (or a sentinel for integers) so stale memory never
+passes; inputs are cloned and checked unmodified; the candidate runs again after the
+inputs are rewritten *in place* (same data pointers, new values), which defeats caches
+keyed by `data_ptr`; NaN where the reference is finite never passes; a constant output
+where the reference varies fails; and a call that launched no Triton kernel is `no_kernel`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import sys
+import traceback
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import torch
+
+from bench.task import Case, Task
+from runners.verdict import Verdict
+
+DEVICE_ERROR_MARKERS = (
+    "illegal memory access",
+    "an illegal instruction",
+    "misaligned address",
+    "device-side assert",
+    "unspecified launch failure",
+    "CUDA error",
+    "HIP error",
+    "hipError",
+    "cudaError",
+)
+
+_launches = 0
+
+
+def install_launch_counter() -> None:
+    """Count Triton kernel launches by wrapping the `run` of every kernel class.
+
+    Autotuners and heuristics wrappers end in `JITFunction.run` (or, in the interpreter,
+    `InterpretedFunction.run`), so counting there sees every real launch.
+    """
+    classes: list[type] = []
+    from triton.runtime.jit import JITFunction
+
+    classes.append(JITFunction)
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+
+        classes.append(InterpretedFunction)
+    except ImportError:  # pragma: no cover - every supported triton has it
+        pass
+    for cls in classes:
+        if getattr(cls.run, "_counted", False):
+            continue
+        original = cls.run
+
+        def counted(self: Any, *args: Any, __original: Callable = original, **kwargs: Any) -> Any:
+            global _launches
+            _launches += 1
+            return __original(self, *args, **kwargs)
+
+        counted._counted = True  # type: ignore[attr-defined]
+        cls.run = counted  # type: ignore[method-assign]
+
+
+def launches() -> int:
+    return _launches
+
+
+class CandidateLoadError(Exception):
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+def load_module(path: Path, module_name: str) -> Any:
+    """Import a candidate from its own file (Triton's `@jit` refuses source from `exec`)."""
+    source = path.read_text()
+    try:
+        compile(source, str(path), "exec")
+    except (SyntaxError, ValueError) as exc:
+        raise CandidateLoadError("syntax_error", f"{type(exc).__name__}: {exc}") from None
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException as exc:  # noqa: BLE001 - SystemExit from candidate code is a verdict too
+        sys.modules.pop(module_name, None)
+        raise CandidateLoadError(classify_exception(exc), f"import failed: {format_exception(exc)}") from None
+    return module
+
+
+def format_exception(exc: BaseException, limit: int = 2000) -> str:
+    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    return text[-limit:]
+
+
+def mentions_device_error(text: str) -> bool:
+    return any(marker in text for marker in DEVICE_ERROR_MARKERS)
+
+
+def is_device_error(exc: BaseException) -> bool:
+    return mentions_device_error(f"{type(exc).__name__}: {exc}")
+
+
+def classify_exception(exc: BaseException) -> str:
+    name = type(exc).__name__
+    module = type(exc).__module__ or ""
+    if name == "CompilationError" or "triton.compiler" in module:
+        return "compile_error"
+    if isinstance(exc, SyntaxError):
+        return "syntax_error"
+    if isinstance(exc, AttributeError) and "triton.language" in str(exc):
+        return "compile_error"
+    return "runtime_error"
+
+
+# ---------------------------------------------------------------- poisoned allocations
+
+_POISON_INT = -0x5A5A
+
+
+def _poison(t: torch.Tensor) -> torch.Tensor:
+    if t.numel() == 0:
+        return t
+    if t.is_floating_point() or t.is_complex():
+        t.fill_(float("nan"))
+    elif t.dtype == torch.bool:
+        t.fill_(True)
+    else:
+        info = torch.iinfo(t.dtype)
+        t.fill_(max(info.min, min(info.max, _POISON_INT)) if info.min < 0 else info.max // 3)
+    return t
+
+
+@contextlib.contextmanager
+def poisoned_allocations() -> Iterator[None]:
+    """Make every `torch.empty*` the candidate calls return poisoned memory."""
+    originals = {
+        "empty": torch.empty,
+        "empty_like": torch.empty_like,
+        "empty_strided": torch.empty_strided,
+    }
+    original_new_empty = torch.Tensor.new_empty
+
+    def wrap(fn: Callable) -> Callable:
+        def poisoned(*args: Any, **kwargs: Any) -> Any:
+            return _poison(fn(*args, **kwargs))
+
+        return poisoned
+
+    for name, fn in originals.items():
+        setattr(torch, name, wrap(fn))
+    torch.Tensor.new_empty = wrap(original_new_empty)  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        for name, fn in originals.items():
+            setattr(torch, name, fn)
+        torch.Tensor.new_empty = original_new_empty  # type: ignore[method-assign]
+
+
+# ---------------------------------------------------------------- comparison
+
+
+def _tensors(args: tuple) -> list[torch.Tensor]:
+    return [a for a in args if isinstance(a, torch.Tensor)]
+
+
+def _clone_args(args: tuple) -> tuple:
+    return tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
+
+
+def _to_float64(args: tuple) -> tuple:
+    return tuple(a.to(torch.float64) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args)
+
+
+def expected_output(task: Task, args: tuple) -> Any:
+    """Reference in float64, cast back to the dtype the reference gives on native inputs."""
+    native = task.reference(*_clone_args(args))
+    precise = task.reference(*_to_float64(_clone_args(args)))
+    return _cast_like(precise, native)
+
+
+def _cast_like(precise: Any, native: Any) -> Any:
+    if isinstance(native, torch.Tensor):
+        return precise.to(native.dtype)
+    if isinstance(native, (tuple, list)):
+        return type(native)(_cast_like(p, n) for p, n in zip(precise, native, strict=True))
+    return precise
+
+
+class Mismatch(Exception):
+    def __init__(self, message: str, max_abs: float | None = None, max_rel: float | None = None):
+        super().__init__(message)
+        self.max_abs = max_abs
+        self.max_rel = max_rel
+
+
+def compare(out: Any, expected: Any, task: Task, path: str = "output") -> tuple[float, float]:
+    """Raise `Mismatch` unless `out` matches `expected`; return (max abs err, max rel err)."""
+    if isinstance(expected, (tuple, list)):
+        if not isinstance(out, (tuple, list)) or len(out) != len(expected):
+            raise Mismatch(f"{path}: expected a sequence of {len(expected)} tensors, got {type(out).__name__}")
+        worst = (0.0, 0.0)
+        for i, (o, e) in enumerate(zip(out, expected, strict=True)):
+            a, r = compare(o, e, task, f"{path}[{i}]")
+            worst = (max(worst[0], a), max(worst[1], r))
+        return worst
+    if not isinstance(out, torch.Tensor):
+        raise Mismatch(f"{path}: expected a tensor, got {type(out).__name__}")
+    if tuple(out.shape) != tuple(expected.shape):
+        raise Mismatch(f"{path}: shape {tuple(out.shape)} != expected {tuple(expected.shape)}")
+    if out.dtype != expected.dtype:
+        raise Mismatch(f"{path}: dtype {out.dtype} != expected {expected.dtype}")
+    if out.device.type != expected.device.type:
+        raise Mismatch(f"{path}: on {out.device}, expected {expected.device}")
+    if out.numel() == 0:
+        return 0.0, 0.0
+    tol = task.tolerance(str(expected.dtype).removeprefix("torch."))
+    o = out.detach().to(torch.float64)
+    e = expected.detach().to(torch.float64)
+    e_finite = torch.isfinite(e)
+    o_finite = torch.isfinite(o)
+    bad_nonfinite = e_finite & ~o_finite
+    if bool(bad_nonfinite.any()):
+        raise Mismatch(f"{path}: {int(bad_nonfinite.sum())} NaN/Inf values where the reference is finite",
+                       float("inf"), float("inf"))
+    same_special = (~e_finite) & ((o == e) | (torch.isnan(o) & torch.isnan(e)))
+    if bool(((~e_finite) & ~same_special).any()):
+        raise Mismatch(f"{path}: non-finite reference values not reproduced")
+    diff = torch.where(e_finite, (o - e).abs(), torch.zeros_like(o))
+    rel = diff / e.abs().clamp_min(1e-12)
+    max_abs = float(diff.max())
+    max_rel = float(torch.where(e_finite, rel, torch.zeros_like(rel)).max())
+    allowed = tol.atol + tol.rtol * e.abs()
+    bad = e_finite & (diff > allowed)
+    if bool(bad.any()):
+        idx = int(bad.flatten().nonzero()[0])
+        raise Mismatch(
+            f"{path}: {int(bad.sum())}/{bad.numel()} elements outside atol={tol.atol} rtol={tol.rtol}; "
+            f"first at flat index {idx}: got {float(o.flatten()[idx]):.6g}, expected {float(e.flatten()[idx]):.6g}",
+            max_abs, max_rel,
+        )
+    if o.numel() > 1:
+        e_span = float((e[e_finite].max() - e[e_finite].min())) if bool(e_finite.any()) else 0.0
+        o_span = float((o[o_finite].max() - o[o_finite].min())) if bool(o_finite.any()) else 0.0
+        if o_span == 0.0 and e_span > tol.atol:
+            raise Mismatch(f"{path}: output is constant ({float(o.flatten()[0])}) where the reference varies",
+                           max_abs, max_rel)
+    return max_abs, max_rel
+
+
+def _refill_in_place(args: tuple, case: Case, task: Task, device: str) -> None:
+    """New values in the *same* storage: a result cached by data_ptr is now stale."""
+    shifted = Case(name=case.name + "+refill", sizes=case.sizes, dtype=case.dtype, seed=case.seed + 7919)
+    fresh = task.make_inputs(shifted, device)
+    for old, new in zip(args, fresh, strict=True):
+        if isinstance(old, torch.Tensor):
+            old.copy_(new)
+
+
+def _unchanged(before: torch.Tensor, after: torch.Tensor) -> bool:
+    if before.is_floating_point():
+        return bool(torch.equal(torch.nan_to_num(before, nan=0.0), torch.nan_to_num(after, nan=0.0)))
+    return bool(torch.equal(before, after))
+
+
+def _sync(device: str) -> None:
+    if device != "cpu" and torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def judge(task: Task, entry: Callable[..., Any], cases: tuple[Case, ...], device: str, interpreter: bool) -> Verdict:
+    """Run `entry` on every case; first failure decides the verdict."""
+    run = skipped = 0
+    reasons: list[str] = []
+    worst_abs = worst_rel = 0.0
+    launched_any = False
+    for c in cases:
+        if interpreter and c.dtype in task.interpreter_skips:
+            skipped += 1
+            reason = f"{c.dtype}: {task.interpreter_skips[c.dtype]}"
+            if reason not in reasons:
+                reasons.append(reason)
+            continue
+        args = task.make_inputs(c, device)
+        for attempt in ("first", "after in-place refill"):
+            if attempt != "first":
+                _refill_in_place(args, c, task, device)
+            before = _clone_args(args)
+            start = launches()
+            try:
+                with poisoned_allocations():
+                    out = entry(*args)
+                _sync(device)
+            except Exception as exc:  # noqa: BLE001 - any candidate failure is a verdict
+                kind = classify_exception(exc)
+                return Verdict(kind, format_exception(exc), c.name, cases_run=run, kernel_launched=launches() > start)
+            launched = launches() > start
+            launched_any = launched_any or launched
+            for i, (b, a) in enumerate(zip(_tensors(before), _tensors(args), strict=True)):
+                if not _unchanged(b, a):
+                    return Verdict("wrong_result", f"input {i} was modified in place", c.name, cases_run=run,
+                                   kernel_launched=launched)
+            expected = expected_output(task, before)
+            try:
+                a_err, r_err = compare(out, expected, task)
+            except Mismatch as m:
+                return Verdict("wrong_result", f"{m} ({attempt} run)", c.name, m.max_abs, m.max_rel,
+                               cases_run=run, kernel_launched=launched)
+            if not launched:
+                return Verdict("no_kernel", "the entry point returned without launching a Triton kernel", c.name,
+                               a_err, r_err, cases_run=run)
+            worst_abs, worst_rel = max(worst_abs, a_err), max(worst_rel, r_err)
+        run += 1
+    if run == 0:
+        # Never a pass by default: a candidate nobody could judge here has not shown it is right.
+        why = "; ".join(reasons) if reasons else "the case set is empty"
+        return Verdict("runtime_error", f"no case could be judged here: {why}", cases_run=0, cases_skipped=skipped,
+                       skip_reasons=tuple(reasons), kernel_launched=launched_any)
+    return Verdict("correct", "", None, worst_abs, worst_rel, cases_run=run, cases_skipped=skipped,
+                   skip_reasons=tuple(reasons), kernel_launched=launched_any)

@@ -1,0 +1,140 @@
+"""Verdict and Timing records: the two facts every reported number rests on.
+
+They cross process boundaries (worker -> parent -> store) as plain JSON, so each has an
+exact `to_json` / `from_json` pair; nothing is matched by position.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+VERDICT_KINDS = (
+    "correct",
+    "syntax_error",
+    "compile_error",
+    "runtime_error",
+    "timeout",
+    "crash",
+    "wrong_result",
+    "no_kernel",
+)
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    case: str
+    ok: bool
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    skipped: str | None = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    kind: str
+    message: str = ""
+    failing_case: str | None = None
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    cases_run: int = 0
+    cases_skipped: int = 0
+    skip_reasons: tuple[str, ...] = ()
+    kernel_launched: bool = False
+    worker_restarted: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kind not in VERDICT_KINDS:
+            raise ValueError(f"unknown verdict kind {self.kind!r}")
+
+    @property
+    def compiled(self) -> bool:
+        return self.kind not in ("syntax_error", "compile_error")
+
+    @property
+    def ran(self) -> bool:
+        return self.kind in ("correct", "wrong_result", "no_kernel")
+
+    @property
+    def correct(self) -> bool:
+        return self.kind == "correct"
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["skip_reasons"] = list(self.skip_reasons)
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "Verdict":
+        d = dict(d)
+        d["skip_reasons"] = tuple(d.get("skip_reasons", ()))
+        return cls(**d)
+
+    def one_line(self) -> str:
+        where = f" on {self.failing_case}" if self.failing_case else ""
+        msg = f": {self.message.splitlines()[0][:300]}" if self.message else ""
+        return f"{self.kind}{where}{msg}"
+
+
+@dataclass(frozen=True)
+class CaseTiming:
+    """Interleaved candidate and baseline samples for one case, in milliseconds."""
+
+    case: str
+    candidate_ms: tuple[float, ...]
+    baseline_ms: tuple[float, ...]
+    eager_ms: tuple[float, ...] = ()
+    launches_per_sample: int = 1
+    method: str = "events"
+
+    def median(self, which: str = "candidate") -> float:
+        import statistics
+
+        samples = {"candidate": self.candidate_ms, "baseline": self.baseline_ms, "eager": self.eager_ms}[which]
+        return statistics.median(samples) if samples else float("nan")
+
+
+@dataclass(frozen=True)
+class Timing:
+    cases: tuple[CaseTiming, ...]
+    clocks_before: dict[str, Any] = field(default_factory=dict)
+    clocks_after: dict[str, Any] = field(default_factory=dict)
+    flagged: bool = False
+    flag_reasons: tuple[str, ...] = ()
+    speedup_vs_baseline: float | None = None
+    speedup_ci: tuple[float, float] | None = None
+    speedup_vs_eager: float | None = None
+    candidate_ms: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any] | None) -> "Timing | None":
+        if d is None:
+            return None
+        d = dict(d)
+        d["cases"] = tuple(
+            CaseTiming(**{**c, "candidate_ms": tuple(c["candidate_ms"]), "baseline_ms": tuple(c["baseline_ms"]),
+                          "eager_ms": tuple(c.get("eager_ms", ()))})
+            for c in d["cases"]
+        )
+        d["flag_reasons"] = tuple(d.get("flag_reasons", ()))
+        if d.get("speedup_ci") is not None:
+            d["speedup_ci"] = tuple(d["speedup_ci"])
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """One candidate judged on one case set: the verdict plus, on a GPU, the timing."""
+
+    verdict: Verdict
+    timing: Timing | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"verdict": self.verdict.to_json(), "timing": self.timing.to_json() if self.timing else None}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "Evaluation":
+        return cls(verdict=Verdict.from_json(d["verdict"]), timing=Timing.from_json(d.get("timing")))

@@ -1,0 +1,100 @@
+"""Pure statistics for comparing kernel-writing methods at equal compute.
+
+Arrays / pandas objects in, numbers and frozen dataclasses out. Imports nothing from the
+rest of the project (only numpy, scipy, statsmodels, pandas and the standard library).
+
+Modules: ``passk`` (unbiased pass@k), ``intervals`` (bootstrap / Wilson / exact CIs),
+``paired`` (paired bootstrap, McNemar, Wilcoxon, p-value adjustment), ``speedup``
+(geomean, fast_p), ``latency`` (timing noise), ``falsepos`` (visible-test false positives),
+``curves`` (budget curves and pass@k over runs).
+"""
+
+from __future__ import annotations
+
+from .curves import (
+    CurveBand,
+    PassAtKCurve,
+    aggregate_curves,
+    curve_by_task,
+    oracle_curve,
+    runs_pass_at_k,
+    submitted_curve,
+    task_mean_curves,
+)
+from .falsepos import visible_false_positive_rate
+from .intervals import (
+    BOOTSTRAP_METHODS,
+    ColumnIntervals,
+    Estimate,
+    binary_ci,
+    exact_ci,
+    mean_ci,
+    mean_ci_columns,
+    t_ci,
+    wilson_ci,
+)
+from .latency import LatencyStats, flagged_share, latency_stats
+from .paired import (
+    ADJUST_METHODS,
+    PairedTest,
+    adjust_pvalues,
+    mcnemar_exact,
+    paired_diff_ci,
+    wilcoxon_log_ratio,
+)
+from .passk import pass_at_k, pass_at_k_table
+from .speedup import (
+    DEFAULT_FAST_PS,
+    SpeedupSummary,
+    fast_p,
+    fast_p_table,
+    geomean,
+    geomean_ci,
+    speedup_summary,
+)
+
+__all__ = [
+    # passk
+    "pass_at_k",
+    "pass_at_k_table",
+    # intervals
+    "Estimate",
+    "ColumnIntervals",
+    "BOOTSTRAP_METHODS",
+    "mean_ci",
+    "mean_ci_columns",
+    "t_ci",
+    "wilson_ci",
+    "exact_ci",
+    "binary_ci",
+    # paired
+    "PairedTest",
+    "ADJUST_METHODS",
+    "paired_diff_ci",
+    "mcnemar_exact",
+    "wilcoxon_log_ratio",
+    "adjust_pvalues",
+    # speedup
+    "SpeedupSummary",
+    "DEFAULT_FAST_PS",
+    "geomean",
+    "geomean_ci",
+    "fast_p",
+    "fast_p_table",
+    "speedup_summary",
+    # latency
+    "LatencyStats",
+    "latency_stats",
+    "flagged_share",
+    # false positives
+    "visible_false_positive_rate",
+    # curves
+    "CurveBand",
+    "PassAtKCurve",
+    "submitted_curve",
+    "oracle_curve",
+    "task_mean_curves",
+    "aggregate_curves",
+    "curve_by_task",
+    "runs_pass_at_k",
+]

@@ -1,0 +1,200 @@
+"""Paired comparisons of two methods evaluated on the SAME tasks, and multiplicity control.
+
+Why: when two methods run on the same tasks, task difficulty is shared; pairing removes
+that variance (Miller 2024), so intervals and tests are built on per-task *differences*:
+the bootstrap of mean(a - b), exact McNemar for one binary outcome per task, and the
+Wilcoxon signed-rank test on log speedup ratios. Several comparisons are then adjusted
+with Holm or Benjamini-Hochberg, always passing the method explicitly (statsmodels'
+``multipletests`` default is Holm-Sidak, which is easy to report by mistake).
+
+Sign convention everywhere: positive means ``a`` is better/larger; ``n10`` counts tasks
+where a wins (a passes and b fails, or a/b > 1), ``n01`` tasks where b wins.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+from scipy import stats as sps
+from statsmodels.stats.contingency_tables import mcnemar
+from statsmodels.stats.multitest import multipletests
+
+from .intervals import Estimate, mean_ci
+
+__all__ = [
+    "PairedTest",
+    "paired_diff_ci",
+    "mcnemar_exact",
+    "wilcoxon_log_ratio",
+    "adjust_pvalues",
+    "ADJUST_METHODS",
+]
+
+#: Multiple-comparison methods accepted by :func:`adjust_pvalues` (statsmodels names).
+ADJUST_METHODS: tuple[str, ...] = ("holm", "fdr_bh", "bonferroni")
+
+_ZERO_METHODS: tuple[str, ...] = ("wilcox", "pratt", "zsplit")
+
+
+@dataclass(frozen=True)
+class PairedTest:
+    """Result of a paired test.
+
+    ``statistic`` and ``pvalue`` from the test; ``n01`` = tasks where b wins, ``n10`` =
+    tasks where a wins (discordant pairs for McNemar; negative/positive log ratios for
+    Wilcoxon); ``n`` = pairs used; ``method`` names the test; ``note`` explains any
+    special case (no discordant pairs, all differences zero, pairs dropped).
+    """
+
+    statistic: float
+    pvalue: float
+    n01: int
+    n10: int
+    n: int = 0
+    method: str = ""
+    note: str = ""
+
+
+def _paired_arrays(a: npt.ArrayLike, b: npt.ArrayLike, dtype: type = float) -> tuple[np.ndarray, np.ndarray]:
+    x = np.asarray(a, dtype=dtype)
+    y = np.asarray(b, dtype=dtype)
+    if x.ndim != 1 or y.ndim != 1:
+        raise ValueError("a and b must be 1-D (one value per task)")
+    if x.shape != y.shape:
+        raise ValueError(f"a and b must cover the same tasks: lengths {x.size} and {y.size}")
+    if x.size == 0:
+        raise ValueError("no tasks")
+    return x, y
+
+
+def paired_diff_ci(
+    a: npt.ArrayLike,
+    b: npt.ArrayLike,
+    confidence: float = 0.95,
+    n_resamples: int = 10_000,
+    method: str = "BCa",
+    seed: int | np.random.Generator | None = 0,
+) -> Estimate:
+    """Bootstrap interval for ``mean(a - b)`` over tasks (a, b aligned by task).
+
+    Why: resampling tasks jointly keeps each task's pair together, so shared difficulty
+    cancels; bootstrapping the per-task differences ``d_i = a_i - b_i`` is exactly the
+    ``scipy.stats.bootstrap(paired=True)`` resampling for the statistic mean(a) - mean(b).
+
+    Computed: ``value = mean_i (a_i - b_i)``; interval as in :func:`stats.mean_ci`
+    (degenerate when every difference is equal, BCa -> percentile fallback recorded).
+    """
+    x, y = _paired_arrays(a, b)
+    est = mean_ci(x - y, confidence=confidence, n_resamples=n_resamples, method=method, seed=seed)
+    return Estimate(
+        value=est.value,
+        lo=est.lo,
+        hi=est.hi,
+        method=f"paired-{est.method}",
+        n=est.n,
+        confidence=est.confidence,
+    )
+
+
+def _as_bool(x: npt.ArrayLike, name: str) -> np.ndarray:
+    a = np.asarray(x)
+    if a.dtype != bool:
+        if not np.all(np.isin(a, (0, 1))):
+            raise ValueError(f"{name} must be boolean (or 0/1)")
+        a = a.astype(bool)
+    return a
+
+
+def mcnemar_exact(a_bool: npt.ArrayLike, b_bool: npt.ArrayLike) -> PairedTest:
+    """Exact McNemar test for one binary outcome per task under two methods.
+
+    Why: only discordant tasks carry information about which method is better; under
+    H0 each discordant task is a fair coin, so the exact binomial test is valid at any n.
+
+    Computed: table ``[[n11, n10], [n01, n00]]`` (rows: a pass/fail, cols: b pass/fail),
+    ``statsmodels...mcnemar(table, exact=True)``: statistic ``min(n01, n10)``,
+    p-value ``min(1, 2 * BinomCDF(min(n01, n10); n01 + n10, 0.5))``.
+    With no discordant pairs the p-value is 1.0 (noted).
+    """
+    x = _as_bool(a_bool, "a_bool")
+    y = _as_bool(b_bool, "b_bool")
+    if x.ndim != 1 or x.shape != y.shape:
+        raise ValueError("a_bool and b_bool must be 1-D and cover the same tasks")
+    n11 = int(np.sum(x & y))
+    n10 = int(np.sum(x & ~y))
+    n01 = int(np.sum(~x & y))
+    n00 = int(np.sum(~x & ~y))
+    note = ""
+    if n01 + n10 == 0:
+        return PairedTest(0.0, 1.0, 0, 0, int(x.size), "mcnemar-exact", "no discordant pairs")
+    res = mcnemar(np.array([[n11, n10], [n01, n00]]), exact=True)
+    return PairedTest(float(res.statistic), float(res.pvalue), n01, n10, int(x.size), "mcnemar-exact", note)
+
+
+def wilcoxon_log_ratio(
+    speedup_a: npt.ArrayLike,
+    speedup_b: npt.ArrayLike,
+    zero_method: str = "wilcox",
+    alternative: str = "two-sided",
+) -> PairedTest:
+    """Wilcoxon signed-rank test on ``log(speedup_a / speedup_b)`` per task.
+
+    Why: speedups are ratios, so their natural scale is logarithmic (a 2x gain and a 2x
+    loss are symmetric); the signed-rank test needs no normality of those log ratios.
+
+    Computed: ``d_i = log(a_i) - log(b_i)`` over pairs where both are finite (NaN pairs,
+    i.e. tasks where either method was incorrect, are dropped and counted in ``note``);
+    ``scipy.stats.wilcoxon(d, zero_method=zero_method, alternative=alternative)``.
+    ``zero_method`` must be explicit: "wilcox" drops zero differences, "pratt" ranks them
+    then drops, "zsplit" splits them. When every difference is zero, or fewer than one
+    non-zero pair remains, the p-value is 1.0 with a note (no evidence either way).
+    Non-positive or infinite speedups raise ValueError.
+    """
+    if zero_method not in _ZERO_METHODS:
+        raise ValueError(f"zero_method must be one of {_ZERO_METHODS}, got {zero_method!r}")
+    x, y = _paired_arrays(speedup_a, speedup_b)
+    keep = ~(np.isnan(x) | np.isnan(y))
+    dropped = int(x.size - keep.sum())
+    x, y = x[keep], y[keep]
+    if np.any(~np.isfinite(x)) or np.any(~np.isfinite(y)) or np.any(x <= 0) or np.any(y <= 0):
+        raise ValueError("speedups must be positive and finite (use NaN for incorrect tasks)")
+    d = np.log(x) - np.log(y)
+    n10 = int(np.sum(d > 0))
+    n01 = int(np.sum(d < 0))
+    notes = [f"dropped {dropped} pairs with NaN"] if dropped else []
+    method = f"wilcoxon-log-ratio ({zero_method})"
+    if d.size == 0 or n01 + n10 == 0:
+        notes.append("no pairs" if d.size == 0 else "all differences zero")
+        return PairedTest(0.0, 1.0, n01, n10, int(d.size), method, "; ".join(notes))
+    res = sps.wilcoxon(d, zero_method=zero_method, alternative=alternative)
+    stat, p = float(res.statistic), float(res.pvalue)
+    if not np.isfinite(p):
+        notes.append("test undefined for this sample (too few non-zero pairs); p set to 1.0")
+        p = 1.0
+    return PairedTest(stat, p, n01, n10, int(d.size), method, "; ".join(notes))
+
+
+def adjust_pvalues(pvals: npt.ArrayLike, method: str = "holm") -> np.ndarray:
+    """Adjust p-values for multiple comparisons with an explicitly named method.
+
+    Why: comparing several methods (or several metrics) inflates false positives; Holm
+    controls the family-wise error rate, "fdr_bh" (Benjamini-Hochberg) the false
+    discovery rate. The method is always passed to statsmodels explicitly.
+
+    Computed: ``statsmodels.stats.multitest.multipletests(pvals, method=method)[1]``;
+    Holm: sorted ``p_(j)`` -> ``min(1, max_{i<=j} (m - i + 1) p_(i))``;
+    BH: ``min(1, min_{i>=j} m p_(i) / i)``. Returned in the input order.
+    """
+    if method not in ADJUST_METHODS:
+        raise ValueError(f"method must be one of {ADJUST_METHODS}, got {method!r}")
+    p = np.asarray(pvals, dtype=float)
+    if p.ndim != 1:
+        raise ValueError("pvals must be 1-D")
+    if p.size == 0:
+        return p.copy()
+    if np.any(~np.isfinite(p)) or np.any(p < 0) or np.any(p > 1):
+        raise ValueError("p-values must be finite and in [0, 1]")
+    _, adj, _, _ = multipletests(p, alpha=0.05, method=method)
+    return np.asarray(adj, dtype=float)
