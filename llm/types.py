@@ -42,6 +42,7 @@ class Completion:
     latency_s: float = 0.0
     cached: bool = False
     model: str = ""
+    retries: int = 0  # transport retries (429, 5xx, timeouts, dropped connections) before this answer
 
     @property
     def total_tokens(self) -> int:

@@ -188,6 +188,7 @@ def prepare_run(config: CompareConfig, out: Path | None, resume: Path | None) ->
         config.validate()
         return config, Path(resume), True
     config.validate()
+    _check_names(config)
     out = Path(out or "runs")
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -199,6 +200,15 @@ def prepare_run(config: CompareConfig, out: Path | None, resume: Path | None) ->
     run_dir = new_run_dir(out, config)
     run_dir.mkdir(parents=True)
     return config, run_dir, False
+
+
+def _check_names(config: CompareConfig) -> None:
+    """Unknown methods, options, tasks or suites fail before a run folder is made."""
+    resolve_methods(config)
+    for task_id in config.tasks or []:
+        get_task(task_id)
+    if config.suite and not config.tasks:
+        suite_tasks(config.suite)
 
 
 def start_target(config: CompareConfig) -> Target:

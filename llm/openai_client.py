@@ -1,0 +1,267 @@
+"""A model client for any OpenAI-compatible endpoint (OpenAI, Azure OpenAI, vLLM, SGLang,
+Ollama, or our own `serve-sim`), built to be called from many threads at once.
+
+Why the synchronous SDK: the scheduler runs units on threads and each unit blocks on its
+own call, so a thread-safe sync client (one shared connection pool) gives the concurrency
+directly; an async client would need its own loop thread and a hop per call for nothing.
+`max_concurrency` caps the requests in flight across all threads (a semaphore held for one
+HTTP attempt, released during back-off so waiting calls do not block others).
+
+Retries are ours (tenacity), not the SDK's (which is set to 0), so that each retry is
+counted (`Completion.retries`, the calls table, `stats()`): retried are 429, 408/409, 5xx,
+timeouts and dropped or refused connections, with exponential back-off plus jitter, honouring
+a `Retry-After` header up to the back-off cap. Anything else (400, 401, 404) fails at once.
+
+Sampling on the wire: the seed sent is `request.seed + request.sample_index`, so a seeded
+backend (vLLM, SGLang, OpenAI's best-effort `seed`) draws a *different* sample for each
+index of the same prompt, as direct prompting and pass@k need. The sample index itself
+travels in the standard `user` field as "kmc-sample-<n>": every OpenAI-compatible server
+accepts that field (real ones ignore it or use it for abuse monitoring), whereas an unknown
+body field is rejected by OpenAI itself. `serve-sim` reads it back, recovers the base seed
+as `seed - n`, and so answers exactly as the in-process simulated model would.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from llm.prices import Price, estimate_cost, load_prices
+from llm.tokens import count_tokens
+from llm.types import Completion, Request
+
+SAMPLE_USER_PREFIX = "kmc-sample-"
+SIM_OWNER = "kmc-simulated"  # /v1/models owned_by and system_fingerprint of serve-sim
+_SAMPLE_USER = re.compile(rf"^{SAMPLE_USER_PREFIX}(\d+)$")
+
+
+def wire_seed(seed: int, sample_index: int) -> int:
+    """The seed sent to the endpoint: distinct per sample index, invertible given the index."""
+    return seed + sample_index
+
+
+def sample_index_from_user(user: object) -> int | None:
+    match = _SAMPLE_USER.match(user) if isinstance(user, str) else None
+    return int(match.group(1)) if match else None
+
+
+class EndpointUnreachable(RuntimeError):
+    """The endpoint cannot be reached (or rejects our key) at start: a one-line message."""
+
+
+class EndpointCallFailed(RuntimeError):
+    """One call failed for good (retries used up, or a non-retryable answer).
+
+    `retries` and `completion_tokens` are read by the ledger: it records the retries and
+    charges the call only if the endpoint produced tokens (or the run charges failures)."""
+
+    def __init__(self, message: str, retries: int, kind: str):
+        super().__init__(message)
+        self.retries = retries
+        self.kind = kind
+        self.completion_tokens = 0
+
+
+@dataclass
+class ClientStats:
+    """Totals since the client was made, across all threads."""
+
+    calls: int = 0
+    failed_calls: int = 0
+    retries: int = 0
+    retries_by_kind: dict[str, int] = field(default_factory=dict)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = 0.0
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+class OpenAIClient:
+    """ModelClient for an OpenAI-compatible chat-completions endpoint; thread-safe."""
+
+    simulated = False
+
+    def __init__(self, base_url: str, model: str, *, api_key_env: str = "OPENAI_API_KEY", api_key: str | None = None,
+                 timeout_s: float = 120.0, max_retries: int = 5, max_concurrency: int = 8,
+                 backoff_initial_s: float = 1.0, backoff_max_s: float = 30.0,
+                 prices: dict[str, Price] | None = None):
+        if max_concurrency < 1:
+            raise ValueError("max_concurrency must be at least 1")
+        if max_retries < 0:
+            raise ValueError("max_retries must be >= 0")
+        if timeout_s <= 0:
+            raise ValueError("timeout_s must be positive")
+        try:
+            import openai
+        except ImportError:
+            raise RuntimeError("the openai package is needed for a real endpoint: pip install openai") from None
+        self._openai = openai
+        self.base_url = base_url
+        self.model = model
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self.max_concurrency = max_concurrency
+        self.backoff_initial_s = backoff_initial_s
+        self.backoff_max_s = backoff_max_s
+        self.prices = prices if prices is not None else load_prices()
+        key = api_key if api_key is not None else os.environ.get(api_key_env)
+        # Endpoints without auth (vLLM, Ollama, serve-sim) accept any key; the SDK needs one.
+        self._client = openai.OpenAI(base_url=base_url, api_key=key or "not-needed", timeout=timeout_s,
+                                     max_retries=0)
+        self._slots = threading.BoundedSemaphore(max_concurrency)
+        self._lock = threading.Lock()
+        self._stats = ClientStats()
+
+    # ------------------------------------------------------------------ start-up check
+    def check_reachable(self) -> None:
+        """Fail fast, before a run folder exists: one request to /models, no retries.
+
+        Also learns whether the endpoint is our own serve-sim, so that results it produced
+        are labelled simulated (design invariant 7)."""
+        try:
+            page = self._client.with_options(max_retries=0, timeout=min(10.0, self.timeout_s)).models.list()
+        except self._openai.AuthenticationError:
+            raise EndpointUnreachable(f"model endpoint {self.base_url} rejected the API key (HTTP 401)") from None
+        except self._openai.APIConnectionError as exc:
+            raise EndpointUnreachable(f"model endpoint {self.base_url} is unreachable ({_one_line(exc)})") from None
+        except self._openai.APIStatusError:
+            return  # reachable; /models may be unsupported or need other auth
+        if any(getattr(m, "owned_by", None) == SIM_OWNER for m in getattr(page, "data", []) or []):
+            self.simulated = True
+
+    # ------------------------------------------------------------------ calls
+    def request_kwargs(self, request: Request) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "model": self.model, "temperature": request.temperature,
+            "seed": wire_seed(request.seed, request.sample_index),
+            "user": f"{SAMPLE_USER_PREFIX}{request.sample_index}",
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+        }
+        if request.max_tokens is not None:
+            kwargs["max_tokens"] = request.max_tokens
+        if request.json_mode:
+            kwargs["response_format"] = {"type": "json_object"}
+        return kwargs
+
+    def complete(self, request: Request) -> Completion:
+        from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
+
+        kwargs = self.request_kwargs(request)
+        retries = 0
+        started = time.perf_counter()
+
+        def before_sleep(state: RetryCallState) -> None:
+            nonlocal retries
+            retries += 1
+            exc = state.outcome.exception() if state.outcome else None
+            kind = self._kind(exc) if exc else "unknown"
+            with self._lock:
+                self._stats.retries += 1
+                self._stats.retries_by_kind[kind] = self._stats.retries_by_kind.get(kind, 0) + 1
+
+        try:
+            for attempt in Retrying(stop=stop_after_attempt(self.max_retries + 1), wait=self._wait,
+                                    retry=retry_if_exception(self._retryable), before_sleep=before_sleep,
+                                    reraise=True):
+                with attempt:
+                    with self._slots:
+                        response = self._client.chat.completions.create(**kwargs)
+        except self._openai.OpenAIError as exc:
+            self._count_failure()
+            how = f"after {retries} retries" if retries else "without retry"
+            raise EndpointCallFailed(f"{self.base_url} {how}: {_one_line(exc)}", retries, self._kind(exc)) from exc
+        return self._completion(request, response, retries, time.perf_counter() - started)
+
+    def _completion(self, request: Request, response: Any, retries: int, latency_s: float) -> Completion:
+        choices = getattr(response, "choices", None) or []
+        if not choices:
+            self._count_failure()
+            raise EndpointCallFailed(f"{self.base_url} returned no choices", retries, "empty")
+        text = choices[0].message.content or ""
+        usage = getattr(response, "usage", None)
+        prompt_tokens = getattr(usage, "prompt_tokens", None)
+        completion_tokens = getattr(usage, "completion_tokens", None)
+        if prompt_tokens is None:
+            prompt_tokens = count_tokens(request.prompt_text())
+        if completion_tokens is None:
+            completion_tokens = count_tokens(text)
+        if getattr(response, "system_fingerprint", None) == SIM_OWNER:
+            self.simulated = True
+        cost = estimate_cost(self.model, prompt_tokens, completion_tokens, self.prices)
+        with self._lock:
+            s = self._stats
+            s.calls += 1
+            s.prompt_tokens += prompt_tokens
+            s.completion_tokens += completion_tokens
+            s.cost_usd = None if (cost is None or s.cost_usd is None) else s.cost_usd + cost
+        return Completion(text=text, prompt_tokens=int(prompt_tokens), completion_tokens=int(completion_tokens),
+                          latency_s=latency_s, cached=False, model=self.model, retries=retries)
+
+    def stats(self) -> ClientStats:
+        with self._lock:
+            s = self._stats
+            return ClientStats(s.calls, s.failed_calls, s.retries, dict(s.retries_by_kind), s.prompt_tokens,
+                               s.completion_tokens, s.cost_usd)
+
+    def close(self) -> None:
+        self._client.close()
+
+    # ------------------------------------------------------------------ retry policy
+    def _count_failure(self) -> None:
+        with self._lock:
+            self._stats.failed_calls += 1
+
+    def _kind(self, exc: BaseException) -> str:
+        o = self._openai
+        if isinstance(exc, o.APITimeoutError):
+            return "timeout"
+        if isinstance(exc, o.APIConnectionError):
+            return "connection"
+        if isinstance(exc, o.APIStatusError):
+            return "429" if exc.status_code == 429 else ("5xx" if exc.status_code >= 500 else str(exc.status_code))
+        return type(exc).__name__
+
+    def _retryable(self, exc: BaseException) -> bool:
+        o = self._openai
+        if isinstance(exc, o.APIConnectionError):  # includes timeouts and dropped connections
+            return True
+        return isinstance(exc, o.APIStatusError) and (exc.status_code in (408, 409, 429) or exc.status_code >= 500)
+
+    def _wait(self, state: Any) -> float:
+        """Exponential back-off with jitter: initial * 2^(n-1) + U(0, initial), capped; at
+        least the server's Retry-After when it sends one (also capped)."""
+        import random
+
+        n = state.attempt_number
+        delay = min(self.backoff_max_s, self.backoff_initial_s * 2 ** (n - 1) + random.uniform(0, self.backoff_initial_s))
+        exc = state.outcome.exception() if state.outcome else None
+        after = _retry_after_s(exc)
+        if after is not None:
+            delay = max(delay, min(after, self.backoff_max_s))
+        return delay
+
+
+def _retry_after_s(exc: BaseException | None) -> float | None:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if not headers:
+        return None
+    for name, scale in (("retry-after-ms", 1e-3), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) * scale
+        except ValueError:
+            return None  # an HTTP date: rare for these APIs; fall back to our own back-off
+        return seconds if math.isfinite(seconds) and seconds >= 0 else None
+    return None

@@ -1,0 +1,154 @@
+"""The main job end to end on the CPU interpreter, its run folder, and bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import ROOT, cli_env, run_cli
+
+SMOKE = ("--budget", "4", "--tasks", "vector_add,softmax", "--quiet")
+
+
+def _only_run_dir(out: Path) -> Path:
+    dirs = [p for p in out.iterdir() if p.is_dir()]
+    assert len(dirs) == 1, dirs
+    return dirs[0]
+
+
+def test_compare_budget_4_uses_exactly_the_budget(tmp_path: Path) -> None:
+    started = time.monotonic()
+    proc = run_cli("compare", *SMOKE, "--out", str(tmp_path))
+    elapsed = time.monotonic() - started
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run_dir = _only_run_dir(tmp_path)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["simulated"] is True
+    assert summary["budget"] == 4 and summary["budget_unit"] == "calls"
+    assert set(summary["methods"]) == {"direct", "reflexion", "geak"}
+    for name, m in summary["methods"].items():
+        assert m["calls_used"] == {"vector_add": 4, "softmax": 4}, name
+        assert all(v > 0 for v in m["tokens_used"].values())
+        assert 0.0 <= m["submitted_pass"] <= 1.0 and 0.0 <= m["oracle_pass"] <= 1.0
+        assert m["submitted_pass"] <= m["oracle_pass"] + 1e-12  # a submission is one of the candidates
+        lo, hi = m["submitted_pass_ci"]
+        assert lo <= m["submitted_pass"] <= hi
+        assert m["speedup_geomean"] is None  # nothing is timed on the interpreter
+    assert "SIMULATED MODEL" in proc.stdout
+    assert "n/a on CPU" in proc.stdout
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["config"]["budget"] == 4 and config["resolved"]["simulated"] is True
+    assert config["resolved"]["method_options"]["geak"]["iterations"] == 10
+    env = json.loads((run_dir / "env.json").read_text())
+    assert "interpreter" in env["ran_on"] and env["triton"] and env["torch"]
+    db = sqlite3.connect(run_dir / "store.sqlite")
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert db.execute("SELECT COUNT(*) FROM calls").fetchone()[0] == 3 * 2 * 4
+    assert db.execute("SELECT COUNT(*) FROM units WHERE status='done'").fetchone()[0] == 6
+    assert elapsed < 120, f"smoke run took {elapsed:.0f} s"
+
+
+def _wait_for_calls(db_path: Path, at_least: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if db_path.exists():
+            try:
+                with sqlite3.connect(db_path, timeout=1) as db:
+                    if db.execute("SELECT COUNT(*) FROM calls").fetchone()[0] >= at_least:
+                        return
+            except sqlite3.OperationalError:
+                pass
+        time.sleep(0.05)
+    raise AssertionError(f"no {at_least} calls recorded within {timeout} s")
+
+
+def _table(run_dir: Path, sql: str) -> list[tuple]:
+    with sqlite3.connect(run_dir / "store.sqlite") as db:
+        return db.execute(sql).fetchall()
+
+
+CALL_KEY = "SELECT method, task, repeat, call_index, messages_hash, response, prompt_tokens, completion_tokens, charged FROM calls ORDER BY 1, 2, 3, 4"
+EVENTS = {t: f"SELECT * FROM {t} ORDER BY 1, 2, 3, 4" for t in ("candidates", "feedback", "submissions")}
+
+
+def test_sigkill_then_resume_equals_uninterrupted_run(tmp_path: Path) -> None:
+    args = ("compare", "--budget", "6", "--tasks", "vector_add,flip", "--methods", "direct,geak", "--seed", "7", "--quiet")
+    full = run_cli(*args, "--out", str(tmp_path / "full"))
+    assert full.returncode == 0, full.stderr[-3000:]
+    full_dir = _only_run_dir(tmp_path / "full")
+
+    out = tmp_path / "killed"
+    proc = subprocess.Popen([sys.executable, str(ROOT / "cli.py"), *args, "--out", str(out)], env=cli_env(),
+                            cwd=str(ROOT), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (out.exists() and any(out.iterdir())):
+            time.sleep(0.05)
+        killed_dir = _only_run_dir(out)
+        _wait_for_calls(killed_dir / "store.sqlite", 5, timeout=120)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the CLI and its evaluation workers, mid-run
+        proc.wait()
+    assert not (killed_dir / "summary.json").exists(), "the run finished before it could be killed"
+    recorded_before = _table(killed_dir, CALL_KEY)
+    assert 0 < len(recorded_before) < 2 * 2 * 6
+
+    resumed = run_cli("compare", "--resume", str(killed_dir), "--quiet")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "(resumed)" in resumed.stderr
+
+    # Nothing recorded before the kill was asked again or changed, nothing is missing or doubled.
+    after = _table(killed_dir, CALL_KEY)
+    assert after[: len(recorded_before)] == recorded_before or set(recorded_before) <= set(after)
+    assert after == _table(full_dir, CALL_KEY)
+    for table, sql in EVENTS.items():
+        assert _table(killed_dir, sql) == _table(full_dir, sql), table
+    assert (killed_dir / "summary.json").read_text() == (full_dir / "summary.json").read_text()
+
+
+@pytest.mark.parametrize("args, needle", [
+    (("--methods", "direct,telepathy"), "unknown method 'telepathy'"),
+    (("--tasks", "vector_ad"), "unknown task 'vector_ad'"),
+    (("--suite", "nosuch"), "unknown suite 'nosuch'"),
+    (("--budget", "0"), "budget must be a positive integer"),
+    (("--budget", "-3"), "budget must be a positive integer"),
+    (("--budget", "many"), "'many' is not a valid integer"),
+    (("--config", "/nonexistent/cfg.yaml"), "cannot read config"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: tuple[str, ...], needle: str) -> None:
+    proc = run_cli("compare", *args, "--out", str(tmp_path / "runs"), "--quiet", timeout=120)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, proc.stderr
+    assert needle in lines[0]
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_malformed_config_and_unwritable_out(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("budget: [1, 2\n")
+    proc = run_cli("compare", "--config", str(bad), "--quiet", timeout=120)
+    assert proc.returncode == 2 and "cannot parse config" in proc.stderr and "Traceback" not in proc.stderr
+    unknown = tmp_path / "unknown.yaml"
+    unknown.write_text("budget: 3\nbudgit: 4\n")
+    proc = run_cli("compare", "--config", str(unknown), "--quiet", timeout=120)
+    assert proc.returncode == 2 and "unknown config key(s): budgit" in proc.stderr
+    readonly = tmp_path / "ro"
+    readonly.mkdir()
+    readonly.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    target = readonly / "runs"
+    if os.geteuid() == 0:
+        target = Path("/proc/kmc-not-writable")  # root ignores mode bits; /proc refuses new entries
+    proc = run_cli("compare", "--budget", "2", "--out", str(target), "--quiet", timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert "not writable" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
