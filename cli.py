@@ -8,6 +8,7 @@ kind ends with one line on stderr and exit status 2, never a traceback.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -57,33 +58,102 @@ def cli() -> None:
               help="auto: GPU if present, else the Triton CPU interpreter; cpu: always the interpreter.")
 @click.option("--workers", type=int, default=None, help="Evaluation worker processes [default: one per GPU, or cores].")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option("--max-concurrency", type=int, default=None, help="Model requests in flight at once [default 8].")
+@click.option("--dry-run", is_flag=True, help="Print the calls, tokens and estimated cost the run would spend; spend nothing.")
+@click.option("--replay", type=click.Path(path_type=Path), default=None,
+              help="Re-run a recorded run folder from its recorded model responses, with no network.")
 def compare(budget: int | None, budget_unit: str | None, methods: str | None, tasks: str | None, suite: str | None,
             repeats: int | None, seed: int | None, config_path: Path | None, out: Path | None, resume: Path | None,
             base_url: str | None, model: str | None, api_key_env: str | None, device: str | None,
-            workers: int | None, quiet: bool) -> None:
+            workers: int | None, quiet: bool, max_concurrency: int | None = None, dry_run: bool = False,
+            replay: Path | None = None) -> None:
     """Run every method on every task under one budget ledger, then judge on hidden tests."""
     from runners.config import CompareConfig, load_config_file
 
-    data: dict[str, Any] = load_config_file(config_path) if config_path else {}
+    if replay is not None and resume is not None:
+        raise BadInput("--replay and --resume cannot be combined")
+    data: dict[str, Any] = _replay_config(replay) if replay is not None else {}
+    data.update(load_config_file(config_path) if config_path else {})
     flags = {"budget": budget, "budget_unit": budget_unit, "methods": _split(methods), "tasks": _split(tasks),
              "suite": suite, "repeats": repeats, "seed": seed, "device": device, "workers": workers}
     data.update({k: v for k, v in flags.items() if v is not None})
     endpoint = dict(data.get("endpoint") or {})
-    for key, value in (("base_url", base_url), ("model", model), ("api_key_env", api_key_env)):
+    for key, value in (("base_url", base_url), ("model", model), ("api_key_env", api_key_env),
+                       ("max_concurrency", max_concurrency)):
         if value is not None:
             endpoint[key] = value
     data["endpoint"] = endpoint
     config = CompareConfig.from_json(data)
+    if dry_run:
+        if resume is not None:
+            raise BadInput("--dry-run estimates a new run; it cannot be combined with --resume")
+        _dry_run(config)
+        return
     if resume is not None and (config_path or any(v is not None for v in flags.values())):
         click.echo("note: --resume uses the run's recorded config; other run options are ignored", err=True)
-    _run_compare(config, out, resume, quiet)
+    _run_compare(config, out, resume, quiet, replay)
 
 
-def _run_compare(config: Any, out: Path | None, resume: Path | None, quiet: bool) -> None:
+def _replay_config(run_dir: Path) -> dict[str, Any]:
+    """The recorded run's options (with its resolved task list), for flags to override."""
+    try:
+        recorded = json.loads((run_dir / "config.json").read_text())
+        data = dict(recorded["config"])
+        if not data.get("tasks"):
+            data["tasks"] = list(recorded["resolved"]["tasks"])
+    except (OSError, ValueError, KeyError, TypeError):
+        raise BadInput(f"{run_dir} is not a recorded run folder (no readable config.json)") from None
+    if not (run_dir / "store.sqlite").is_file():
+        raise BadInput(f"{run_dir} has no store.sqlite to replay")
+    return data
+
+
+def _make_client(config: Any) -> Any:
     from llm.clients import EndpointUnreachable, make_client
+
+    ep = config.endpoint
+    try:
+        return make_client(ep.base_url, ep.model, ep.api_key_env, ep.timeout_s, ep.max_retries, config.sim_params,
+                           max_concurrency=ep.max_concurrency)
+    except (EndpointUnreachable, ValueError) as exc:
+        raise BadInput(str(exc)) from None
+
+
+def _dry_run(config: Any) -> None:
+    from llm.dryrun import estimate
+    from methods.base import create_method
+    from runners.compare import resolve_methods, resolve_tasks
+    from runners.device import detect_target
+
+    config.validate()
+    if config.device == "cpu":
+        os.environ["KMC_FORCE_CPU"] = "1"
+    target = detect_target()
+    tasks = resolve_tasks(config, target)
+    methods = {name: create_method(name, opts) for name, opts in resolve_methods(config).items()}
+    try:
+        est = estimate(config.budget, config.budget_unit, methods, [t.view() for t in tasks], config.repeats,
+                       target.vendor, config.endpoint.model or "", config.endpoint.simulated)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+    click.echo(est.format())
+
+
+def _run_compare(config: Any, out: Path | None, resume: Path | None, quiet: bool, replay: Path | None = None) -> None:
     from results.summary import build_summary, format_table
     from runners.compare import CompareRun, prepare_run, record_run_files, start_target, write_json
 
+    client = None
+    if replay is not None:
+        from llm.replay import ReplayClient
+
+        try:
+            client = ReplayClient(replay / "store.sqlite")
+        except (OSError, ValueError) as exc:
+            raise BadInput(f"cannot replay {replay}: {exc}") from None
+    elif resume is None:
+        config.validate()
+        client = _make_client(config)  # before any run folder: an unreachable endpoint leaves nothing behind
     config, run_dir, resumed = prepare_run(config, out, resume)
     target = start_target(config)
     if resumed:
@@ -91,11 +161,8 @@ def _run_compare(config: Any, out: Path | None, resume: Path | None, quiet: bool
         if recorded["target"]["vendor"] != target.vendor:
             raise BadInput(f"{run_dir} ran on {recorded['target']['vendor']}; this machine is {target.vendor}")
         config.tasks = recorded["tasks"]
-    ep = config.endpoint
-    try:
-        client = make_client(ep.base_url, ep.model, ep.api_key_env, ep.timeout_s, ep.max_retries, config.sim_params)
-    except EndpointUnreachable as exc:
-        raise BadInput(str(exc)) from None
+    if client is None:
+        client = _make_client(config)
     bar = None
     if not quiet:
         from tqdm import tqdm
@@ -113,8 +180,13 @@ def _run_compare(config: Any, out: Path | None, resume: Path | None, quiet: bool
     try:
         record_run_files(run, resumed)
         click.echo(f"run folder: {run_dir}" + (" (resumed)" if resumed else ""), err=True)
-        if client.simulated:
-            click.echo("model: built-in SIMULATED model (no endpoint configured)", err=True)
+        if replay is not None:
+            run.store.set_meta("replay_of", str(replay))
+            click.echo(f"model: REPLAY of {replay} (recorded responses, no network)", err=True)
+        elif client.simulated:
+            where = getattr(client, "base_url", None)
+            click.echo("model: built-in SIMULATED model " + (f"served by {where}" if where else "(no endpoint configured)"),
+                       err=True)
         run.run()
         summary = build_summary(run.store, config.to_json(), client.simulated, client.model)
         write_json(run_dir / "summary.json", summary)
@@ -123,6 +195,11 @@ def _run_compare(config: Any, out: Path | None, resume: Path | None, quiet: bool
             bar.close()
         run.close()
     click.echo(format_table(summary, target.interpreter))
+    if hasattr(client, "stats"):
+        s = client.stats()
+        cost = "unknown (no price for this model)" if s.cost_usd is None else f"${s.cost_usd:.4f}"
+        click.echo(f"endpoint: {s.calls} calls, {s.failed_calls} failed, {s.retries} retries; "
+                   f"{s.prompt_tokens} prompt + {s.completion_tokens} completion tokens; estimated cost {cost}")
     click.echo(f"wall time {time.perf_counter() - started:.1f} s; summary: {run_dir / 'summary.json'}")
 
 
@@ -186,8 +263,100 @@ def bench_list(suite: str | None, as_json: bool) -> None:
                    f"visible {r['visible_cases']}, hidden {r['hidden_cases_gpu']} (GPU) / {r['hidden_cases_cpu']} (CPU)")
 
 
+@cli.command("serve-sim")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", type=int, default=8000, show_default=True, help="Port; 0 picks a free one.")
+@click.option("--latency", type=float, default=0.0, show_default=True, help="Seconds added to every chat request.")
+@click.option("--fail-rate", type=float, default=0.0, show_default=True,
+              help="Probability that a chat request gets a fault (429, 500 or a dropped connection).")
+@click.option("--faults", default="429,500,drop", show_default=True,
+              help="Fault kinds to draw from: 429, 500, drop, timeout.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the fault generator.")
+def serve_sim(host: str, port: int, latency: float, fail_rate: float, faults: str, seed: int) -> None:
+    """Serve the simulated model as an OpenAI-compatible endpoint (/v1/chat/completions, /v1/models)."""
+    from llm.server import ServerOptions, SimServer
+
+    try:
+        options = ServerOptions(latency_s=latency, fail_rate=fail_rate, fault_kinds=tuple(_split(faults) or ()),
+                                seed=seed)
+        server = SimServer(host, port, options)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+    except OSError as exc:
+        raise BadInput(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    click.echo(f"serving the SIMULATED model at {server.url} (latency {latency} s, fail rate {fail_rate}); "
+               f"use: compare --base-url {server.url} --model sim", err=True)
+    click.echo(server.url)  # the one stdout line, for scripts that start it with --port 0
+    sys.stdout.flush()
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        click.echo("serve-sim stopped", err=True)
+    finally:
+        server.httpd.server_close()
+
+
+def _run_dirs(run_dirs: tuple[Path, ...]) -> list[Path]:
+    """Report/figures arguments: every folder must be a run (RunError -> one line, exit 2)."""
+    from results.readers import RunError, read_run_info
+
+    if not run_dirs:
+        raise BadInput("give at least one run folder")
+    try:
+        for d in run_dirs:
+            read_run_info(d)
+    except RunError as exc:
+        raise BadInput(str(exc)) from None
+    return list(run_dirs)
+
+
+@cli.command("report")
+@click.argument("run_dirs", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["md", "html"]), default="md", show_default=True)
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="Output folder [default RUN_DIR/report; RUN_DIR/report-combined-N for several runs].")
+@click.option("--resamples", type=int, default=10_000, show_default=True, help="Bootstrap resamples.")
+def report_command(run_dirs: tuple[Path, ...], fmt: str, out: Path | None, resamples: int) -> None:
+    """Tables, figures and a verdict per method pair for one run, or several runs with matching tasks and budgets."""
+    from results.readers import RunError
+    from results.report import write_report
+
+    paths = _run_dirs(run_dirs)
+    try:
+        files = write_report(paths, out, fmt, n_resamples=resamples)
+    except RunError as exc:
+        raise BadInput(str(exc)) from None
+    drawn = [f for f in files.figures if not f.skipped]
+    click.echo(f"report: {files.report}")
+    click.echo(f"tables: {len(files.tables)} files in {files.tables[0].parent}" if files.tables else "tables: none")
+    click.echo(f"figures: {len(drawn)} drawn in {drawn[0].files[0].parent}" if drawn else "figures: none drawn")
+    for f in files.figures:
+        if f.skipped:
+            click.echo(f"  {f.name}: not drawn ({f.skipped})")
+
+
+@cli.command("figures")
+@click.argument("run_dirs", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="Output folder [default RUN_DIR/figures].")
+@click.option("--resamples", type=int, default=10_000, show_default=True, help="Bootstrap resamples.")
+def figures_command(run_dirs: tuple[Path, ...], out: Path | None, resamples: int) -> None:
+    """The report's figures alone (PNG and PDF), ready for a paper."""
+    from results.readers import RunError
+    from results.report import write_figures_only
+
+    paths = _run_dirs(run_dirs)
+    try:
+        figures = write_figures_only(paths, out, n_resamples=resamples)
+    except RunError as exc:
+        raise BadInput(str(exc)) from None
+    for f in figures:
+        click.echo(f"{f.name}: " + (", ".join(str(p) for p in f.files) if not f.skipped else f"not drawn ({f.skipped})"))
+
+
 def main() -> None:
     from bench.registry import UnknownTaskError
+    from llm.replay import ReplayMiss
     from methods.base import UnknownMethodError
     from runners.config import ConfigError
 
@@ -202,7 +371,7 @@ def main() -> None:
             sys.exit(EXIT_BAD_INPUT)
         exc.show()
         sys.exit(exc.exit_code)
-    except (ConfigError, UnknownTaskError, UnknownMethodError) as exc:
+    except (ConfigError, UnknownTaskError, UnknownMethodError, ReplayMiss) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_BAD_INPUT)
     except KeyboardInterrupt:

@@ -6,16 +6,38 @@ raising `BudgetExhausted`, which is also how a method's loop ends. Every call is
 as it completes. On resume, an account finds its earlier calls by (account, call index)
 and replays them instead of calling the model again, charged exactly as the live call was,
 so a resumed run spends and sees what the uninterrupted run would have.
+
+Failed calls (`charge_failed_calls`): a call that fails after the client's retries is
+always recorded (its error and retries); it is charged one call, plus the completion tokens
+the endpoint reports having produced, when it produced any, and otherwise only if the ledger
+was made with `charge_failed_calls=True`. The default keeps an outage from eating a
+method's budget while still charging any tokens that were really generated.
+
+Token budgets: a call is sent with `max_tokens` capped to what the account has left, so an
+endpoint that honours `max_tokens` can never overdraw an `output_tokens` budget. For
+`total_tokens` the prompt's size must be known before sending; it is estimated with
+llm/tokens.count_tokens plus the chat format's per-message overhead, scaled by the largest
+ratio of reported to estimated prompt tokens this account has seen (its endpoint's
+tokenizer may count more tokens than our rule). The ratio is per account, not per ledger,
+so the requests a unit sends never depend on other threads' timing, which keeps runs,
+resumes and replays identical.
+
+Thread safety: an Account belongs to one unit and is used from one thread at a time; many
+accounts run concurrently. The ledger's run-wide totals are guarded by a lock; the
+recorder (the run store) serialises its own writes.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
+import threading
 import time
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
+from llm.replay import ReplayMiss
 from llm.tokens import count_tokens
 from llm.types import Completion, Message, ModelClient, Request
 
@@ -48,6 +70,12 @@ class CallRecorder(Protocol):
     def record_call(self, row: dict[str, Any]) -> None: ...
 
 
+# The chat format's overhead per message and per reply (OpenAI's documented accounting),
+# added to the prompt estimate so that a total_tokens budget is not overdrawn by it.
+TOKENS_PER_MESSAGE = 4
+TOKENS_PER_REPLY = 3
+
+
 @dataclass
 class Spend:
     calls: int = 0
@@ -62,6 +90,22 @@ class Spend:
         return {"calls": self.calls, "output_tokens": self.completion_tokens, "total_tokens": self.total_tokens}[unit]
 
 
+@dataclass
+class LedgerTotals:
+    """Run-wide totals over every account of one ledger (a snapshot)."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    failed_calls: int = 0
+    retries: int = 0
+    replayed_calls: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
 def stable_seed(*parts: Any) -> int:
     digest = hashlib.sha256(json.dumps(parts, default=str).encode()).digest()
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
@@ -74,27 +118,38 @@ class Account:
         self.spend = Spend()
         self.next_index = 0
         self.seed = stable_seed(ledger.run_seed, method, task, repeat)
+        self.prompt_ratio = 1.0  # largest reported/estimated prompt tokens seen (>= 1)
 
     def remaining(self) -> int:
         return self.ledger.budget - self.spend.used(self.ledger.unit)
 
-    def _affordable_max_tokens(self, prompt: str, max_tokens: int | None) -> int | None:
+    def estimate_prompt_tokens(self, messages: tuple[Message, ...]) -> int:
+        """An upper estimate of what the endpoint will count for this prompt."""
+        raw = count_tokens("\n\n".join(m.content for m in messages))
+        return math.ceil(raw * self.prompt_ratio) + TOKENS_PER_MESSAGE * len(messages) + TOKENS_PER_REPLY
+
+    def _affordable_max_tokens(self, messages: tuple[Message, ...], max_tokens: int | None) -> int | None:
         unit, left = self.ledger.unit, self.remaining()
         if left <= 0:
             raise BudgetExhausted(f"{unit} budget of {self.ledger.budget} spent")
         if unit == "calls":
             return max_tokens
-        cap = left if unit == "output_tokens" else left - count_tokens(prompt)
+        cap = left if unit == "output_tokens" else left - self.estimate_prompt_tokens(messages)
         if cap <= 0:
             raise BudgetExhausted(f"the prompt alone would exceed the remaining {left} tokens")
         return cap if max_tokens is None else min(max_tokens, cap)
 
+    def _observe_prompt(self, request: Request, prompt_tokens: int) -> None:
+        raw = count_tokens(request.prompt_text())
+        if prompt_tokens > 0 and raw > 0:
+            self.prompt_ratio = max(self.prompt_ratio, prompt_tokens / raw)
+
     def complete(self, messages: list[Message] | tuple[Message, ...], *, temperature: float, role: str,
                  max_tokens: int | None = None, json_mode: bool = False) -> Completion:
+        messages = tuple(messages)
         request = Request(
-            messages=tuple(messages), temperature=temperature, seed=self.seed, sample_index=self.next_index,
-            json_mode=json_mode,
-            max_tokens=self._affordable_max_tokens("\n\n".join(m.content for m in messages), max_tokens),
+            messages=messages, temperature=temperature, seed=self.seed, sample_index=self.next_index,
+            json_mode=json_mode, max_tokens=self._affordable_max_tokens(messages, max_tokens),
         )
         recorded = self.ledger.recorder.recorded_call(self.method, self.task, self.repeat, self.next_index)
         if recorded is not None:
@@ -108,9 +163,11 @@ class Account:
         if row["messages_hash"] != request.messages_hash():
             raise ReplayDiverged(
                 f"{self.method}/{self.task}/repeat {self.repeat}: call {self.next_index} differs from the recorded run")
-        self._charge(int(row["charged"]), int(row["prompt_tokens"]), int(row["completion_tokens"]))
+        self._charge(int(row["charged"]), int(row["prompt_tokens"]), int(row["completion_tokens"]), replayed=True,
+                     failed=bool(row["error"]))
         if row["error"]:
             raise ModelCallFailed(row["error"])
+        self._observe_prompt(request, int(row["prompt_tokens"]))
         return Completion(text=row["response"], prompt_tokens=int(row["prompt_tokens"]),
                           completion_tokens=int(row["completion_tokens"]), latency_s=float(row["latency_s"] or 0.0),
                           cached=True, model=row["model"] or "")
@@ -126,26 +183,33 @@ class Account:
         }
         try:
             completion = self.ledger.client.complete(request)
+        except ReplayMiss:
+            raise  # not a model failure: the replay does not match its recording, and the run must stop
         except Exception as exc:  # noqa: BLE001 - recorded, then raised as one clear error
-            error = f"{type(exc).__name__}: {exc}"[:2000]
+            # A replayed failure carries the original run's error text, so the replay's row matches.
+            error = (getattr(exc, "recorded_error", None) or f"{type(exc).__name__}: {exc}")[:2000]
             produced = int(getattr(exc, "completion_tokens", 0) or 0)
+            retries = int(getattr(exc, "retries", 0) or 0)
             charged = 1 if (produced > 0 or self.ledger.charge_failed_calls) else 0
             row.update(response=None, prompt_tokens=0, completion_tokens=produced, latency_s=time.perf_counter() - started,
-                       cached=0, error=error, charged=charged)
+                       cached=int(bool(getattr(exc, "cached", False))), error=error, charged=charged, retries=retries)
             self.ledger.recorder.record_call(row)
-            self._charge(charged, 0, produced)
+            self._charge(charged, 0, produced, failed=True, retries=retries)
             raise ModelCallFailed(error) from exc
         row.update(response=completion.text, prompt_tokens=completion.prompt_tokens,
                    completion_tokens=completion.completion_tokens, latency_s=completion.latency_s,
-                   cached=int(completion.cached), error=None, charged=1)
+                   cached=int(completion.cached), error=None, charged=1, retries=completion.retries)
         self.ledger.recorder.record_call(row)
-        self._charge(1, completion.prompt_tokens, completion.completion_tokens)
+        self._charge(1, completion.prompt_tokens, completion.completion_tokens, retries=completion.retries)
+        self._observe_prompt(request, completion.prompt_tokens)
         return completion
 
-    def _charge(self, calls: int, prompt_tokens: int, completion_tokens: int) -> None:
+    def _charge(self, calls: int, prompt_tokens: int, completion_tokens: int, *, failed: bool = False,
+                retries: int = 0, replayed: bool = False) -> None:
         self.spend.calls += calls
         self.spend.prompt_tokens += prompt_tokens
         self.spend.completion_tokens += completion_tokens
+        self.ledger._add_totals(calls, prompt_tokens, completion_tokens, failed, retries, replayed)
 
 
 class Ledger:
@@ -153,7 +217,7 @@ class Ledger:
 
     `charge_failed_calls`: a call that fails after retries is always recorded; it is charged
     when the endpoint produced tokens, and otherwise only if this is set (default off, so an
-    outage does not eat a method's budget).
+    outage does not eat a method's budget). See the module docstring.
     """
 
     def __init__(self, client: ModelClient, recorder: CallRecorder, budget: int, unit: str = "calls",
@@ -166,6 +230,26 @@ class Ledger:
         self.unit = resolve_unit(unit)
         self.run_seed = run_seed
         self.charge_failed_calls = charge_failed_calls
+        self._totals = LedgerTotals()
+        self._lock = threading.Lock()
 
     def account(self, method: str, task: str, repeat: int) -> Account:
         return Account(self, method, task, repeat)
+
+    def totals(self) -> LedgerTotals:
+        """Charged calls and tokens over all accounts, plus failures, retries and resumed calls."""
+        with self._lock:
+            t = self._totals
+            return LedgerTotals(t.calls, t.prompt_tokens, t.completion_tokens, t.failed_calls, t.retries,
+                                t.replayed_calls)
+
+    def _add_totals(self, calls: int, prompt_tokens: int, completion_tokens: int, failed: bool, retries: int,
+                    replayed: bool) -> None:
+        with self._lock:
+            t = self._totals
+            t.calls += calls
+            t.prompt_tokens += prompt_tokens
+            t.completion_tokens += completion_tokens
+            t.failed_calls += int(failed)
+            t.retries += retries
+            t.replayed_calls += int(replayed)

@@ -196,7 +196,7 @@ class OpenAIClient:
             completion_tokens = count_tokens(text)
         if getattr(response, "system_fingerprint", None) == SIM_OWNER:
             self.simulated = True
-        cost = estimate_cost(self.model, prompt_tokens, completion_tokens, self.prices)
+        cost = 0.0 if self.simulated else estimate_cost(self.model, prompt_tokens, completion_tokens, self.prices)
         with self._lock:
             s = self._stats
             s.calls += 1

@@ -1,19 +1,48 @@
 """The Method protocol, the context a method sees, and the method registry.
 
-A method is a class registered with `@register_method("name")`; its constructor's keyword
-arguments are its options (recorded in the run's config). It sees a task only through a
-`TaskView` and the world only through a `MethodContext`: the model (through the budget
-ledger), visible feedback, and `submit`. It never touches the GPU or the store, which is what
-lets the scheduler guarantee identical budgets and held-out evaluation for every method.
+Writing a method (a plugin is one file; nothing else changes):
 
-The loop ends when `ctx.ask` raises `BudgetExhausted`; a method needs no budget arithmetic
-of its own (though it may read `ctx.remaining()` to avoid starting a step it cannot finish).
+    from methods.base import MethodContext, register_method
+    from bench.task import TaskView
+    from llm.types import Message
+
+    @register_method("my_method")
+    class MyMethod:
+        def __init__(self, temperature: float = 1.0):   # keyword arguments are the options
+            self.temperature = temperature               # stored under the same names
+        def run(self, task: TaskView, ctx: MethodContext) -> None:
+            while True:                                  # until ctx.ask raises BudgetExhausted
+                reply = ctx.ask([Message("user", task.instruction)], temperature=self.temperature,
+                                role="generator")
+                ...                                      # ctx.propose / ctx.feedback / ctx.submit
+
+Rules the scheduler relies on:
+- The constructor's keyword arguments are the method's options (`method_options` in a config);
+  store each under the attribute of the same name, so the resolved options (defaults included)
+  are recorded in the run's config.json. Every option needs a default.
+- `run(task, ctx)` sees the task only through a `TaskView` (no reference, no hidden cases) and
+  the world only through `ctx`: the model (`ask`, through the budget ledger), code it proposes
+  (`propose`), visible feedback (`feedback`), its own tests run on a candidate (`run_tests`),
+  and its answer (`submit`, to be called again whenever the answer changes, so budget curves
+  come from one run). It never runs code, touches the GPU or the store itself.
+- The loop ends when `ctx.ask` raises `BudgetExhausted`; let it propagate. A method needs no
+  budget arithmetic of its own (it may read `ctx.remaining()`), and may also return early
+  (the unspent remainder is then recorded as such).
+- A fresh instance is made for every (task, repeat); instance state is per unit.
+- The module must be imported before the scheduler looks the name up: built-ins are imported
+  by `_load_builtin`; other modules are named in `$KMC_METHOD_MODULES` (comma-separated
+  module names) or simply imported by the caller (as tests do).
+- Shared helpers: methods/templates.py (prompt files under methods/prompts/, knowledge prompt
+  per vendor, task block), methods/extract.py (code, JSON and test extraction that never
+  passes on truncated code), methods/retrieval.py (the BM25 one-shot example).
 """
 
 from __future__ import annotations
 
 import difflib
+import importlib
 import inspect
+import os
 import random
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol, TypeVar
@@ -24,20 +53,36 @@ from llm.types import Completion, Message
 
 @dataclass(frozen=True)
 class Candidate:
+    """Code a method proposed: `index` counts 0, 1, ... in the order this unit proposed them;
+    `calls_used` is the unit's spend when it was proposed (budget curves read it)."""
+
     index: int
     source: str
     calls_used: int
 
 
 @dataclass(frozen=True)
+class TestResult:
+    """One of a method's own test functions, run against a candidate."""
+
+    name: str
+    passed: bool
+    message: str = ""
+
+
+@dataclass(frozen=True)
 class Feedback:
-    """What a method learns from the visible cases: never anything about hidden ones."""
+    """What a method learns from running a candidate: the visible cases (`ctx.feedback`) or
+    its own tests (`ctx.run_tests`, then `tests` holds one result per test function and
+    `correct` means the candidate imported and every test passed); never the hidden cases."""
 
     verdict: str
     message: str
     failing_case: str | None
     latency_ms: float | None
     speedup: float | None
+    tests: tuple[TestResult, ...] = ()
+    kind: str = "visible"  # "visible" (the task's visible cases) or "tests" (the method's own tests)
 
     @property
     def correct(self) -> bool:
@@ -48,11 +93,22 @@ class Feedback:
         return self.verdict in ("correct", "wrong_result", "no_kernel")
 
     def describe(self) -> str:
+        if self.kind == "tests" and (self.tests or self.correct):
+            return self._describe_tests()
         if self.correct:
             perf = f"; latency {self.latency_ms:.4f} ms" if self.latency_ms is not None else ""
             return f"passed all visible tests{perf}"
         where = f" on {self.failing_case}" if self.failing_case else ""
         return f"{self.verdict}{where}: {self.message}"
+
+    def _describe_tests(self) -> str:
+        """Reflexion's feedback format: the passing tests by name, the failing ones with why."""
+        passed = [t.name for t in self.tests if t.passed]
+        failed = [t for t in self.tests if not t.passed]
+        lines = ["Tests passed:"] + [f"  {n}" for n in passed or ["(none)" if self.tests else "(no tests to run)"]]
+        if failed:
+            lines += ["Tests failed:"] + [f"  {t.name}: {t.message}" for t in failed]
+        return "\n".join(lines)
 
 
 class MethodContext(Protocol):
@@ -65,6 +121,12 @@ class MethodContext(Protocol):
     def propose(self, source: str) -> Candidate: ...
 
     def feedback(self, candidate: Candidate, timing: bool = True) -> Feedback: ...
+
+    def run_tests(self, candidate: Candidate, tests: str) -> Feedback:
+        """Run the method's own test functions (`tests`: Python source of `def test_*()`
+        functions calling the entry point, which is a global there, as is `DEVICE`) against
+        the candidate, in the sandboxed evaluation worker. Never uses the task's cases."""
+        ...
 
     def submit(self, candidate: Candidate) -> None: ...
 
@@ -133,13 +195,21 @@ def method_options(method: Method) -> dict[str, Any]:
     return {k: getattr(method, k) for k in params if k != "self" and hasattr(method, k)}
 
 
+PLUGIN_ENV = "KMC_METHOD_MODULES"
 _loaded = False
 
 
 def _load_builtin() -> None:
+    """Import the built-in methods, then any plugin modules named in $KMC_METHOD_MODULES."""
     global _loaded
     if not _loaded:
         _loaded = True
         import methods.direct  # noqa: F401
         import methods.geak  # noqa: F401
         import methods.reflexion  # noqa: F401
+
+        for module in filter(None, (m.strip() for m in os.environ.get(PLUGIN_ENV, "").split(","))):
+            try:
+                importlib.import_module(module)
+            except ImportError as exc:
+                raise UnknownMethodError(f"cannot import method module {module!r} named in ${PLUGIN_ENV}: {exc}") from None

@@ -1,23 +1,35 @@
 """GEAK (arXiv 2507.23194), the GEAK-v1 loop, run as N independent runs of T iterations.
 
-Per iteration exactly two model calls and one visible evaluation:
-1. generator: the optimise branch when the ancestor pool is non-empty and (the last code
-   was correct or `perf_debug_num >= max_perf_debug_num`), which resets the counter; the
-   debug branch otherwise, which increments the counter once correct ancestors exist (the
-   debugging-trap guard);
-2. evaluation on the visible cases (latency only for correct code, on a GPU);
-3. reflector: on failing code, the error; on correct code, the latency and a request for an
-   optimisation strategy.
+Per iteration exactly two model calls and at most one visible evaluation:
+1. generator (JSON {"thought", "code"} reply, temperature 1.0):
+   - optimise branch when the ancestor pool is non-empty and (the last generation was
+     correct or `perf_debug_num >= max_perf_debug_num`); it resets the counter. The prompt
+     holds the ancestors from slowest to fastest, each with code, latency, speedup and its
+     analysis, plus the strategy keywords and "generate better code";
+   - first branch (the run's first iteration): task and one-shot example;
+   - debug branch otherwise: one-shot example (retrieved by the previous code), previous
+     code, the raw error of running it, previous reflection. It increments `perf_debug_num`
+     only when ancestors exist (the debugging-trap guard counts only once a correct kernel
+     is in the pool; on a GPU every correct kernel is timed, and on the CPU interpreter,
+     where nothing is timed, correct kernels still enter the pool with unknown latency);
+2. evaluation on the visible cases (latency only for correct code, on a GPU). A malformed
+   reply (no complete JSON object with a non-empty "code") is a failed generation: it is
+   never evaluated, and counts as an incorrect last generation;
+3. reflector: on failing code, the error and "what went wrong"; on correct code, the
+   latency and a request for an optimisation strategy.
 The ancestor pool keeps at most `ancestor_num` correct kernels sorted by latency; a new
-correct kernel replaces the worst when faster. Temperature 1.0, JSON {"thought", "code"}
-replies; a malformed reply is a failed generation.
+correct kernel replaces the worst when faster.
+
+One-shot retrieval (`oneshot`, methods/retrieval.py): the instruction against corpus
+descriptions once at the start; the previous code against corpus code on every debug round.
 
 Submission (the GEAK-v1 answer rule, from visible feedback only, across the runs so far):
-the fastest correct ancestor, else the latest correct, else the latest runnable, else the
-last generated.
+the fastest correct kernel (the fastest ancestor), else the latest correct, else the latest
+runnable, else the last generated.
 
-Budget: T iterations per run (default 10, i.e. 20 calls); runs repeat until the budget is
-spent, so N = budget / (2 T) when it divides.
+Budget: T = `iterations` per run (default 10, i.e. 20 calls); `runs` = N runs, or (default)
+as many as the budget allows, so N = budget / (2 T) when it divides; otherwise the last run
+is cut short by the budget. With `runs` set, the budget beyond N x 2T is left unspent.
 """
 
 from __future__ import annotations
@@ -28,7 +40,14 @@ from bench.task import TaskView
 from llm.types import Message
 from methods.base import Candidate, Feedback, MethodContext, register_method
 from methods.extract import extract_json_code
-from methods.templates import render, system_prompt, task_block
+from methods.retrieval import retrieve
+from methods.templates import fenced, oneshot_block, render, system_prompt, task_block
+
+FIX_REQUEST = "Reflect on what went wrong and how to fix it."
+OPTIMISE_REQUEST = ("Analyse this correct kernel's performance and propose an optimisation strategy and ideas "
+                    "to make it faster.")
+MALFORMED = ("failed generation: the reply was not one complete JSON object with a non-empty \"code\" field, "
+             "so nothing was run")
 
 
 @dataclass(frozen=True)
@@ -42,70 +61,92 @@ class Attempt:
         return self.feedback.latency_ms if self.feedback.latency_ms is not None else float("inf")
 
 
+@dataclass
+class RunState:
+    """One GEAK run's memory, rebuilt for every run."""
+
+    ancestors: list[Attempt]
+    last_code: str | None = None
+    last_result: str = ""
+    last_reflection: str = "(none)"
+    last_correct: bool = False
+    perf_debug_num: int = 0
+
+
 @register_method("geak")
 class Geak:
-    def __init__(self, iterations: int = 10, ancestor_num: int = 5, max_perf_debug_num: int = 5,
-                 temperature: float = 1.0, knowledge: bool = True, oneshot: bool = False):
+    def __init__(self, iterations: int = 10, runs: int | None = None, ancestor_num: int = 5,
+                 max_perf_debug_num: int = 5, temperature: float = 1.0, knowledge: bool = True,
+                 oneshot: bool = True):
         if iterations < 1:
             raise ValueError("iterations must be at least 1")
+        if runs is not None and runs < 1:
+            raise ValueError("runs must be at least 1 (or null: as many as the budget allows)")
+        if ancestor_num < 1:
+            raise ValueError("ancestor_num must be at least 1")
         self.iterations = iterations
+        self.runs = runs
         self.ancestor_num = ancestor_num
         self.max_perf_debug_num = max_perf_debug_num
         self.temperature = temperature
         self.knowledge = knowledge
         self.oneshot = oneshot
-        self.branches: list[str] = []  # which generator branch each iteration took (tests read it)
+        self.branches: list[str] = []  # the generator branch of every iteration, in order (tests read it)
 
     def run(self, task: TaskView, ctx: MethodContext) -> None:
         history: list[Attempt] = []  # across runs, for the answer rule
-        while True:
-            self._one_run(task, ctx, history)
+        first_example = retrieve(task.id, task.instruction, "description") if self.oneshot else None
+        done = 0
+        while self.runs is None or done < self.runs:
+            self._one_run(task, ctx, history, first_example)
+            done += 1
 
-    def _one_run(self, task: TaskView, ctx: MethodContext, history: list[Attempt]) -> None:
+    def _one_run(self, task: TaskView, ctx: MethodContext, history: list[Attempt], first_example: str | None) -> None:
         system = Message("system", system_prompt(ctx.vendor, self.knowledge))
         block = task_block(task, self.knowledge)
-        ancestors: list[Attempt] = []
-        last: Attempt | None = None
-        last_code: str | None = None
-        last_error = "no code has been generated yet"
-        perf_debug_num = 0
+        state = RunState(ancestors=[])
         for _ in range(self.iterations):
-            optimise = bool(ancestors) and ((last is not None and last.feedback.correct)
-                                            or perf_debug_num >= self.max_perf_debug_num)
-            if optimise:
-                perf_debug_num = 0
-                prompt = render("geak_optimise", task=block, ancestors=self._describe(ancestors))
-            elif last_code is None:
-                prompt = render("geak_first", task=block, oneshot="")
-            else:
-                if ancestors:
-                    perf_debug_num += 1
-                prompt = render("geak_debug", task=block, oneshot="", code=last_code, feedback=last_error,
-                                reflection=last.reflection if last else "(none)")
-            self.branches.append("optimise" if optimise else "debug")
+            branch, prompt = self._generator_prompt(task, block, state, first_example)
             reply = ctx.ask([system, Message("user", prompt)], temperature=self.temperature, role="generator",
                             json_mode=True)
+            self.branches.append(branch)
             _, code = extract_json_code(reply.text)
             if code is None:
-                last_error = "the reply was not a JSON object with a non-empty 'code' field"
-                ctx.ask([system, Message("user", render("geak_reflect", task=block, code=last_code or "",
-                                                        feedback=last_error,
-                                                        request="Reflect on what went wrong and how to fix it."))],
-                        temperature=self.temperature, role="reflector")
+                state.last_correct = False
+                state.last_result = MALFORMED
+                shown = f"```text\n{reply.text.strip()[:4000]}\n```"
+                state.last_reflection = self._reflect(ctx, system, block, shown, MALFORMED, FIX_REQUEST)
                 continue
             candidate = ctx.propose(code)
             fb = ctx.feedback(candidate)
-            request = ("Analyse this correct kernel's performance and propose an optimisation strategy and ideas "
-                       "to make it faster." if fb.correct else "Reflect on what went wrong and how to fix it.")
-            reflection = ctx.ask([system, Message("user", render("geak_reflect", task=block, code=code,
-                                                                 feedback=fb.describe(), request=request))],
-                                 temperature=self.temperature, role="reflector").text
-            last = Attempt(candidate, fb, reflection)
-            last_code, last_error = code, fb.describe()
-            history.append(last)
+            reflection = self._reflect(ctx, system, block, fenced(code), fb.describe(),
+                                       OPTIMISE_REQUEST if fb.correct else FIX_REQUEST)
+            attempt = Attempt(candidate, fb, reflection)
+            history.append(attempt)
             if fb.correct:
-                self._admit(ancestors, last)
+                self._admit(state.ancestors, attempt)
+            state.last_code, state.last_result = code, fb.describe()
+            state.last_reflection, state.last_correct = reflection, fb.correct
             self._submit(ctx, history)
+
+    def _generator_prompt(self, task: TaskView, block: str, state: RunState,
+                          first_example: str | None) -> tuple[str, str]:
+        optimise = bool(state.ancestors) and (state.last_correct or state.perf_debug_num >= self.max_perf_debug_num)
+        if optimise:
+            state.perf_debug_num = 0
+            return "optimise", render("geak_optimise", task=block, ancestors=self._describe(state.ancestors))
+        if state.last_code is None and not state.last_result:
+            return "first", render("geak_first", task=block, oneshot=oneshot_block(first_example))
+        if state.ancestors:
+            state.perf_debug_num += 1
+        example = retrieve(task.id, state.last_code, "code") if self.oneshot and state.last_code else first_example
+        code = fenced(state.last_code) if state.last_code else "(no code has been produced yet)"
+        return "debug", render("geak_debug", task=block, oneshot=oneshot_block(example if self.oneshot else None),
+                               code=code, feedback=state.last_result, reflection=state.last_reflection)
+
+    def _reflect(self, ctx: MethodContext, system: Message, block: str, shown: str, result: str, request: str) -> str:
+        prompt = render("geak_reflect", task=block, code=shown, feedback=result, request=request)
+        return ctx.ask([system, Message("user", prompt)], temperature=self.temperature, role="reflector").text
 
     def _admit(self, ancestors: list[Attempt], attempt: Attempt) -> None:
         if len(ancestors) < self.ancestor_num:
@@ -120,15 +161,17 @@ class Geak:
         parts = []
         for i, a in enumerate(sorted(ancestors, key=lambda a: -a.latency)):
             lat = f"{a.feedback.latency_ms:.4f} ms" if a.feedback.latency_ms is not None else "not timed (no GPU)"
-            parts.append(f"Kernel {i + 1} (latency {lat}):\n```python\n{a.candidate.source}```\nAnalysis: {a.reflection}\n")
-        return "\n".join(parts)
+            speed = f", {a.feedback.speedup:.2f}x the reference kernel's speed" if a.feedback.speedup else ""
+            parts.append(f"Kernel {i + 1} (latency {lat}{speed}):\n{fenced(a.candidate.source)}\n"
+                         f"Analysis: {a.reflection.strip()}\n")
+        return "\n".join(parts).rstrip()
 
     @staticmethod
     def _submit(ctx: MethodContext, history: list[Attempt]) -> None:
         correct = [a for a in history if a.feedback.correct]
         if correct:
-            fastest = min(correct, key=lambda a: a.latency)
-            choice = fastest if fastest.feedback.latency_ms is not None else correct[-1]
+            timed = [a for a in correct if a.feedback.latency_ms is not None]
+            choice = min(timed, key=lambda a: a.latency) if timed else correct[-1]
         else:
             runnable = [a for a in history if a.feedback.ran]
             choice = runnable[-1] if runnable else history[-1]

@@ -1,85 +1,142 @@
-"""Reflexion (Shinn et al. 2023) adapted to kernels, as a sequence of independent trials.
+"""Reflexion (Shinn et al. 2023, programming runs) adapted to kernels, as independent trials.
 
-One trial: an implementation call; then, while the feedback fails and fewer than
-`max_iters` implementations exist, a self-reflection call (sees only the implementation and
-its test results) and a re-implementation call (sees the previous implementation, the
-feedback and the latest reflection: a memory of one). A trial therefore costs
-1 + 2 x (iterations - 1) calls in this feedback mode. Implementations at temperature 0
-by default, reflections at 0.2 (the paper's settings). Trials repeat until the budget is
-spent, so pass@k over trials is defined.
+One trial, in the default `feedback="internal"` mode (the paper's):
+1. a test-writing call (temperature `reflect_temperature`, 0.2) asks for `n_tests` (5) unit
+   tests: Python `def test_*()` functions that call the entry point on small inputs and
+   compare it with a PyTorch expression. They are AST-filtered (methods/extract.py
+   `extract_tests`: top-level test functions that parse, take no arguments, carry no
+   decorator and contain an assert; the first `n_tests` are kept; the paper says "up to 6",
+   5 keeps the prompt and the run short);
+2. an implementation call (temperature `impl_temperature`, 0);
+3. while the implementation fails its tests and fewer than `max_iters` implementations
+   exist: a self-reflection call (sees only the implementation and its test results) and a
+   re-implementation call (sees the task, the previous implementation, the test results and
+   the latest reflection: a memory of one).
+A trial costs 1 + 1 + 2 x (iterations - 1) calls. The tests run in the sandboxed worker
+through `ctx.run_tests`; the method never runs code. "Pass" means the candidate imported
+and every kept test passed (with no test kept, an importable candidate passes: there is
+nothing to reflect on). Self-written tests can be wrong or too weak; that is the point of
+the faithful mode (false positives drove the paper's weaker MBPP results), and the scheduler
+judges every candidate on the hidden cases anyway.
 
-Feedback: "visible" uses the harness's visible cases. (The paper's own mode, self-written
-internal tests plus one test-writing call per trial, is issue #5's next slice.)
+`feedback="visible"`: the harness's visible cases replace the self-written tests (no
+test-writing call; a trial costs 1 + 2 x (iterations - 1) calls).
 
-Submission rule: the latest implementation that passed its feedback, else the latest
-implementation (Reflexion submits a trial's final implementation once).
+Trials repeat until the budget is spent (the last trial may be cut short by it), so pass@k
+over trials is defined. At `impl_temperature` 0 a deterministic model writes the same first
+implementation in every trial; trials then differ through their tests and reflections
+(temperature 0.2). Raise `impl_temperature` for more diverse trials. Submission rule: the final implementation of the latest trial whose
+implementation passed its own feedback; before any passes, the latest implementation.
+Context: `knowledge` and `oneshot` (an example matched on the instruction, shown in the
+implementation prompts) as for every method.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from bench.task import TaskView
 from llm.types import Message
 from methods.base import Candidate, Feedback, MethodContext, register_method
-from methods.extract import extract_code
-from methods.templates import render, system_prompt, task_block
+from methods.extract import TestSuite, extract_code, extract_tests
+from methods.retrieval import retrieve
+from methods.templates import fenced, oneshot_block, render, system_prompt, task_block
+
+FEEDBACK_MODES = ("internal", "visible")
+
+
+@dataclass(frozen=True)
+class Implementation:
+    """One implementation of a trial and what its feedback said (None: no code in the reply)."""
+
+    code: str | None
+    candidate: Candidate | None
+    feedback: Feedback | None
+
+    @property
+    def passed(self) -> bool:
+        return self.feedback is not None and self.feedback.correct
+
+    def feedback_text(self) -> str:
+        return self.feedback.describe() if self.feedback else "no complete ```python code block found in the reply"
 
 
 @register_method("reflexion")
 class Reflexion:
     def __init__(self, max_iters: int = 5, impl_temperature: float = 0.0, reflect_temperature: float = 0.2,
-                 feedback: str = "visible", knowledge: bool = True):
-        if feedback != "visible":
-            raise ValueError("feedback='internal' is not implemented yet; use feedback='visible'")
+                 feedback: str = "internal", n_tests: int = 5, knowledge: bool = True, oneshot: bool = True):
+        if feedback not in FEEDBACK_MODES:
+            raise ValueError(f"feedback must be internal or visible, not {feedback!r}")
         if max_iters < 1:
             raise ValueError("max_iters must be at least 1")
+        if n_tests < 1:
+            raise ValueError("n_tests must be at least 1")
         self.max_iters = max_iters
         self.impl_temperature = impl_temperature
         self.reflect_temperature = reflect_temperature
         self.feedback = feedback
+        self.n_tests = n_tests
         self.knowledge = knowledge
+        self.oneshot = oneshot
+        self.trial_calls: list[int] = []  # calls each finished trial used (tests read it)
 
     def run(self, task: TaskView, ctx: MethodContext) -> None:
         system = Message("system", system_prompt(ctx.vendor, self.knowledge))
         block = task_block(task, self.knowledge)
+        example = oneshot_block(retrieve(task.id, task.instruction, "description") if self.oneshot else None)
         passed_any = False
         while True:
-            # Trials differ through the sample index the ledger attaches to each call.
-            reply = ctx.ask([system, Message("user", render("direct_generate", task=block))],
+            start = ctx.calls_used()
+            passed_any = self._trial(task, ctx, system, block, example, passed_any)
+            self.trial_calls.append(ctx.calls_used() - start)
+
+    def _trial(self, task: TaskView, ctx: MethodContext, system: Message, block: str, example: str,
+               passed_any: bool) -> bool:
+        tests: TestSuite | None = None
+        if self.feedback == "internal":
+            reply = ctx.ask([system, Message("user", render("reflexion_tests", task=block, n=str(self.n_tests),
+                                                            entry_point=task.entry_point))],
+                            temperature=self.reflect_temperature, role="tests")
+            tests = extract_tests(reply.text, self.n_tests)
+        reply = ctx.ask([system, Message("user", render("direct_generate", task=block, oneshot=example))],
+                        temperature=self.impl_temperature, role="implement")
+        impl = self._judge(ctx, extract_code(reply.text), tests)
+        passed_any = self._maybe_submit(ctx, impl, passed_any)
+        iterations = 1
+        while iterations < self.max_iters and not impl.passed:
+            shown = fenced(impl.code) if impl.code else "(no code was produced)"
+            fb_text = impl.feedback_text()
+            reflection = ctx.ask([system, Message("user", render("reflexion_reflect", code=shown, feedback=fb_text))],
+                                 temperature=self.reflect_temperature, role="reflect").text
+            reply = ctx.ask([system, Message("user", render("reflexion_reimplement", task=block, oneshot=example,
+                                                            code=shown, feedback=fb_text, reflection=reflection))],
                             temperature=self.impl_temperature, role="implement")
+            iterations += 1
             code = extract_code(reply.text)
-            candidate, fb = self._judge(ctx, code)
-            passed_any = self._maybe_submit(ctx, candidate, fb, passed_any)
-            iterations = 1
-            while iterations < self.max_iters and (fb is None or not fb.correct):
-                shown = code or "(no code was produced)"
-                fb_text = fb.describe() if fb else "no code block found in the reply"
-                reflection = ctx.ask([system, Message("user", render("reflexion_reflect", task=block, code=shown,
-                                                                     feedback=fb_text))],
-                                     temperature=self.reflect_temperature, role="reflect").text
-                reply = ctx.ask([system, Message("user", render("reflexion_reimplement", task=block, code=shown,
-                                                                feedback=fb_text, reflection=reflection))],
-                                temperature=self.impl_temperature, role="implement")
-                iterations += 1
-                new_code = extract_code(reply.text)
-                if new_code is not None:
-                    code = new_code
-                    candidate, fb = self._judge(ctx, code)
-                    passed_any = self._maybe_submit(ctx, candidate, fb, passed_any)
+            # A reply without code is a failed re-implementation; the next round still shows the last code.
+            impl = self._judge(ctx, code, tests) if code is not None else Implementation(impl.code, None, None)
+            passed_any = self._maybe_submit(ctx, impl, passed_any)
+        return passed_any
 
-    @staticmethod
-    def _judge(ctx: MethodContext, code: str | None) -> tuple[Candidate | None, Feedback | None]:
+    def _judge(self, ctx: MethodContext, code: str | None, tests: TestSuite | None) -> Implementation:
         if code is None:
-            return None, None
+            return Implementation(None, None, None)
         candidate = ctx.propose(code)
-        return candidate, ctx.feedback(candidate, timing=False)
+        if tests is None:
+            return Implementation(code, candidate, ctx.feedback(candidate, timing=False))
+        run_tests = getattr(ctx, "run_tests", None)
+        if run_tests is None:
+            raise NotImplementedError(f"{type(ctx).__name__} has no run_tests(candidate, tests), which "
+                                      "feedback='internal' needs; use feedback='visible' with this context")
+        return Implementation(code, candidate, run_tests(candidate, tests.source))
 
     @staticmethod
-    def _maybe_submit(ctx: MethodContext, candidate: Candidate | None, fb: Feedback | None, passed_any: bool) -> bool:
-        if candidate is None or fb is None:
+    def _maybe_submit(ctx: MethodContext, impl: Implementation, passed_any: bool) -> bool:
+        if impl.candidate is None:
             return passed_any
-        if fb.correct:
-            ctx.submit(candidate)
+        if impl.passed:
+            ctx.submit(impl.candidate)
             return True
         if not passed_any:
-            ctx.submit(candidate)
+            ctx.submit(impl.candidate)
         return passed_any

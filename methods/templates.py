@@ -1,5 +1,10 @@
 """Prompt templates: one text file per role (and per target vendor for the knowledge prompt)
-under methods/prompts/, filled with string.Template so braces in code need no escaping."""
+under methods/prompts/, filled with string.Template so braces in code need no escaping.
+
+Context switches shared by every method: `knowledge` (the vendor's hardware rules as the
+system prompt, and the exact signature in the task block; off: a plain system prompt and
+only the entry point's name) and `oneshot` (a retrieved example program, methods/retrieval.py).
+tests/snapshots/ holds every role's rendered prompt for each vendor; a test keeps them current."""
 
 from __future__ import annotations
 
@@ -29,8 +34,21 @@ def system_prompt(vendor: str, knowledge: bool) -> str:
     return render("knowledge_amd" if vendor == "amd" else "knowledge_nvidia")
 
 
+def fenced(code: str) -> str:
+    """Code as one ```python block (the form every prompt shows code in)."""
+    return f"```python\n{code.rstrip()}\n```"
+
+
+def oneshot_block(example: str | None) -> str:
+    """The retrieved example as a prompt paragraph, or nothing (`oneshot` off, empty corpus).
+    Only the code is shown, not the other task's instruction, so the prompt states one task."""
+    if not example:
+        return ""
+    return "\n" + render("oneshot", code=fenced(example))
+
+
 def task_block(task: TaskView, knowledge: bool) -> str:
     signature = f"Implement exactly this signature:\n{task.signature}\n" if knowledge else \
         f"The entry point is the Python function `{task.entry_point}`.\n"
     cases = "\n".join(f"- {c}" for c in task.visible_cases)
-    return render("task", instruction=task.instruction, signature_block=signature, visible_cases=cases)
+    return render("task", instruction=task.instruction, signature_block=signature, visible_cases=cases).rstrip("\n")

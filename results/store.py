@@ -26,7 +26,7 @@ CREATE TABLE IF NOT EXISTS calls (
     temperature REAL, max_tokens INTEGER, seed INTEGER, sample_index INTEGER,
     response TEXT, prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL,
     latency_s REAL, cached INTEGER NOT NULL, model TEXT, error TEXT, charged INTEGER NOT NULL,
-    created REAL NOT NULL,
+    created REAL NOT NULL, retries INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (method, task, repeat, call_index));
 CREATE TABLE IF NOT EXISTS sources (source_hash TEXT PRIMARY KEY, source TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS candidates (
@@ -66,6 +66,13 @@ class Store:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)
+        self._add_missing_columns()
+
+    def _add_missing_columns(self) -> None:
+        """Stores written before a column existed gain it (with its default) on open, so they resume."""
+        have = {r[1] for r in self._db.execute("PRAGMA table_info(calls)")}
+        if "retries" not in have:
+            self._db.execute("ALTER TABLE calls ADD COLUMN retries INTEGER NOT NULL DEFAULT 0")
 
     def close(self) -> None:
         with self._lock:

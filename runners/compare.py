@@ -112,7 +112,8 @@ class CompareRun:
         self.tasks = resolve_tasks(config, target)
         self.method_opts = resolve_methods(config)
         self.store = Store(run_dir / "store.sqlite")
-        self.ledger = Ledger(client, self.store, config.budget, config.budget_unit, config.seed)
+        self.ledger = Ledger(client, self.store, config.budget, config.budget_unit, config.seed,
+                             charge_failed_calls=config.charge_failed_calls)
         self.executor = executor or LocalPool(target, workers=config.workers, job_timeout=config.job_timeout_s)
         self.evaluator = Evaluator(self.executor, self.store, target, config.timing_policy)
         self.units = [Unit(m, t.id, r) for m in config.methods for t in self.tasks for r in range(config.repeats)]
@@ -153,7 +154,7 @@ class CompareRun:
         self._judge_hidden(unit, task)
         s = account.spend
         self.store.finish_unit(unit.method, unit.task, unit.repeat, status, s.calls, s.prompt_tokens,
-                               s.completion_tokens, ctx.n_feedback, error)
+                               s.completion_tokens, ctx.n_feedback + ctx.n_test_runs, error)
         self.progress.add(units=1, spent=s.used(self.ledger.unit))
 
     def _judge_hidden(self, unit: Unit, task: Task) -> None:

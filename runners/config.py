@@ -51,6 +51,7 @@ class CompareConfig:
     job_timeout_s: float | None = None
     endpoint: EndpointConfig = field(default_factory=EndpointConfig)
     sim_params: dict[str, Any] = field(default_factory=dict)
+    charge_failed_calls: bool = False
     timing_policy: dict[str, Any] = field(default_factory=dict)
 
     def validate(self) -> None:

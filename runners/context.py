@@ -25,6 +25,7 @@ class UnitContext:
         self.n_candidates = 0
         self.n_feedback = 0
         self.n_submissions = 0
+        self.n_test_runs = 0
         self._submitted_hash: str | None = None
 
     @property
@@ -60,6 +61,13 @@ class UnitContext:
         self.n_feedback += 1
         return Feedback(verdict=v.kind, message=v.message, failing_case=v.failing_case,
                         latency_ms=t.candidate_ms if t else None, speedup=t.speedup_vs_baseline if t else None)
+
+    def run_tests(self, candidate: Candidate, tests: str) -> Feedback:
+        """The method's own test functions against a candidate, run by the sandboxed worker.
+        Not written to the feedback table: that table holds visible verdicts only."""
+        report = self.evaluator.run_tests(self.task.id, candidate.source, tests)
+        self.n_test_runs += 1
+        return report.to_feedback()
 
     def submit(self, candidate: Candidate) -> None:
         h = self.store.put_source(candidate.source)

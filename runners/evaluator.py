@@ -7,9 +7,10 @@ for; an in-memory lock per key stops two concurrent units from judging the same 
 from __future__ import annotations
 
 import threading
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 from runners.device import Target
+from runners.internal_tests import InternalTestReport, case_set_for
 from runners.verdict import Evaluation
 
 
@@ -24,6 +25,9 @@ class EvaluationStore(Protocol):
 class Executor(Protocol):
     def evaluate(self, task_id: str, source: str, case_set: str, timing: bool = False,
                  timing_policy: dict[str, Any] | None = None, timeout: float | None = None) -> Evaluation: ...
+
+    def run_tests(self, task_id: str, source: str, tests: str, timeout: float | None = None,
+                  per_test_timeout: float | None = None) -> InternalTestReport: ...
 
 
 class Evaluator:
@@ -41,17 +45,29 @@ class Evaluator:
         with self._locks_guard:
             return self._locks.setdefault(key, threading.Lock())
 
-    def evaluate(self, task_id: str, source: str, case_set: str, timing: bool = False) -> Evaluation:
-        timed = timing and not self.target.interpreter
-        device_key = self.target.key + ("|timed" if timed else "")
-        h = self.store.put_source(source)
-        key = (h, task_id, case_set, device_key)
+    def _cached(self, source: str, task_id: str, case_set: str, device_key: str,
+                compute: Callable[[], Any]) -> dict[str, Any]:
+        """The stored JSON of a result, computing and storing it at most once per key."""
+        key = (self.store.put_source(source), task_id, case_set, device_key)
         with self._lock(key):
             cached = self.store.evaluation(*key)
             if cached is not None:
-                return Evaluation.from_json(cached)
-            evaluation = self.executor.evaluate(task_id, source, case_set, timing=timed,
-                                                timing_policy=self.timing_policy)
+                return cached
+            result = compute().to_json()
             self.executed += 1
-            self.store.record_evaluation(*key, evaluation.to_json())
-            return evaluation
+            self.store.record_evaluation(*key, result)
+            return result
+
+    def evaluate(self, task_id: str, source: str, case_set: str, timing: bool = False) -> Evaluation:
+        timed = timing and not self.target.interpreter
+        device_key = self.target.key + ("|timed" if timed else "")
+        return Evaluation.from_json(self._cached(
+            source, task_id, case_set, device_key,
+            lambda: self.executor.evaluate(task_id, source, case_set, timing=timed, timing_policy=self.timing_policy)))
+
+    def run_tests(self, task_id: str, source: str, tests: str) -> InternalTestReport:
+        """A method's own tests against a candidate, in the sandboxed worker; cached under the
+        case set `internal:<hash of the tests>`, so a resumed run replays the report."""
+        return InternalTestReport.from_json(self._cached(
+            source, task_id, case_set_for(tests), self.target.key,
+            lambda: self.executor.run_tests(task_id, source, tests)))

@@ -6,7 +6,10 @@ pitfalls"): the reference runs in float64; outputs the candidate allocates with
 passes; inputs are cloned and checked unmodified; the candidate runs again after the
 inputs are rewritten *in place* (same data pointers, new values), which defeats caches
 keyed by `data_ptr`; NaN where the reference is finite never passes; a constant output
-where the reference varies fails; and a call that launched no Triton kernel is `no_kernel`.
+where the reference varies fails; a call that launched no Triton kernel is `no_kernel`, and
+so is one whose returned tensor no launched kernel received (a token launch beside a
+PyTorch result). Poisoning wraps the allocators for the life of the worker (switched on
+only while judging), so a candidate that bound `torch.empty_like` at import is poisoned too.
 """
 
 from __future__ import annotations
@@ -35,7 +38,27 @@ DEVICE_ERROR_MARKERS = (
     "cudaError",
 )
 
-_launches = 0
+class _LaunchLog:
+    """Kernel launches seen in this process, and (while recording) the tensors they received.
+
+    Held in an object rather than module globals so a candidate assigning to a module
+    attribute cannot fake a launch; the tensors let the judge check that the returned
+    output was actually written by a kernel (not computed by PyTorch on the side)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.recording = False
+        self.tensors: list[torch.Tensor] = []
+
+    def saw(self, args: tuple, kwargs: dict[str, Any]) -> None:
+        self.count += 1
+        if self.recording:
+            for a in (*args, *kwargs.values()):
+                if isinstance(a, torch.Tensor):
+                    self.tensors.append(a)
+
+
+_LOG = _LaunchLog()
 
 
 def install_launch_counter() -> None:
@@ -60,8 +83,7 @@ def install_launch_counter() -> None:
         original = cls.run
 
         def counted(self: Any, *args: Any, __original: Callable = original, **kwargs: Any) -> Any:
-            global _launches
-            _launches += 1
+            _LOG.saw(args, kwargs)
             return __original(self, *args, **kwargs)
 
         counted._counted = True  # type: ignore[attr-defined]
@@ -69,7 +91,14 @@ def install_launch_counter() -> None:
 
 
 def launches() -> int:
-    return _launches
+    return _LOG.count
+
+
+def prepare_process() -> None:
+    """Install the launch counter and the poisoning allocators *before* any candidate is
+    imported, so a candidate that binds `torch.empty_like` at import gets the poisoned one."""
+    install_launch_counter()
+    install_poisoned_allocations()
 
 
 class CandidateLoadError(Exception):
@@ -110,9 +139,20 @@ def is_device_error(exc: BaseException) -> bool:
     return mentions_device_error(f"{type(exc).__name__}: {exc}")
 
 
+# Errors the interpreter raises while tracing a kernel body that the GPU compiler would
+# reject before launch (unknown `tl` names, type and shape checks): the same candidate must
+# get the same verdict on the CPU interpreter and on a GPU.
+_INTERPRETER_COMPILE_CAUSES = (AttributeError, NameError, TypeError, ValueError)
+
+
 def classify_exception(exc: BaseException) -> str:
     name = type(exc).__name__
     module = type(exc).__module__ or ""
+    if name == "InterpreterError":
+        cause = exc.__cause__
+        if isinstance(cause, _INTERPRETER_COMPILE_CAUSES) and not mentions_device_error(str(cause)):
+            return "compile_error"
+        return "runtime_error"
     if name == "CompilationError" or "triton.compiler" in module:
         return "compile_error"
     if isinstance(exc, SyntaxError):
@@ -140,31 +180,40 @@ def _poison(t: torch.Tensor) -> torch.Tensor:
     return t
 
 
+class _PoisonState:
+    installed = False
+    on = False
+
+
+def install_poisoned_allocations() -> None:
+    """Wrap `torch.empty*` and `Tensor.new_empty` once, for the life of the process; the
+    wrappers poison only while `poisoned_allocations()` is active (judging, not timing)."""
+    if _PoisonState.installed:
+        return
+    _PoisonState.installed = True
+
+    def wrap(fn: Callable) -> Callable:
+        def maybe_poisoned(*args: Any, **kwargs: Any) -> Any:
+            t = fn(*args, **kwargs)
+            return _poison(t) if _PoisonState.on else t
+
+        maybe_poisoned.__wrapped__ = fn  # type: ignore[attr-defined]
+        return maybe_poisoned
+
+    for name in ("empty", "empty_like", "empty_strided"):
+        setattr(torch, name, wrap(getattr(torch, name)))
+    torch.Tensor.new_empty = wrap(torch.Tensor.new_empty)  # type: ignore[method-assign]
+
+
 @contextlib.contextmanager
 def poisoned_allocations() -> Iterator[None]:
     """Make every `torch.empty*` the candidate calls return poisoned memory."""
-    originals = {
-        "empty": torch.empty,
-        "empty_like": torch.empty_like,
-        "empty_strided": torch.empty_strided,
-    }
-    original_new_empty = torch.Tensor.new_empty
-
-    def wrap(fn: Callable) -> Callable:
-        def poisoned(*args: Any, **kwargs: Any) -> Any:
-            return _poison(fn(*args, **kwargs))
-
-        return poisoned
-
-    for name, fn in originals.items():
-        setattr(torch, name, wrap(fn))
-    torch.Tensor.new_empty = wrap(original_new_empty)  # type: ignore[method-assign]
+    install_poisoned_allocations()
+    _PoisonState.on = True
     try:
         yield
     finally:
-        for name, fn in originals.items():
-            setattr(torch, name, fn)
-        torch.Tensor.new_empty = original_new_empty  # type: ignore[method-assign]
+        _PoisonState.on = False
 
 
 # ---------------------------------------------------------------- comparison
@@ -278,8 +327,53 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def judge(task: Task, entry: Callable[..., Any], cases: tuple[Case, ...], device: str, interpreter: bool) -> Verdict:
-    """Run `entry` on every case; first failure decides the verdict."""
+def _flatten(out: Any, path: str = "output") -> list[tuple[str, torch.Tensor]]:
+    if isinstance(out, torch.Tensor):
+        return [(path, out)]
+    if isinstance(out, (tuple, list)):
+        return [item for i, o in enumerate(out) for item in _flatten(o, f"{path}[{i}]")]
+    return []
+
+
+def _storage_key(t: torch.Tensor) -> tuple[str, int]:
+    return t.device.type, t.untyped_storage().data_ptr()
+
+
+def _same_values(kernel_tensor: torch.Tensor, out: torch.Tensor) -> bool:
+    if kernel_tensor.numel() != out.numel() or kernel_tensor.device.type != out.device.type:
+        return False
+    try:
+        cast = kernel_tensor.detach().reshape(out.shape).to(out.dtype)
+    except (RuntimeError, TypeError):
+        return False
+    return bool(torch.equal(cast, out)) or bool(torch.equal(torch.nan_to_num(cast), torch.nan_to_num(out)))
+
+
+def not_written_by_kernel(out: Any, kernel_tensors: list[torch.Tensor]) -> list[str]:
+    """Output tensors that no launched kernel received (by storage), and whose values are not
+    a copy or cast of a tensor one did. A wrapper that launches a token kernel and returns
+    a PyTorch result computed on the side is caught here; `out.to(x.dtype)` after a kernel
+    wrote a float32 buffer is not."""
+    keys = {_storage_key(k) for k in kernel_tensors}
+    missing = []
+    for path, t in _flatten(out):
+        if t.numel() == 0 or _storage_key(t) in keys:
+            continue
+        if not any(_same_values(k, t) for k in kernel_tensors):
+            missing.append(path)
+    return missing
+
+
+def judge(task: Task, entry: Callable[..., Any], cases: tuple[Case, ...], device: str, interpreter: bool,
+          integrity: Callable[[], str] | None = None) -> Verdict:
+    """Run `entry` on every case; first failure decides the verdict.
+
+    Per case the candidate runs twice: first on fresh inputs (before the reference has run
+    on them), then again after the inputs are rewritten in place (after the reference): a
+    result cached by data pointer, or read from memory the reference left behind, is stale
+    on the second run. `integrity`, if given, is called after every candidate call and
+    returns a non-empty message when the candidate tampered with the judge.
+    """
     run = skipped = 0
     reasons: list[str] = []
     worst_abs = worst_rel = 0.0
@@ -297,19 +391,28 @@ def judge(task: Task, entry: Callable[..., Any], cases: tuple[Case, ...], device
                 _refill_in_place(args, c, task, device)
             before = _clone_args(args)
             start = launches()
+            _LOG.tensors = []
+            _LOG.recording = True
             try:
                 with poisoned_allocations():
                     out = entry(*args)
                 _sync(device)
-            except Exception as exc:  # noqa: BLE001 - any candidate failure is a verdict
+            except BaseException as exc:  # noqa: BLE001 - any candidate failure, even sys.exit, is a verdict
                 kind = classify_exception(exc)
                 return Verdict(kind, format_exception(exc), c.name, cases_run=run, kernel_launched=launches() > start)
+            finally:
+                _LOG.recording = False
+            kernel_tensors, _LOG.tensors = _LOG.tensors, []
+            if integrity is not None:
+                tampered = integrity()
+                if tampered:
+                    return Verdict("runtime_error", tampered, c.name, cases_run=run)
             launched = launches() > start
             launched_any = launched_any or launched
             for i, (b, a) in enumerate(zip(_tensors(before), _tensors(args), strict=True)):
                 if not _unchanged(b, a):
-                    return Verdict("wrong_result", f"input {i} was modified in place", c.name, cases_run=run,
-                                   kernel_launched=launched)
+                    return Verdict("wrong_result", f"input {i} was modified in place ({attempt} run)", c.name,
+                                   cases_run=run, kernel_launched=launched)
             expected = expected_output(task, before)
             try:
                 a_err, r_err = compare(out, expected, task)
@@ -319,6 +422,12 @@ def judge(task: Task, entry: Callable[..., Any], cases: tuple[Case, ...], device
             if not launched:
                 return Verdict("no_kernel", "the entry point returned without launching a Triton kernel", c.name,
                                a_err, r_err, cases_run=run)
+            unwritten = not_written_by_kernel(out, kernel_tensors)
+            if unwritten:
+                return Verdict("no_kernel", f"{', '.join(unwritten)} was not written by any launched Triton kernel "
+                               "(a kernel ran, but the returned tensor was computed elsewhere)", c.name,
+                               a_err, r_err, cases_run=run, kernel_launched=True)
+            del kernel_tensors
             worst_abs, worst_rel = max(worst_abs, a_err), max(worst_rel, r_err)
         run += 1
     if run == 0:

@@ -5,18 +5,28 @@ in its own session, bound to one GPU through CUDA_VISIBLE_DEVICES / HIP_VISIBLE_
 with an environment built from an allow-list, so API keys and tokens never reach
 candidate code. The parent enforces every limit: a job that runs past its time limit, a
 worker that dies (segfault, `os._exit`), or a reply asking for a restart (device error)
-costs that one verdict and one worker restart, never the run.
+costs that one verdict and one worker restart, never the run. So does a reply that is not
+the one asked for (garbage or a forged line on the reply channel: every job carries a
+random nonce the reply must echo). On a GPU, `workers_per_gpu` workers share each device
+so one compiles while another runs; the worker-side GPU gate gives timing the device alone.
+Interpreter workers get one torch thread each: on a shared CPU the default thread pool
+spins against itself and makes small tensor ops hundreds of times slower.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import os
 import queue
+import secrets
 import selectors
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -48,12 +58,29 @@ def scrubbed_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def visible_devices(target: Target) -> list[str]:
+    """Device ids the workers may bind to, as the parent's own *_VISIBLE_DEVICES lists them:
+    a user who restricted the toolkit to GPUs 2,3 gets workers on 2 and 3, not 0 and 1."""
+    if target.interpreter or not target.visible_devices_var:
+        return []
+    listed = os.environ.get(target.visible_devices_var)
+    if listed:
+        ids = [d.strip() for d in listed.split(",") if d.strip()]
+        if ids:
+            return ids[: max(target.device_count, 1)]
+    return [str(i) for i in range(max(target.device_count, 1))]
+
+
 class WorkerDied(Exception):
     pass
 
 
 class WorkerTimeout(Exception):
     pass
+
+
+class ProtocolViolation(Exception):
+    """The worker's reply channel carried something other than the reply to this job."""
 
 
 class WorkerStartError(RuntimeError):
@@ -69,19 +96,27 @@ class PoolStats:
 
 
 class WorkerProcess:
-    def __init__(self, slot: int, target: Target, startup_timeout: float):
+    def __init__(self, slot: int, target: Target, startup_timeout: float, device: str | None = None,
+                 gpu_lock: Path | None = None, torch_threads: int = 0, workdir: Path | None = None):
         self.slot = slot
         self.target = target
         self.startup_timeout = startup_timeout
+        self.device = device
+        self.gpu_lock = gpu_lock
+        self.torch_threads = torch_threads
+        self.workdir = workdir or Path(tempfile.gettempdir())
         self.proc: subprocess.Popen[bytes] | None = None
         self.buffer = b""
-        self.log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"kmc-worker-{os.getpid()}-{slot}.log"
+        self.last_line = b""
+        self.log_path = self.workdir / f"worker-{slot}.log"
         self.next_id = 0
         self._lock = threading.Lock()  # one conversation at a time: warm-up and jobs must not interleave
 
+    closed = False
+
     def ensure_started(self) -> None:
         with self._lock:
-            if not self.alive():
+            if not self.closed and not self.alive():
                 self.start()
 
     def _env(self) -> dict[str, str]:
@@ -89,8 +124,12 @@ class WorkerProcess:
         if self.target.interpreter:
             extra["TRITON_INTERPRET"] = "1"
             extra["CUDA_VISIBLE_DEVICES"] = ""
-        elif self.target.visible_devices_var:
-            extra[self.target.visible_devices_var] = str(self.slot % max(self.target.device_count, 1))
+        elif self.target.visible_devices_var and self.device is not None:
+            extra[self.target.visible_devices_var] = self.device
+        if self.gpu_lock is not None:
+            extra["KMC_GPU_LOCK"] = str(self.gpu_lock)
+        if self.torch_threads > 0:
+            extra["KMC_TORCH_THREADS"] = str(self.torch_threads)
         return scrubbed_env(extra)
 
     def start(self) -> None:
@@ -98,13 +137,13 @@ class WorkerProcess:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "runners.worker"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-            env=self._env(), cwd=str(PROJECT_ROOT), start_new_session=True,
+            env=self._env(), cwd=str(self.workdir), start_new_session=True,
         )
         log.close()
         self.buffer = b""
         try:
             hello = self._read_line(self.startup_timeout)
-        except (WorkerDied, WorkerTimeout) as exc:
+        except (WorkerDied, WorkerTimeout, ProtocolViolation) as exc:
             self.kill()
             raise WorkerStartError(f"evaluation worker {self.slot} failed to start: {exc or 'timed out'}") from None
         if not hello.get("ready"):
@@ -154,7 +193,14 @@ class WorkerProcess:
                     raise WorkerDied(f"worker process ended ({how}); last output: {self._log_tail()}")
                 self.buffer += chunk
         line, self.buffer = self.buffer.split(b"\n", 1)
-        return json.loads(line)
+        self.last_line = line
+        try:
+            reply = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise ProtocolViolation(f"unreadable line on the reply channel: {line[:200]!r}") from None
+        if not isinstance(reply, dict):
+            raise ProtocolViolation(f"unexpected reply: {str(reply)[:200]}")
+        return reply
 
     def run(self, job: dict[str, Any], timeout: float) -> dict[str, Any]:
         with self._lock:
@@ -165,28 +211,67 @@ class WorkerProcess:
             self.start()
         assert self.proc is not None and self.proc.stdin is not None
         self.next_id += 1
-        job = {**job, "id": self.next_id}
+        nonce = secrets.token_hex(16)
+        job = {**job, "id": self.next_id, "nonce": nonce}
         try:
             self.proc.stdin.write((json.dumps(job) + "\n").encode())
             self.proc.stdin.flush()
         except BrokenPipeError:
-            raise WorkerDied(f"worker process gone before the job was sent; last output: {self._log_tail()}") from None
-        return self._read_line(timeout)
+            # Died while idle (after its last reply): the job never reached it, so this is
+            # not the candidate's doing. Start afresh and send it once more.
+            self.kill()
+            self.start()
+            assert self.proc is not None and self.proc.stdin is not None
+            self.proc.stdin.write((json.dumps(job) + "\n").encode())
+            self.proc.stdin.flush()
+        reply = self._read_line(timeout)
+        if reply.get("nonce") != nonce or reply.get("id") != self.next_id or "evaluation" not in reply:
+            raise ProtocolViolation("a reply without this job's nonce arrived (a forged line on the reply channel?): "
+                                    f"{json.dumps(reply)[:200]}")
+        self._confirm(hashlib.sha256(self.last_line).hexdigest())
+        return reply
+
+    def _confirm(self, digest: str) -> None:
+        """Ask the worker, with a nonce made only now, for the digest of the reply it wrote.
+
+        The job's nonce sat in the worker's memory while candidate code ran, so a candidate
+        could have found it and written a reply of its own first; this nonce did not exist
+        then, and only the worker's own reply matches the digest it gives back."""
+        assert self.proc is not None and self.proc.stdin is not None
+        token = secrets.token_hex(16)
+        try:
+            self.proc.stdin.write((json.dumps({"confirm": token}) + "\n").encode())
+            self.proc.stdin.flush()
+            answer = self._read_line(30.0)
+        except (BrokenPipeError, WorkerDied, WorkerTimeout) as exc:
+            raise ProtocolViolation(f"the worker did not confirm its reply ({type(exc).__name__}: {exc})") from None
+        if answer.get("confirm") != token or answer.get("digest") != digest:
+            raise ProtocolViolation("the reply read was not the one the worker wrote (a forged line on the reply "
+                                    "channel?)")
 
 
 class LocalPool:
     """Evaluate candidates on persistent local workers; thread-safe and blocking per call."""
 
     def __init__(self, target: Target, workers: int | None = None, job_timeout: float | None = None,
-                 startup_timeout: float = 300.0):
+                 startup_timeout: float = 300.0, workers_per_gpu: int = 2):
         self.target = target
+        devices = visible_devices(target)
         if workers is None:
-            workers = max(1, min(os.cpu_count() or 1, 4)) if target.interpreter else max(1, target.device_count)
+            workers = max(1, min(os.cpu_count() or 1, 4)) if target.interpreter else max(1, len(devices) * workers_per_gpu)
         self.job_timeout = job_timeout or (600.0 if target.interpreter else 180.0)
         self.stats = PoolStats()
         self._stats_lock = threading.Lock()
         self._idle: queue.Queue[WorkerProcess] = queue.Queue()
-        self._all = [WorkerProcess(i, target, startup_timeout) for i in range(workers)]
+        self.workdir = Path(tempfile.mkdtemp(prefix="kmc-pool-"))
+        cores = os.cpu_count() or 1
+        threads = 1 if target.interpreter else max(1, min(4, cores // max(workers, 1)))
+        self._all = []
+        for i in range(workers):
+            device = devices[i % len(devices)] if devices else None
+            lock = self.workdir / f"gpu-{device}.lock" if device is not None else None
+            self._all.append(WorkerProcess(i, target, startup_timeout, device=device, gpu_lock=lock,
+                                           torch_threads=threads, workdir=self.workdir))
         for w in self._all:
             self._idle.put(w)
 
@@ -229,24 +314,71 @@ class LocalPool:
                 self._count("crashes")
                 self._restart(worker)
                 return Evaluation(Verdict("crash", str(exc), worker_restarted=True))
+            except ProtocolViolation as exc:
+                self._restart(worker)
+                return Evaluation(Verdict("runtime_error", f"protocol violation: {exc}", worker_restarted=True))
             evaluation = Evaluation.from_json(reply["evaluation"])
             if reply.get("fatal"):
                 self._restart(worker)
+                if not evaluation.verdict.worker_restarted:
+                    evaluation = Evaluation(dataclasses.replace(evaluation.verdict, worker_restarted=True),
+                                            evaluation.timing)
             return evaluation
         finally:
             self._idle.put(worker)
 
+    def run_tests(self, task_id: str, source: str, tests: str, timeout: float | None = None,
+                  per_test_timeout: float | None = None) -> Any:
+        """A method's own unit tests against a candidate (job kind "internal_tests", see
+        runners/internal_tests.py); returns an InternalTestReport. A worker that times out,
+        dies or breaks the protocol gives the report that verdict, as `evaluate` does."""
+        from runners.internal_tests import DEFAULT_TEST_TIMEOUT_S, JOB_KIND, InternalTestReport
+
+        job = {"kind": JOB_KIND, "task": task_id, "source": source, "tests": tests,
+               "per_test_timeout": per_test_timeout or DEFAULT_TEST_TIMEOUT_S}
+        limit = timeout or self.job_timeout
+        worker = self._idle.get()
+        try:
+            self._count("jobs")
+            try:
+                reply = worker.run(job, limit)
+            except WorkerTimeout:
+                self._count("timeouts")
+                self._restart(worker)
+                return InternalTestReport(Verdict("timeout", f"the tests did not finish within {limit:.0f} s",
+                                                  worker_restarted=True))
+            except WorkerDied as exc:
+                self._count("crashes")
+                self._restart(worker)
+                return InternalTestReport(Verdict("crash", str(exc), worker_restarted=True))
+            except ProtocolViolation as exc:
+                self._restart(worker)
+                return InternalTestReport(Verdict("runtime_error", f"protocol violation: {exc}", worker_restarted=True))
+            if reply.get("fatal"):
+                self._restart(worker)
+            return InternalTestReport.from_json(reply["evaluation"])
+        finally:
+            self._idle.put(worker)
+
     def _restart(self, worker: WorkerProcess) -> None:
+        """Kill now; start the replacement in the background so its imports overlap."""
         self._count("restarts")
         worker.kill()
 
+        def start() -> None:
+            try:
+                worker.ensure_started()
+            except WorkerStartError:
+                pass  # raised again, with its message, when the worker is next used
+
+        threading.Thread(target=start, daemon=True).start()
+
     def close(self) -> None:
         for w in self._all:
-            w.kill()
-            try:
-                w.log_path.unlink()
-            except OSError:
-                pass
+            with w._lock:
+                w.closed = True
+                w.kill()
+        shutil.rmtree(self.workdir, ignore_errors=True)
 
     def __enter__(self) -> "LocalPool":
         return self

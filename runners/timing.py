@@ -7,11 +7,18 @@ by launch overhead and timer resolution; candidate, expert baseline and PyTorch 
 interleaved sample by sample, so drift in clocks or temperature hits all of them alike;
 sampling stops once the relative standard error of every median is under the target (or a
 time cap), and the raw samples are kept so anyone can recompute the statistics.
+
+Reward hacks the protocol checks for (ANCHORS.md): a kernel that changes behaviour once it
+has been called many times (its output is checked again after sampling, and the inputs
+must still be unmodified), and work hidden on a side stream (CUDA events on the current
+stream would not see it; a synchronised wall-clock measurement does, and a large gap
+between the two flags the timing).
 """
 
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -20,8 +27,16 @@ import numpy as np
 import torch
 
 from bench.task import Case, Task
-from runners.clocks import clock_flags, read_clocks
+from runners.clocks import CLOCKS_LOCKED_ENV, clock_flags, read_clocks
 from runners.verdict import CaseTiming, Timing
+
+
+class OutputChangedDuringTiming(Exception):
+    """The candidate's output or inputs after timing differ from what the judge accepted."""
+
+    def __init__(self, case: str, message: str):
+        super().__init__(message)
+        self.case = case
 
 L2_FLUSH_BYTES = 256 * 1024 * 1024
 SMALL_KERNEL_MS = 0.020
@@ -41,18 +56,28 @@ class TimingPolicy:
 
 
 def median_rse(samples: np.ndarray) -> float:
-    """Relative standard error of the median, by the normal approximation sqrt(pi/2)*sd/sqrt(n)."""
+    """Relative standard error of the median: sqrt(pi/2) * sigma / sqrt(n) / median, with
+    sigma estimated robustly as IQR / 1.349 (equal to the SD for normal data).
+
+    GPU latencies are right-skewed with rare large outliers (a context switch, a clock
+    change); one such outlier inflates the plain SD enough that the stopping rule never
+    fires, although the median itself is unaffected."""
+    samples = np.asarray(samples, dtype=float)
     n = len(samples)
     if n < 2:
         return math.inf
     med = float(np.median(samples))
-    return 1.2533 * float(np.std(samples, ddof=1)) / math.sqrt(n) / med if med > 0 else math.inf
+    if med <= 0:
+        return math.inf
+    q1, q3 = np.percentile(samples, [25, 75])
+    sigma = float(q3 - q1) / 1.349
+    return 1.2533 * sigma / math.sqrt(n) / med
 
 
 class _Runner:
     """One timed function: either plain launches or a replayed graph of `launches` calls."""
 
-    def __init__(self, fn: Callable[[], Any], launches: int, use_graph: bool):
+    def __init__(self, fn: Callable[[], Any], launches: int, use_graph: bool) -> None:
         self.launches = launches
         self.graph: torch.cuda.CUDAGraph | None = None
         self.fn = fn
@@ -97,16 +122,63 @@ def _single_call_ms(fn: Callable[[], Any], calls: int = 5) -> float:
     return start.elapsed_time(end) / calls
 
 
-def time_case(fns: dict[str, Callable[[], Any]], case_name: str, policy: TimingPolicy) -> CaseTiming:
-    flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device="cuda")
+def _gpu_ms(fn: Callable[[], Any], calls: int = 10) -> float:
+    """Device time per call, from a replayed graph of `calls` launches when capture works.
+
+    Timing back-to-back Python launches measures the launch overhead (tens of us for a
+    Triton launch) instead of a tiny kernel, which would hide exactly the kernels that
+    need graph replay; a graph replays without that overhead."""
+    try:
+        runner = _Runner(fn, calls, use_graph=True)
+    except Exception:  # noqa: BLE001 - falls back to plain launches below
+        runner = None
+    if runner is None or runner.graph is None:
+        return _single_call_ms(fn)
+    runner()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    start.record()
+    for _ in range(3):
+        runner()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) / (3 * calls)
+
+
+def _wall_ms(fn: Callable[[], Any], calls: int = 5) -> float:
+    """Synchronised wall-clock time per call: sees work on any stream, events do not."""
+    times = []
+    for _ in range(calls):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return float(np.median(times))
+
+
+def time_case(fns: dict[str, Callable[[], Any]], case_name: str, policy: TimingPolicy,
+              flush: torch.Tensor | None = None) -> CaseTiming:
+    """Interleaved samples of every function in `fns` (keys: candidate, baseline, eager).
+
+    Kernels under SMALL_KERNEL_MS are timed as graph replays of many launches; the L2 is
+    flushed before each replay, not between the launches inside it, so those samples are
+    mostly warm-cache: the regime of back-to-back small kernels, the same for every side.
+    """
+    if flush is None:
+        flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device="cuda")
     for fn in fns.values():
         for _ in range(policy.warmup_calls):
             fn()
     torch.cuda.synchronize()
-    est = min(_single_call_ms(fn) for fn in fns.values())
+    est = min(_gpu_ms(fn) for fn in fns.values())
     small = est < SMALL_KERNEL_MS
     launches = max(1, min(1000, math.ceil(GRAPH_TARGET_MS / max(est, 1e-4)))) if small else 1
     runners = {name: _Runner(fn, launches, use_graph=small) for name, fn in fns.items()}
+    if small and len({r.method for r in runners.values()}) > 1:
+        # One side replaying a graph and the other paying Python launch overhead is not a
+        # comparison of kernels: if any capture failed, every side runs as a plain loop.
+        runners = {name: _Runner(fn, launches, use_graph=False) for name, fn in fns.items()}
     names = list(runners)
     samples: dict[str, list[float]] = {name: [] for name in names}
     deadline = time.perf_counter() + policy.max_seconds_per_case
@@ -129,7 +201,7 @@ def time_case(fns: dict[str, Callable[[], Any]], case_name: str, policy: TimingP
             converged = all(median_rse(np.asarray(v)) < policy.target_rse for v in samples.values())
             if converged or time.perf_counter() > deadline:
                 break
-    del flush
+    wall = {name: _wall_ms(fns[name]) for name in ("candidate", "baseline")}
     return CaseTiming(
         case=case_name,
         candidate_ms=tuple(samples["candidate"]),
@@ -137,46 +209,101 @@ def time_case(fns: dict[str, Callable[[], Any]], case_name: str, policy: TimingP
         eager_ms=tuple(samples.get("eager", ())),
         launches_per_sample=launches,
         method=runners["candidate"].method,
+        candidate_wall_ms=wall["candidate"],
+        baseline_wall_ms=wall["baseline"],
     )
 
 
-def speedup_with_ci(cases: list[CaseTiming], policy: TimingPolicy, against: str = "baseline") -> tuple[float, tuple[float, float]]:
-    """Geometric mean over cases of median(against)/median(candidate), with a percentile
-    bootstrap interval that resamples every case's raw samples independently."""
+def side_stream_suspected(ct: CaseTiming, min_wall_ms: float = 0.05) -> bool:
+    """True when the candidate's event time is far below its synchronised wall time while
+    the baseline's is not: the work ran where the events could not see it. Only judged
+    where the wall time is well above launch overhead."""
+    if ct.candidate_wall_ms is None or ct.baseline_wall_ms is None or ct.candidate_wall_ms < min_wall_ms:
+        return False
+    cand_ratio = ct.median("candidate") / ct.candidate_wall_ms
+    base_ratio = ct.median("baseline") / max(ct.baseline_wall_ms, 1e-9)
+    return cand_ratio < 0.5 * min(base_ratio, 1.0)
+
+
+def speedup_with_ci(cases: list[CaseTiming], policy: TimingPolicy,
+                    against: str = "baseline") -> tuple[float, tuple[float, float]]:
+    """Geometric mean over cases of median(against) / median(candidate), with a 95%
+    percentile bootstrap interval.
+
+    The samples of candidate and reference were taken interleaved, one of each per round,
+    so rounds are resampled as pairs (same indices on both sides): drift shared by a round
+    (clocks, temperature) stays paired, as it was measured. Sides of unequal length (a
+    stored timing edited by hand) fall back to independent resampling."""
+    if not cases:
+        raise ValueError("speedup_with_ci needs at least one case")
     rng = np.random.default_rng(policy.seed)
+    b = policy.bootstrap_resamples
     logs = []
-    boot = np.zeros(policy.bootstrap_resamples)
+    boot = np.zeros(b)
     for ct in cases:
-        cand = np.asarray(ct.candidate_ms)
-        base = np.asarray(ct.baseline_ms if against == "baseline" else ct.eager_ms)
-        logs.append(math.log(np.median(base) / np.median(cand)))
-        rc = rng.choice(cand, size=(policy.bootstrap_resamples, len(cand)), replace=True)
-        rb = rng.choice(base, size=(policy.bootstrap_resamples, len(base)), replace=True)
-        boot += np.log(np.median(rb, axis=1) / np.median(rc, axis=1))
+        cand = np.asarray(ct.candidate_ms, dtype=float)
+        base = np.asarray(ct.baseline_ms if against == "baseline" else ct.eager_ms, dtype=float)
+        if len(cand) == 0 or len(base) == 0:
+            raise ValueError(f"case {ct.case}: no {against if len(base) == 0 else 'candidate'} samples")
+        logs.append(math.log(_positive(np.median(base)) / _positive(np.median(cand))))
+        if len(cand) == len(base):
+            idx = rng.integers(0, len(cand), size=(b, len(cand)))
+            rc, rb = cand[idx], base[idx]
+        else:
+            rc = cand[rng.integers(0, len(cand), size=(b, len(cand)))]
+            rb = base[rng.integers(0, len(base), size=(b, len(base)))]
+        boot += np.log(np.maximum(np.median(rb, axis=1), _TINY_MS) / np.maximum(np.median(rc, axis=1), _TINY_MS))
     boot /= len(cases)
     lo, hi = np.percentile(boot, [2.5, 97.5])
     return math.exp(float(np.mean(logs))), (math.exp(float(lo)), math.exp(float(hi)))
 
 
+_TINY_MS = 1e-6  # below any real kernel time: keeps a zero median (timer resolution) finite
+
+
+def _positive(value: float) -> float:
+    return max(float(value), _TINY_MS)
+
+
 def time_candidate(task: Task, candidate: Callable[..., Any], baseline: Callable[..., Any], cases: tuple[Case, ...],
-                   vendor: str, device_index: int, policy: TimingPolicy) -> Timing:
+                   vendor: str, device_index: int | str, policy: TimingPolicy) -> Timing:
+    from runners.oracle import Mismatch, compare, expected_output
+
     before = read_clocks(vendor, device_index)
+    flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device="cuda")
     results = []
     for c in cases:
         args = task.make_inputs(c, "cuda")
+        pristine = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
+        expected = expected_output(task, pristine)
         fns: dict[str, Callable[[], Any]] = {
             "candidate": lambda a=args: candidate(*a),
             "baseline": lambda a=args: baseline(*a),
         }
         if policy.time_eager:
             fns["eager"] = lambda a=args: task.reference(*a)
-        results.append(time_case(fns, c.name, policy))
-        del args
+        results.append(time_case(fns, c.name, policy, flush))
+        # A kernel that behaves once the judge has looked away (after N calls, or only
+        # outside warm-up) is caught here, on the very inputs it was timed on.
+        for i, (a, p) in enumerate(zip(args, pristine, strict=True)):
+            if isinstance(a, torch.Tensor) and not torch.equal(a, p):
+                raise OutputChangedDuringTiming(c.name, f"input {i} was modified during timing")
+        out = candidate(*args)
+        torch.cuda.synchronize()
+        try:
+            compare(out, expected, task)
+        except Mismatch as m:
+            raise OutputChangedDuringTiming(c.name, f"output after timing is wrong: {m}") from None
+        del args, pristine, expected, out
+    del flush
     after = read_clocks(vendor, device_index)
-    flags = clock_flags(before, after)
+    # Locked clocks (`--lock-clocks`) show up in NVML as an applications-clocks "throttle".
+    locked = os.environ.get(CLOCKS_LOCKED_ENV) == "1"
+    flags = clock_flags(before, after, ignore=("applications_clocks_setting",) if locked else ())
+    flags += [f"side_stream_suspected:{ct.case}" for ct in results if side_stream_suspected(ct)]
     speedup, ci = speedup_with_ci(results, policy)
     eager = speedup_with_ci(results, policy, against="eager")[0] if policy.time_eager else None
-    cand_ms = math.exp(float(np.mean([math.log(np.median(ct.candidate_ms)) for ct in results])))
+    cand_ms = math.exp(float(np.mean([math.log(_positive(np.median(ct.candidate_ms))) for ct in results])))
     return Timing(
         cases=tuple(results),
         clocks_before=before,

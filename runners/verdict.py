@@ -86,6 +86,8 @@ class CaseTiming:
     eager_ms: tuple[float, ...] = ()
     launches_per_sample: int = 1
     method: str = "events"
+    candidate_wall_ms: float | None = None  # synchronised wall clock per call (side-stream check)
+    baseline_wall_ms: float | None = None
 
     def median(self, which: str = "candidate") -> float:
         import statistics

@@ -1,3 +1,18 @@
-"""Built-in tasks; each module registers its tasks at import."""
+"""Built-in tasks; each module registers its tasks at import (one module per category)."""
 
-from bench.builtin import elementwise, indexing, matmul, rowwise, scans  # noqa: F401
+from bench.builtin import (  # noqa: F401
+    attention,
+    cumulative,
+    elementwise,
+    fused,
+    gathering,
+    gemm,
+    indexing,
+    matmul,
+    quantization,
+    reductions,
+    rotary,
+    rowwise,
+    scans,
+    softmax_family,
+)

@@ -1,0 +1,112 @@
+"""Row-wise int8 quantisation and its inverse.
+
+Rounding: the reference rounds half to even in float64; a kernel computing x / scale in
+float32 (and perhaps rounding half up) can land one step away on near-ties, so int8
+outputs are compared with atol=1 (one quantisation step). Per-row scales are float32 and
+compared at the float32 tolerance, which catches a wrong scale even where the int8 values
+stay within one step.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from bench.builtin._common import ELEMENT_BYTES, SEEDS, nbytes, randint, randn, sizes, wide_dtype
+from bench.registry import register_task
+from bench.task import Case, Mutation, Task, Tolerance, case, case_grid
+
+FLOATS = ("float32", "float16", "bfloat16")
+INT8_ONE_STEP = Tolerance(atol=1, rtol=0)
+
+
+def _quantize_ref(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    xf = x.to(wide_dtype(x))
+    scale = xf.abs().amax(dim=-1).clamp_min(1e-8) / 127.0
+    q = torch.round(xf / scale[:, None]).clamp(-127, 127).to(torch.int8)
+    return q, scale
+
+
+def _quantize_inputs(c: Case, device: str) -> tuple:
+    x = randn((c.size("rows"), c.size("cols")), c, device, salt=1, scale=2.0)
+    if c.seed % 5 == 4:
+        x[:, -1] = x[:, -1] * 50.0  # an outlier at the end of each row: the row max must see the last block
+    return (x,)
+
+
+register_task(Task(
+    id="quantize_int8",
+    category="quantization",
+    instruction=(
+        "Write a Triton kernel and a Python wrapper `quantize_int8(x)` quantising each row of a 2-D tensor x "
+        "(float32, float16 or bfloat16; rows of any length, possibly longer than one block) to int8: "
+        "scale = max(|x[row]|, 1e-8) / 127 in float32, q = round(x / scale) clamped to [-127, 127]. Return "
+        "(q, scale): q int8 of x's shape, scale float32 of length rows. Rounding may differ from "
+        "round-half-to-even by one step on ties (the judge allows one step)."
+    ),
+    entry_point="quantize_int8",
+    signature="def quantize_int8(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]",
+    reference=_quantize_ref,
+    make_inputs=_quantize_inputs,
+    dtypes=FLOATS,
+    visible=(case("visible-4x256", "float32", 0, rows=4, cols=256), case("visible-16x1024", "float32", 1, rows=16, cols=1024)),
+    hidden_gpu=case_grid("hidden", sizes("rows,cols", [(1, 1), (3, 7), (37, 1025), (64, 4099), (128, 14336), (4096, 4096)]),
+                         FLOATS, SEEDS),
+    hidden_cpu=case_grid("hidden", sizes("rows,cols", [(1, 1), (3, 7), (4, 1025), (2, 3001)]), ("float32", "float16"), SEEDS),
+    perf=(case("perf-8192x8192", "bfloat16", 0, rows=8192, cols=8192),),
+    baseline_file="quantize_int8.py",
+    difficulty=2,
+    bytes_moved=lambda c: nbytes(c, c.size("rows") * c.size("cols")) + c.size("rows") * (c.size("cols") + 4),
+    flops=lambda c: 4 * c.size("rows") * c.size("cols"),
+    tolerances={"int8": INT8_ONE_STEP},
+    mutations=(
+        Mutation("missing_carry", "amax = tl.maximum(amax, tl.max(tl.abs(x), axis=0))", "amax = tl.max(tl.abs(x), axis=0)",
+                 note="the row max of the last block only: right only for rows that fit one block"),
+        Mutation("wrong_divisor", "scale = tl.maximum(amax, 1e-8) / 127.0", "scale = tl.maximum(amax, 1e-8) / 128.0",
+                 note="int8 values stay within one step, but the scales are off by 0.8%"),
+        Mutation("wrong_clamp", "q = tl.minimum(tl.maximum(q, -127.0), 127.0)", "q = tl.minimum(tl.maximum(q, 0.0), 127.0)"),
+        Mutation("wrong_scale_output", "tl.store(scale_ptr + row, scale)", "tl.store(scale_ptr + row, amax)"),
+        Mutation("tuning", "BLOCK_SIZE = 1024", "BLOCK_SIZE = 2048", breaks=False),
+        Mutation("tuning", "num_warps=4", "num_warps=8", breaks=False),
+    ),
+))
+
+
+def _dequantize_inputs(c: Case, device: str) -> tuple:
+    rows, cols = c.size("rows"), c.size("cols")
+    q = randint(-127, 128, (rows, cols), c, device, salt=1, dtype=torch.int8)
+    scale = randn((rows,), c, device, salt=2, dtype="float32").abs() * 0.02 + 1e-3
+    return (q, scale.to(getattr(torch, c.dtype)))
+
+
+register_task(Task(
+    id="dequantize_int8",
+    category="quantization",
+    instruction=(
+        "Write a Triton kernel and a Python wrapper `dequantize_int8(q, scale)` returning q * scale[:, None] for "
+        "an int8 tensor q of shape (rows, cols) and per-row scales of length rows in float32, float16 or "
+        "bfloat16; the output has q's shape and scale's dtype. cols is arbitrary."
+    ),
+    entry_point="dequantize_int8",
+    signature="def dequantize_int8(q: torch.Tensor, scale: torch.Tensor) -> torch.Tensor",
+    reference=lambda q, scale: q.to(scale.dtype) * scale[:, None],
+    make_inputs=_dequantize_inputs,
+    dtypes=FLOATS,
+    visible=(case("visible-4x1024", "float32", 0, rows=4, cols=1024), case("visible-16x2048", "float32", 1, rows=16, cols=2048)),
+    hidden_gpu=case_grid("hidden", sizes("rows,cols", [(1, 1), (3, 7), (37, 1025), (64, 4099), (4096, 14336)]), FLOATS, SEEDS),
+    hidden_cpu=case_grid("hidden", sizes("rows,cols", [(1, 1), (3, 7), (4, 1025), (2, 3001)]), ("float32", "float16"), SEEDS),
+    perf=(case("perf-8192x8192", "bfloat16", 0, rows=8192, cols=8192),),
+    baseline_file="dequantize_int8.py",
+    difficulty=1,
+    bytes_moved=lambda c: c.size("rows") * c.size("cols") * (1 + ELEMENT_BYTES[c.dtype]) + nbytes(c, c.size("rows")),
+    flops=lambda c: c.size("rows") * c.size("cols"),
+    mutations=(
+        Mutation("wrong_grid", "grid = (n_rows, triton.cdiv(n_cols, BLOCK_SIZE))", "grid = (n_rows, n_cols // BLOCK_SIZE)",
+                 note="drops the tail block: right only when cols is a multiple of the block"),
+        Mutation("unsigned_load", "other=0).to(tl.float32)", "other=0).to(tl.uint8).to(tl.float32)",
+                 note="reads int8 as unsigned: negative values become 256 - |q|"),
+        Mutation("wrong_scale_row", "s = tl.load(scale_ptr + row)", "s = tl.load(scale_ptr)"),
+        Mutation("missing_scale", "y = q * s", "y = q"),
+        Mutation("tuning", "BLOCK_SIZE = 1024", "BLOCK_SIZE = 2048", breaks=False),
+        Mutation("tuning", "num_warps=4", "num_warps=8", breaks=False),
+    ),
+))

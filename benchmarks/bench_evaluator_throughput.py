@@ -1,0 +1,188 @@
+#!/usr/bin/env python
+"""Evaluator throughput: this toolkit's persistent worker pool vs the naive harness.
+
+The same N candidates (default 200: each task's expert baseline and every one of its
+Mutations, cycled; so a mix of correct, broken and re-tuned kernels) are judged on the
+hidden cases twice:
+
+1. through `LocalPool` (persistent sandboxed workers, torch/triton imported once);
+2. through a naive harness, the public harnesses' way: per candidate, write
+   `candidate.py` and `candidate_test.py` into a fresh folder and run
+   `python candidate_test.py` in a fresh subprocess. The test script calls the same
+   `runners.oracle.judge`, so verdicts are comparable; a subprocess that times out is
+   `timeout`, one that dies without printing a verdict is `crash`.
+
+Both sides run `--workers` candidates at a time, so the ratio measures process reuse,
+not parallelism. Prints both throughputs, the ratio, and whether the verdict kinds are
+identical (listing any that differ). Goal on an H200 (issue 3): ratio >= 10.
+
+Usage: python benchmarks/bench_evaluator_throughput.py [--n 200] [--workers W] [--tasks a,b]
+       [--case-set hidden] [--timeout S] [--json OUT]
+On a CPU-only machine it runs through the Triton interpreter (use a small --n).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.registry import get_task, suite_tasks  # noqa: E402
+from runners.device import Target, detect_target, use_interpreter_if_needed  # noqa: E402
+from runners.pool import LocalPool, scrubbed_env, visible_devices  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Candidate:
+    index: int
+    task: str
+    label: str
+    source: str
+
+
+def make_candidates(task_ids: list[str], n: int) -> list[Candidate]:
+    """Baseline + every mutation of every task, cycled to n (deterministic order)."""
+    pool: list[tuple[str, str, str]] = []
+    for tid in task_ids:
+        task = get_task(tid)
+        base = task.baseline_source()
+        pool.append((tid, "baseline", base))
+        for m in task.mutations:
+            if m.find in base:
+                pool.append((tid, f"{m.kind}{'' if m.breaks else '(tuning)'}", base.replace(m.find, m.replace, 1)))
+    return [Candidate(i, *pool[i % len(pool)]) for i in range(n)]
+
+
+# ---------------------------------------------------------------- the naive harness
+
+TEST_SCRIPT = textwrap.dedent('''
+    """Naive per-candidate test: fresh interpreter, import torch+triton, judge, print one JSON line."""
+    import json, sys
+    sys.path.insert(0, {root!r})
+    from pathlib import Path
+    from bench.registry import get_task
+    from runners.oracle import CandidateLoadError, judge, load_module, prepare_process
+    task = get_task({task!r})
+    interpreter = {interpreter!r}
+    prepare_process()
+    try:
+        module = load_module(Path(__file__).with_name("candidate.py"), "candidate")
+        entry = getattr(module, task.entry_point, None)
+        if not callable(entry):
+            kind, message = "compile_error", "no entry point"
+        else:
+            v = judge(task, entry, task.cases({case_set!r}, interpreter), "cpu" if interpreter else "cuda", interpreter)
+            kind, message = v.kind, v.message
+    except CandidateLoadError as exc:
+        kind, message = exc.kind, str(exc)
+    print("VERDICT " + json.dumps({{"kind": kind, "message": message}}), flush=True)
+''')
+
+
+def naive_one(c: Candidate, case_set: str, target: Target, device: str | None, timeout: float) -> str:
+    with tempfile.TemporaryDirectory(prefix="naive-") as d:
+        folder = Path(d)
+        (folder / "candidate.py").write_text(c.source)
+        (folder / "candidate_test.py").write_text(TEST_SCRIPT.format(root=str(ROOT), task=c.task,
+                                                                     interpreter=target.interpreter, case_set=case_set))
+        extra = {"TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""} if target.interpreter else {}
+        if device is not None and target.visible_devices_var:
+            extra[target.visible_devices_var] = device
+        if target.interpreter:
+            extra["OMP_NUM_THREADS"] = "1"  # the same single-thread setting the pool gives its workers
+        try:
+            out = subprocess.run([sys.executable, "candidate_test.py"], cwd=folder, capture_output=True, text=True,
+                                 timeout=timeout, env=scrubbed_env(extra), start_new_session=True)
+        except subprocess.TimeoutExpired:
+            return "timeout"
+        for line in out.stdout.splitlines():
+            if line.startswith("VERDICT "):
+                return json.loads(line[len("VERDICT "):])["kind"]
+        return "crash"
+
+
+def run_naive(cands: list[Candidate], case_set: str, target: Target, workers: int, timeout: float) -> tuple[list[str], float]:
+    devices = visible_devices(target)
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=workers) as ex:
+        kinds = list(ex.map(lambda c: naive_one(c, case_set, target, devices[c.index % len(devices)] if devices else None,
+                                                timeout), cands))
+    return kinds, time.perf_counter() - started
+
+
+def run_pool(cands: list[Candidate], case_set: str, target: Target, workers: int, timeout: float) -> tuple[list[str], float, Any]:
+    started = time.perf_counter()  # worker start-up is part of the pool's cost
+    with LocalPool(target, workers=workers, job_timeout=timeout) as pool:
+        pool.warm_up()
+        with ThreadPoolExecutor(max_workers=pool.size) as ex:
+            kinds = list(ex.map(lambda c: pool.evaluate(c.task, c.source, case_set).verdict.kind, cands))
+        stats = pool.stats
+    return kinds, time.perf_counter() - started, stats
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    ap.add_argument("--n", type=int, default=200, help="number of candidates [200]")
+    ap.add_argument("--workers", type=int, default=None,
+                    help="concurrent candidates on each side [pool default: 2 per GPU, or min(cores, 4)]")
+    ap.add_argument("--tasks", default=None, help="comma-separated task ids [the quick suite]")
+    ap.add_argument("--case-set", default="hidden", choices=["visible", "hidden"])
+    ap.add_argument("--timeout", type=float, default=None, help="per-candidate limit, seconds [180 GPU, 600 CPU]")
+    ap.add_argument("--skip-naive", action="store_true", help="only the pool (for a quick look)")
+    ap.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the figures here")
+    args = ap.parse_args(argv)
+    if args.n < 1:
+        print("error: --n must be at least 1", file=sys.stderr)
+        return 2
+    target = detect_target()
+    use_interpreter_if_needed(target)
+    try:
+        task_ids = args.tasks.split(",") if args.tasks else [t.id for t in suite_tasks("quick")]
+        cands = make_candidates(task_ids, args.n)
+    except KeyError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    workers = args.workers or (max(1, min(os.cpu_count() or 1, 4)) if target.interpreter
+                               else 2 * max(1, target.device_count))
+    timeout = args.timeout or (600.0 if target.interpreter else 180.0)
+    print(f"target: {target.vendor} ({target.device_name}); {len(cands)} candidates over {len(task_ids)} tasks; "
+          f"{workers} at a time; case set {args.case_set}", flush=True)
+
+    pool_kinds, pool_s, stats = run_pool(cands, args.case_set, target, workers, timeout)
+    print(f"pool : {pool_s:8.1f} s  {len(cands) / pool_s:8.2f} candidates/s  (restarts {stats.restarts}, "
+          f"timeouts {stats.timeouts}, crashes {stats.crashes})", flush=True)
+    result: dict[str, Any] = {"n": len(cands), "workers": workers, "target": target.to_json(),
+                              "pool_seconds": pool_s, "pool_per_s": len(cands) / pool_s,
+                              "verdict_counts": {k: pool_kinds.count(k) for k in sorted(set(pool_kinds))}}
+    print(f"verdicts: {result['verdict_counts']}")
+    if not args.skip_naive:
+        naive_kinds, naive_s = run_naive(cands, args.case_set, target, workers, timeout)
+        ratio = naive_s / pool_s
+        mismatches = [(c.index, c.task, c.label, p, q) for c, p, q in zip(cands, pool_kinds, naive_kinds, strict=True)
+                      if p != q]
+        print(f"naive: {naive_s:8.1f} s  {len(cands) / naive_s:8.2f} candidates/s")
+        print(f"throughput ratio (pool / naive): {ratio:.1f}x  (goal >= 10x on an H200)")
+        print(f"identical verdict kinds: {'yes' if not mismatches else f'NO ({len(mismatches)} differ)'}")
+        for m in mismatches[:20]:
+            print(f"  candidate {m[0]} {m[1]}/{m[2]}: pool {m[3]}, naive {m[4]}")
+        result.update({"naive_seconds": naive_s, "naive_per_s": len(cands) / naive_s, "ratio": ratio,
+                       "identical": not mismatches, "mismatches": mismatches})
+    if args.json_out:
+        args.json_out.write_text(json.dumps(result, indent=2))
+    return 0 if args.skip_naive or result["identical"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,171 @@
+"""The report: verdicts, tables and figures of one run (or several combined) in one file.
+
+`write_report(paths, out_dir, fmt)` reads the runs (results.readers), analyses them once
+(results.analysis), writes the tables (tables/*.md|tex|csv), the figures
+(figures/*.png|pdf) and report.md or report.html. The report is assembled as a list of
+blocks (heading, paragraph, list, table, figure) rendered to either format, so Markdown
+and HTML say the same thing. A simulated run is labelled at the top and in every file.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from results.analysis import Analysis, analyse
+from results.figures import FigureResult, write_figures
+from results.readers import RunData, load_runs
+from results.summary import SIMULATED_BANNER
+from results.tables import Table, build_tables, to_markdown, write_tables
+from results.verdicts import display, verdict_sentence
+
+FORMATS = ("md", "html")
+
+
+@dataclass(frozen=True)
+class Block:
+    kind: str  # "h1" | "h2" | "p" | "list" | "table" | "figure" | "banner"
+    content: Any
+
+
+@dataclass
+class ReportFiles:
+    report: Path
+    tables: list[Path]
+    figures: list[FigureResult]
+
+
+def _run_lines(data: RunData) -> list[str]:
+    unit = "calls" if data.budget_unit == "calls" else f"tokens ({data.budget_unit})"
+    lines = [f"runs: {', '.join(str(i.path) for i in data.infos)}",
+             f"model: {data.first.model}" + (" (built-in simulated model)" if data.simulated else ""),
+             f"device: {data.first.device_name}" + (" (no timings)" if data.first.interpreter else ""),
+             f"budget: {data.budget} {unit} per (method, task, repeat)",
+             f"tasks ({len(data.tasks)}): {', '.join(data.tasks)}",
+             f"methods: {', '.join(display(m) for m in data.methods)}",
+             f"finished units: {len(data.units)}; repeats per (method, task): {_span(data)}"]
+    for m, opts in data.method_options.items():
+        lines.append(f"{display(m)} options: " + ", ".join(f"{k}={v}" for k, v in sorted(opts.items())))
+    return lines
+
+
+def _span(data: RunData) -> str:
+    sizes = data.units.groupby(["method", "task"]).size()
+    lo, hi = int(sizes.min()), int(sizes.max())
+    return str(lo) if lo == hi else f"{lo}-{hi}"
+
+
+def build_blocks(a: Analysis, tables: list[Table], figures: list[FigureResult], fig_dir: str) -> list[Block]:
+    d = a.data
+    blocks = [Block("h1", "Kernel-method comparison report" + (" (SIMULATED MODEL)" if d.simulated else ""))]
+    if d.simulated:
+        blocks.append(Block("banner", SIMULATED_BANNER))
+    blocks.append(Block("list", _run_lines(d)))
+    blocks.append(Block("h2", "Verdicts"))
+    if a.comparisons:
+        blocks.append(Block("list", [verdict_sentence(c) for c in a.comparisons]))
+    else:
+        blocks.append(Block("p", "Only one method: nothing to compare."))
+    blocks.append(Block("h2", "Tables"))
+    for t in tables:
+        blocks.append(Block("table", t))
+    blocks.append(Block("h2", "Figures"))
+    for f in figures:
+        if f.skipped:
+            blocks.append(Block("p", f"{f.name}: not drawn ({f.skipped})."))
+        else:
+            png = next(p for p in f.files if p.suffix == ".png")
+            blocks.append(Block("figure", (f"{fig_dir}/{png.name}", f.caption, f.name)))
+    blocks.append(Block("h2", "Notes"))
+    blocks.append(Block("list", a.notes + d.notes))
+    return blocks
+
+
+def render_markdown(blocks: list[Block]) -> str:
+    out: list[str] = []
+    for b in blocks:
+        if b.kind == "h1":
+            out.append(f"# {b.content}\n")
+        elif b.kind == "h2":
+            out.append(f"## {b.content}\n")
+        elif b.kind == "banner":
+            out.append(f"> **{b.content}**\n")
+        elif b.kind == "p":
+            out.append(f"{b.content}\n")
+        elif b.kind == "list":
+            out.append("\n".join(f"- {x}" for x in b.content) + "\n")
+        elif b.kind == "table":
+            out.append(to_markdown(b.content))
+        elif b.kind == "figure":
+            src, caption, name = b.content
+            out.append(f"![{name}]({src})\n\n_{caption}_\n")
+    return "\n".join(out)
+
+
+def _html_table(t: Table) -> str:
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in t.text.columns)
+    rows = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in r) + "</tr>"
+                   for r in t.text.itertuples(index=False))
+    title = html.escape(t.title + (" (SIMULATED MODEL)" if t.simulated else ""))
+    notes = "".join(f"<p class='note'>{html.escape(n)}</p>" for n in t.notes)
+    return f"<h3>{title}</h3><table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>{notes}"
+
+
+_CSS = ("body{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;line-height:1.4}"
+        "table{border-collapse:collapse;margin:0.5em 0;font-size:0.9em}td,th{border:1px solid #ccc;padding:3px 6px;"
+        "text-align:right}td:first-child,th:first-child{text-align:left}.banner{background:#fff3cd;border:2px solid "
+        "#d39e00;padding:0.6em;font-weight:bold}.note{font-size:0.85em;color:#555}img{max-width:100%}")
+
+
+def render_html(blocks: list[Block], title: str) -> str:
+    out = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+           f"<style>{_CSS}</style></head><body>"]
+    for b in blocks:
+        if b.kind in ("h1", "h2"):
+            out.append(f"<{b.kind}>{html.escape(b.content)}</{b.kind}>")
+        elif b.kind == "banner":
+            out.append(f"<p class='banner'>{html.escape(b.content)}</p>")
+        elif b.kind == "p":
+            out.append(f"<p>{html.escape(b.content)}</p>")
+        elif b.kind == "list":
+            out.append("<ul>" + "".join(f"<li>{html.escape(x)}</li>" for x in b.content) + "</ul>")
+        elif b.kind == "table":
+            out.append(_html_table(b.content))
+        elif b.kind == "figure":
+            src, caption, name = b.content
+            out.append(f"<figure><img src='{html.escape(src)}' alt='{html.escape(name)}'>"
+                       f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+    out.append("</body></html>")
+    return "\n".join(out) + "\n"
+
+
+def default_out(paths: list[Path], leaf: str) -> Path:
+    """RUN/report (or RUN/figures) for one run; RUN/<leaf>-combined-N beside the first for several."""
+    first = Path(paths[0])
+    return first / leaf if len(paths) == 1 else first / f"{leaf}-combined-{len(paths)}"
+
+
+def write_report(paths: list[Path], out_dir: Path | None = None, fmt: str = "md", n_resamples: int = 10_000,
+                 seed: int = 0) -> ReportFiles:
+    if fmt not in FORMATS:
+        raise ValueError(f"format must be one of {FORMATS}")
+    data = load_runs(paths)
+    out_dir = Path(out_dir) if out_dir is not None else default_out(list(paths), "report")
+    a = analyse(data, n_resamples, seed)
+    tables = build_tables(a)
+    table_files = write_tables(tables, out_dir / "tables")
+    figures = write_figures(a, out_dir / "figures")
+    blocks = build_blocks(a, tables, figures, "figures")
+    report = out_dir / f"report.{fmt}"
+    title = "Kernel-method comparison report" + (" (SIMULATED MODEL)" if data.simulated else "")
+    report.write_text(render_markdown(blocks) if fmt == "md" else render_html(blocks, title))
+    return ReportFiles(report, table_files, figures)
+
+
+def write_figures_only(paths: list[Path], out_dir: Path | None = None, n_resamples: int = 10_000,
+                       seed: int = 0) -> list[FigureResult]:
+    data = load_runs(paths)
+    out_dir = Path(out_dir) if out_dir is not None else default_out(list(paths), "figures")
+    return write_figures(analyse(data, n_resamples, seed), out_dir)

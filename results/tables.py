@@ -1,0 +1,405 @@
+"""Paper tables (Markdown, LaTeX, CSV) mirroring the GEAK paper's, each with intervals and
+budget columns (calls, tokens, GPU evaluations per unit).
+
+Tables: accuracy and speedup per method; by task difficulty; sequential scaling by
+budget; parallel scaling by independent runs; fast_p; visible-test false positives;
+latency noise per task; paired comparisons. Each is a `Table` holding a numeric frame
+(written as CSV: one column per value and interval end, machine-readable) and a text
+frame ("0.62 [0.41, 0.80]" cells, written as Markdown and LaTeX). Every file of a
+simulated run carries the simulated-model label (invariant 7): a `#` comment line first in
+CSV (read it with `pandas.read_csv(path, comment="#")`), a line above Markdown tables, a
+`%` comment and the caption in LaTeX.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from results.analysis import SMALL_SUITE, Analysis
+from results.curves import checkpoints, spend_at, unit_curves
+from results.readers import RunData, task_difficulty
+from results.summary import SIMULATED_BANNER
+from results.verdicts import display
+from stats import (
+    DEFAULT_FAST_PS,
+    Estimate,
+    exact_ci,
+    fast_p,
+    geomean_ci,
+    latency_stats,
+    mean_ci,
+    visible_false_positive_rate,
+    wilson_ci,
+)
+
+
+@dataclass
+class Table:
+    name: str
+    title: str
+    numeric: pd.DataFrame
+    text: pd.DataFrame
+    notes: list[str] = field(default_factory=list)
+    simulated: bool = False
+
+
+# ---------------------------------------------------------------------------- cells
+def fmt(x: float, digits: int = 2) -> str:
+    return "n/a" if x is None or not np.isfinite(x) else f"{x:.{digits}f}"
+
+
+def ci_text(e: Estimate | None, digits: int = 2, suffix: str = "") -> str:
+    if e is None or not np.isfinite(e.value):
+        return "n/a"
+    return f"{e.value:.{digits}f}{suffix} [{e.lo:.{digits}f}, {e.hi:.{digits}f}]"
+
+
+def _put(num: dict, txt: dict, label: str, key: str, e: Estimate | None, digits: int = 2, suffix: str = "") -> None:
+    nan = float("nan")
+    num[key] = e.value if e else nan
+    num[f"{key}_lo"] = e.lo if e else nan
+    num[f"{key}_hi"] = e.hi if e else nan
+    txt[label] = ci_text(e, digits, suffix)
+
+
+def _boot(scores: np.ndarray, a: Analysis) -> Estimate:
+    return mean_ci(scores, n_resamples=a.n_resamples, method="BCa", seed=a.seed)
+
+
+def _table(name: str, title: str, rows: list[tuple[dict, dict]], a: Analysis, notes: list[str] | None = None) -> Table:
+    return Table(name, title, pd.DataFrame([r[0] for r in rows]), pd.DataFrame([r[1] for r in rows]),
+                 notes or [], a.data.simulated)
+
+
+def _budget_cols(num: dict, txt: dict, units: pd.DataFrame) -> None:
+    for key, label, col in (("calls", "calls/unit", "calls_used"), ("tokens", "tokens/unit", "tokens_used"),
+                            ("gpu_evals", "GPU evals/unit", "feedback_evals")):
+        num[key] = float(units[col].mean()) if len(units) else float("nan")
+        txt[label] = fmt(num[key], 1 if key != "tokens" else 0)
+
+
+def _binary_cells(num: dict, txt: dict, units: pd.DataFrame, col: str, label: str, a: Analysis,
+                  small: bool) -> None:
+    per_task = units.groupby("task")[col].mean().to_numpy(float)
+    _put(num, txt, label, col, _boot(per_task, a))
+    if small:
+        s, n = int(units[col].sum()), len(units)
+        _put(num, txt, f"{label} Wilson", f"{col}_wilson", wilson_ci(s, n))
+        _put(num, txt, f"{label} exact", f"{col}_exact", exact_ci(s, n))
+
+
+def _speedup_cells(num: dict, txt: dict, units: pd.DataFrame, a: Analysis) -> None:
+    """Correct-only geomean (per-task geomean over correct repeats, CI over those tasks) and
+    all-task geomean (a failure counts as 1x, CI over all tasks)."""
+    if not a.data.has_timings:
+        _put(num, txt, "speedup (correct only)", "speedup_correct", None)
+        _put(num, txt, "speedup (all tasks)", "speedup_all", None)
+        return
+    ok = units[units["submitted_pass"] & units["speedup"].notna()]
+    per_task = np.exp(np.log(ok["speedup"]).groupby(ok["task"]).mean()) if len(ok) else pd.Series(dtype=float)
+    est = geomean_ci(per_task.to_numpy(float), n_resamples=a.n_resamples, seed=a.seed) if len(per_task) else None
+    _put(num, txt, "speedup (correct only)", "speedup_correct", est, suffix="x")
+    filled = np.where(units["submitted_pass"] & units["speedup"].notna(), units["speedup"], 1.0)
+    all_task = np.exp(pd.Series(np.log(filled)).groupby(units["task"].to_numpy()).mean())
+    _put(num, txt, "speedup (all tasks)", "speedup_all",
+         geomean_ci(all_task.to_numpy(float), n_resamples=a.n_resamples, seed=a.seed), suffix="x")
+
+
+def _method_units(a: Analysis) -> list[tuple[str, pd.DataFrame]]:
+    u = a.data.units
+    return [(m, u[u["method"] == m]) for m in a.data.methods if (u["method"] == m).any()]
+
+
+# ---------------------------------------------------------------------------- tables
+def accuracy_table(a: Analysis) -> Table:
+    small = a.n_tasks < SMALL_SUITE
+    rows = []
+    for m, units in _method_units(a):
+        num: dict = {"method": m, "tasks": units["task"].nunique(), "units": len(units)}
+        txt: dict = {"method": display(m), "tasks": str(num["tasks"]), "units": str(num["units"])}
+        _binary_cells(num, txt, units, "submitted_pass", "submitted pass", a, small)
+        _binary_cells(num, txt, units, "oracle_pass", "oracle pass", a, False)
+        vis = units["submitted_visible_pass"]
+        known = vis.notna()
+        num["visible_fp_rate"] = visible_false_positive_rate(vis[known].astype(bool).to_numpy(),
+                                                             units.loc[known, "submitted_pass"].to_numpy(bool)) \
+            if known.any() else float("nan")
+        txt["visible FP rate"] = fmt(num["visible_fp_rate"])
+        _speedup_cells(num, txt, units, a)
+        _budget_cols(num, txt, units)
+        rows.append((num, txt))
+    return _table("accuracy", f"Accuracy and speedup per method at {a.data.budget} {_unit(a.data)}", rows, a)
+
+
+def _unit(data: RunData) -> str:
+    return "calls" if data.budget_unit == "calls" else "tokens"
+
+
+def difficulty_table(a: Analysis) -> Table:
+    diff = task_difficulty(sorted(a.data.units["task"].unique()))
+    rows = []
+    for m, units in _method_units(a):
+        levels = units["task"].map(lambda t: diff.get(t))
+        known = sorted({int(v) for v in levels if not pd.isna(v)})
+        for level in known + ([None] if levels.isna().any() else []):
+            sub = units[levels.isna()] if level is None else units[levels == level]
+            n_tasks = sub["task"].nunique()
+            num: dict = {"method": m, "difficulty": level, "tasks": n_tasks}
+            txt: dict = {"method": display(m), "difficulty": "unknown" if level is None else str(level),
+                         "tasks": str(n_tasks)}
+            _binary_cells(num, txt, sub, "submitted_pass", "submitted pass", a, n_tasks < SMALL_SUITE)
+            _binary_cells(num, txt, sub, "oracle_pass", "oracle pass", a, False)
+            _speedup_cells(num, txt, sub, a)
+            _budget_cols(num, txt, sub)
+            rows.append((num, txt))
+    return _table("difficulty", "Accuracy and speedup by task difficulty (bench registry levels)", rows, a,
+                  ["Few tasks per level give wide intervals; levels are the bench registry's (1 easiest)."])
+
+
+def sequential_table(a: Analysis) -> Table:
+    data = a.data
+    grid = a.curves["calls"][next(iter(a.curves["calls"]))].grid
+    budgets = checkpoints(int(grid[-1]))
+    curves = unit_curves(data, "calls", grid)
+    spend = spend_at(data, budgets)
+    rows = []
+    for m, _ in _method_units(a):
+        cm = curves[curves["method"] == m]
+        for b in budgets:
+            num: dict = {"method": m, "budget_calls": b}
+            txt: dict = {"method": display(m), "calls": str(b)}
+            for kind, label in (("submitted", "submitted pass"), ("oracle", "oracle pass")):
+                vals = pd.Series([c[b] for c in cm[kind]], index=cm["task"].to_numpy()).groupby(level=0).mean()
+                _put(num, txt, label, kind, _boot(vals.to_numpy(float), a))
+            sp = spend[(spend["method"] == m) & (spend["budget"] == b)]
+            num["tokens"], num["gpu_evals"] = float(sp["tokens"].mean()), float(sp["gpu_evals"].mean())
+            txt["tokens/unit"], txt["GPU evals/unit"] = fmt(num["tokens"], 0), fmt(num["gpu_evals"], 1)
+            rows.append((num, txt))
+    return _table("sequential", "Sequential scaling: success after b calls of one run (anytime submissions)", rows, a,
+                  ["GEAK spends 2 calls per iteration, so b calls = b/2 iterations; tokens and GPU evaluations are "
+                   "those spent by the b-th call (mean per unit)."])
+
+
+def _ks(k_max: int) -> list[int]:
+    return checkpoints(k_max)
+
+
+def parallel_table(a: Analysis) -> Table:
+    rows = []
+    for m, r in a.runs.items():
+        if r.curve is None:
+            num = {"method": m, "k": np.nan, "runs_derived_as": r.derivation}
+            txt = {"method": display(m), "k": "-", "pass@k over runs": "not estimable", "runs": r.derivation,
+                   "calls": "-", "tokens": "-", "GPU evals": "-"}
+            rows.append((num, txt))
+            continue
+        c = r.curve
+        complete = r.runs[r.runs["complete"]]
+        min_runs = int(complete.groupby("task").size().min())
+        for k in _ks(int(c.k[-1])):
+            j = k - 1
+            est = Estimate(float(c.mean[j]), float(c.lo[j]), float(c.hi[j]), c.method, c.n_tasks)
+            num = {"method": m, "k": k, "runs_derived_as": r.derivation, "min_runs_per_task": min_runs,
+                   "calls": float(c.cost[j]), "tokens": k * r.tokens_per_run, "gpu_evals": k * r.evals_per_run}
+            txt = {"method": display(m), "k": str(k)}
+            _put(num, txt, "pass@k over runs", "pass_at_k", est)
+            txt.update({"runs": f"{r.derivation}; >= {min_runs} per task", "calls": fmt(num["calls"], 0),
+                        "tokens": fmt(num["tokens"], 0), "GPU evals": fmt(num["gpu_evals"], 1)})
+            rows.append((num, txt))
+    return _table("parallel", "Parallel scaling: pass@k over independent runs at k x the cost of one run", rows, a,
+                  ["A run succeeds when its own answer passes the hidden cases (the GEAK paper's best-of-N over "
+                   "runs' final answers); unbiased estimator over the complete runs of each task, pooled over "
+                   "repeats; percentile band over tasks; tokens and GPU evaluations are k x the mean per run."])
+
+
+def fast_p_table(a: Analysis) -> Table | None:
+    if not a.data.has_timings:
+        return None
+    rows = []
+    for m, units in _method_units(a):
+        num: dict = {"method": m}
+        txt: dict = {"method": display(m)}
+        correct = units["submitted_pass"] & units["speedup"].notna()
+        speed = units["speedup"].where(correct)
+        for p in DEFAULT_FAST_PS:
+            per_task = [fast_p(correct[g.index].to_numpy(bool), speed[g.index].to_numpy(float), p)
+                        for _, g in units.groupby("task")]
+            _put(num, txt, f"fast_{p:g}", f"fast_{p:g}", _boot(np.asarray(per_task), a))
+        _budget_cols(num, txt, units)
+        rows.append((num, txt))
+    return _table("fast_p", "fast_p: share of ALL tasks whose submission is correct and faster than p x the baseline",
+                  rows, a, ["Failures count as not fast; fast_0 is the share of correct, timed submissions."])
+
+
+def false_positive_table(a: Analysis) -> Table:
+    rows = []
+    cands = a.data.candidates
+    for m, units in _method_units(a):
+        vis = units["submitted_visible_pass"]
+        known = vis.notna()
+        sv = vis[known].astype(bool).to_numpy()
+        sh = units.loc[known, "submitted_pass"].to_numpy(bool)
+        c = cands[(cands["method"] == m) & cands["visible_verdict"].notna()]
+        cv = (c["visible_verdict"] == "correct").to_numpy()
+        ch = c["hidden_pass"].to_numpy(bool)
+        num = {"method": m, "submissions_visible_pass": int(sv.sum()), "submissions_hidden_fail": int((sv & ~sh).sum()),
+               "submission_fp_rate": visible_false_positive_rate(sv, sh) if len(sv) else float("nan"),
+               "candidates_visible_pass": int(cv.sum()), "candidates_hidden_fail": int((cv & ~ch).sum()),
+               "candidate_fp_rate": visible_false_positive_rate(cv, ch) if len(cv) else float("nan")}
+        txt = {"method": display(m), "submissions passing visible": str(num["submissions_visible_pass"]),
+               "submissions failing hidden": str(num["submissions_hidden_fail"]),
+               "submission FP rate": fmt(num["submission_fp_rate"]),
+               "candidates passing visible": str(num["candidates_visible_pass"]),
+               "candidates failing hidden": str(num["candidates_hidden_fail"]),
+               "candidate FP rate": fmt(num["candidate_fp_rate"])}
+        rows.append((num, txt))
+    return _table("false_positives", "False positives of the visible tests: pass visible, fail hidden", rows, a,
+                  ["Rate = P(hidden fail | visible pass); final submissions (one per unit) and every candidate that "
+                   "got visible feedback; n/a when nothing passed the visible cases."])
+
+
+def latency_frame(data: RunData) -> pd.DataFrame:
+    """One row per timed (evaluation, case): CV and relative IQR of candidate and baseline samples."""
+    rows = []
+    for r in data.timings.itertuples(index=False):
+        cand = latency_stats(r.candidate_ms) if len(r.candidate_ms) else None
+        base = latency_stats(r.baseline_ms) if len(r.baseline_ms) else None
+        rows.append({"task": r.task, "case": r.case, "case_set": r.case_set, "flagged": r.flagged,
+                     "n": cand.n if cand else 0,
+                     "cv": cand.cv if cand else np.nan, "rel_iqr": cand.rel_iqr if cand else np.nan,
+                     "baseline_cv": base.cv if base else np.nan, "baseline_rel_iqr": base.rel_iqr if base else np.nan})
+    return pd.DataFrame(rows, columns=["task", "case", "case_set", "flagged", "n", "cv", "rel_iqr", "baseline_cv",
+                                       "baseline_rel_iqr"])
+
+
+def latency_table(a: Analysis) -> Table | None:
+    if not a.data.has_timings:
+        return None
+    lat = latency_frame(a.data)
+    ev = a.data.evaluations[a.data.evaluations["timed"]]
+    rows = []
+    for task, g in lat.groupby("task", sort=True):
+        e = ev[ev["task"] == task]
+        num = {"task": task, "timed_evaluations": len(e), "cases": len(g), "samples_median": float(g["n"].median()),
+               "cv_median": float(g["cv"].median()), "cv_max": float(g["cv"].max()),
+               "rel_iqr_median": float(g["rel_iqr"].median()), "baseline_cv_median": float(g["baseline_cv"].median()),
+               "flagged_share": float(e["flagged"].mean()) if len(e) else float("nan")}
+        txt = {"task": task, "timed evaluations": str(num["timed_evaluations"]), "cases timed": str(num["cases"]),
+               "samples/case": fmt(num["samples_median"], 0), "CV median": _pct(num["cv_median"]),
+               "CV max": _pct(num["cv_max"]), "rel. IQR median": _pct(num["rel_iqr_median"]),
+               "baseline CV median": _pct(num["baseline_cv_median"]), "flagged": _pct(num["flagged_share"])}
+        rows.append((num, txt))
+    return _table("latency", "Latency noise per task (candidate samples per timed case)", rows, a,
+                  ["CV = sd/mean of a case's raw samples; rel. IQR = IQR/median; flagged = share of timed "
+                   "evaluations flagged for clock changes or throttling."])
+
+
+def _pct(x: float) -> str:
+    return "n/a" if not np.isfinite(x) else f"{100 * x:.1f}%"
+
+
+def comparisons_table(a: Analysis) -> Table:
+    rows = []
+    for c in a.comparisons:
+        scale = 100.0 if c.metric == "submitted pass" else 1.0
+        suffix = " pts" if c.metric == "submitted pass" else "x"
+        num = {"a": c.a, "b": c.b, "metric": c.metric, "tasks": c.n_tasks, "value": c.value * scale,
+               "t_lo": c.t_interval.lo * scale, "t_hi": c.t_interval.hi * scale,
+               "boot_lo": c.boot_interval.lo * scale, "boot_hi": c.boot_interval.hi * scale,
+               "test": c.test.method, "statistic": c.test.statistic, "n_a_wins": c.test.n10, "n_b_wins": c.test.n01,
+               "p": c.test.pvalue, "p_adjusted": c.p_adjusted, "adjust_method": c.adjust_method}
+        d = 1 if c.metric == "submitted pass" else 2
+        estimate = (f"{num['value']:+.{d}f}{suffix}" if c.metric == "submitted pass" else f"{num['value']:.{d}f}{suffix}")
+        txt = {"comparison": f"{display(c.a)} vs {display(c.b)}", "metric": c.metric, "tasks": str(c.n_tasks),
+               "estimate (a - b; a/b for speedup)": estimate,
+               "95% t CI": f"[{num['t_lo']:.{d}f}, {num['t_hi']:.{d}f}]",
+               "95% paired bootstrap": f"[{num['boot_lo']:.{d}f}, {num['boot_hi']:.{d}f}]",
+               "test": c.test.method, "wins a/b": f"{c.test.n10}/{c.test.n01}", "p": _pv(c.test.pvalue),
+               f"p ({c.adjust_method})": _pv(c.p_adjusted),
+               "verdict": "detectable" if c.significant else "no detectable difference"}
+        rows.append((num, txt))
+    return _table("comparisons", f"Paired comparisons at {a.data.budget} {_unit(a.data)} (every method pair)", rows, a,
+                  ["Pass differences in percentage points with the t interval on per-task differences (the one to "
+                   "read; see notes) and the paired BCa bootstrap; speedups as geometric-mean ratios; "
+                   "p-values adjusted together (Holm)."])
+
+
+def _pv(p: float) -> str:
+    return "n/a" if not math.isfinite(p) else (f"{p:.3f}" if p >= 0.001 else f"{p:.1e}")
+
+
+def build_tables(a: Analysis) -> list[Table]:
+    tables = [accuracy_table(a), difficulty_table(a), sequential_table(a), parallel_table(a), fast_p_table(a),
+              false_positive_table(a), latency_table(a), comparisons_table(a) if a.comparisons else None]
+    return [t for t in tables if t is not None]
+
+
+# ---------------------------------------------------------------------------- rendering
+def _md_cell(s: object) -> str:
+    return str(s).replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(t: Table, heading: bool = True) -> str:
+    lines = []
+    if heading:
+        lines.append(f"**{t.title}**" + (" (SIMULATED MODEL)" if t.simulated else ""))
+        lines.append("")
+    if t.simulated and not heading:
+        lines.append(f"_{SIMULATED_BANNER}_")
+        lines.append("")
+    cols = list(t.text.columns)
+    lines.append("| " + " | ".join(_md_cell(c) for c in cols) + " |")
+    lines.append("|" + "|".join("---" for _ in cols) + "|")
+    for _, row in t.text.iterrows():
+        lines.append("| " + " | ".join(_md_cell(row[c]) for c in cols) + " |")
+    for n in t.notes:
+        lines.append("")
+        lines.append(f"_{n}_")
+    return "\n".join(lines) + "\n"
+
+
+_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
+        "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+
+
+def tex_escape(s: object) -> str:
+    return "".join(_TEX.get(ch, ch) for ch in str(s))
+
+
+def to_latex(t: Table) -> str:
+    cols = list(t.text.columns)
+    out = []
+    if t.simulated:
+        out.append(f"% {SIMULATED_BANNER}")
+    caption = t.title + (" (SIMULATED MODEL)" if t.simulated else "")
+    out += [r"\begin{table}[t]", r"\centering", r"\small", f"\\caption{{{tex_escape(caption)}}}",
+            f"\\label{{tab:{t.name}}}", r"\begin{tabular}{" + "l" * min(2, len(cols)) + "r" * max(0, len(cols) - 2) + "}",
+            r"\toprule", " & ".join(tex_escape(c) for c in cols) + r" \\", r"\midrule"]
+    for _, row in t.text.iterrows():
+        out.append(" & ".join(tex_escape(row[c]) for c in cols) + r" \\")
+    out += [r"\bottomrule", r"\end{tabular}"]
+    for n in t.notes:
+        out.append(f"\\par\\footnotesize {tex_escape(n)}")
+    out.append(r"\end{table}")
+    return "\n".join(out) + "\n"
+
+
+def to_csv(t: Table) -> str:
+    body = t.numeric.to_csv(index=False)
+    return (f"# {SIMULATED_BANNER}\n" if t.simulated else "") + body
+
+
+def write_tables(tables: list[Table], out_dir: Path) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for t in tables:
+        for ext, text in (("md", to_markdown(t, heading=False)), ("tex", to_latex(t)), ("csv", to_csv(t))):
+            p = out_dir / f"{t.name}.{ext}"
+            p.write_text(text)
+            paths.append(p)
+    return paths

@@ -1,0 +1,201 @@
+"""Running a method's own unit tests (Reflexion's internal tests) against a candidate.
+
+Methods never run code: `ctx.run_tests(candidate, tests)` sends a job of kind
+`"internal_tests"` to the sandboxed evaluation worker (runners/worker.py), which imports
+the candidate from its own file as for any evaluation and calls `run_test_functions` here.
+The tests see two globals: the entry point (by its name) and `DEVICE` ("cuda" on a GPU,
+either vendor; "cpu" on the Triton interpreter). Every top-level `test_*` function is
+called in definition order, each under its own time limit; one failing or crashing test
+never stops the others. These are the *method's* tests, run as written: no poisoned
+allocations, no reference, none of the task's cases.
+
+The result crosses the process boundary as an `InternalTestReport`, whose JSON has the
+shape of an evaluation (`verdict`, `timing`, plus `tests`), so the run store's evaluation
+cache keeps it under its own case set (`internal:<hash of the tests>`) and a resumed run
+replays it instead of running the tests again.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import hashlib
+import re
+import signal
+import threading
+import traceback
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Iterator
+
+from runners.verdict import Verdict
+
+JOB_KIND = "internal_tests"
+DEFAULT_TEST_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class TestOutcome:
+    name: str
+    passed: bool
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class InternalTestReport:
+    """`verdict.kind`: "correct" when the candidate imported and every test passed,
+    "wrong_result" when a test failed, else why the candidate could not be tested
+    (syntax/compile/runtime error at import, timeout, crash)."""
+
+    verdict: Verdict
+    tests: tuple[TestOutcome, ...] = ()
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict.correct
+
+    def to_json(self) -> dict[str, Any]:
+        return {"verdict": self.verdict.to_json(), "timing": None, "tests": [asdict(t) for t in self.tests]}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "InternalTestReport":
+        return cls(Verdict.from_json(d["verdict"]), tuple(TestOutcome(**t) for t in d.get("tests", ())))
+
+    @classmethod
+    def from_outcomes(cls, outcomes: tuple[TestOutcome, ...]) -> "InternalTestReport":
+        failed = [t for t in outcomes if not t.passed]
+        if not failed:
+            return cls(Verdict("correct", f"{len(outcomes)} test(s) passed", cases_run=len(outcomes)), outcomes)
+        first = failed[0]
+        return cls(Verdict("wrong_result", f"{len(failed)} of {len(outcomes)} test(s) failed; first: {first.message}",
+                           failing_case=first.name, cases_run=len(outcomes)), outcomes)
+
+    def to_feedback(self) -> Any:
+        """The method-facing record (methods.base.Feedback, kind "tests")."""
+        from methods.base import Feedback, TestResult
+
+        v = self.verdict
+        return Feedback(verdict=v.kind, message=v.message, failing_case=v.failing_case, latency_ms=None,
+                        speedup=None, tests=tuple(TestResult(t.name, t.passed, t.message) for t in self.tests),
+                        kind="tests")
+
+
+def case_set_for(tests: str) -> str:
+    """The evaluation-cache case set of one test source: identical tests share verdicts."""
+    return "internal:" + hashlib.sha256(tests.encode()).hexdigest()[:16]
+
+
+# ---------------------------------------------------------------- inside the worker
+
+
+class TestTimeout(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float | None) -> Iterator[None]:
+    """SIGALRM-based limit, only on the main thread (the worker's); the pool's job timeout
+    stays the backstop for a test stuck where Python cannot interrupt it."""
+    if not seconds or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        raise TestTimeout(f"the test ran past its {seconds:.0f} s limit")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _test_names(tests: str) -> list[str]:
+    tree = ast.parse(tests)
+    return [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")]
+
+
+def _test_frame(exc: BaseException) -> Any:
+    """The innermost frame of the test source in the traceback, or None."""
+    tb, frame = exc.__traceback__, None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == "<internal_tests>":
+            frame = tb
+        tb = tb.tb_next
+    return frame
+
+
+def _values(frame: Any, line: str) -> str:
+    """What the failing line compared (Reflexion shows the output next to the failed
+    assert): the tensors it names, a few leading values each, and their largest difference."""
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - the worker always has torch
+        return ""
+    names = dict.fromkeys(re.findall(r"\b[A-Za-z_]\w*\b", line))
+    tensors = [(n, frame.f_locals[n]) for n in names if isinstance(frame.f_locals.get(n), torch.Tensor)][:3]
+    parts = [f"{n} shape {tuple(t.shape)} starts {[round(float(v), 4) for v in t.detach().flatten()[:4].cpu()]}"
+             for n, t in tensors]
+    if len(tensors) == 2 and tensors[0][1].shape == tensors[1][1].shape and tensors[0][1].is_floating_point():
+        diff = (tensors[0][1].double() - tensors[1][1].double()).abs().max()
+        parts.append(f"max |{tensors[0][0]} - {tensors[1][0]}| = {float(diff):.4g}")
+    return "; ".join(parts)
+
+
+def _failure_message(exc: BaseException, tests: str) -> str:
+    """For a failed assert, the assert line itself and what it compared; else the error."""
+    lines = tests.splitlines()
+    tb = _test_frame(exc)
+    lineno = tb.tb_lineno if tb is not None else 0
+    where = lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ""
+    if isinstance(exc, AssertionError):
+        detail = f" ({exc})" if str(exc) else ""
+        values = _values(tb.tb_frame, where) if tb is not None and where else ""
+        text = f"AssertionError: {where}{detail}" if where else f"AssertionError{detail}"
+        return f"{text} # {values}" if values else text
+    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()[-600:]
+    return f"{text} (at: {where})" if where else text
+
+
+def run_test_functions(entry: Callable[..., Any], entry_name: str, tests: str, device: str,
+                       per_test_timeout: float | None = DEFAULT_TEST_TIMEOUT_S) -> tuple[TestOutcome, ...]:
+    """Define the tests in a fresh namespace holding the entry point and DEVICE, then call
+    each `test_*` function. A test source that does not even define its functions (an import
+    of a missing module, a syntax error) fails every test with that error."""
+    namespace: dict[str, Any] = {"__name__": "kmc_internal_tests", entry_name: entry, "DEVICE": device}
+    try:
+        names = _test_names(tests)
+    except SyntaxError as exc:
+        return (TestOutcome("tests", False, f"the tests do not parse: {exc}"),)
+    try:
+        exec(compile(tests, "<internal_tests>", "exec"), namespace)  # noqa: S102 - the sandboxed worker's job
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - a broken test file fails its tests, not the worker
+        message = f"the tests could not be defined: {_failure_message(exc, tests)}"
+        return tuple(TestOutcome(n, False, message) for n in names or ["tests"])
+    namespace[entry_name] = entry  # a test file that rebinds the entry point still tests the candidate
+    outcomes = []
+    for name in names:
+        fn = namespace.get(name)
+        if not callable(fn):
+            outcomes.append(TestOutcome(name, False, "not a function after the test source ran"))
+            continue
+        try:
+            with _time_limit(per_test_timeout):
+                fn()
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - every failure of a test is that test's outcome
+            outcomes.append(TestOutcome(name, False, _failure_message(exc, tests)))
+        else:
+            outcomes.append(TestOutcome(name, True))
+    return tuple(outcomes)
+
+
+def judge_internal_tests(module: Any, entry_name: str, tests: str, device: str,
+                         per_test_timeout: float | None = DEFAULT_TEST_TIMEOUT_S) -> InternalTestReport:
+    """The worker's half of a job: `module` is the imported candidate."""
+    entry = getattr(module, entry_name, None)
+    if not callable(entry):
+        return InternalTestReport(Verdict("compile_error", f"the candidate defines no function {entry_name!r}"))
+    if not tests.strip():
+        return InternalTestReport(Verdict("correct", "no tests to run; the candidate imported"))
+    return InternalTestReport.from_outcomes(run_test_functions(entry, entry_name, tests, device, per_test_timeout))

@@ -1,0 +1,26 @@
+# Hostile candidate: reads standard input (where a naive worker receives its jobs: this
+# would steal or block on the next job), then computes correctly. Expected verdict:
+# correct, because the worker's protocol runs on a private descriptor and fd 0 is /dev/null.
+import sys
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask), mask=mask)
+
+
+def vector_add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    stolen = sys.stdin.read()
+    if stolen:
+        raise RuntimeError(f"read {len(stolen)} bytes of the worker protocol from stdin")
+    out = torch.empty_like(x)
+    n = out.numel()
+    _add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK_SIZE=1024)
+    return out

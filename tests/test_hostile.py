@@ -1,0 +1,184 @@
+"""The hostile corpus: bad candidates written for this project, each with the verdict it must get.
+
+All of them go through ONE `LocalPool` with one worker, in order, so the test shows what the
+issue asks: every hang, crash, forged reply and tampering costs one verdict (and a worker
+restart), never the run, and no other verdict changes. The correct expert baseline is
+judged first and again at the end, and must be `correct` both times.
+
+Runs on the CPU interpreter in about a minute on two cores; the illegal-memory-access
+candidate needs a GPU (`-m gpu` on a device machine runs the same table there).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+def _has_gpu() -> bool:
+    if os.environ.get("KMC_FORCE_CPU") == "1":
+        return False
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+HAS_GPU = _has_gpu()
+HOSTILE = Path(__file__).resolve().parent / "hostile"
+HANG_TIMEOUT_S = 15.0  # the short job limit for the hang cases
+JOB_TIMEOUT_S = 180.0  # everything else: generous, so a loaded CI machine cannot turn a verdict into a timeout
+FAKE_SECRET = "sk-test-hostile-0123456789"
+SHELL_MARKER = Path("/tmp/kmc_hostile_shell_marker")
+
+
+@dataclass(frozen=True)
+class Hostile:
+    file: str
+    task: str
+    kind: str
+    message: str = ""  # a fragment the verdict's message must contain ("" = no check)
+    case: str = ""  # a fragment the failing case's name must contain ("" = no check)
+    case_set: str = "hidden"
+    hang: bool = False
+    gpu_only: bool = False
+    restarted: bool | None = None  # None: not checked
+
+
+CORPUS: tuple[Hostile, ...] = (
+    Hostile("syntax_error.py", "vector_add", "syntax_error", "SyntaxError"),
+    Hostile("bad_tl_op.py", "vector_add", "compile_error", "fused_add"),
+    Hostile("no_entry_point.py", "vector_add", "compile_error", "defines no function"),
+    Hostile("wrong_tail_mask.py", "vector_add", "wrong_result", "NaN", case="n1025"),
+    Hostile("off_by_one.py", "vector_add", "wrong_result", "outside atol"),
+    Hostile("modifies_input.py", "vector_add", "wrong_result", "modified in place"),
+    Hostile("returns_torch.py", "vector_add", "no_kernel", "without launching"),
+    Hostile("side_torch_result.py", "vector_add", "no_kernel", "not written by any launched Triton kernel"),
+    Hostile("caches_data_ptr.py", "vector_add", "wrong_result", "after in-place refill"),
+    Hostile("stale_empty_like.py", "vector_add", "wrong_result", "NaN"),
+    Hostile("constant_output.py", "vector_add", "wrong_result", "outside atol"),
+    Hostile("wrong_dtype.py", "vector_add", "wrong_result", "dtype"),
+    Hostile("prints_returns_none.py", "vector_add", "wrong_result", "got NoneType"),
+    Hostile("raises.py", "vector_add", "runtime_error", "shapes are not supported"),
+    Hostile("infinite_loop.py", "vector_add", "timeout", hang=True, restarted=True),
+    Hostile("sleeps.py", "vector_add", "timeout", hang=True, restarted=True),
+    Hostile("exit_at_import.py", "vector_add", "crash", "exit status 0", restarted=True),
+    Hostile("segfault_ctypes.py", "vector_add", "crash", "signal 11", restarted=True),
+    Hostile("illegal_memory_access.py", "vector_add", "runtime_error", "illegal memory access", gpu_only=True,
+            restarted=True),
+    Hostile("reads_secret.py", "vector_add", "correct", restarted=False),
+    Hostile("reads_stdin.py", "vector_add", "correct", restarted=False),
+    Hostile("forges_reply.py", "vector_add", "runtime_error", "protocol violation", restarted=True),
+    Hostile("patches_oracle.py", "vector_add", "runtime_error", "runners.oracle.compare", restarted=True),
+    Hostile("patches_torch_in_call.py", "vector_add", "runtime_error", "torch.isfinite", restarted=True),
+    Hostile("spawns_shell.py", "vector_add", "runtime_error", "disabled in the evaluation worker"),
+    Hostile("kills_parent.py", "vector_add", "runtime_error", "disabled in the evaluation worker"),
+    Hostile("leaves_thread.py", "vector_add", "correct", case_set="visible", restarted=True),
+    Hostile("sets_alarm.py", "vector_add", "correct", case_set="visible", restarted=False),
+    Hostile("softmax_tail_mask.py", "softmax", "wrong_result", "outside atol"),
+    Hostile("softmax_one_block.py", "softmax", "wrong_result", "NaN", case="cols1025"),
+    Hostile("softmax_no_max.py", "softmax", "wrong_result", "NaN"),
+    Hostile("cumsum_no_carry.py", "cumsum", "wrong_result", "outside atol", case="cols1025"),
+)
+
+ACTIVE = tuple(h for h in CORPUS if HAS_GPU or not h.gpu_only)
+
+
+@dataclass
+class Outcome:
+    verdict: Any
+    seconds: float
+
+
+@pytest.fixture(scope="module")
+def corpus_run() -> dict[str, Any]:
+    """Judge the whole corpus once, in order, through one pool; tests below read the results."""
+    from bench.registry import get_task
+    from runners.device import detect_target, use_interpreter_if_needed
+    from runners.pool import LocalPool
+
+    target = detect_target()
+    use_interpreter_if_needed(target)
+    saved = os.environ.get("OPENAI_API_KEY")
+    os.environ["OPENAI_API_KEY"] = FAKE_SECRET  # the workers must never see it
+    SHELL_MARKER.unlink(missing_ok=True)
+    outcomes: dict[str, Outcome] = {}
+    started = time.perf_counter()
+    try:
+        with LocalPool(target, workers=1, job_timeout=JOB_TIMEOUT_S) as pool:
+            baseline = get_task("vector_add").baseline_source()
+            first = pool.evaluate("vector_add", baseline, "hidden")
+            for h in ACTIVE:
+                t0 = time.perf_counter()
+                verdict = pool.evaluate(h.task, (HOSTILE / h.file).read_text(), h.case_set,
+                                        timeout=HANG_TIMEOUT_S if h.hang else None).verdict
+                outcomes[h.file] = Outcome(verdict, time.perf_counter() - t0)
+            last = pool.evaluate("vector_add", baseline, "hidden")
+            stats = pool.stats
+    finally:
+        if saved is None:
+            os.environ.pop("OPENAI_API_KEY", None)
+        else:
+            os.environ["OPENAI_API_KEY"] = saved
+    return {"outcomes": outcomes, "first": first.verdict, "last": last.verdict, "stats": stats,
+            "seconds": time.perf_counter() - started}
+
+
+def test_corpus_is_large_and_complete() -> None:
+    files = {p.name for p in HOSTILE.glob("*.py")}
+    listed = {h.file for h in CORPUS}
+    assert len(CORPUS) >= 15
+    assert files == listed, f"unlisted: {files - listed}; missing: {listed - files}"
+    assert {h.task for h in CORPUS} >= {"vector_add", "softmax", "cumsum"}
+
+
+@pytest.mark.parametrize("h", [pytest.param(h, id=h.file, marks=[pytest.mark.gpu] if h.gpu_only else [])
+                               for h in CORPUS])
+def test_hostile_verdict(h: Hostile, corpus_run: dict[str, Any]) -> None:
+    outcome = corpus_run["outcomes"][h.file]
+    v = outcome.verdict
+    assert v.kind == h.kind, f"{h.file}: expected {h.kind}, got {v.one_line()}"
+    assert h.message in v.message, f"{h.file}: message {v.message!r} lacks {h.message!r}"
+    assert h.case in (v.failing_case or ""), f"{h.file}: failing case {v.failing_case!r} lacks {h.case!r}"
+    if h.restarted is not None:
+        assert v.worker_restarted == h.restarted, f"{h.file}: worker_restarted={v.worker_restarted}"
+    if h.hang:
+        assert outcome.seconds < HANG_TIMEOUT_S + 60, "the hang cost more than its limit plus a restart"
+
+
+def test_run_continues_and_baseline_verdict_is_unchanged(corpus_run: dict[str, Any]) -> None:
+    first, last = corpus_run["first"], corpus_run["last"]
+    assert first.kind == "correct", first.one_line()
+    assert last.kind == "correct", last.one_line()
+    assert last.cases_run == first.cases_run > 10
+    assert len(corpus_run["outcomes"]) == len(ACTIVE)
+    stats = corpus_run["stats"]
+    assert stats.timeouts == 2 and stats.crashes == 2
+    assert stats.jobs == len(ACTIVE) + 2
+
+
+def test_secret_probe_works_when_the_secret_is_there(monkeypatch: pytest.MonkeyPatch,
+                                                     corpus_run: dict[str, Any]) -> None:
+    """`reads_secret.py` is judged correct only because its probe found nothing; the same
+    probe, run here where the secret is set, does find it (so the corpus result is not vacuous)."""
+    spec = importlib.util.spec_from_file_location("hostile_reads_secret", HOSTILE / "reads_secret.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_SECRET)
+    assert module.find_secret() is not None
+    assert corpus_run["outcomes"]["reads_secret.py"].verdict.kind == "correct"
+
+
+def test_shell_never_ran(corpus_run: dict[str, Any]) -> None:
+    assert corpus_run["outcomes"]["spawns_shell.py"].verdict.kind == "runtime_error"
+    assert not SHELL_MARKER.exists()
+
+
+def test_corpus_time_is_bounded(corpus_run: dict[str, Any]) -> None:
+    assert corpus_run["seconds"] < 180, f"hostile corpus took {corpus_run['seconds']:.0f} s"

@@ -1,0 +1,158 @@
+"""The real OpenAI-SDK client against serve-sim on loopback: retries, timeouts, token usage,
+sample indices, the start-up reachability check, and the concurrency cap."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pytest
+
+from bench.registry import get_task
+from llm.ledger import Ledger, ModelCallFailed
+from llm.openai_client import EndpointCallFailed, EndpointUnreachable, OpenAIClient
+from llm.server import ServerOptions, SimServer, request_from_body
+from llm.simulated import SimulatedModel
+from llm.tokens import count_tokens
+from llm.types import Message, Request
+from methods.templates import render, system_prompt, task_block
+from results.store import Store
+
+
+def direct_prompt(task_id: str = "vector_add") -> tuple[Message, ...]:
+    task = get_task(task_id).view()
+    return (Message("system", system_prompt("nvidia", True)),
+            Message("user", render("direct_generate", task=task_block(task, True), oneshot="")))
+
+
+def fast_client(server: SimServer, **kw: object) -> OpenAIClient:
+    opts: dict[str, object] = {"timeout_s": 5.0, "max_retries": 5, "backoff_initial_s": 0.02, "backoff_max_s": 0.2}
+    opts.update(kw)
+    return OpenAIClient(server.url, "sim", **opts)  # type: ignore[arg-type]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_injected_429_500_drop_and_timeout_are_retried_and_the_call_completes() -> None:
+    script = ("429", "500", "drop", "timeout")
+    with SimServer(options=ServerOptions(fault_script=script, stall_s=2.0)) as server:
+        client = fast_client(server, timeout_s=0.5)
+        request = Request(messages=direct_prompt(), temperature=1.0, seed=11, sample_index=2)
+        completion = client.complete(request)
+        counters = server.counters()
+    assert completion.retries == 4
+    assert counters.chat_requests == 5 and counters.faults == {"429": 1, "500": 1, "drop": 1, "timeout": 1}
+    stats = client.stats()
+    assert stats.retries == 4 and stats.calls == 1 and stats.failed_calls == 0
+    assert stats.retries_by_kind == {"429": 1, "5xx": 1, "connection": 1, "timeout": 1}
+    # The answer is the one the in-process simulated model gives for the same request.
+    local = SimulatedModel().complete(request)
+    assert completion.text == local.text
+    assert (completion.prompt_tokens, completion.completion_tokens) == (local.prompt_tokens, local.completion_tokens)
+
+
+def test_retries_exhausted_fail_with_the_count_and_the_ledger_records_without_charging(tmp_path) -> None:
+    with SimServer(options=ServerOptions(fault_script=("500",) * 3)) as server:
+        client = fast_client(server, max_retries=2)
+        store = Store(tmp_path / "store.sqlite")
+        ledger = Ledger(client, store, budget=5)
+        account = ledger.account("direct", "vector_add", 0)
+        with pytest.raises(ModelCallFailed, match="after 2 retries"):
+            account.complete(direct_prompt(), temperature=1.0, role="generator")
+        assert server.counters().chat_requests == 3
+    row = dict(store.query("SELECT * FROM calls")[0])
+    assert row["error"].startswith("EndpointCallFailed") and row["retries"] == 2
+    assert row["charged"] == 0 and account.spend.calls == 0  # no tokens were produced: not charged by default
+    assert ledger.totals().failed_calls == 1 and ledger.totals().retries == 2
+
+
+def test_charge_failed_calls_option_charges_a_failed_call(tmp_path) -> None:
+    with SimServer(options=ServerOptions(fault_script=("429",) * 2)) as server:
+        ledger = Ledger(fast_client(server, max_retries=1), Store(tmp_path / "s.sqlite"), budget=5,
+                        charge_failed_calls=True)
+        account = ledger.account("direct", "vector_add", 0)
+        with pytest.raises(ModelCallFailed):
+            account.complete(direct_prompt(), temperature=1.0, role="generator")
+    assert account.spend.calls == 1 and account.remaining() == 4
+
+
+def test_a_non_retryable_error_fails_at_once() -> None:
+    with SimServer() as server:
+        client = fast_client(server)
+        bad = Request(messages=direct_prompt(), temperature=1.0, max_tokens=0)  # the server answers 400
+        with pytest.raises(EndpointCallFailed, match="without retry") as info:
+            client.complete(bad)
+        assert info.value.retries == 0 and info.value.kind == "400"
+        assert server.counters().chat_requests == 1
+
+
+def test_random_faults_at_a_30_percent_rate_all_complete() -> None:
+    with SimServer(options=ServerOptions(fail_rate=0.3, seed=3)) as server:
+        client = fast_client(server, max_retries=10)
+        results = [client.complete(Request(messages=direct_prompt(), temperature=1.0, seed=1, sample_index=i))
+                   for i in range(12)]
+        counters = server.counters()
+    assert len(results) == 12 and all(r.text for r in results)
+    faults = sum(counters.faults.values())
+    assert faults > 0 and counters.chat_requests == 12 + faults
+    assert sum(r.retries for r in results) == faults == client.stats().retries
+
+
+def test_usage_is_counted_with_the_tokenizer_when_the_endpoint_omits_it() -> None:
+    with SimServer(options=ServerOptions(include_usage=False)) as server:
+        request = Request(messages=direct_prompt(), temperature=1.0, seed=5)
+        completion = fast_client(server).complete(request)
+    assert completion.prompt_tokens == count_tokens(request.prompt_text())
+    assert completion.completion_tokens == count_tokens(completion.text)
+
+
+def test_sample_index_and_seed_travel_so_distinct_samples_stay_distinct() -> None:
+    with SimServer() as server:
+        client = fast_client(server)
+        kwargs = client.request_kwargs(Request(messages=direct_prompt(), seed=100, sample_index=7))
+        assert kwargs["seed"] == 107 and kwargs["user"] == "kmc-sample-7"
+        assert request_from_body(kwargs).seed == 100 and request_from_body(kwargs).sample_index == 7
+        texts = {client.complete(Request(messages=direct_prompt(), temperature=1.0, seed=100, sample_index=i)).text
+                 for i in range(6)}
+        again = client.complete(Request(messages=direct_prompt(), temperature=1.0, seed=100, sample_index=0)).text
+    assert len(texts) > 1  # the simulated model draws a different sample per index
+    assert again in texts  # and the same index gives the same answer
+
+
+def test_reachability_check_learns_the_endpoint_is_simulated() -> None:
+    with SimServer() as server:
+        client = fast_client(server)
+        assert client.simulated is False
+        client.check_reachable()
+        assert client.simulated is True
+
+
+def test_unreachable_endpoint_fails_fast_with_one_line_naming_it() -> None:
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    client = OpenAIClient(url, "some-model", timeout_s=5.0)
+    started = time.monotonic()
+    with pytest.raises(EndpointUnreachable) as info:
+        client.check_reachable()
+    assert time.monotonic() - started < 3.0
+    message = str(info.value)
+    assert url in message and "\n" not in message
+
+
+def test_max_concurrency_caps_requests_in_flight() -> None:
+    with SimServer(options=ServerOptions(latency_s=0.2)) as server:
+        client = fast_client(server, max_concurrency=3)
+        threads = [threading.Thread(target=client.complete,
+                                    args=(Request(messages=direct_prompt(), seed=1, sample_index=i),))
+                   for i in range(9)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        counters = server.counters()
+    assert counters.answered == 9
+    assert counters.max_in_flight == 3

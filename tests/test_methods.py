@@ -1,0 +1,567 @@
+"""Methods against a fake context (real ledger, scripted feedback): budgets, call structure,
+GEAK's branches and debugging trap, Reflexion's trials, retrieval, reply parsing, prompt
+snapshots, and the simulated model's prompt reading. No worker, no GPU: a few seconds."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+import methods.direct
+import methods.geak
+import methods.reflexion
+from bench.registry import all_tasks, get_task
+from llm.ledger import BudgetExhausted
+from llm.simulated import SimParams, SimulatedModel
+from llm.types import Message, Request
+from methods.base import create_method, method_names, method_options
+from methods.extract import extract_code, extract_json_code, extract_tests
+from methods.retrieval import Corpus, Program, corpus_programs, normalise, retrieve
+from methods.templates import render, system_prompt, task_block
+from tests.method_fakes import FakeContext, ScriptedClient, feedback, json_code_reply, suite_result
+
+VIEW = get_task("vector_add").view()
+SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
+
+
+def run_until_spent(method: object, ctx: FakeContext, view: object = VIEW) -> None:
+    with pytest.raises(BudgetExhausted):
+        method.run(view, ctx)  # type: ignore[attr-defined]
+
+
+def always_json(code: str = "def vector_add(x, y):\n    return x\n") -> ScriptedClient:
+    """A model that always writes well-formed code: JSON when asked for it, else a fence."""
+    def reply(request: Request) -> str:
+        return json_code_reply(code) if request.json_mode else f"```python\n{code}```\n"
+    return ScriptedClient(reply)
+
+
+# ---------------------------------------------------------------- budgets
+
+
+@pytest.mark.parametrize("budget", [1, 7, 23, 40])
+@pytest.mark.parametrize("name,options", [
+    ("direct", {}),
+    ("direct", {"selection": "first"}),
+    ("reflexion", {}),
+    ("reflexion", {"feedback": "visible"}),
+    ("geak", {}),
+    ("geak", {"iterations": 3}),
+])
+def test_ledger_total_equals_the_budget(name: str, options: dict, budget: int) -> None:
+    rng = random.Random(budget)
+    verdicts = ["correct", "wrong_result", "runtime_error"]
+    ctx = FakeContext(budget, visible=lambda i, c: feedback(rng.choice(verdicts), latency_ms=rng.random()),
+                      tests=lambda i, c: suite_result(rng.random() < 0.3))
+    run_until_spent(create_method(name, options), ctx)
+    assert ctx.ledger.totals().calls == budget == len(ctx.recorder.rows)
+    assert ctx.remaining() == 0
+
+
+def test_documented_remainders_when_a_method_stops_early() -> None:
+    """direct with max_samples and GEAK with a fixed number of runs return early; the ledger
+    then holds exactly what they used (the rest of the budget is unspent, by design)."""
+    ctx = FakeContext(50)
+    create_method("direct", {"max_samples": 1, "selection": "first", "temperature": 0.0}).run(VIEW, ctx)
+    assert ctx.ledger.totals().calls == 1 and len(ctx.submissions) == 1 and not ctx.visible_runs
+    ctx = FakeContext(50, client=always_json())
+    create_method("geak", {"iterations": 4, "runs": 2}).run(VIEW, ctx)
+    assert ctx.ledger.totals().calls == 2 * 4 * 2
+
+
+# ---------------------------------------------------------------- GEAK
+
+
+def test_geak_makes_two_calls_and_one_evaluation_per_iteration() -> None:
+    ctx = FakeContext(60, client=always_json(), visible=[feedback("wrong_result"), feedback("correct", 0.5)])
+    geak = create_method("geak", {"iterations": 10})
+    run_until_spent(geak, ctx)
+    assert ctx.roles == ["generator", "reflector"] * 30
+    assert all(c.json_mode for c in ctx.calls if c.role == "generator")
+    assert all(c.temperature == 1.0 for c in ctx.calls)
+    assert len(ctx.visible_runs) == 30 and len(geak.branches) == 30  # type: ignore[attr-defined]
+    assert geak.branches[0::10] == ["first"] * 3  # type: ignore[attr-defined]  # three runs of ten
+
+
+def test_geak_malformed_reply_is_a_failed_generation_not_evaluated() -> None:
+    replies = iter(['{"thought": "x", "code": "def vector_add(x, y):\\n    retu',  # cut off: not JSON
+                    "reflection one", json_code_reply("def vector_add(x, y):\n    return x\n"), "reflection two"])
+    ctx = FakeContext(4, client=ScriptedClient(lambda r: next(replies)), visible=[feedback("wrong_result")])
+    geak = create_method("geak", {})
+    run_until_spent(geak, ctx)
+    assert ctx.roles == ["generator", "reflector", "generator", "reflector"]
+    assert len(ctx.candidates) == 1 and len(ctx.visible_runs) == 1  # the truncated code never ran
+    assert ctx.candidates[0].source == "def vector_add(x, y):\n    return x\n"
+    debug_prompt = ctx.calls[2].messages[-1].content
+    assert "failed generation" in debug_prompt and geak.branches == ["first", "debug"]  # type: ignore[attr-defined]
+
+
+def _geak_branches(verdicts: list[str], iterations: int, **options: object) -> list[str]:
+    script = [feedback(v, latency_ms=1.0 if v == "correct" else None) for v in verdicts]
+    ctx = FakeContext(2 * iterations, client=always_json(), visible=script)
+    geak = create_method("geak", {"iterations": iterations, "oneshot": False, **options})
+    run_until_spent(geak, ctx)
+    return geak.branches  # type: ignore[attr-defined, no-any-return]
+
+
+def test_geak_optimise_branch_exactly_when_specified() -> None:
+    # Optimise iff ancestors exist and (last generation correct or perf_debug_num >= 5).
+    verdicts = ["wrong_result", "wrong_result", "correct", "wrong_result", "correct", "correct", "runtime_error",
+                "wrong_result", "correct", "correct"]
+    assert _geak_branches(verdicts, 10) == ["first", "debug", "debug", "optimise", "debug", "optimise", "optimise",
+                                            "debug", "debug", "optimise"]
+
+
+def test_geak_debugging_trap_guard_after_five_failed_repairs() -> None:
+    # A correct kernel, then failures: 5 debug rounds, then the guard forces the optimise branch.
+    verdicts = ["correct"] + ["wrong_result"] * 20
+    assert _geak_branches(verdicts, 15) == (["first", "optimise"] + ["debug"] * 5 + ["optimise"] + ["debug"] * 5
+                                            + ["optimise", "debug"])
+
+
+def test_geak_debug_rounds_count_only_once_a_correct_ancestor_exists() -> None:
+    verdicts = ["wrong_result"] * 8 + ["correct"] + ["wrong_result"] * 20
+    branches = _geak_branches(verdicts, 17)
+    assert branches[:9] == ["first"] + ["debug"] * 8  # 8 failed repairs, no ancestor: never forced
+    assert branches[9:] == ["optimise"] + ["debug"] * 5 + ["optimise", "debug"]
+
+
+def test_geak_guard_threshold_is_the_option() -> None:
+    verdicts = ["correct"] + ["wrong_result"] * 20
+    assert _geak_branches(verdicts, 8, max_perf_debug_num=2) == ["first", "optimise", "debug", "debug", "optimise",
+                                                                  "debug", "debug", "optimise"]
+
+
+def test_geak_ancestor_pool_and_answer_rule() -> None:
+    """Pool of `ancestor_num` fastest correct kernels, shown slowest first; submission is the
+    fastest correct kernel across runs, else the latest runnable."""
+    latencies = [5.0, 3.0, 4.0, 1.0, 2.0]
+    codes = iter(f"def vector_add(x, y):\n    return x  # v{i}\n" for i in range(100))
+    client = ScriptedClient(lambda r: json_code_reply(next(codes)) if r.json_mode else "analysis")
+    script = [feedback("wrong_result")] + [feedback("correct", lat) for lat in latencies]
+    ctx = FakeContext(2 * 7, client=client, visible=script + [feedback("runtime_error")])
+    run_until_spent(create_method("geak", {"iterations": 7, "ancestor_num": 3, "oneshot": False}), ctx)
+    assert ctx.submissions[0].source.endswith("# v0\n")  # only a wrong (runnable) kernel so far
+    assert ctx.submissions[-1].source.endswith("# v4\n")  # 1.0 ms, the fastest
+    optimise = [c for c in ctx.calls if c.role == "generator"][6].messages[-1].content
+    shown = [float(x) for x in re.findall(r"latency ([0-9.]+) ms", optimise)]
+    assert shown == [3.0, 2.0, 1.0]  # pool of 3: the slowest (5.0, 4.0) left, order slowest to fastest
+
+
+# ---------------------------------------------------------------- Reflexion
+
+
+def test_reflexion_calls_per_trial_internal_mode() -> None:
+    # Trial 1 passes at iteration 3, trial 2 never passes (max_iters 4), trial 3 passes at once.
+    script = [False, False, True] + [False, False, False, False] + [True]
+    ctx = FakeContext(6 + 8 + 2, tests=[suite_result(p) for p in script] + [suite_result(False)])
+    reflexion = create_method("reflexion", {"max_iters": 4})
+    run_until_spent(reflexion, ctx)
+    assert reflexion.trial_calls == [1 + 1 + 2 * 2, 1 + 1 + 2 * 3, 1 + 1]  # type: ignore[attr-defined]
+    assert ctx.roles[:6] == ["tests", "implement", "reflect", "implement", "reflect", "implement"]
+    temps = {c.role: c.temperature for c in ctx.calls}
+    assert temps == {"tests": 0.2, "implement": 0.0, "reflect": 0.2}
+    assert not ctx.visible_runs and len(ctx.test_runs) == 3 + 4 + 1  # tests only, never the visible cases
+    # Each trial runs its own tests, against every implementation of that trial.
+    assert len({tests for _, tests in ctx.test_runs[:3]}) == 1
+
+
+def test_reflexion_calls_per_trial_visible_mode() -> None:
+    ctx = FakeContext(5 + 1, visible=[feedback("wrong_result"), feedback("wrong_result"), feedback("correct")])
+    reflexion = create_method("reflexion", {"feedback": "visible", "max_iters": 5})
+    run_until_spent(reflexion, ctx)
+    assert reflexion.trial_calls == [1 + 2 * 2, 1]  # type: ignore[attr-defined]
+    assert "tests" not in ctx.roles and not ctx.test_runs
+
+
+def test_reflexion_memory_of_one_reflection_and_reflect_prompt_holds_no_task() -> None:
+    replies = iter(["```python\nimport torch\ndef test_a():\n    assert vector_add(1, 1) == 2\n```",
+                    "```python\ndef vector_add(x, y):\n    return x  # v1\n```", "REFLECTION-ONE",
+                    "```python\ndef vector_add(x, y):\n    return x  # v2\n```", "REFLECTION-TWO",
+                    "```python\ndef vector_add(x, y):\n    return x  # v3\n```"])
+    ctx = FakeContext(6, client=ScriptedClient(lambda r: next(replies)), tests=[suite_result(False)])
+    run_until_spent(create_method("reflexion", {"oneshot": False}), ctx)
+    reflect = ctx.calls[4].messages[-1].content
+    assert VIEW.instruction not in reflect and "# v2" in reflect and "# v1" not in reflect
+    last = ctx.calls[5].messages[-1].content
+    assert "REFLECTION-TWO" in last and "REFLECTION-ONE" not in last and "# v2" in last and "# v1" not in last
+
+
+def test_reflexion_submission_rule() -> None:
+    """Latest implementation that passed its tests; before any passes, the latest one."""
+    codes = iter(f"```python\ndef vector_add(x, y):\n    return x  # v{i}\n```" for i in range(100))
+    ctx = FakeContext(2 + 2 + 2, client=ScriptedClient(lambda r: next(codes)),
+                      tests=[suite_result(False), suite_result(True), suite_result(False)])
+    run_until_spent(create_method("reflexion", {"max_iters": 2, "oneshot": False}), ctx)
+    # calls: tests v0, impl v1 (fail), reflect v2, impl v3 (pass) | tests v4, impl v5 (fail)
+    assert [s.source.split("# ")[-1].strip() for s in ctx.submissions] == ["v1", "v3"]
+
+
+# ---------------------------------------------------------------- direct prompting
+
+
+def test_direct_visible_best_submits_the_fastest_passing_sample() -> None:
+    codes = iter(f"```python\ndef vector_add(x, y):\n    return x  # v{i}\n```" for i in range(100))
+    script = [feedback("wrong_result"), feedback("correct", 2.0), feedback("correct", 3.0), feedback("correct", 1.0),
+              feedback("runtime_error")]
+    ctx = FakeContext(5, client=ScriptedClient(lambda r: next(codes)), visible=script)
+    run_until_spent(create_method("direct", {}), ctx)
+    assert [s.source.split("# ")[-1].strip() for s in ctx.submissions] == ["v0", "v1", "v3"]
+    assert len(ctx.visible_runs) == 5
+
+
+def test_direct_first_never_evaluates_and_keeps_the_first_sample() -> None:
+    codes = iter(["no code here", *(f"```python\ndef vector_add(x, y):\n    return x  # v{i}\n```"
+                                    for i in range(1, 100))])
+    ctx = FakeContext(4, client=ScriptedClient(lambda r: next(codes)))
+    run_until_spent(create_method("direct", {"selection": "first"}), ctx)
+    assert [s.source.split("# ")[-1].strip() for s in ctx.submissions] == ["v1"]  # the first sample with code
+    assert not ctx.visible_runs and len(ctx.candidates) == 3
+
+
+# ---------------------------------------------------------------- options and context
+
+
+def test_every_method_has_the_same_context_options_and_defaults() -> None:
+    for name in ("direct", "reflexion", "geak"):
+        opts = method_options(create_method(name))
+        assert opts["knowledge"] is True and opts["oneshot"] is True, name
+    assert method_options(create_method("reflexion"))["feedback"] == "internal"
+    assert method_options(create_method("reflexion"))["n_tests"] == 5
+    assert {"direct", "reflexion", "geak"} <= set(method_names())
+
+
+def test_bad_options_fail_with_one_clear_message() -> None:
+    with pytest.raises(ValueError, match="feedback must be internal or visible"):
+        create_method("reflexion", {"feedback": "hidden"})
+    with pytest.raises(ValueError, match="no option"):
+        create_method("geak", {"parallel": 3})
+    with pytest.raises(ValueError, match="runs must be at least 1"):
+        create_method("geak", {"runs": 0})
+
+
+def test_knowledge_off_hides_signature_and_vendor_rules() -> None:
+    on, off = task_block(VIEW, True), task_block(VIEW, False)
+    assert VIEW.signature in on and VIEW.signature not in off
+    assert "AMD" in system_prompt("amd", True) and "NVIDIA" in system_prompt("nvidia", True)
+    assert system_prompt("cpu", True) == system_prompt("nvidia", True)
+    assert "AMD" not in system_prompt("amd", False) and "NVIDIA" not in system_prompt("amd", False)
+
+
+@pytest.mark.parametrize("vendor,must,must_not", [
+    ("amd", ["64 threads", "num_stages", "tl.extra.hip", "no tl.extra.cuda", "float32", "mask", "constexpr",
+             "tl.dot"], ["A warp has 32"]),
+    ("nvidia", ["32 threads", "Shared memory", "tl.extra.cuda", "no tl.extra.hip", "float32", "mask",
+                "constexpr", "tl.dot", "TF32"], ["wavefront"]),
+])
+def test_knowledge_prompts_cover_the_injection_rules(vendor: str, must: list[str], must_not: list[str]) -> None:
+    text = system_prompt(vendor, True)
+    for phrase in must:
+        assert phrase in text, phrase
+    for phrase in must_not:
+        assert phrase not in text, phrase
+
+
+# ---------------------------------------------------------------- retrieval
+
+
+def test_retrieval_never_returns_the_tasks_own_reference() -> None:
+    for task in all_tasks():
+        own = normalise(task.baseline_source())
+        for by, query in (("description", task.instruction), ("code", task.baseline_source())):
+            found = retrieve(task.id, query, by)
+            assert found is not None, (task.id, by)
+            assert normalise(found) != own, (task.id, by)
+
+
+def test_retrieval_excludes_other_tasks_sharing_the_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    import bench.registry
+
+    a, b = get_task("vector_add"), get_task("flip")
+    twin = type("Twin", (), {"id": "vector_add_twin", "instruction": a.instruction,
+                             "baseline_source": lambda self: a.baseline_source() + "\n\n"})()
+    monkeypatch.setattr(bench.registry, "all_tasks", lambda: [a, b, twin])
+    ids = [p.task_id for p in corpus_programs("vector_add")]
+    assert ids == ["flip"]  # the twin's program equals vector_add's reference: excluded too
+    assert [p.task_id for p in corpus_programs("flip")] == ["vector_add", "vector_add_twin"]
+
+
+def test_bm25_top1_by_description_and_by_code() -> None:
+    # (BM25Okapi's idf is zero for a term in half the documents, so a two-program corpus ties.)
+    corpus = Corpus([Program("p", "row softmax of a matrix", "x = tl.exp(x)"),
+                     Program("q", "elementwise sum of vectors", "z = x + y\ntl.store(out_ptr, z)"),
+                     Program("r", "cumulative sum along rows", "carry += tl.sum(x, axis=0)"),
+                     Program("s", "matrix multiplication with tiles", "acc = tl.dot(a, b, acc)")])
+    assert corpus.best("compute softmax over each row", "description").task_id == "p"  # type: ignore[union-attr]
+    assert corpus.best("tl.store(out_ptr, z)", "code").task_id == "q"  # type: ignore[union-attr]
+    assert Corpus([]).best("anything", "code") is None
+    with pytest.raises(ValueError):
+        corpus.best("x", "title")
+
+
+def test_geak_retrieves_by_instruction_first_and_by_code_on_debug(monkeypatch: pytest.MonkeyPatch) -> None:
+    queries: list[tuple[str, str]] = []
+
+    def fake(task_id: str, query: str, by: str) -> str:
+        assert task_id == VIEW.id
+        queries.append((by, query))
+        return f"EXAMPLE-BY-{by.upper()}"
+
+    monkeypatch.setattr(methods.geak, "retrieve", fake)
+    ctx = FakeContext(6, client=always_json("def vector_add(x, y):\n    return x  # mine\n"),
+                      visible=[feedback("wrong_result")])
+    run_until_spent(create_method("geak", {}), ctx)
+    assert queries[0] == ("description", VIEW.instruction)
+    # Iterations 2 and 3 debug (the 4th prompt is built, then the budget refuses its call).
+    assert [b for b, _ in queries[1:3]] == ["code", "code"] and "# mine" in queries[1][1]
+    gens = [c.messages[-1].content for c in ctx.calls if c.role == "generator"]
+    assert "EXAMPLE-BY-DESCRIPTION" in gens[0] and "EXAMPLE-BY-CODE" in gens[1]
+
+
+# ---------------------------------------------------------------- reply parsing
+
+
+@pytest.mark.parametrize("reply", [
+    '{"thought": "t", "code": "import torch\\ndef f(',           # truncated JSON
+    '{"thought": "t"}',                                            # no code field
+    '{"thought": "t", "code": "   "}',                             # empty code
+    '{"thought": "t", "code": 42}',                                # code is not text
+    "Here is the kernel:\n```python\nimport torch\n```",           # no JSON object at all
+    '["code", "x"]',                                               # JSON, not an object
+    "",
+])
+def test_json_reply_parser_rejects_malformed_replies(reply: str) -> None:
+    assert extract_json_code(reply) == (None, None)
+
+
+@pytest.mark.parametrize("reply", [
+    '{"thought": "t", "code": "def f():\\n    return 1\\n"}',
+    'Sure.\n```json\n{"thought": "t", "code": "def f():\\n    return 1\\n"}\n```\nDone.',
+    'Answer: {"thought": "t", "code": "def f():\n    return 1\n"} end',  # raw newlines inside the string
+    '{"thought": "t", "code": "```python\\ndef f():\\n    return 1\\n```"}',  # code wrapped in a fence
+])
+def test_json_reply_parser_accepts_well_formed_variants(reply: str) -> None:
+    thought, code = extract_json_code(reply)
+    assert thought == "t" and code is not None and code.strip() == "def f():\n    return 1"
+
+
+def test_code_extraction_refuses_a_cut_off_block() -> None:
+    assert extract_code("```python\na = 1\n```\nnow the real one:\n```python\ndef f(") is None
+    assert extract_code("```python\na = 1\n```\n```python\nb = 2\n```") == "b = 2\n"
+    assert extract_code("no code") is None
+
+
+def test_internal_test_filter() -> None:
+    reply = '''```python
+import torch
+from math import isclose
+
+def helper(n):
+    return torch.ones(n)
+
+def test_one():
+    assert vector_add(helper(3), helper(3)).sum() == 6
+
+def test_fixture(tmp_path):
+    assert True
+
+def test_no_assert():
+    print(vector_add(helper(3), helper(3)))
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_decorated(n=1):
+    assert n
+
+def test_testing_helper():
+    torch.testing.assert_close(vector_add(helper(2), helper(2)), helper(2) * 2)
+
+def test_one():
+    assert False
+
+print("top-level code is dropped")
+
+def test_three():
+    assert isclose(1.0, 1.0)
+
+def test_four():
+    assert 1
+```'''
+    suite = extract_tests(reply, 3)
+    assert suite.names == ("test_one", "test_testing_helper", "test_three")
+    assert suite.dropped == 5  # fixture, no assert, decorated, duplicate, beyond n
+    tree = ast.parse(suite.source)
+    assert [type(n).__name__ for n in tree.body] == ["Import", "ImportFrom", "FunctionDef", "FunctionDef",
+                                                     "FunctionDef", "FunctionDef"]
+    assert "top-level" not in suite.source
+
+
+def test_internal_test_filter_keeps_good_tests_beside_a_broken_one() -> None:
+    reply = ("```python\nimport torch\n\ndef test_ok():\n    assert vector_add(1, 2) == 3\n\n"
+             "def test_broken(:\n    assert x\n\ndef test_ok2():\n    assert True\n```")
+    suite = extract_tests(reply, 5)
+    assert suite.names == ("test_ok", "test_ok2")
+    assert extract_tests("no tests here", 5).names == ()
+    assert extract_tests("no tests here", 5).source == ""
+
+
+# ---------------------------------------------------------------- simulated model reads prompts
+
+
+def _ask_sim(messages: list[Message], json_mode: bool = False, params: SimParams | None = None,
+             sample: int = 0) -> str:
+    sim = SimulatedModel(params)
+    return sim.complete(Request(tuple(messages), temperature=1.0, sample_index=sample, json_mode=json_mode)).text
+
+
+def test_simulated_model_answers_each_role_in_kind() -> None:
+    system = Message("system", system_prompt("nvidia", True))
+    block = task_block(VIEW, True)
+    code = get_task("vector_add").baseline_source()
+    # re-implementation: code, even though the prompt contains "reflection"
+    reimpl = render("reflexion_reimplement", task=block, oneshot="", code=f"```python\n{code}```",
+                    feedback="Tests failed: test_a", reflection="Reflection: something")
+    assert extract_code(_ask_sim([system, Message("user", reimpl)])) is not None
+    # GEAK debug: JSON code, even though the prompt contains "Previous reflection"
+    debug = render("geak_debug", task=block, oneshot="", code=f"```python\n{code}```", feedback="wrong_result",
+                   reflection="Reflection: something")
+    assert extract_json_code(_ask_sim([system, Message("user", debug)], json_mode=True))[1] is not None
+    # reflection: prose, no code
+    reflect = render("reflexion_reflect", code=f"```python\n{code}```", feedback="Tests failed: test_a")
+    assert extract_code(_ask_sim([system, Message("user", reflect)])) is None
+    # tests
+    tests = render("reflexion_tests", task=block, n="4", entry_point="vector_add")
+    suite = extract_tests(_ask_sim([system, Message("user", tests)], params=SimParams(p_test_without_assert=0)), 4)
+    assert len(suite.names) == 4 and "vector_add(" in suite.source and "DEVICE" in suite.source
+
+
+def test_simulated_model_ignores_a_oneshot_example_of_another_task() -> None:
+    flip = get_task("flip").baseline_source()
+    prompt = render("direct_generate", task=task_block(VIEW, True),
+                    oneshot=methods.direct.oneshot_block(flip))
+    for sample in range(5):
+        code = extract_code(_ask_sim([Message("user", prompt)], sample=sample))
+        assert code is not None and "def vector_add(" in code
+
+
+def test_simulated_model_writes_parseable_tests_for_every_task() -> None:
+    sim = SimulatedModel(SimParams(p_test_without_assert=0.0))
+    for task in all_tasks():
+        prompt = render("reflexion_tests", task=task_block(task.view(), True), n="3", entry_point=task.entry_point)
+        reply = sim.complete(Request((Message("user", prompt),), temperature=0.2, sample_index=1)).text
+        suite = extract_tests(reply, 3)
+        assert len(suite.names) == 3, task.id
+        assert f"{task.entry_point}(" in suite.source and "DEVICE" in suite.source, task.id
+
+
+@pytest.mark.parametrize("task_id", ["vector_add", "gather", "softmax"])
+@pytest.mark.parametrize("p_wrong,expect_pass", [(0.0, True), (1.0, False)])
+def test_simulated_tests_pass_or_fail_the_expert_kernel_at_the_documented_rate(
+        task_id: str, p_wrong: float, expect_pass: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """p_wrong_test = 0: every test is right, so the expert kernel passes them all; = 1: every
+    test asserts a scaled value, so the expert kernel fails them all (the tests run here,
+    in-process on the interpreter, with the worker's own test runner)."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    from runners.internal_tests import run_test_functions
+    from runners.oracle import load_module
+
+    task = get_task(task_id)
+    prompt = render("reflexion_tests", task=task_block(task.view(), True), n="3", entry_point=task.entry_point)
+    reply = _ask_sim([Message("user", prompt)], params=SimParams(p_wrong_test=p_wrong, p_test_without_assert=0))
+    suite = extract_tests(reply, 3)
+    path = tmp_path / f"{task_id}.py"
+    path.write_text(task.baseline_source())
+    module = load_module(path, f"kmc_test_cand_{task_id}_{int(p_wrong)}")
+    outcomes = run_test_functions(getattr(module, task.entry_point), task.entry_point, suite.source, "cpu")
+    assert len(outcomes) == 3 and all(o.passed == expect_pass for o in outcomes), outcomes
+
+
+# ---------------------------------------------------------------- prompt snapshots
+
+
+SNAP_CODE = "import torch\n\n\ndef vector_add(x, y):\n    return x + y  # snapshot code\n"
+SNAP_TESTS = "```python\nimport torch\n\ndef test_small():\n    assert vector_add(x, y) is not None\n```"
+
+
+def _snapshot_reply(request: Request) -> str:
+    last = request.messages[-1].content
+    if request.json_mode:
+        return json_code_reply(SNAP_CODE)
+    if "unit tests" in last.split("\n\n")[-1]:
+        return SNAP_TESTS
+    if re.search(r"Do not write code|Reflect on|optimisation strategy", last.split("\n\n")[-1]):
+        return "SNAPSHOT REFLECTION."
+    return f"```python\n{SNAP_CODE}```"
+
+
+def _fmt(messages: list[Message]) -> str:
+    return "".join(f"=== {m.role} ===\n{m.content.rstrip()}\n" for m in messages)
+
+
+def render_snapshots(vendor: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """Every role's prompt, captured from the methods themselves on vector_add, knowledge on,
+    with a fixed one-shot example (so adding a task to the corpus does not move them)."""
+    for module in (methods.direct, methods.reflexion, methods.geak):
+        monkeypatch.setattr(module, "retrieve", lambda task_id, query, by: f"# example retrieved by {by}\n")
+    client = ScriptedClient(_snapshot_reply)
+    out: dict[str, str] = {}
+
+    ctx = FakeContext(1, client=client, vendor=vendor)
+    run_until_spent(create_method("direct"), ctx)
+    out["direct_generate"] = _fmt(ctx.calls[0].messages)
+
+    ctx = FakeContext(4, client=client, vendor=vendor, tests=[suite_result(False)])
+    run_until_spent(create_method("reflexion"), ctx)
+    for i, role in enumerate(("tests", "implement", "reflect", "reimplement")):
+        out[f"reflexion_{role}"] = _fmt(ctx.calls[i].messages)
+
+    ctx = FakeContext(6, client=client, vendor=vendor,
+                      visible=[feedback("wrong_result"), feedback("correct", 0.0123)])
+    run_until_spent(create_method("geak"), ctx)
+    for i, role in enumerate(("first", "reflect-fix", "debug", "reflect-optimise", "optimise")):
+        out[f"geak_{role}"] = _fmt(ctx.calls[i].messages)
+    return {f"{key}_{vendor}": text for key, text in out.items()}
+
+
+@pytest.mark.parametrize("vendor", ["nvidia", "amd"])
+def test_prompt_snapshots(vendor: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rendered prompts equal tests/snapshots/<method>_<role>_<vendor>.txt; with
+    KMC_UPDATE_SNAPSHOTS=1 the files are rewritten instead (review the diff)."""
+    rendered = render_snapshots(vendor, monkeypatch)
+    assert len(rendered) == 10
+    update = os.environ.get("KMC_UPDATE_SNAPSHOTS") == "1"
+    if update:
+        SNAPSHOTS.mkdir(exist_ok=True)
+    for name, text in rendered.items():
+        path = SNAPSHOTS / f"{name}.txt"
+        if update:
+            path.write_text(text)
+        assert path.is_file(), f"missing snapshot {path.name}; run with KMC_UPDATE_SNAPSHOTS=1"
+        assert path.read_text() == text, f"{path.name} differs from the rendered prompt"
+    stale = {p.stem for p in SNAPSHOTS.glob(f"*_{vendor}.txt")} - set(rendered)
+    assert not stale, f"snapshots no longer rendered: {sorted(stale)}"
+
+
+def test_configs_parse_and_resolve() -> None:
+    from runners.compare import resolve_methods
+    from runners.config import CompareConfig, load_config_file
+
+    root = Path(__file__).resolve().parent.parent / "configs"
+    matched = CompareConfig.from_json(load_config_file(root / "matched.yaml"))
+    paper = CompareConfig.from_json(load_config_file(root / "paper.yaml"))
+    for cfg in (matched, paper):
+        cfg.validate()
+        resolved = resolve_methods(cfg)
+        assert set(resolved) == {"direct", "reflexion", "geak"}
+    m = resolve_methods(matched)
+    assert {(k, m[k]["knowledge"], m[k]["oneshot"]) for k in m} == {(k, True, True) for k in m}
+    p = resolve_methods(paper)
+    assert p["direct"]["max_samples"] == 1 and p["direct"]["temperature"] == 0.0
+    assert p["direct"]["knowledge"] is False and p["direct"]["oneshot"] is False
+    assert p["geak"]["iterations"] * p["geak"]["runs"] * 2 == paper.budget == 200
+    assert json.dumps(m) and json.dumps(p)  # recordable in config.json

@@ -1,0 +1,103 @@
+"""Methods through the real scheduler (runners.compare.CompareRun, real worker, real store) on
+the CPU interpreter: a plugin written in its own file, and Reflexion's internal tests running in
+the sandboxed worker. About half a minute on two cores."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import runners.compare
+from llm.simulated import SimulatedModel
+from results.store import Store
+from runners.config import CompareConfig
+
+
+def _cpu_target(monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setenv("KMC_FORCE_CPU", "1")
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    from runners.device import detect_target
+
+    return detect_target()
+
+
+def _run(config: CompareConfig, run_dir: Path, target: Any) -> tuple[Store, dict[str, Any]]:
+    """Run to the end; return the reopened store and the resolved method options (what
+    config.json records)."""
+    config.validate()
+    run_dir.mkdir(parents=True)
+    run = runners.compare.CompareRun(config, run_dir, SimulatedModel(), target)
+    try:
+        run.run()
+    finally:
+        run.close()
+    return Store(run_dir / "store.sqlite"), run.method_opts
+
+
+def test_toy_plugin_runs_through_the_real_scheduler(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tests.toy_best_of_n_repair  # noqa: F401 - registering is all a plugin needs
+
+    target = _cpu_target(monkeypatch)
+    config = CompareConfig(budget=5, methods=["toy_best_of_n_repair"], tasks=["vector_add"], workers=1, device="cpu",
+                           method_options={"toy_best_of_n_repair": {"n": 2}})
+    store, opts = _run(config, tmp_path / "run", target)
+    try:
+        assert opts == {
+            "toy_best_of_n_repair": {"n": 2, "repairs": 1, "temperature": 1.0, "knowledge": True}}
+        unit = dict(store.query("SELECT * FROM units")[0])
+        assert unit["status"] == "done" and unit["error"] is None and unit["calls_used"] == 5
+        roles = [r[0] for r in store.query("SELECT role FROM calls ORDER BY call_index")]
+        assert roles[:2] == ["sample", "sample"] and set(roles) <= {"sample", "repair"}
+        n_candidates = store.count("candidates")
+        assert n_candidates >= 1 and store.count("submissions") >= 1
+        assert unit["feedback_evals"] == n_candidates  # every candidate judged on the visible cases
+        hidden = store.query("SELECT COUNT(DISTINCT source_hash) FROM evaluations WHERE case_set='hidden'")[0][0]
+        distinct = store.query("SELECT COUNT(DISTINCT source_hash) FROM candidates")[0][0]
+        assert hidden == distinct  # the scheduler judged every candidate on the hidden cases
+    finally:
+        store.close()
+
+
+def test_reflexion_internal_tests_run_in_the_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = _cpu_target(monkeypatch)
+    config = CompareConfig(budget=8, methods=["reflexion"], tasks=["vector_add"], workers=1, device="cpu", seed=3,
+                           method_options={"reflexion": {"max_iters": 3}})
+    store, _ = _run(config, tmp_path / "run", target)
+    try:
+        unit = dict(store.query("SELECT * FROM units")[0])
+        assert unit["status"] == "done" and unit["error"] is None and unit["calls_used"] == 8
+        roles = [r[0] for r in store.query("SELECT role FROM calls ORDER BY call_index")]
+        assert roles[:2] == ["tests", "implement"]
+        reports = [json.loads(r[0]) for r in store.query(
+            "SELECT evaluation FROM evaluations WHERE case_set LIKE 'internal:%'")]
+        assert reports, "no internal test run reached the worker"
+        for report in reports:
+            kind = report["verdict"]["kind"]
+            assert kind in ("correct", "wrong_result", "syntax_error", "compile_error", "runtime_error")
+            if kind in ("correct", "wrong_result"):
+                assert report["tests"] and all(set(t) == {"name", "passed", "message"} for t in report["tests"])
+                assert (kind == "correct") == all(t["passed"] for t in report["tests"])
+        assert store.count("submissions") >= 1
+        assert store.count("feedback") == 0  # internal mode never looks at the visible cases
+        assert unit["feedback_evals"] >= len(reports)  # but its test runs are evaluations, counted
+    finally:
+        store.close()
+
+
+def test_plugin_module_named_in_the_environment_runs_from_the_cli(tmp_path: Path) -> None:
+    """$KMC_METHOD_MODULES is how a plugin in its own file reaches `cli.py compare`."""
+    from tests.helpers import cli_env, run_cli
+
+    env = cli_env(KMC_METHOD_MODULES="tests.toy_best_of_n_repair")
+    proc = run_cli("compare", "--budget", "3", "--tasks", "vector_add", "--methods", "toy_best_of_n_repair",
+                   "--quiet", "--out", str(tmp_path), env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    summary = json.loads(next(tmp_path.glob("*/summary.json")).read_text())
+    assert summary["methods"]["toy_best_of_n_repair"]["calls_used"] == {"vector_add": 3}
+
+    bad = run_cli("compare", "--budget", "3", "--methods", "direct", "--out", str(tmp_path / "bad"),
+                  env=cli_env(KMC_METHOD_MODULES="no_such_plugin_module"))
+    assert bad.returncode == 2 and "no_such_plugin_module" in bad.stderr and "Traceback" not in bad.stderr

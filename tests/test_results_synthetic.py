@@ -1,0 +1,305 @@
+"""results/ on synthetic run folders whose expected values were computed by hand from the
+fixture's SPEC (tests/fixtures/synthetic_run.py): readers, budget curves, runs and pass@k
+over runs, tables, paired comparisons and verdicts, renderers, figures, combination and
+refusal of runs, and the report/figures commands' bad-input paths."""
+
+from __future__ import annotations
+
+import io
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+from results.analysis import analyse
+from results.curves import budget_curves, independent_runs, spend_at, unit_curves
+from results.readers import RunError, load_run, load_runs
+from results.tables import build_tables, to_csv, to_latex, to_markdown, write_tables
+from results.verdicts import paired_comparisons, verdict_sentence
+from tests.fixtures.synthetic_run import Cand, UnitSpec, make_synthetic_run, write_run
+from tests.helpers import run_cli
+
+RES = 2000  # bootstrap resamples: enough for stable tests, fast
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_synthetic_run(tmp_path_factory.mktemp("syn") / "run-a")
+
+
+@pytest.fixture(scope="module")
+def analysis(run_dir: Path):
+    return analyse(load_run(run_dir), n_resamples=RES, seed=0)
+
+
+@pytest.fixture(scope="module")
+def tables(analysis):
+    return {t.name: t for t in build_tables(analysis)}
+
+
+def _row(table, method: str) -> pd.Series:
+    df = table.numeric
+    return df[df["method"] == method].iloc[0]
+
+
+# ---------------------------------------------------------------------------- readers
+def test_readers_join_hidden_and_visible_verdicts(run_dir: Path) -> None:
+    d = load_run(run_dir)
+    assert len(d.units) == 12 and d.simulated and d.budget == 4 and d.has_timings
+    u = d.units.set_index(["method", "task"])
+    assert u.loc[("direct", "softmax"), "submitted_pass"] == False  # noqa: E712
+    assert u.loc[("direct", "softmax"), "submitted_visible_pass"] == True  # noqa: E712 - the false positive
+    assert u.loc[("geak", "vector_add"), "speedup"] == pytest.approx(3.0)
+    assert math.isnan(u.loc[("geak", "flip"), "speedup"])
+    c = d.candidates
+    geak_flip = c[(c["method"] == "geak") & (c["task"] == "flip")].sort_values("candidate_index")
+    assert geak_flip["hidden_verdict"].tolist() == ["wrong_result", "compile_error"]
+    assert geak_flip["visible_verdict"].tolist() == ["correct", "compile_error"]
+    assert len(d.timings) == 2 * 11  # 11 timed evaluations x 2 cases
+    assert d.evaluations["timed"].sum() == 11 and d.evaluations["flagged"].sum() == 1
+
+
+# ---------------------------------------------------------------------------- curves
+@pytest.mark.parametrize("method,submitted,oracle", [
+    ("direct", [0, .25, .5, .5, .75], [0, .25, .5, .5, .75]),
+    ("reflexion", [0, .25, .25, .5, .5], [0, .25, .25, .5, .5]),
+    ("geak", [0, 0, .25, .25, .5], [0, .25, .25, .5, .5]),
+])
+def test_budget_curves_by_hand(run_dir: Path, method: str, submitted: list, oracle: list) -> None:
+    d = load_run(run_dir)
+    c = budget_curves(d, "calls", n_resamples=RES)[method]
+    assert c.grid.tolist() == [0, 1, 2, 3, 4]
+    np.testing.assert_allclose(c.submitted.mean, submitted)
+    np.testing.assert_allclose(c.oracle.mean, oracle)
+    assert np.all(c.submitted.lo <= c.submitted.mean + 1e-12) and np.all(c.submitted.mean <= c.submitted.hi + 1e-12)
+    # against tokens (100 per call): an event counts at x iff its tokens <= x
+    t = budget_curves(d, "tokens", n_resamples=RES)[method]
+    grid = t.grid.tolist()
+    assert grid[-1] == 400
+    for calls in (1, 2, 3, 4):
+        assert t.submitted.mean[grid.index(100 * calls)] == pytest.approx(submitted[calls])
+        assert t.oracle.mean[grid.index(100 * calls - 4)] == pytest.approx(oracle[calls - 1])
+
+
+def test_spend_at_budgets(run_dir: Path) -> None:
+    s = spend_at(load_run(run_dir), [1, 2, 4])
+    g = s[(s["method"] == "geak") & (s["task"] == "vector_add")].set_index("budget")
+    assert g["tokens"].tolist() == [100, 200, 400] and g["gpu_evals"].tolist() == [1, 1, 2]
+    r = s[(s["method"] == "reflexion") & (s["task"] == "softmax")].set_index("budget")
+    assert r["gpu_evals"].tolist() == [1, 1, 3]
+
+
+def test_unit_curves_refuse_unsorted_submissions(run_dir: Path) -> None:
+    d = load_run(run_dir)
+    s = d.submissions
+    first = s[(s["method"] == "direct") & (s["task"] == "vector_add") & (s["submission_index"] == 0)].index[0]
+    s.loc[first, "calls_used"] = 3  # the first change now comes after the second (at 2 calls)
+    with pytest.raises(ValueError, match="sorted"):
+        unit_curves(d, "calls")
+
+
+# ---------------------------------------------------------------------------- independent runs
+def test_runs_and_pass_at_k_over_runs(run_dir: Path) -> None:
+    d = load_run(run_dir)
+    direct = independent_runs(d, "direct", n_resamples=RES)
+    assert direct.calls_per_run == 1 and len(direct.runs) == 16
+    np.testing.assert_allclose(direct.curve.mean, [0.4375, 7 / 12, 0.6875, 0.75])
+    geak = independent_runs(d, "geak", n_resamples=RES)
+    assert geak.calls_per_run == 2 and geak.runs["complete"].all()
+    answers = geak.runs.set_index(["task", "run_index"])["answer_pass"]
+    assert answers[("vector_add", 0)] and answers[("vector_add", 1)] and answers[("softmax", 1)]
+    assert not answers[("softmax", 0)] and not answers[("flip", 0)]  # flip run 0: visible-correct, hidden wrong
+    np.testing.assert_allclose(geak.curve.mean, [0.375, 0.5])
+    refl = independent_runs(d, "reflexion", n_resamples=RES)
+    assert refl.calls_per_run == 3
+    runs = refl.runs.set_index(["task", "run_index"])
+    assert runs.loc[("softmax", 1), "complete"]  # last trial ended on visible success
+    assert not runs.loc[("flip", 1), "complete"] and not runs.loc[("rms_norm", 1), "complete"]
+    assert runs.loc[("vector_add", 1), ["calls_start", "calls_end"]].tolist() == [1, 4]
+    np.testing.assert_allclose(refl.curve.mean, [0.5])
+    assert "2 run(s) cut off" in refl.note
+
+
+def test_geak_without_a_complete_run_is_not_estimable(tmp_path: Path) -> None:
+    spec = {("geak", "vector_add"): UnitSpec(("generator", "reflector", "generator"), (Cand(1, "correct", "correct"),
+                                                                                        Cand(3, "wrong_result", "wrong_result")),
+                                             ((2, 0),), speedup=1.0)}
+    run = write_run(tmp_path / "r", spec, tasks=("vector_add",), budget=3,
+                    method_options={"geak": {"iterations": 2}})
+    r = independent_runs(load_run(run), "geak", n_resamples=RES)
+    assert r.curve is None and "no complete run" in r.note and "vector_add" in r.note
+
+
+# ---------------------------------------------------------------------------- tables
+def test_accuracy_table_by_hand(tables) -> None:
+    t = tables["accuracy"]
+    d, g, r = (_row(t, m) for m in ("direct", "geak", "reflexion"))
+    assert (d["submitted_pass"], g["submitted_pass"], r["submitted_pass"]) == (0.75, 0.5, 0.5)
+    assert d["speedup_correct"] == pytest.approx(3 ** (1 / 3)) and d["speedup_all"] == pytest.approx(3 ** 0.25)
+    assert g["speedup_correct"] == pytest.approx(3.6 ** 0.5) and g["speedup_all"] == pytest.approx(3.6 ** 0.25)
+    assert r["speedup_correct"] == pytest.approx(1.32 ** 0.5)
+    assert d["visible_fp_rate"] == pytest.approx(0.25) and g["visible_fp_rate"] == pytest.approx(1 / 3)
+    assert (d["calls"], d["tokens"], d["gpu_evals"], g["gpu_evals"]) == (4, 400, 4, 2)
+    # Wilson score interval for 3 of 4, by its formula
+    z = sps.norm.ppf(0.975)
+    p, n = 0.75, 4
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    assert d["submitted_pass_wilson_lo"] == pytest.approx(centre - half)
+    assert d["submitted_pass_wilson_hi"] == pytest.approx(centre + half)
+    assert d["submitted_pass_exact_lo"] == pytest.approx(sps.beta.ppf(0.025, 3, 2))
+
+
+def test_fast_p_false_positive_and_latency_tables(tables) -> None:
+    f = tables["fast_p"]
+    assert [_row(f, "direct")[f"fast_{p:g}"] for p in (0, 0.5, 0.8, 1, 1.5, 2)] == [.75, .75, .5, .5, .25, .25]
+    assert [_row(f, "geak")[f"fast_{p:g}"] for p in (0, 0.5, 0.8, 1, 1.5, 2)] == [.5, .5, .5, .5, .25, .25]
+    assert [_row(f, "reflexion")[f"fast_{p:g}"] for p in (0, 1, 1.5)] == [.5, .5, 0]
+    fp = tables["false_positives"]
+    d = _row(fp, "direct")
+    assert (d["submissions_visible_pass"], d["submissions_hidden_fail"], d["candidates_visible_pass"],
+            d["candidates_hidden_fail"]) == (4, 1, 8, 1)
+    assert d["candidate_fp_rate"] == pytest.approx(0.125)
+    lat = tables["latency"].numeric.set_index("task")
+    cv_a = np.std([1.0, 1.1, 0.9, 1.0], ddof=1) / 1.0
+    cv_b = np.std([1.0, 1.0, 1.0, 1.2], ddof=1) / 1.05
+    assert lat.loc["softmax", "cv_median"] == pytest.approx((cv_a + cv_b) / 2)
+    assert lat.loc["vector_add", "timed_evaluations"] == 5 and lat.loc["vector_add", "flagged_share"] == 0.2
+    assert lat.loc["flip", "flagged_share"] == 0.0
+
+
+def test_sequential_parallel_and_difficulty_tables(tables) -> None:
+    seq = tables["sequential"].numeric
+    g = seq[seq["method"] == "geak"].set_index("budget_calls")
+    assert g.index.tolist() == [1, 2, 4]
+    assert g["submitted"].tolist() == [0, .25, .5] and g["oracle"].tolist() == [.25, .25, .5]
+    par = tables["parallel"].numeric
+    gp = par[par["method"] == "geak"].set_index("k")
+    assert gp["pass_at_k"].tolist() == [0.375, 0.5] and gp["calls"].tolist() == [2, 4]
+    diff = tables["difficulty"].numeric
+    dd = diff[diff["method"] == "direct"].set_index("difficulty")
+    assert dd.loc[1, "submitted_pass"] == 1.0 and dd.loc[2, "submitted_pass"] == 0.5  # vector_add,flip | softmax,rms_norm
+
+
+def test_renderers_carry_the_simulated_label(tables, tmp_path: Path) -> None:
+    t = tables["accuracy"]
+    md, tex, csv = to_markdown(t, heading=False), to_latex(t), to_csv(t)
+    assert md.splitlines()[0].startswith("_SIMULATED MODEL")
+    assert md.count("\n| ") >= 4 and "| direct prompting |" in md
+    assert tex.startswith("% SIMULATED MODEL") and "\\caption{Accuracy and speedup per method at 4 calls (SIMULATED MODEL)}" in tex
+    assert "\\begin{tabular}" in tex and tex.count("\\\\") == 4  # header + 3 methods
+    assert "fast\\_0.5" in to_latex(tables["fast_p"])  # underscores escaped
+    back = pd.read_csv(io.StringIO(csv), comment="#")
+    assert back["submitted_pass"].tolist() == [0.75, 0.5, 0.5]
+    paths = write_tables(list(tables.values()), tmp_path / "tables")
+    assert {p.suffix for p in paths} == {".md", ".tex", ".csv"} and len(paths) == 3 * len(tables)
+
+
+# ---------------------------------------------------------------------------- comparisons and verdicts
+def test_paired_comparisons_by_hand(analysis) -> None:
+    comps = {(c.a, c.b, c.metric): c for c in analysis.comparisons}
+    assert set(comps) == {("reflexion", "direct", "submitted pass"), ("reflexion", "direct", "speedup"),
+                          ("geak", "direct", "submitted pass"), ("geak", "reflexion", "submitted pass")}
+    c = comps[("geak", "direct", "submitted pass")]
+    assert c.value == pytest.approx(-0.25) and (c.test.n10, c.test.n01) == (1, 2)
+    assert (c.t_interval.lo, c.t_interval.hi) == (-1.0, 1.0)  # t interval clipped to the feasible range
+    r = comps[("reflexion", "direct", "submitted pass")]
+    half = sps.t.ppf(0.975, 3) * 0.5 / 2  # sd 0.5 of the differences [0, 0, 0, -1], n = 4
+    assert r.t_interval.lo == -1.0 and r.t_interval.hi == pytest.approx(-0.25 + half)
+    s = comps[("reflexion", "direct", "speedup")]
+    assert s.n_tasks == 2 and s.value == pytest.approx(math.exp((math.log(1.2 / 1.5) + math.log(1.1 / 0.8)) / 2))
+    assert all(x.p_adjusted == 1.0 and not x.significant for x in comps.values())
+    assert any("Speedups of GEAK and direct prompting are not compared" in n for n in analysis.notes)
+    assert "no detectable difference in submitted pass between GEAK and direct prompting" in verdict_sentence(c)
+
+
+def test_detectable_difference_sentence_and_holm(tmp_path: Path) -> None:
+    """12 tasks: GEAK passes all, direct passes 2 -> McNemar p = 2 * 0.5**10; Holm over 2 p-values."""
+    spec = {}
+    tasks = tuple(f"t{i:02d}" for i in range(12))
+    for i, t in enumerate(tasks):
+        ok = i < 2
+        spec[("direct", t)] = UnitSpec(("generator",), (Cand(1, "correct" if ok else "wrong_result",
+                                                             "correct" if ok else "wrong_result"),), ((1, 0),),
+                                       speedup=1.0 if ok else None)
+        spec[("geak", t)] = UnitSpec(("generator", "reflector"), (Cand(1, "correct", "correct", 1.0),), ((2, 0),),
+                                     speedup=2.0)
+    d = load_run(write_run(tmp_path / "r", spec, tasks=tasks, budget=2, simulated=False, model="m"))
+    comps = paired_comparisons(d, n_resamples=RES)
+    assert [(c.metric, c.n_tasks) for c in comps] == [("submitted pass", 12), ("speedup", 2)]
+    p_pass = 2 * 0.5 ** 10
+    assert comps[0].test.pvalue == pytest.approx(p_pass)
+    assert comps[0].p_adjusted == pytest.approx(2 * p_pass)  # Holm: smallest of 2 p-values times 2
+    assert comps[1].p_adjusted == pytest.approx(max(2 * p_pass, comps[1].test.pvalue))
+    half = sps.t.ppf(0.975, 11) * np.std([1] * 10 + [0] * 2, ddof=1) / math.sqrt(12)
+    assert comps[0].t_interval.lo == pytest.approx(10 / 12 - half) and comps[0].t_interval.hi == 1.0
+    s = verdict_sentence(comps[0])
+    assert s.startswith("At 2 calls, GEAK's submitted pass exceeds direct prompting's by 83.3 points over 12 tasks")
+    assert "Holm-adjusted p = 0.004" in s and f"[{100 * (10 / 12 - half):+.1f}, +100.0]" in s
+    a = analyse(d, n_resamples=RES)
+    assert not a.data.simulated
+    diff = {t.name: t for t in build_tables(a)}["difficulty"].text
+    assert diff["difficulty"].tolist() == ["unknown", "unknown"]  # tasks the bench registry does not know
+
+
+# ---------------------------------------------------------------------------- combining runs
+def test_combined_runs_add_repeats(run_dir: Path, tmp_path: Path) -> None:
+    other = make_synthetic_run(tmp_path / "run-b", seed=7)
+    d = load_runs([run_dir, other])
+    assert len(d.units) == 24 and sorted(d.units["repeat"].unique()) == [0, 1]
+    assert set(d.units["run"]) == {"run-a", "run-b"}
+    c = budget_curves(d, "calls", n_resamples=RES)["direct"]
+    np.testing.assert_allclose(c.submitted.mean, [0, .25, .5, .5, .75])  # same events twice: same means
+    comp = [x for x in paired_comparisons(d, n_resamples=RES) if (x.a, x.b, x.metric) == ("geak", "direct", "submitted pass")]
+    assert (comp[0].test.n10, comp[0].test.n01) == (2, 4)
+    runs = independent_runs(d, "direct", n_resamples=RES)
+    assert runs.runs.groupby("task").size().tolist() == [8, 8, 8, 8]
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"budget": 5}, "budget differ"),
+    ({"tasks": ("vector_add", "softmax", "flip")}, "tasks differ"),
+    ({"model": "other-model", "simulated": False}, "model differ"),
+])
+def test_incompatible_runs_are_refused(run_dir: Path, tmp_path: Path, change: dict, message: str) -> None:
+    other = make_synthetic_run(tmp_path / "other", **change)
+    with pytest.raises(RunError, match=message):
+        load_runs([run_dir, other])
+
+
+def test_bad_folders_are_refused(run_dir: Path, tmp_path: Path) -> None:
+    with pytest.raises(RunError, match="given twice"):
+        load_runs([run_dir, run_dir])
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(RunError, match="not a run folder"):
+        load_run(tmp_path / "empty")
+    assert not (tmp_path / "empty" / "store.sqlite").exists()  # reading never creates a store
+
+
+def test_cli_refusals_are_one_line_exit_2(run_dir: Path, tmp_path: Path) -> None:
+    other = make_synthetic_run(tmp_path / "b5", budget=5)
+    cases = [("report", str(run_dir), str(other)), ("report", str(tmp_path / "missing")),
+             ("figures", str(tmp_path)), ("report",)]
+    for args in cases:
+        proc = run_cli(*args, timeout=120)
+        assert proc.returncode == 2, (args, proc.stderr)
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: "), (args, proc.stderr)
+    assert "budget differ" in run_cli("report", str(run_dir), str(other)).stderr
+
+
+# ---------------------------------------------------------------------------- figures
+def test_figures_with_timings(analysis, tmp_path: Path) -> None:
+    from results.figures import write_figures
+
+    figs = {f.name: f for f in write_figures(analysis, tmp_path / "figs")}
+    assert set(figs) == {"budget_calls", "budget_tokens", "parallel_scaling", "fast_p", "speedups", "latency_noise"}
+    for f in figs.values():
+        assert not f.skipped, f.name
+        assert f.title.startswith("SIMULATED MODEL"), (f.name, f.title)
+        png, pdf = f.files
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and pdf.read_bytes()[:5] == b"%PDF-"
+        assert png.stat().st_size > 10_000
