@@ -46,7 +46,8 @@ def _run_lines(data: RunData) -> list[str]:
              f"tasks ({len(data.tasks)}): {', '.join(data.tasks)}",
              f"methods: {', '.join(display(m) for m in data.methods)}",
              f"finished units: {len(data.units)}; repeats per (method, task): {_span(data)}"]
-    for m, opts in data.method_options.items():
+    for m in data.methods:
+        opts = data.method_options.get(m, {})
         lines.append(f"{display(m)} options: " + ", ".join(f"{k}={v}" for k, v in sorted(opts.items())))
     return lines
 

@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import sysconfig
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -54,13 +55,6 @@ def _caller_allowed(filename: str) -> bool:
     return "site-packages/" in normalized and any(part in normalized for part in _ALLOWED_SPAWN_CALLERS)
 
 
-def _deny(what: str) -> Callable[..., Any]:
-    def refuse(*args: Any, **kwargs: Any) -> Any:
-        raise SandboxViolation(f"{what} is disabled in the evaluation worker")
-
-    return refuse
-
-
 _installed = False
 
 
@@ -71,20 +65,34 @@ def install_process_guards() -> None:
         return
     _installed = True
     original_execute_child = subprocess.Popen._execute_child  # type: ignore[attr-defined]
+    approved = threading.local()  # set while an allowed Popen runs, so its os-level calls pass
 
     def guarded_execute_child(self: Any, args: Any, *rest: Any, **kwargs: Any) -> Any:
         caller = _spawn_caller()
         if not _caller_allowed(caller):
             raise SandboxViolation(f"starting a process ({str(args)[:120]}) is disabled in the evaluation worker "
                                    f"(called from {caller})")
-        return original_execute_child(self, args, *rest, **kwargs)
+        approved.on = True
+        try:
+            return original_execute_child(self, args, *rest, **kwargs)
+        finally:
+            approved.on = False
+
+    def gate(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+        # subprocess itself calls os.posix_spawn on some Pythons: allowed only inside an approved Popen.
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            if getattr(approved, "on", False):
+                return original(*args, **kwargs)
+            raise SandboxViolation(f"os.{name} is disabled in the evaluation worker")
+
+        return guarded
 
     subprocess.Popen._execute_child = guarded_execute_child  # type: ignore[attr-defined]
     for name in ("system", "popen", "fork", "forkpty", "execv", "execve", "execl", "execle", "execlp", "execlpe",
                  "execvp", "execvpe", "spawnv", "spawnve", "spawnl", "spawnle", "spawnlp", "spawnlpe", "spawnvp",
                  "spawnvpe", "posix_spawn", "posix_spawnp"):
         if hasattr(os, name):
-            setattr(os, name, _deny(f"os.{name}"))
+            setattr(os, name, gate(name, getattr(os, name)))
     original_kill, original_killpg = os.kill, os.killpg
     me = os.getpid()
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from bench.builtin._common import BF16_DOT_SKIP, ELEMENT_BYTES, SEEDS, randn, sizes
+from bench.builtin._common import BF16_DOT_SKIP, ELEMENT_BYTES, SEEDS, randn, sizes, wide_dtype
 from bench.registry import register_task
 from bench.task import Case, Mutation, Task, case, case_grid
 
@@ -18,6 +18,13 @@ HALVES = ("float16", "bfloat16")
 def _bias_inputs(c: Case, device: str) -> tuple:
     m, n, k = c.size("m"), c.size("n"), c.size("k")
     return (randn((m, k), c, device, salt=1), randn((k, n), c, device, salt=2), randn((n,), c, device, salt=3))
+
+
+def _matmul_bias_relu_ref(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    # Computed wide and cast back: the oracle only takes the output dtype from the native run,
+    # and fp16 matmuls on a CPU are slow.
+    w = wide_dtype(a)
+    return torch.relu(a.to(w) @ b.to(w) + bias.to(w)).to(a.dtype)
 
 
 def _mnk_bytes(c: Case) -> int:
@@ -35,14 +42,14 @@ register_task(Task(
     ),
     entry_point="matmul_bias_relu",
     signature="def matmul_bias_relu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor) -> torch.Tensor",
-    reference=lambda a, b, bias: torch.relu(a @ b + bias),
+    reference=_matmul_bias_relu_ref,
     make_inputs=_bias_inputs,
     dtypes=HALVES,
     visible=(case("visible-128x128x128", "float16", 0, m=128, n=128, k=128),
              case("visible-256x256x64", "float16", 1, m=256, n=256, k=64)),
     hidden_gpu=case_grid("hidden", sizes("m,n,k", [(1, 1, 1), (17, 31, 13), (129, 257, 65), (512, 1024, 768),
                                                     (1000, 999, 1001)]), HALVES, SEEDS),
-    hidden_cpu=case_grid("hidden", sizes("m,n,k", [(1, 1, 1), (17, 31, 13), (64, 64, 64), (129, 65, 33)]), HALVES, SEEDS),
+    hidden_cpu=case_grid("hidden", sizes("m,n,k", [(1, 1, 1), (17, 31, 13), (129, 65, 33)]), HALVES, SEEDS),
     perf=(case("perf-4096", "float16", 0, m=4096, n=4096, k=4096), case("perf-bf16-8192x4096x4096", "bfloat16", 0,
                                                                         m=8192, n=4096, k=4096)),
     baseline_file="matmul_bias_relu.py",
@@ -79,14 +86,14 @@ register_task(Task(
     ),
     entry_point="bmm",
     signature="def bmm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor",
-    reference=lambda a, b: torch.bmm(a, b),
+    reference=lambda a, b: torch.bmm(a.to(wide_dtype(a)), b.to(wide_dtype(a))).to(a.dtype),
     make_inputs=_bmm_inputs,
     dtypes=HALVES,
     visible=(case("visible-2x128x128x128", "float16", 0, batch=2, m=128, n=128, k=128),
              case("visible-3x256x128x64", "float16", 1, batch=3, m=256, n=128, k=64)),
     hidden_gpu=case_grid("hidden", sizes("batch,m,n,k", [(1, 1, 1, 1), (3, 17, 31, 13), (4, 129, 257, 65),
                                                           (8, 512, 512, 512), (16, 1000, 999, 129)]), HALVES, SEEDS),
-    hidden_cpu=case_grid("hidden", sizes("batch,m,n,k", [(1, 1, 1, 1), (3, 17, 31, 13), (2, 64, 64, 64), (2, 129, 65, 33)]),
+    hidden_cpu=case_grid("hidden", sizes("batch,m,n,k", [(1, 1, 1, 1), (3, 17, 31, 13), (2, 129, 65, 33)]),
                          HALVES, SEEDS),
     perf=(case("perf-32x1024", "float16", 0, batch=32, m=1024, n=1024, k=1024),
           case("perf-bf16-8x2048", "bfloat16", 0, batch=8, m=2048, n=2048, k=2048)),
