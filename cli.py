@@ -244,23 +244,98 @@ def bench() -> None:
     """Inspect and check the task suites."""
 
 
+def _load_sources(sources: tuple[str, ...]) -> list[Any]:
+    """Load `ADAPTER:PATH` task sources (geak-eval, kernelbench); bad ones are bad input."""
+    from bench.registry import TaskSourceError, add_sources
+
+    try:
+        return add_sources(list(sources)) if sources else []
+    except TaskSourceError as exc:
+        raise BadInput(str(exc)) from None
+
+
+_SOURCE_HELP = ("Also load tasks from an external suite, ADAPTER:PATH (geak-eval:DIR or kernelbench:DIR); "
+                "repeatable. Skipped files and their reasons are reported on stderr.")
+
+
 @bench.command("list")
 @click.option("--suite", default=None, help="Only this suite.")
+@click.option("--source", "sources", multiple=True, help=_SOURCE_HELP)
 @click.option("--json", "as_json", is_flag=True)
-def bench_list(suite: str | None, as_json: bool) -> None:
+def bench_list(suite: str | None, sources: tuple[str, ...], as_json: bool) -> None:
     from bench.registry import all_tasks, suite_tasks
 
+    reports = _load_sources(sources)
     tasks = suite_tasks(suite) if suite else all_tasks()
     rows = [{"id": t.id, "suites": list(t.suites), "category": t.category, "difficulty": t.difficulty,
              "dtypes": list(t.dtypes), "visible_cases": len(t.visible), "hidden_cases_gpu": len(t.hidden_gpu),
-             "hidden_cases_cpu": len(t.hidden_cpu), "entry_point": t.entry_point, "signature": t.signature}
+             "hidden_cases_cpu": len(t.hidden_cpu), "entry_point": t.entry_point, "signature": t.signature,
+             "source": t.source}
             for t in tasks]
     if as_json:
         click.echo(json.dumps(rows, indent=2))
+        if reports:
+            click.echo(json.dumps({"sources": [r.to_json() for r in reports]}), err=True)
         return
     for r in rows:
-        click.echo(f"{r['id']:<14} d{r['difficulty']} {','.join(r['suites']):<11} {','.join(r['dtypes']):<26} "
+        click.echo(f"{r['id']:<20} d{r['difficulty']} {','.join(r['suites']):<18} {','.join(r['dtypes']):<26} "
                    f"visible {r['visible_cases']}, hidden {r['hidden_cases_gpu']} (GPU) / {r['hidden_cases_cpu']} (CPU)")
+    for rep in reports:
+        c = rep.counts()
+        click.echo(f"{rep.adapter} {rep.root}: {c['loaded']} tasks loaded, {c['skipped']} skipped", err=True)
+        for s in rep.skipped:
+            click.echo(f"  skipped {Path(s.path).name}: {s.reason}", err=True)
+
+
+@bench.command("check")
+@click.option("--suite", default=None, help="Suite to check [default: quick without a GPU, full with one].")
+@click.option("--tasks", default=None, help="Comma-separated task ids (overrides --suite).")
+@click.option("--source", "sources", multiple=True, help=_SOURCE_HELP)
+@click.option("--workers", type=int, default=None, help="Evaluation worker processes [default: per GPU, or cores].")
+@click.option("--device", type=click.Choice(["auto", "cpu"]), default="auto",
+              help="auto: GPU if present, else the Triton CPU interpreter; cpu: always the interpreter.")
+@click.option("--timing-seconds", type=float, default=None,
+              help="Cap on sampling time per perf case and timed function [default: the timing policy's 3 s].")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def bench_check(suite: str | None, tasks: str | None, sources: tuple[str, ...], workers: int | None, device: str,
+                timing_seconds: float | None, as_json: bool) -> None:
+    """Judge every expert baseline of a suite on its hidden cases; on a GPU also time it on its
+    perf cases and report the fraction of the memory or compute roofline. Exit 1 if any fails."""
+    import os
+
+    from bench.check import format_report, run_check
+    from bench.registry import get_task, suite_tasks
+    from runners.device import FORCE_CPU_ENV, detect_target
+
+    if device == "cpu":
+        os.environ[FORCE_CPU_ENV] = "1"
+    if workers is not None and workers < 1:
+        raise BadInput("--workers must be at least 1")
+    _load_sources(sources)
+    ids = _split(tasks)
+    if ids:
+        chosen = [get_task(i) for i in ids]
+    else:
+        chosen = suite_tasks(suite or ("quick" if detect_target().interpreter else "full"))
+
+    if timing_seconds is not None and timing_seconds <= 0:
+        raise BadInput("--timing-seconds must be positive")
+    policy = {"max_seconds_per_case": timing_seconds} if timing_seconds else None
+
+    def progress(row: Any) -> None:
+        perf = "; ".join(f"{p.case} {p.median_ms:.4f} ms" + (f" {p.roofline_fraction:.0%} of {p.bound} roofline"
+                                                               if p.bound != "n/a" else "") for p in row.perf)
+        click.echo(f"  {row.task}: {row.verdict} ({row.seconds:.1f} s){'; ' + perf if perf else ''}"
+                   + (f" [{row.failing_case}: {row.message[:200]}]" if not row.passed else ""), err=True)
+
+    from runners.pool import WorkerStartError
+
+    try:
+        report = run_check(chosen, workers=workers, timing_policy=policy, on_result=progress)
+    except WorkerStartError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(json.dumps(report.to_json(), indent=2) if as_json else format_report(report))
+    sys.exit(1 if report.failed else 0)
 
 
 @cli.command("serve-sim")

@@ -61,13 +61,14 @@ FALLBACK = "NVIDIA H200"
 
 
 def ceilings_for(device_name: str) -> tuple[Ceilings, bool]:
-    """The table row for a device (exact name, then a known row's name inside it, e.g.
-    'NVIDIA H200 NVL' -> no, 'NVIDIA H200' -> yes); else the fallback row, flagged."""
+    """The row for a device: its exact name, else a row whose name it contains (a variant
+    such as 'NVIDIA H200 NVL' gets the H200 row, flagged as not exact), else the fallback row.
+    The flag is False unless the name matched exactly."""
     if device_name in CEILINGS:
         return CEILINGS[device_name], True
     for name, row in CEILINGS.items():
-        if name in device_name or device_name in name:
-            return row, True
+        if name in device_name:
+            return row, False
     return CEILINGS[FALLBACK], False
 
 
@@ -96,6 +97,8 @@ def roofline_row(task: Task, case: Case, median_ms: float, eager_ms: float | Non
     t_flop = nflops / ceilings.peak_flops(case.dtype)
     bound = "memory" if t_mem >= t_flop else "compute"
     fraction = max(t_mem, t_flop) / seconds if seconds > 0 else math.nan
+    if nbytes == 0 and nflops == 0:
+        bound, fraction = "n/a", math.nan  # adapted tasks: the suite gives no byte or FLOP counts
     return PerfRow(case.name, case.dtype, median_ms, eager_ms, nbytes, nflops,
                    nbytes / seconds / 1e9 if seconds > 0 else math.nan,
                    nflops / seconds / 1e12 if seconds > 0 else math.nan, bound, fraction)
@@ -228,9 +231,10 @@ def format_report(report: CheckReport) -> str:
         if r.perf:
             for i, p in enumerate(r.perf):
                 eager = f"{p.eager_ms:9.4f}" if p.eager_ms is not None else f"{'-':>9}"
+                frac = f"{p.roofline_fraction:8.1%}" if not math.isnan(p.roofline_fraction) else f"{'-':>8}"
                 lines.append((head if i == 0 else " " * len(head))
                              + f"  {p.case[:28]:<28} {p.median_ms:9.4f} {eager} {p.achieved_gbps:8.0f} "
-                               f"{p.achieved_tflops:8.1f} {p.bound:<7} {p.roofline_fraction:8.1%}")
+                               f"{p.achieved_tflops:8.1f} {p.bound:<7} {frac}")
         else:
             extra = ""
             if not r.passed:

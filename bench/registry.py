@@ -60,9 +60,82 @@ def suite_tasks(suite: str) -> list[Task]:
 
 _loaded = False
 
+SOURCES_ENV = "KMC_TASK_SOURCES"
+"""Extra task sources, `ADAPTER:PATH` entries separated by `;` (e.g.
+`geak-eval:/data/GEAK-eval;kernelbench:/data/KernelBench/KernelBench/level1`). Every process
+that looks tasks up by id loads them, the evaluation workers included (the pool passes
+`KMC_*` variables through), so adapted tasks are judged like built-in ones."""
+
+_SOURCE_REPORTS: dict[str, object] = {}
+
+
+class TaskSourceError(UnknownTaskError):
+    """A task source that cannot be loaded: unknown adapter, missing folder."""
+
+
+def parse_sources(value: str) -> list[tuple[str, str]]:
+    out = []
+    for entry in value.split(";"):
+        entry = entry.strip()
+        if not entry:
+            continue
+        adapter, sep, path = entry.partition(":")
+        if not sep or not path:
+            raise TaskSourceError(f"task source {entry!r} is not ADAPTER:PATH")
+        out.append((adapter.strip(), path.strip()))
+    return out
+
+
+def _load_source(adapter: str, path: str) -> object:
+    key = f"{adapter}:{path}"
+    if key not in _SOURCE_REPORTS:
+        from bench.adapters import AdapterError, load_source
+
+        try:
+            report = load_source(adapter, path)
+        except AdapterError as exc:
+            raise TaskSourceError(str(exc)) from None
+        for task in report.tasks:
+            register_task(task)
+        _SOURCE_REPORTS[key] = report
+    return _SOURCE_REPORTS[key]
+
+
+def add_sources(specs: list[str]) -> list[object]:
+    """Load `ADAPTER:PATH` sources now and export them in `KMC_TASK_SOURCES`, so worker
+    processes started afterwards can look the adapted tasks up too. Returns the adapters'
+    reports (task counts and skip reasons)."""
+    import os
+
+    from pathlib import Path
+
+    _load_builtin()
+    # Absolute paths: workers start in other directories than the command that exported them.
+    pairs = [(a, str(Path(p).expanduser().resolve())) for spec in specs for a, p in parse_sources(spec)]
+    reports = [_load_source(a, p) for a, p in pairs]
+    known = os.environ.get(SOURCES_ENV, "")
+    entries = [e for e in known.split(";") if e.strip()]
+    for adapter, path in pairs:
+        entry = f"{adapter}:{path}"
+        if entry not in entries:
+            entries.append(entry)
+    if entries:
+        os.environ[SOURCES_ENV] = ";".join(entries)
+    return reports
+
+
+def source_reports() -> list[object]:
+    _load_builtin()
+    return list(_SOURCE_REPORTS.values())
+
 
 def _load_builtin() -> None:
     global _loaded
     if not _loaded:
         _loaded = True
+        import os
+
         import bench.builtin  # noqa: F401  (registers tasks at import)
+
+        for adapter, path in parse_sources(os.environ.get(SOURCES_ENV, "")):
+            _load_source(adapter, path)

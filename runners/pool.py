@@ -188,7 +188,10 @@ class WorkerProcess:
                     continue
                 chunk = os.read(fd, 1 << 20)
                 if not chunk:
-                    code = self.proc.wait(timeout=10)
+                    try:
+                        code: int | None = self.proc.wait(timeout=10)
+                    except subprocess.TimeoutExpired:
+                        code = None  # reply channel closed but the process lives on: killed by the caller
                     how = f"signal {-code}" if code is not None and code < 0 else f"exit status {code}"
                     raise WorkerDied(f"worker process ended ({how}); last output: {self._log_tail()}")
                 self.buffer += chunk

@@ -124,41 +124,36 @@ class TamperReport:
         return f"the candidate altered the evaluator or a library it relies on: {shown} replaced"
 
 
-def _fingerprint(value: Any) -> tuple[int, int]:
-    code = getattr(value, "__code__", None)
-    return id(value), id(code) if code is not None else 0
-
-
 class IntegritySnapshot:
-    """Identity of every attribute of the namespaces the judge's own verdict depends on.
+    """Identity of every callable attribute of the namespaces the judge's verdict depends on.
 
     Taken once after the worker has imported everything (so lazy imports are settled),
     compared after each candidate import and call. New attributes are ignored (libraries
     add them lazily); a replaced or removed one, or a function whose `__code__` was
-    swapped, is tampering.
+    swapped, is tampering. A check is a pass of identity tests over a few thousand
+    entries (well under a millisecond), cheap enough to run after every call.
     """
 
     def __init__(self, namespaces: dict[str, Any]):
         self.namespaces = dict(namespaces)
-        self.state = self._take()
-
-    def _take(self) -> dict[str, tuple[int, int]]:
-        state: dict[str, tuple[int, int]] = {}
+        self.entries: list[tuple[str, dict[str, Any], str, Any, Any]] = []
         for label, ns in self.namespaces.items():
             try:
-                items = list(vars(ns).items())
+                live = vars(ns)
             except TypeError:
                 continue
-            for name, value in items:
+            for name, value in list(live.items()):
                 # Plain values (flags, counters, caches) change legitimately; code does not.
                 if callable(value) or isinstance(value, ModuleType):
-                    state[f"{label}.{name}"] = _fingerprint(value)
-        return state
+                    self.entries.append((label, live, name, value, getattr(value, "__code__", None)))
 
     def check(self) -> TamperReport:
-        now = self._take()
-        changed = tuple(sorted(k for k, v in self.state.items() if now.get(k) != v))
-        return TamperReport(changed)
+        changed = []
+        for label, live, name, value, code in self.entries:
+            now = live.get(name)
+            if now is not value or (code is not None and getattr(now, "__code__", None) is not code):
+                changed.append(f"{label}.{name}")
+        return TamperReport(tuple(sorted(changed)))
 
 
 def default_namespaces() -> dict[str, Any]:

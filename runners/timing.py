@@ -45,11 +45,12 @@ GRAPH_TARGET_MS = 0.25
 
 @dataclass(frozen=True)
 class TimingPolicy:
-    min_samples: int = 10
+    min_samples: int = 30
     max_samples: int = 400
     target_rse: float = 0.01
     max_seconds_per_case: float = 3.0
     warmup_calls: int = 3
+    warmup_ms: float = 50.0  # and at least this long per function: an idle GPU needs time to reach its clocks
     bootstrap_resamples: int = 2000
     seed: int = 0
     time_eager: bool = True
@@ -122,6 +123,21 @@ def _single_call_ms(fn: Callable[[], Any], calls: int = 5) -> float:
     return start.elapsed_time(end) / calls
 
 
+def _warm_up(fn: Callable[[], Any], policy: TimingPolicy) -> None:
+    """At least `warmup_calls` calls and `warmup_ms` of wall time (compilation, autotuning,
+    and clocks ramping up from idle all happen here, not in the samples)."""
+    deadline = time.perf_counter() + policy.warmup_ms / 1e3
+    calls = 0
+    while calls < policy.warmup_calls or time.perf_counter() < deadline:
+        fn()
+        calls += 1
+        if calls % 8 == 0:
+            torch.cuda.synchronize()  # keep the queue short so the wall clock tracks the GPU
+        if calls >= 100_000:
+            break
+    torch.cuda.synchronize()
+
+
 def _gpu_ms(fn: Callable[[], Any], calls: int = 10) -> float:
     """Device time per call, from a replayed graph of `calls` launches when capture works.
 
@@ -158,19 +174,21 @@ def _wall_ms(fn: Callable[[], Any], calls: int = 5) -> float:
 
 
 def time_case(fns: dict[str, Callable[[], Any]], case_name: str, policy: TimingPolicy,
-              flush: torch.Tensor | None = None) -> CaseTiming:
+              flush: torch.Tensor | None = None,
+              clocks: Callable[[], dict[str, Any]] | None = None) -> tuple[CaseTiming, dict[str, Any], dict[str, Any]]:
     """Interleaved samples of every function in `fns` (keys: candidate, baseline, eager).
 
     Kernels under SMALL_KERNEL_MS are timed as graph replays of many launches; the L2 is
     flushed before each replay, not between the launches inside it, so those samples are
     mostly warm-cache: the regime of back-to-back small kernels, the same for every side.
+    Returns the samples and the clock readings taken just before and just after sampling
+    (after warm-up: an idle GPU's clocks always "move" when work starts, which says
+    nothing about the samples).
     """
     if flush is None:
         flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device="cuda")
     for fn in fns.values():
-        for _ in range(policy.warmup_calls):
-            fn()
-    torch.cuda.synchronize()
+        _warm_up(fn, policy)
     est = min(_gpu_ms(fn) for fn in fns.values())
     small = est < SMALL_KERNEL_MS
     launches = max(1, min(1000, math.ceil(GRAPH_TARGET_MS / max(est, 1e-4)))) if small else 1
@@ -180,6 +198,7 @@ def time_case(fns: dict[str, Callable[[], Any]], case_name: str, policy: TimingP
         # comparison of kernels: if any capture failed, every side runs as a plain loop.
         runners = {name: _Runner(fn, launches, use_graph=False) for name, fn in fns.items()}
     names = list(runners)
+    clocks_before = clocks() if clocks else {}
     samples: dict[str, list[float]] = {name: [] for name in names}
     deadline = time.perf_counter() + policy.max_seconds_per_case
     rounds = 0
@@ -201,6 +220,7 @@ def time_case(fns: dict[str, Callable[[], Any]], case_name: str, policy: TimingP
             converged = all(median_rse(np.asarray(v)) < policy.target_rse for v in samples.values())
             if converged or time.perf_counter() > deadline:
                 break
+    clocks_after = clocks() if clocks else {}
     wall = {name: _wall_ms(fns[name]) for name in ("candidate", "baseline")}
     return CaseTiming(
         case=case_name,
@@ -211,7 +231,7 @@ def time_case(fns: dict[str, Callable[[], Any]], case_name: str, policy: TimingP
         method=runners["candidate"].method,
         candidate_wall_ms=wall["candidate"],
         baseline_wall_ms=wall["baseline"],
-    )
+    ), clocks_before, clocks_after
 
 
 def side_stream_suspected(ct: CaseTiming, min_wall_ms: float = 0.05) -> bool:
@@ -269,9 +289,13 @@ def time_candidate(task: Task, candidate: Callable[..., Any], baseline: Callable
                    vendor: str, device_index: int | str, policy: TimingPolicy) -> Timing:
     from runners.oracle import Mismatch, compare, expected_output
 
-    before = read_clocks(vendor, device_index)
     flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device="cuda")
+    # Locked clocks (`--lock-clocks`) show up in NVML as an applications-clocks "throttle".
+    locked = os.environ.get(CLOCKS_LOCKED_ENV) == "1"
+    ignore = ("applications_clocks_setting",) if locked else ()
     results = []
+    readings: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    flags: list[str] = []
     for c in cases:
         args = task.make_inputs(c, "cuda")
         pristine = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
@@ -282,7 +306,10 @@ def time_candidate(task: Task, candidate: Callable[..., Any], baseline: Callable
         }
         if policy.time_eager:
             fns["eager"] = lambda a=args: task.reference(*a)
-        results.append(time_case(fns, c.name, policy, flush))
+        ct, before, after = time_case(fns, c.name, policy, flush, lambda: read_clocks(vendor, device_index))
+        results.append(ct)
+        readings.append((before, after))
+        flags += [f for f in clock_flags(before, after, ignore=ignore) if f not in flags]
         # A kernel that behaves once the judge has looked away (after N calls, or only
         # outside warm-up) is caught here, on the very inputs it was timed on.
         for i, (a, p) in enumerate(zip(args, pristine, strict=True)):
@@ -296,18 +323,14 @@ def time_candidate(task: Task, candidate: Callable[..., Any], baseline: Callable
             raise OutputChangedDuringTiming(c.name, f"output after timing is wrong: {m}") from None
         del args, pristine, expected, out
     del flush
-    after = read_clocks(vendor, device_index)
-    # Locked clocks (`--lock-clocks`) show up in NVML as an applications-clocks "throttle".
-    locked = os.environ.get(CLOCKS_LOCKED_ENV) == "1"
-    flags = clock_flags(before, after, ignore=("applications_clocks_setting",) if locked else ())
     flags += [f"side_stream_suspected:{ct.case}" for ct in results if side_stream_suspected(ct)]
     speedup, ci = speedup_with_ci(results, policy)
     eager = speedup_with_ci(results, policy, against="eager")[0] if policy.time_eager else None
     cand_ms = math.exp(float(np.mean([math.log(_positive(np.median(ct.candidate_ms))) for ct in results])))
     return Timing(
         cases=tuple(results),
-        clocks_before=before,
-        clocks_after=after,
+        clocks_before=readings[0][0] if readings else {},
+        clocks_after=readings[-1][1] if readings else {},
         flagged=bool([f for f in flags if f != "clocks_unavailable"]),
         flag_reasons=tuple(flags),
         speedup_vs_baseline=speedup,

@@ -29,6 +29,7 @@ from typing import Any, Iterator, TextIO
 
 GPU_LOCK_ENV = "KMC_GPU_LOCK"
 THREADS_ENV = "KMC_TORCH_THREADS"
+INPUT_CACHE_ENV = "KMC_INPUT_CACHE_MB"  # device memory kept for cached case inputs and reference outputs
 
 _dumps = json.dumps  # bound at start: a candidate replacing json.dumps cannot rewrite replies
 _loads = json.loads
@@ -108,13 +109,15 @@ class Worker:
         import bench.registry
         import runners.timing  # noqa: F401 - imported before the integrity snapshot is taken
         from runners.device import detect_target
-        from runners.oracle import judge, load_module, prepare_process
+        from runners.oracle import judge, load_module, prepare_process, set_input_cache_bytes
         from runners.sandbox import IntegritySnapshot, default_namespaces, install_process_guards
 
         bench.registry.all_tasks()
         self.target = detect_target()
         self.device = "cpu" if self.target.interpreter else "cuda"
         prepare_process()
+        default_mb = 256 if self.target.interpreter else 4096
+        set_input_cache_bytes(int(os.environ.get(INPUT_CACHE_ENV, default_mb)) << 20)
         install_process_guards()
         # Bound now, so a candidate replacing the module attributes later cannot swap them.
         self._judge = judge

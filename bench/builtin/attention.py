@@ -100,7 +100,10 @@ register_task(Task(
     reference=lambda q, k, v: _attention(q, k, v, causal=True),
     make_inputs=_qkv,
     dtypes=HALVES,
-    visible=VISIBLE,
+    # One key block in both visible cases (as in small public tests): a kernel that forgets to
+    # rescale its accumulator passes them and fails the longer hidden sequences.
+    visible=(case("visible-1x2x64", "float16", 0, batch=1, heads=2, seq=64),
+             case("visible-2x2x64", "float16", 1, batch=2, heads=2, seq=64)),
     hidden_gpu=case_grid("hidden", GPU_SHAPES, HALVES, SEEDS),
     hidden_cpu=case_grid("hidden", CPU_SHAPES, HALVES, SEEDS),
     perf=PERF,

@@ -36,6 +36,8 @@ register_task(Task(
                  note="mirrors within the block: right only when a row is one whole block"),
         Mutation("off_by_one", "src = n_cols - 1 - cols", "src = n_cols - cols"),
         Mutation("wrong_grid", "grid = (n_rows, triton.cdiv(n_cols, BLOCK_SIZE))", "grid = (n_rows, n_cols // BLOCK_SIZE)"),
+        Mutation("block_not_power_of_two", "BLOCK_SIZE = 1024", "BLOCK_SIZE = min(n_cols, 1024)",
+                 note="sizes the block to the row: tl.arange needs a power of two, so odd row lengths fail"),
         Mutation("tuning", "BLOCK_SIZE = 1024", "BLOCK_SIZE = 256", breaks=False),
         Mutation("tuning", "num_warps=4", "num_warps=8", breaks=False),
     ),

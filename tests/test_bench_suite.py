@@ -1,0 +1,300 @@
+"""The built-in suite: every expert baseline passes its own visible and hidden cases in the
+interpreter, every mutation the simulated model may apply does what its `breaks` flag says
+(the simulated model's ground truth rests on it), and the task records are well formed.
+
+All judging goes through one LocalPool of interpreter workers (the same sandboxed path
+candidates take), in parallel, once per module; the tests then read the verdicts.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+import torch
+
+from bench.registry import all_tasks, suite_tasks
+from bench.task import Task
+from tests.helpers import run_cli
+
+REQUIRED = {"vector_add": "vector_add", "softmax": "softmax", "layer_norm": "layer_norm", "rms_norm": "rms_norm",
+            "flip": "flip", "cumsum": "cumsum", "matmul": "matmul"}
+TASKS = [t for t in all_tasks() if t.source == "builtin"]
+IDS = [t.id for t in TASKS]
+
+
+def _jobs() -> list[tuple[str, str, str, str]]:
+    """(task id, label, case set, source): the baseline on hidden cases; every breaking
+    mutation on visible and hidden cases; every tuning mutation on hidden cases."""
+    jobs = []
+    for t in TASKS:
+        src = t.baseline_source()
+        jobs.append((t.id, "baseline", "hidden", src))
+        for i, m in enumerate(t.mutations):
+            mutated = src.replace(m.find, m.replace, 1)
+            jobs.append((t.id, f"m{i}", "hidden", mutated))
+            if m.breaks:
+                jobs.append((t.id, f"m{i}", "visible", mutated))
+    return jobs
+
+
+@pytest.fixture(scope="module")
+def verdicts() -> dict[tuple[str, str, str], Any]:
+    from runners.device import Target
+    from runners.pool import LocalPool
+
+    target = Target("cpu", True, "Triton CPU interpreter", 0)
+    # Slowest tasks first so the two workers finish together.
+    heavy = {"attention": 0, "causal_attention": 0, "matmul": 1, "bmm": 1, "matmul_bias_relu": 1}
+    jobs = sorted(_jobs(), key=lambda j: (heavy.get(j[0], 2), j[2] == "visible"))
+    out: dict[tuple[str, str, str], Any] = {}
+    started = time.perf_counter()
+    with LocalPool(target, workers=2, job_timeout=300) as pool:
+        pool.warm_up()
+
+        def run(job: tuple[str, str, str, str]) -> None:
+            t0 = time.perf_counter()
+            ev = pool.evaluate(job[0], job[3], job[2])
+            out[job[:3]] = (ev.verdict, time.perf_counter() - t0)
+
+        with ThreadPoolExecutor(max_workers=pool.size) as ex:
+            list(ex.map(run, jobs))
+    print(f"\njudged {len(jobs)} jobs in {time.perf_counter() - started:.1f} s; baseline hidden-case seconds:")
+    for tid in IDS:
+        print(f"  {tid:<20} {out[(tid, 'baseline', 'hidden')][1]:6.2f}")
+    return out
+
+
+# ---------------------------------------------------------------- the suite's shape
+
+
+def test_at_least_30_builtin_tasks_with_the_required_ids_and_entry_points() -> None:
+    assert len(TASKS) >= 30
+    by_id = {t.id: t for t in TASKS}
+    for tid, entry in REQUIRED.items():
+        assert by_id[tid].entry_point == entry
+    assert len(set(IDS)) == len(IDS)
+
+
+def test_quick_suite_stays_a_handful() -> None:
+    quick = [t.id for t in suite_tasks("quick")]
+    assert 3 <= len(quick) <= 8
+    assert set(t.id for t in suite_tasks("full")) == set(IDS)
+
+
+@pytest.mark.parametrize("task", TASKS, ids=IDS)
+def test_task_record_is_well_formed(task: Task) -> None:
+    assert task.instruction and task.entry_point in task.signature and task.signature.startswith("def ")
+    assert 2 <= len(task.visible) <= 4
+    assert 1 <= task.difficulty <= 5
+    assert task.baseline_path.is_file()
+    assert task.perf, "perf cases give the roofline figures"
+    for hidden in (task.hidden_gpu, task.hidden_cpu):
+        assert len({c.seed for c in hidden}) >= 5
+        assert any(1 in c.dims.values() for c in hidden), "a size-1 case"
+        assert {c.dtype for c in hidden} <= set(task.dtypes)
+    assert {c.dtype for c in task.hidden_gpu} == set(task.dtypes), "the GPU judges every dtype"
+    biggest = max(task.hidden_gpu, key=lambda c: _elements(c))
+    assert _elements(biggest) >= max(_elements(c) for c in task.hidden_cpu)
+    visible = {c.name for c in task.visible}
+    for hidden in (task.hidden_gpu, task.hidden_cpu):
+        names = [c.name for c in hidden]
+        assert len(set(names)) == len(names) and not visible & set(names)
+    for c in task.perf + task.visible[:1]:
+        assert task.bytes_moved(c) > 0 and task.flops(c) >= 0
+
+
+def _elements(c: Any) -> int:
+    n = 1
+    for v in c.dims.values():
+        n *= v
+    return n
+
+
+@pytest.mark.parametrize("task", TASKS, ids=IDS)
+def test_reference_runs_in_float64(task: Task) -> None:
+    """The oracle computes the expected output in float64: every reference must accept it."""
+    c = task.visible[0]
+    args = task.make_inputs(c, "cpu")
+    wide = tuple(a.to(torch.float64) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args)
+    out = task.reference(*wide)
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    floats = [o for o in outs if o.is_floating_point()]
+    assert all(o.dtype == torch.float64 for o in floats), "float64 in, float64 out"
+    again = task.make_inputs(c, "cpu")
+    for a, b in zip(args, again, strict=True):
+        if isinstance(a, torch.Tensor):
+            assert torch.equal(a, b), "inputs are a pure function of the case"
+
+
+@pytest.mark.parametrize("task", TASKS, ids=IDS)
+def test_mutations_are_well_formed(task: Task) -> None:
+    src = task.baseline_source()
+    breaking = [m for m in task.mutations if m.breaks]
+    tuning = [m for m in task.mutations if not m.breaks]
+    assert len(breaking) >= 3 and len(tuning) >= 1
+    for m in task.mutations:
+        assert m.find in src, f"{m.kind}: {m.find!r} not in the baseline"
+        assert m.find != m.replace
+
+
+# ---------------------------------------------------------------- judged in the interpreter
+
+
+@pytest.mark.parametrize("task", TASKS, ids=IDS)
+def test_baseline_passes_its_visible_and_hidden_cases(task: Task, verdicts: dict) -> None:
+    v, _ = verdicts[(task.id, "baseline", "hidden")]
+    assert v.correct, v.one_line()
+    assert v.cases_run >= len(task.visible), "the hidden set includes the visible cases"
+    if any(c.dtype in task.interpreter_skips for c in task.hidden_cpu):
+        assert v.cases_skipped > 0 and v.skip_reasons
+    else:
+        assert v.cases_skipped == 0
+
+
+@pytest.mark.parametrize("task", TASKS, ids=IDS)
+def test_breaking_mutations_fail_hidden_and_one_slips_past_visible(task: Task, verdicts: dict) -> None:
+    slipped = []
+    for i, m in enumerate(task.mutations):
+        if not m.breaks:
+            continue
+        hidden, _ = verdicts[(task.id, f"m{i}", "hidden")]
+        assert not hidden.correct, f"breaking mutation {m.kind} passed the hidden cases"
+        visible, _ = verdicts[(task.id, f"m{i}", "visible")]
+        if visible.correct:
+            slipped.append(m.kind)
+    assert slipped, "at least one bug passes the visible cases and is caught only by the hidden ones"
+
+
+@pytest.mark.parametrize("task", TASKS, ids=IDS)
+def test_tuning_mutations_pass_hidden(task: Task, verdicts: dict) -> None:
+    for i, m in enumerate(task.mutations):
+        if not m.breaks:
+            v, _ = verdicts[(task.id, f"m{i}", "hidden")]
+            assert v.correct, f"tuning mutation {m.find!r} -> {m.replace!r}: {v.one_line()}"
+
+
+# ---------------------------------------------------------------- roofline arithmetic
+
+
+def test_roofline_fraction_is_roofline_time_over_measured_time() -> None:
+    from bench.check import CEILINGS, ceilings_for, roofline_row
+
+    h200, exact = ceilings_for("NVIDIA H200")
+    assert exact and h200 is CEILINGS["NVIDIA H200"]
+    add = next(t for t in TASKS if t.id == "vector_add")
+    c = add.perf[0]  # 16M float32: 3 * 64 MiB moved, memory-bound
+    ideal_ms = add.bytes_moved(c) / h200.bandwidth * 1e3
+    row = roofline_row(add, c, 2 * ideal_ms, None, h200)
+    assert row.bound == "memory" and abs(row.roofline_fraction - 0.5) < 1e-9
+    assert abs(row.achieved_gbps - h200.bandwidth / 2 / 1e9) < 1e-6
+    mm = next(t for t in TASKS if t.id == "matmul")
+    big = mm.perf[0]
+    row = roofline_row(mm, big, mm.flops(big) / h200.peak_flops(big.dtype) * 1e3, None, h200)
+    assert row.bound == "compute" and abs(row.roofline_fraction - 1.0) < 1e-9
+    nvl, exact = ceilings_for("NVIDIA H200 NVL")
+    assert nvl is h200 and not exact, "a variant gets the family's row, flagged"
+    other, exact = ceilings_for("Some Future GPU")
+    assert other is h200 and not exact, "unknown devices fall back, flagged"
+
+
+# ---------------------------------------------------------------- command line
+
+
+def test_bench_list_json_lists_the_suite() -> None:
+    r = run_cli("bench", "list", "--json", timeout=120)
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)
+    ids = {row["id"] for row in rows}
+    assert len(ids) >= 30 and set(REQUIRED) <= ids
+    for row in rows:
+        assert row["dtypes"] and 1 <= row["difficulty"] <= 5
+        assert row["visible_cases"] >= 2 and row["hidden_cases_cpu"] > 0 and row["hidden_cases_gpu"] > 0
+
+
+def test_bench_check_quick_passes_on_the_cpu() -> None:
+    r = run_cli("bench", "check", "--suite", "quick", "--device", "cpu", "--json", timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    report = json.loads(r.stdout)
+    assert report["interpreter"] is True and report["failed"] == 0
+    assert {row["task"] for row in report["tasks"]} == {t.id for t in suite_tasks("quick")}
+    for row in report["tasks"]:
+        assert row["verdict"] == "correct" and row["cases_run"] > 0
+        assert row["perf"] == [] and "timing unavailable" in row["note"]
+
+
+_SEP = "#" * 146
+_GOOD = """import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _twice_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, 2.0 * tl.load(x_ptr + offs, mask=mask), mask=mask)
+
+
+def {name}(x):
+    y = torch.empty_like(x)
+    {extra}_twice_kernel[(triton.cdiv(x.numel(), 64),)](x, y, x.numel(), BLOCK=64)
+    return y{tail}
+
+
+{sep}
+
+
+def test_{name}():
+    return {{"test_case_1": {name}(torch.randn(100, device="cuda"))}}
+
+
+result_gold = test_{name}()
+"""
+
+
+def test_bench_check_runs_adapted_sources_and_exits_1_when_a_baseline_fails(tmp_path: Any) -> None:
+    """Adapted tasks are looked up in the workers through KMC_TASK_SOURCES. A reference that
+    keeps state between calls cannot agree with itself: its baseline fails, and so does the check."""
+    from tests.helpers import cli_env
+
+    folder = tmp_path / "geak" / "TritonBench_G_v1"
+    folder.mkdir(parents=True)
+    (folder / "twice.py").write_text(_GOOD.format(name="twice", extra="", tail="", sep=_SEP))
+    (folder / "drifting.py").write_text(_GOOD.format(
+        name="drifting", extra="_CALLS.append(1)\n    ", tail=" + len(_CALLS)", sep=_SEP).replace(
+        "def drifting(x):", "_CALLS = []\n\n\ndef drifting(x):"))
+    kb = tmp_path / "kb" / "level1"
+    kb.mkdir(parents=True)
+    (kb / "1_Negate.py").write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+        "    def forward(self, x):\n        return -x\n\n\nsize = 8\n\n\n"
+        "def get_inputs():\n    return [torch.randn(size)]\n\n\ndef get_init_inputs():\n    return []\n")
+    r = run_cli("bench", "check", "--device", "cpu", "--source", f"geak-eval:{tmp_path / 'geak'}",
+                "--source", f"kernelbench:{tmp_path / 'kb'}", "--tasks", "tb-twice,tb-drifting,kb-l1-1_Negate",
+                "--json", timeout=300, env=cli_env(KMC_FORCE_CPU="1"))
+    assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
+    rows = {row["task"]: row for row in json.loads(r.stdout)["tasks"]}
+    assert rows["tb-twice"]["verdict"] == "correct" and rows["tb-twice"]["cases_run"] >= 6
+    assert rows["tb-drifting"]["verdict"] == "wrong_result" and not rows["tb-drifting"]["passed"]
+    assert rows["kb-l1-1_Negate"]["verdict"] == "skipped" and "no expert Triton baseline" in rows["kb-l1-1_Negate"]["note"]
+
+
+def test_bench_check_rejects_a_bad_source() -> None:
+    r = run_cli("bench", "check", "--device", "cpu", "--source", "nosuch:/tmp", timeout=120)
+    assert r.returncode == 2 and "unknown adapter" in r.stderr
+
+
+@pytest.mark.gpu
+def test_every_baseline_passes_its_hidden_cases_on_the_gpu() -> None:
+    """The same check on the GPU's (larger, every-dtype) hidden cases, with timing and roofline."""
+    r = run_cli("bench", "check", "--suite", "full", "--timing-seconds", "1", "--json", timeout=1800)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    report = json.loads(r.stdout)
+    assert report["interpreter"] is False and report["failed"] == 0 and len(report["tasks"]) >= 30
+    for row in report["tasks"]:
+        assert row["cases_skipped"] == 0, "nothing is skipped on a GPU"
+        assert row["perf"] and all(p["median_ms"] > 0 and p["roofline_fraction"] > 0 for p in row["perf"])

@@ -1,0 +1,91 @@
+"""In-process checks of the oracle's and sandbox's building blocks (fast; the end-to-end
+behaviour through real workers is in test_hostile.py)."""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+import torch
+
+from runners.oracle import Mismatch, classify_exception, compare, not_written_by_kernel, poisoned_allocations
+from runners.pool import scrubbed_env
+from runners.sandbox import IntegritySnapshot
+
+
+def test_scrubbed_env_keeps_no_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("OPENAI_API_KEY", "HF_TOKEN", "AWS_SECRET_ACCESS_KEY", "TRITON_API_KEY", "GITHUB_TOKEN",
+                 "DB_PASSWORD", "KMC_AUTH"):
+        monkeypatch.setenv(name, "sk-test-unit")
+    monkeypatch.setenv("TRITON_CACHE_DIR", "/tmp/tc")
+    env = scrubbed_env({"CUDA_VISIBLE_DEVICES": "1"})
+    assert "sk-test-unit" not in env.values()
+    assert env["TRITON_CACHE_DIR"] == "/tmp/tc" and env["CUDA_VISIBLE_DEVICES"] == "1"
+
+
+def test_poisoning_reaches_an_allocator_bound_before_it_started() -> None:
+    from runners.oracle import install_poisoned_allocations
+
+    install_poisoned_allocations()
+    bound = torch.empty_like  # what `from torch import empty_like` at a candidate's import gets
+    x = torch.ones(8)
+    with poisoned_allocations():
+        assert torch.isnan(bound(x)).all()
+        assert torch.isnan(x.new_empty(3)).all()
+        assert (torch.empty(4, dtype=torch.int32) != 0).all()
+    assert not torch.isnan(bound(x).fill_(1.0)).any()  # off outside judging: timing pays nothing
+
+
+def test_output_provenance() -> None:
+    buf32 = torch.arange(6, dtype=torch.float32)
+    assert not_written_by_kernel(buf32.view(2, 3), [buf32]) == []  # same storage
+    assert not_written_by_kernel(buf32.to(torch.float16), [buf32]) == []  # cast of a kernel's buffer
+    assert not_written_by_kernel((buf32, buf32 * 2), [buf32]) == ["output[1]"]
+    assert not_written_by_kernel(buf32 + 1, [torch.zeros(6)]) == ["output"]
+
+
+def test_compare_rejects_nan_constant_and_shape() -> None:
+    from bench.registry import get_task
+
+    task = get_task("vector_add")
+    expected = torch.linspace(-1, 1, 50)
+    assert compare(expected.clone(), expected, task) == (0.0, 0.0)
+    with pytest.raises(Mismatch, match="NaN"):
+        compare(torch.full_like(expected, float("nan")), expected, task)
+    with pytest.raises(Mismatch, match="shape"):
+        compare(expected[:-1], expected, task)
+    with pytest.raises(Mismatch, match="dtype"):
+        compare(expected.double(), expected, task)
+
+
+def test_interpreter_errors_are_classified_like_the_gpu_compiler() -> None:
+    from triton.runtime.errors import InterpreterError
+
+    def wrapped(cause: BaseException) -> InterpreterError:
+        try:
+            raise InterpreterError(repr(cause)) from cause
+        except InterpreterError as exc:
+            return exc
+
+    assert classify_exception(wrapped(AttributeError("module 'triton.language' has no attribute 'x'"))) == "compile_error"
+    assert classify_exception(wrapped(ValueError("arange's range must be a power of 2"))) == "compile_error"
+    assert classify_exception(wrapped(RuntimeError("boom"))) == "runtime_error"
+    assert classify_exception(ZeroDivisionError()) == "runtime_error"
+
+
+def test_integrity_snapshot_sees_replacements_not_additions() -> None:
+    def f() -> int:
+        return 1
+
+    def g() -> int:
+        return 2
+
+    ns = types.SimpleNamespace(f=f, counter=0)
+    snap = IntegritySnapshot({"ns": ns})
+    ns.counter += 1  # plain values change legitimately
+    ns.extra = g  # new attributes are ignored
+    assert not snap.check()
+    f.__code__ = g.__code__  # same object, new code
+    assert snap.check().changed == ("ns.f",)
+    ns.f = g
+    assert "ns.f replaced" in snap.check().message()
