@@ -1,8 +1,6 @@
 # Hostile candidate: never returns. Expected verdict: timeout (the worker is killed and
 # restarted; the next candidate is judged normally).
 import torch
-import triton
-import triton.language as tl
 
 
 def vector_add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
