@@ -62,11 +62,13 @@ def cli() -> None:
 @click.option("--dry-run", is_flag=True, help="Print the calls, tokens and estimated cost the run would spend; spend nothing.")
 @click.option("--replay", type=click.Path(path_type=Path), default=None,
               help="Re-run a recorded run folder from its recorded model responses, with no network.")
+@click.option("--lock-clocks", "lock_spec", default=None, metavar="auto|SM[,MEM]",
+              help="Lock GPU clocks for the run (needs root; restored on exit and Ctrl-C). Off by default.")
 def compare(budget: int | None, budget_unit: str | None, methods: str | None, tasks: str | None, suite: str | None,
             repeats: int | None, seed: int | None, config_path: Path | None, out: Path | None, resume: Path | None,
             base_url: str | None, model: str | None, api_key_env: str | None, device: str | None,
             workers: int | None, quiet: bool, max_concurrency: int | None = None, dry_run: bool = False,
-            replay: Path | None = None) -> None:
+            replay: Path | None = None, lock_spec: str | None = None) -> None:
     """Run every method on every task under one budget ledger, then judge on hidden tests."""
     from runners.config import CompareConfig, load_config_file
 
@@ -91,7 +93,37 @@ def compare(budget: int | None, budget_unit: str | None, methods: str | None, ta
         return
     if resume is not None and (config_path or any(v is not None for v in flags.values())):
         click.echo("note: --resume uses the run's recorded config; other run options are ignored", err=True)
-    _run_compare(config, out, resume, quiet, replay)
+    clocks = _parse_lock_spec(lock_spec)
+    _run_compare(config, out, resume, quiet, replay, clocks)
+
+
+def _parse_lock_spec(spec: str | None) -> tuple[int | None, int | None] | None:
+    if spec is None:
+        return None
+    from runners.clock_lock import parse_lock_spec
+
+    try:
+        return parse_lock_spec(spec)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+
+
+def _clock_lock(target: Any, clocks: tuple[int | None, int | None] | None) -> Any:
+    """A context that locks clocks for the run when asked, and does nothing otherwise."""
+    import contextlib
+
+    if clocks is None:
+        return contextlib.nullcontext()
+    if target.interpreter:
+        raise BadInput("--lock-clocks needs a GPU; this run uses the CPU interpreter")
+    from runners.clock_lock import ClockLockError, lock_clocks
+    from runners.pool import visible_devices
+
+    try:
+        return lock_clocks(target.vendor, tuple(int(d) for d in visible_devices(target)), *clocks,
+                           on_message=lambda m: click.echo(m, err=True))
+    except (ClockLockError, ValueError) as exc:
+        raise BadInput(f"cannot lock clocks: {exc}") from None
 
 
 def _replay_config(run_dir: Path) -> dict[str, Any]:
@@ -139,7 +171,8 @@ def _dry_run(config: Any) -> None:
     click.echo(est.format())
 
 
-def _run_compare(config: Any, out: Path | None, resume: Path | None, quiet: bool, replay: Path | None = None) -> None:
+def _run_compare(config: Any, out: Path | None, resume: Path | None, quiet: bool, replay: Path | None = None,
+                 clocks: tuple[int | None, int | None] | None = None) -> None:
     from results.summary import build_summary, format_table
     from runners.compare import CompareRun, prepare_run, record_run_files, start_target, write_json
 
@@ -154,6 +187,9 @@ def _run_compare(config: Any, out: Path | None, resume: Path | None, quiet: bool
     elif resume is None:
         config.validate()
         client = _make_client(config)  # before any run folder: an unreachable endpoint leaves nothing behind
+    clock_lock = None
+    if resume is None:
+        clock_lock = _clock_lock(start_target(config), clocks)  # refused before any run folder exists
     config, run_dir, resumed = prepare_run(config, out, resume)
     target = start_target(config)
     if resumed:
@@ -163,6 +199,8 @@ def _run_compare(config: Any, out: Path | None, resume: Path | None, quiet: bool
         config.tasks = recorded["tasks"]
     if client is None:
         client = _make_client(config)
+    if clock_lock is None:
+        clock_lock = _clock_lock(target, clocks)
     bar = None
     if not quiet:
         from tqdm import tqdm
@@ -187,7 +225,8 @@ def _run_compare(config: Any, out: Path | None, resume: Path | None, quiet: bool
             where = getattr(client, "base_url", None)
             click.echo("model: built-in SIMULATED model " + (f"served by {where}" if where else "(no endpoint configured)"),
                        err=True)
-        run.run()
+        with clock_lock:  # entered before the workers start, so their timings say clocks were locked
+            run.run()
         summary = build_summary(run.store, config.to_json(), client.simulated, client.model)
         write_json(run_dir / "summary.json", summary)
     finally:

@@ -123,6 +123,8 @@ def test_sigkill_then_resume_equals_uninterrupted_run(tmp_path: Path) -> None:
     (("--budget", "-3"), "budget must be a positive integer"),
     (("--budget", "many"), "'many' is not a valid integer"),
     (("--config", "/nonexistent/cfg.yaml"), "cannot read config"),
+    (("--lock-clocks", "12x"), "--lock-clocks takes 'auto'"),
+    (("--lock-clocks", "auto", "--device", "cpu"), "--lock-clocks needs a GPU"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: tuple[str, ...], needle: str) -> None:
     proc = run_cli("compare", *args, "--out", str(tmp_path / "runs"), "--quiet", timeout=120)
