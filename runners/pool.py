@@ -298,11 +298,11 @@ class LocalPool:
         with self._stats_lock:
             setattr(self.stats, field, getattr(self.stats, field) + 1)
 
-    def evaluate(self, task_id: str, source: str, case_set: str, timing: bool = False,
-                 timing_policy: dict[str, Any] | None = None, timeout: float | None = None) -> Evaluation:
-        job = {"task": task_id, "source": source, "case_set": case_set, "timing": timing,
-               "timing_policy": timing_policy or {}}
-        limit = timeout or self.job_timeout
+    def _run_job(self, job: dict[str, Any], limit: float, timeout_message: str
+                 ) -> tuple[dict[str, Any] | None, Verdict | None]:
+        """Send one job to an idle worker: (reply, None), or (None, the verdict the worker's
+        failure earns). The worker is restarted after a timeout, a crash, a protocol
+        violation or a reply that asks for it (device error)."""
         worker = self._idle.get()
         try:
             self._count("jobs")
@@ -311,24 +311,32 @@ class LocalPool:
             except WorkerTimeout:
                 self._count("timeouts")
                 self._restart(worker)
-                return Evaluation(Verdict("timeout", f"no verdict within {limit:.0f} s; worker restarted",
-                                          worker_restarted=True))
+                return None, Verdict("timeout", timeout_message, worker_restarted=True)
             except WorkerDied as exc:
                 self._count("crashes")
                 self._restart(worker)
-                return Evaluation(Verdict("crash", str(exc), worker_restarted=True))
+                return None, Verdict("crash", str(exc), worker_restarted=True)
             except ProtocolViolation as exc:
                 self._restart(worker)
-                return Evaluation(Verdict("runtime_error", f"protocol violation: {exc}", worker_restarted=True))
-            evaluation = Evaluation.from_json(reply["evaluation"])
+                return None, Verdict("runtime_error", f"protocol violation: {exc}", worker_restarted=True)
             if reply.get("fatal"):
                 self._restart(worker)
-                if not evaluation.verdict.worker_restarted:
-                    evaluation = Evaluation(dataclasses.replace(evaluation.verdict, worker_restarted=True),
-                                            evaluation.timing)
-            return evaluation
+            return reply, None
         finally:
             self._idle.put(worker)
+
+    def evaluate(self, task_id: str, source: str, case_set: str, timing: bool = False,
+                 timing_policy: dict[str, Any] | None = None, timeout: float | None = None) -> Evaluation:
+        job = {"task": task_id, "source": source, "case_set": case_set, "timing": timing,
+               "timing_policy": timing_policy or {}}
+        limit = timeout or self.job_timeout
+        reply, failure = self._run_job(job, limit, f"no verdict within {limit:.0f} s; worker restarted")
+        if failure is not None or reply is None:
+            return Evaluation(failure or Verdict("crash", "no reply"))
+        evaluation = Evaluation.from_json(reply["evaluation"])
+        if reply.get("fatal") and not evaluation.verdict.worker_restarted:
+            evaluation = Evaluation(dataclasses.replace(evaluation.verdict, worker_restarted=True), evaluation.timing)
+        return evaluation
 
     def run_tests(self, task_id: str, source: str, tests: str, timeout: float | None = None,
                   per_test_timeout: float | None = None) -> Any:
@@ -340,28 +348,10 @@ class LocalPool:
         job = {"kind": JOB_KIND, "task": task_id, "source": source, "tests": tests,
                "per_test_timeout": per_test_timeout or DEFAULT_TEST_TIMEOUT_S}
         limit = timeout or self.job_timeout
-        worker = self._idle.get()
-        try:
-            self._count("jobs")
-            try:
-                reply = worker.run(job, limit)
-            except WorkerTimeout:
-                self._count("timeouts")
-                self._restart(worker)
-                return InternalTestReport(Verdict("timeout", f"the tests did not finish within {limit:.0f} s",
-                                                  worker_restarted=True))
-            except WorkerDied as exc:
-                self._count("crashes")
-                self._restart(worker)
-                return InternalTestReport(Verdict("crash", str(exc), worker_restarted=True))
-            except ProtocolViolation as exc:
-                self._restart(worker)
-                return InternalTestReport(Verdict("runtime_error", f"protocol violation: {exc}", worker_restarted=True))
-            if reply.get("fatal"):
-                self._restart(worker)
-            return InternalTestReport.from_json(reply["evaluation"])
-        finally:
-            self._idle.put(worker)
+        reply, failure = self._run_job(job, limit, f"the tests did not finish within {limit:.0f} s")
+        if failure is not None or reply is None:
+            return InternalTestReport(failure or Verdict("crash", "no reply"))
+        return InternalTestReport.from_json(reply["evaluation"])
 
     def _restart(self, worker: WorkerProcess) -> None:
         """Kill now; start the replacement in the background so its imports overlap."""
