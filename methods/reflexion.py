@@ -126,7 +126,7 @@ class Reflexion:
             return Implementation(code, candidate, ctx.feedback(candidate, timing=False))
         run_tests = getattr(ctx, "run_tests", None)
         if run_tests is None:
-            raise NotImplementedError(f"{type(ctx).__name__} has no run_tests(candidate, tests), which "
+            raise TypeError(f"{type(ctx).__name__} has no run_tests(candidate, tests), which "
                                       "feedback='internal' needs; use feedback='visible' with this context")
         return Implementation(code, candidate, run_tests(candidate, tests.source))
 
