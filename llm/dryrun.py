@@ -55,6 +55,9 @@ class _FirstCallContext:
     def submit(self, candidate: Any) -> None:
         raise RuntimeError("a method submitted before its first model call")
 
+    def begin_run(self) -> None:
+        pass  # declaring a run costs nothing and spends nothing
+
     def calls_used(self) -> int:
         return 0
 

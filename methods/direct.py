@@ -49,6 +49,7 @@ class DirectPrompting:
         submitted = False
         samples = 0
         while self.max_samples is None or samples < self.max_samples:
+            ctx.begin_run()  # each sample is one independent run
             reply = ctx.ask(messages, temperature=self.temperature, role="generator")
             samples += 1
             code = extract_code(reply.text)

@@ -98,6 +98,7 @@ class Geak:
         first_example = retrieve(task.id, task.instruction, "description") if self.oneshot else None
         done = 0
         while self.runs is None or done < self.runs:
+            ctx.begin_run()  # each of the N parallel runs is one independent run
             self._one_run(task, ctx, history, first_example)
             done += 1
 

@@ -86,6 +86,7 @@ class Reflexion:
         example = oneshot_block(retrieve(task.id, task.instruction, "description") if self.oneshot else None)
         passed_any = False
         while True:
+            ctx.begin_run()  # each trial is one independent run
             start = ctx.calls_used()
             passed_any = self._trial(task, ctx, system, block, example, passed_any)
             self.trial_calls.append(ctx.calls_used() - start)

@@ -35,7 +35,7 @@ Other method names have no known run structure: they get no parallel-scaling cur
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -256,11 +256,54 @@ def _runs_reflexion(data: RunData, units: pd.DataFrame, max_iters: int) -> pd.Da
 RUN_COLS = UNIT_KEY + ["run_index", "calls_start", "calls_end", "complete", "answer_pass", "oracle_pass"]
 
 
+def _last_pass(run: pd.DataFrame) -> bool:
+    """A run whose answer is its final implementation (a direct sample, a Reflexion trial)."""
+    return bool(run.iloc[-1]["hidden_pass"]) if len(run) else False
+
+
+def _runs_declared(data: RunData, units: pd.DataFrame, answer: Callable[[pd.DataFrame], bool]) -> pd.DataFrame:
+    """Runs as the method declared them (`ctx.begin_run`), with candidates matched by run_index:
+    no inference from call positions. A run whose end was never recorded was cut by the budget."""
+    groups = _by_unit(data.candidates)
+    declared = _by_unit(data.runs)
+    rows = []
+    for u in units.itertuples(index=False):
+        mine = _mine(groups, u, data.candidates)
+        for r in _mine(declared, u, data.runs).itertuples(index=False):
+            run = mine[mine["run_index"] == r.run_index].sort_values("candidate_index")
+            complete = not np.isnan(r.calls_end)
+            end = int(r.calls_end) if complete else int(u.calls_used)
+            rows.append((u.method, u.task, u.repeat, int(r.run_index), int(r.calls_start), end, complete,
+                         answer(run), bool(run["hidden_pass"].any())))
+    return pd.DataFrame(rows, columns=RUN_COLS)
+
+
+def _has_declared_runs(data: RunData, units: pd.DataFrame) -> bool:
+    if not len(data.runs):
+        return False
+    keys = set(map(tuple, data.runs[UNIT_KEY].drop_duplicates().to_numpy().tolist()))
+    return all((u.method, u.task, u.repeat) in keys for u in units.itertuples(index=False))
+
+
 def independent_runs(data: RunData, method: str, n_resamples: int = 10_000, seed: int = 0) -> MethodRuns:
     """Derive one method's independent runs and its pass@k-over-runs curve (module docstring)."""
     units = data.units[data.units["method"] == method]
     opts = data.method_options.get(method, {})
-    if method == "direct":
+    declared = _has_declared_runs(data, units)
+    if declared and method == "direct":
+        runs, per_run, how = _runs_declared(data, units, _last_pass), 1.0, "each sample is one declared run"
+    elif declared and method == "geak" and "iterations" in opts:
+        t = int(opts["iterations"])
+        latency = _latency(data)
+        runs, per_run = _runs_declared(data, units, lambda run: _geak_answer(run, latency)), float(2 * t)
+        how = f"declared runs of {t} iterations x 2 calls = {2 * t} calls"
+    elif declared and method == "reflexion" and "max_iters" in opts:
+        m = int(opts["max_iters"])
+        internal = opts.get("feedback", "visible") == "internal"
+        runs, per_run = _runs_declared(data, units, _last_pass), float(int(internal) + 1 + 2 * (m - 1))
+        how = (f"declared trials; cost per trial capped at {'1 + ' if internal else ''}1 + 2 x ({m} - 1) "
+               f"= {int(per_run)} calls")
+    elif method == "direct":
         runs, per_run, how = _runs_direct(data, units), 1.0, "each call is one sample"
     elif method == "geak" and "iterations" in opts:
         t = int(opts["iterations"])

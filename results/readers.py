@@ -75,6 +75,9 @@ class RunData:
         case, candidate_ms (tuple of raw samples), baseline_ms, launches_per_sample, flagged.
     calls: one row per model call: unit key, call_index, role, prompt_tokens,
         completion_tokens, charged, cached, error, latency_s.
+    runs: independent runs the methods declared: unit key, run_index, calls_start,
+        calls_end (NaN when the budget cut the run short). Candidates carry run_index
+        (-1 when the method declared no runs).
     """
 
     infos: list[RunInfo]
@@ -85,6 +88,7 @@ class RunData:
     evaluations: pd.DataFrame
     timings: pd.DataFrame
     calls: pd.DataFrame
+    runs: pd.DataFrame
     unfinished_units: int = 0
     notes: list[str] = field(default_factory=list)
 
@@ -266,9 +270,18 @@ def read_feedback(store: Store) -> pd.DataFrame:
                   cols)
 
 
+def read_runs(store: Store) -> pd.DataFrame:
+    """Independent runs the methods declared (`ctx.begin_run`): calls_end is NaN for a run
+    the budget cut short."""
+    cols = UNIT_KEY + ["run_index", "calls_start", "calls_end"]
+    df = _frame(store.query(f"SELECT {', '.join(cols)} FROM runs ORDER BY method, task, repeat, run_index"), cols)
+    df["calls_end"] = pd.to_numeric(df["calls_end"], errors="coerce").astype(float)
+    return df
+
+
 def _events(store: Store, table: str, index: str, hidden: dict[tuple[str, str], str],
-            feedback: pd.DataFrame) -> pd.DataFrame:
-    cols = UNIT_KEY + [index, "calls_used", "tokens_used", "source_hash"]
+            feedback: pd.DataFrame, extra: tuple[str, ...] = ()) -> pd.DataFrame:
+    cols = UNIT_KEY + [index, "calls_used", "tokens_used", "source_hash", *extra]
     df = _frame(store.query(f"SELECT {', '.join(cols)} FROM {table} ORDER BY method, task, repeat, {index}"), cols)
     df["hidden_verdict"] = [hidden.get((h, t)) for h, t in zip(df["source_hash"], df["task"], strict=True)]
     df["hidden_pass"] = df["hidden_verdict"] == "correct"
@@ -286,12 +299,13 @@ def _read_store(path: Path) -> dict[str, pd.DataFrame | int]:
         feedback = read_feedback(store)
         frames: dict[str, pd.DataFrame | int] = {
             "units": read_units(store),
-            "candidates": _events(store, "candidates", "candidate_index", hidden, feedback),
+            "candidates": _events(store, "candidates", "candidate_index", hidden, feedback, ("run_index",)),
             "submissions": _events(store, "submissions", "submission_index", hidden, feedback),
             "feedback": feedback,
             "evaluations": evaluations,
             "timings": timings,
             "calls": read_calls(store),
+            "runs": read_runs(store),
             "unfinished": int(store.query("SELECT COUNT(*) FROM units WHERE status != 'done'")[0][0]),
         }
     finally:
@@ -308,7 +322,7 @@ def load_runs(paths: list[Path] | tuple[Path, ...]) -> RunData:
     check_compatible(infos)
     parts: dict[str, list[pd.DataFrame]] = {k: [] for k in
                                             ("units", "candidates", "submissions", "feedback", "evaluations",
-                                             "timings", "calls")}
+                                             "timings", "calls", "runs")}
     unfinished = 0
     offset = 0
     labels = [info.name for info in infos]
@@ -330,7 +344,7 @@ def load_runs(paths: list[Path] | tuple[Path, ...]) -> RunData:
     # Only finished units are reported on; events of a unit still running (or killed) are left out.
     units = frames_all["units"]
     done = unit_index(units)
-    for name in ("candidates", "submissions", "feedback", "calls"):
+    for name in ("candidates", "submissions", "feedback", "calls", "runs"):
         df = frames_all[name]
         frames_all[name] = df[unit_index(df).isin(done)].reset_index(drop=True)
     data = RunData(infos=infos, unfinished_units=unfinished, units=units.reset_index(drop=True),

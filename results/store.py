@@ -32,7 +32,12 @@ CREATE TABLE IF NOT EXISTS sources (source_hash TEXT PRIMARY KEY, source TEXT NO
 CREATE TABLE IF NOT EXISTS candidates (
     method TEXT NOT NULL, task TEXT NOT NULL, repeat INTEGER NOT NULL, candidate_index INTEGER NOT NULL,
     calls_used INTEGER NOT NULL, tokens_used INTEGER NOT NULL, source_hash TEXT NOT NULL,
+    run_index INTEGER NOT NULL DEFAULT -1,
     PRIMARY KEY (method, task, repeat, candidate_index));
+CREATE TABLE IF NOT EXISTS runs (
+    method TEXT NOT NULL, task TEXT NOT NULL, repeat INTEGER NOT NULL, run_index INTEGER NOT NULL,
+    calls_start INTEGER NOT NULL, calls_end INTEGER,
+    PRIMARY KEY (method, task, repeat, run_index));
 CREATE TABLE IF NOT EXISTS feedback (
     method TEXT NOT NULL, task TEXT NOT NULL, repeat INTEGER NOT NULL, feedback_index INTEGER NOT NULL,
     calls_used INTEGER NOT NULL, source_hash TEXT NOT NULL, verdict TEXT NOT NULL,
@@ -70,9 +75,11 @@ class Store:
 
     def _add_missing_columns(self) -> None:
         """Stores written before a column existed gain it (with its default) on open, so they resume."""
-        have = {r[1] for r in self._db.execute("PRAGMA table_info(calls)")}
-        if "retries" not in have:
-            self._db.execute("ALTER TABLE calls ADD COLUMN retries INTEGER NOT NULL DEFAULT 0")
+        for table, column, ddl in (("calls", "retries", "INTEGER NOT NULL DEFAULT 0"),
+                                   ("candidates", "run_index", "INTEGER NOT NULL DEFAULT -1")):
+            have = {r[1] for r in self._db.execute(f"PRAGMA table_info({table})")}
+            if column not in have:
+                self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {ddl}")
 
     def close(self) -> None:
         with self._lock:
@@ -126,6 +133,17 @@ class Store:
         cols = ", ".join(row)
         marks = ", ".join(f":{k}" for k in row)
         self._write(f"INSERT OR IGNORE INTO {table}({cols}) VALUES ({marks})", row)
+
+    # ------------------------------------------------------------------ independent runs
+    def begin_run(self, method: str, task: str, repeat: int, run_index: int, calls_start: int) -> None:
+        """A method's independent run (GEAK run, Reflexion trial, direct sample) starts; its
+        `calls_end` stays NULL until it is known to have finished (a budget cut leaves it NULL)."""
+        self._write("INSERT OR IGNORE INTO runs(method, task, repeat, run_index, calls_start) VALUES (?, ?, ?, ?, ?)",
+                    (method, task, repeat, run_index, calls_start))
+
+    def end_run(self, method: str, task: str, repeat: int, run_index: int, calls_end: int) -> None:
+        self._write("UPDATE runs SET calls_end=? WHERE method=? AND task=? AND repeat=? AND run_index=?",
+                    (calls_end, method, task, repeat, run_index))
 
     # ------------------------------------------------------------------ evaluations
     def evaluation(self, h: str, task: str, case_set: str, device_key: str) -> dict[str, Any] | None:

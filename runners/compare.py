@@ -147,8 +147,9 @@ class CompareRun:
         status, error = "done", None
         try:
             method.run(task.view(), ctx)
+            ctx.close_run()  # returned by itself: its last run is complete
         except BudgetExhausted:
-            pass
+            pass  # the run in progress was cut by the budget and stays open
         except ModelCallFailed as exc:
             error = f"model call failed: {exc}"
         self._judge_hidden(unit, task)

@@ -26,6 +26,8 @@ class UnitContext:
         self.n_feedback = 0
         self.n_submissions = 0
         self.n_test_runs = 0
+        self.run_index = -1  # no run declared yet: candidates carry -1
+        self._run_unrecorded = False  # declared, but its first call has not gone through yet
         self._submitted_hash: str | None = None
 
     @property
@@ -34,8 +36,13 @@ class UnitContext:
 
     def ask(self, messages: list[Message], *, temperature: float, role: str, max_tokens: int | None = None,
             json_mode: bool = False) -> Completion:
-        return self.account.complete(messages, temperature=temperature, role=role, max_tokens=max_tokens,
-                                     json_mode=json_mode)
+        start = self.account.spend.calls
+        completion = self.account.complete(messages, temperature=temperature, role=role, max_tokens=max_tokens,
+                                           json_mode=json_mode)
+        if self._run_unrecorded:  # a run is recorded once it has spent something, never as an empty stub
+            self.store.begin_run(self.account.method, self.account.task, self.account.repeat, self.run_index, start)
+            self._run_unrecorded = False
+        return completion
 
     def calls_used(self) -> int:
         return self.account.spend.calls
@@ -48,7 +55,8 @@ class UnitContext:
         candidate = Candidate(index=self.n_candidates, source=source, calls_used=self.account.spend.calls)
         self.store.record_event("candidates", {**self._key, "candidate_index": candidate.index,
                                                "calls_used": candidate.calls_used,
-                                               "tokens_used": self.account.spend.total_tokens, "source_hash": h})
+                                               "tokens_used": self.account.spend.total_tokens, "source_hash": h,
+                                               "run_index": self.run_index})
         self.n_candidates += 1
         return candidate
 
@@ -61,6 +69,19 @@ class UnitContext:
         self.n_feedback += 1
         return Feedback(verdict=v.kind, message=v.message, failing_case=v.failing_case,
                         latency_ms=t.candidate_ms if t else None, speedup=t.speedup_vs_baseline if t else None)
+
+    def begin_run(self) -> None:
+        """A new independent run starts, so the one before it finished: recorded, so that
+        pass@k over runs is computed from declared runs rather than inferred from positions."""
+        self.close_run()
+        self.run_index += 1
+        self._run_unrecorded = True
+
+    def close_run(self) -> None:
+        """Mark the current run finished (the scheduler calls it when a method returns by itself)."""
+        if self.run_index >= 0 and not self._run_unrecorded:
+            self.store.end_run(self.account.method, self.account.task, self.account.repeat, self.run_index,
+                               self.account.spend.calls)
 
     def run_tests(self, candidate: Candidate, tests: str) -> Feedback:
         """The method's own test functions against a candidate, run by the sandboxed worker.

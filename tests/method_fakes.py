@@ -81,6 +81,7 @@ class FakeContext:
     submissions: list[Candidate] = field(default_factory=list)
     visible_runs: list[Candidate] = field(default_factory=list)
     test_runs: list[tuple[Candidate, str]] = field(default_factory=list)
+    run_starts: list[int] = field(default_factory=list)  # calls used when each declared run began
 
     def __post_init__(self) -> None:
         self.recorder = MemoryRecorder()
@@ -116,6 +117,9 @@ class FakeContext:
         fb = self._scripted(self.tests, len(self.test_runs), candidate, suite_result(True))
         self.test_runs.append((candidate, tests))
         return fb
+
+    def begin_run(self) -> None:
+        self.run_starts.append(self.account.spend.calls)
 
     def submit(self, candidate: Candidate) -> None:
         if not self.submissions or self.submissions[-1].source != candidate.source:

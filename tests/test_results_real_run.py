@@ -101,3 +101,21 @@ def test_report_and_figures_commands(real_run: Path, tmp_path: Path) -> None:
     drawn = sorted(p.name for p in (tmp_path / "figs").iterdir())
     assert drawn == sorted(f"{n}.{e}" for n in ("budget_calls", "budget_tokens", "parallel_scaling")
                            for e in ("png", "pdf"))
+
+
+def test_runs_are_declared_by_the_methods(real_run: Path) -> None:
+    """Runs come from `ctx.begin_run`, not from call positions: one per direct sample, all
+    complete; one GEAK run per unit, cut by the budget (3 calls < 20 per run); no empty runs."""
+    d = load_run(real_run)
+    direct = d.runs[d.runs["method"] == "direct"]
+    for _, g in direct.groupby(["task", "repeat"]):
+        assert g["calls_start"].tolist() == list(range(BUDGET))
+        assert g["calls_end"].tolist() == [float(i + 1) for i in range(BUDGET)]
+    geak = d.runs[d.runs["method"] == "geak"]
+    assert len(geak) == d.units["method"].eq("geak").sum()
+    assert (geak["calls_start"] == 0).all() and geak["calls_end"].isna().all()
+    cands = d.candidates
+    assert (cands["run_index"] >= 0).all()
+    direct_cands = cands[cands["method"] == "direct"]
+    assert (direct_cands["run_index"] == direct_cands["calls_used"] - 1).all()
+    assert independent_runs(d, "direct", n_resamples=RES).derivation == "each sample is one declared run"
