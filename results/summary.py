@@ -62,14 +62,19 @@ def unit_outcomes(store: Store) -> list[UnitOutcome]:
     hidden = _hidden_verdicts(store)
     speed = _speedups(store)
     visible = {r["source_hash"]: r["verdict"] for r in store.query("SELECT source_hash, verdict FROM feedback")}
+    # One pass over each table, grouped by unit (not one query per unit).
+    finals = {(r[0], r[1], r[2]): r[3] for r in store.query(
+        "SELECT s.method, s.task, s.repeat, s.source_hash FROM submissions s JOIN "
+        "(SELECT method, task, repeat, MAX(submission_index) AS last FROM submissions GROUP BY method, task, repeat) m "
+        "ON s.method=m.method AND s.task=m.task AND s.repeat=m.repeat AND s.submission_index=m.last")}
+    candidates: dict[tuple, list[str]] = {}
+    for r in store.query("SELECT method, task, repeat, source_hash FROM candidates"):
+        candidates.setdefault((r[0], r[1], r[2]), []).append(r[3])
     outcomes = []
     for u in store.query("SELECT * FROM units WHERE status='done' ORDER BY method, task, repeat"):
         key = (u["method"], u["task"], u["repeat"])
-        subs = store.query("SELECT source_hash FROM submissions WHERE method=? AND task=? AND repeat=? "
-                           "ORDER BY submission_index DESC LIMIT 1", key)
-        cands = [r[0] for r in store.query("SELECT source_hash FROM candidates WHERE method=? AND task=? AND repeat=?",
-                                           key)]
-        final = subs[0][0] if subs else None
+        cands = candidates.get(key, [])
+        final = finals.get(key)
         submitted = final is not None and hidden.get(final) == "correct"
         outcomes.append(UnitOutcome(
             method=u["method"], task=u["task"], repeat=u["repeat"], calls_used=u["calls_used"],

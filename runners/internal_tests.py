@@ -27,17 +27,11 @@ import traceback
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterator
 
+from methods.base import Feedback, TestResult
 from runners.verdict import Verdict
 
 JOB_KIND = "internal_tests"
 DEFAULT_TEST_TIMEOUT_S = 30.0
-
-
-@dataclass(frozen=True)
-class TestOutcome:
-    name: str
-    passed: bool
-    message: str = ""
 
 
 @dataclass(frozen=True)
@@ -47,7 +41,7 @@ class InternalTestReport:
     (syntax/compile/runtime error at import, timeout, crash)."""
 
     verdict: Verdict
-    tests: tuple[TestOutcome, ...] = ()
+    tests: tuple[TestResult, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -58,10 +52,10 @@ class InternalTestReport:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "InternalTestReport":
-        return cls(Verdict.from_json(d["verdict"]), tuple(TestOutcome(**t) for t in d.get("tests", ())))
+        return cls(Verdict.from_json(d["verdict"]), tuple(TestResult(**t) for t in d.get("tests", ())))
 
     @classmethod
-    def from_outcomes(cls, outcomes: tuple[TestOutcome, ...]) -> "InternalTestReport":
+    def from_outcomes(cls, outcomes: tuple[TestResult, ...]) -> "InternalTestReport":
         failed = [t for t in outcomes if not t.passed]
         if not failed:
             return cls(Verdict("correct", f"{len(outcomes)} test(s) passed", cases_run=len(outcomes)), outcomes)
@@ -69,14 +63,11 @@ class InternalTestReport:
         return cls(Verdict("wrong_result", f"{len(failed)} of {len(outcomes)} test(s) failed; first: {first.message}",
                            failing_case=first.name, cases_run=len(outcomes)), outcomes)
 
-    def to_feedback(self) -> Any:
-        """The method-facing record (methods.base.Feedback, kind "tests")."""
-        from methods.base import Feedback, TestResult
-
+    def to_feedback(self) -> Feedback:
+        """The method-facing record (kind "tests")."""
         v = self.verdict
         return Feedback(verdict=v.kind, message=v.message, failing_case=v.failing_case, latency_ms=None,
-                        speedup=None, tests=tuple(TestResult(t.name, t.passed, t.message) for t in self.tests),
-                        kind="tests")
+                        speedup=None, tests=self.tests, kind="tests")
 
 
 def case_set_for(tests: str) -> str:
@@ -159,7 +150,7 @@ def _failure_message(exc: BaseException, tests: str) -> str:
 
 
 def run_test_functions(entry: Callable[..., Any], entry_name: str, tests: str, device: str,
-                       per_test_timeout: float | None = DEFAULT_TEST_TIMEOUT_S) -> tuple[TestOutcome, ...]:
+                       per_test_timeout: float | None = DEFAULT_TEST_TIMEOUT_S) -> tuple[TestResult, ...]:
     """Define the tests in a fresh namespace holding the entry point and DEVICE, then call
     each `test_*` function. A test source that does not even define its functions (an import
     of a missing module, a syntax error) fails every test with that error."""
@@ -167,26 +158,26 @@ def run_test_functions(entry: Callable[..., Any], entry_name: str, tests: str, d
     try:
         names = _test_names(tests)
     except SyntaxError as exc:
-        return (TestOutcome("tests", False, f"the tests do not parse: {exc}"),)
+        return (TestResult("tests", False, f"the tests do not parse: {exc}"),)
     try:
         exec(compile(tests, "<internal_tests>", "exec"), namespace)  # noqa: S102 - the sandboxed worker's job
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - a broken test file fails its tests, not the worker
         message = f"the tests could not be defined: {_failure_message(exc, tests)}"
-        return tuple(TestOutcome(n, False, message) for n in names or ["tests"])
+        return tuple(TestResult(n, False, message) for n in names or ["tests"])
     namespace[entry_name] = entry  # a test file that rebinds the entry point still tests the candidate
     outcomes = []
     for name in names:
         fn = namespace.get(name)
         if not callable(fn):
-            outcomes.append(TestOutcome(name, False, "not a function after the test source ran"))
+            outcomes.append(TestResult(name, False, "not a function after the test source ran"))
             continue
         try:
             with _time_limit(per_test_timeout):
                 fn()
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - every failure of a test is that test's outcome
-            outcomes.append(TestOutcome(name, False, _failure_message(exc, tests)))
+            outcomes.append(TestResult(name, False, _failure_message(exc, tests)))
         else:
-            outcomes.append(TestOutcome(name, True))
+            outcomes.append(TestResult(name, True))
     return tuple(outcomes)
 
 

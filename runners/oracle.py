@@ -15,14 +15,13 @@ only while judging), so a candidate that bound `torch.empty_like` at import is p
 from __future__ import annotations
 
 import contextlib
-import importlib.util
-import sys
 import traceback
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import torch
 
+from bench.modules import import_file
 from bench.task import Case, Task
 from runners.verdict import Verdict
 
@@ -114,16 +113,10 @@ def load_module(path: Path, module_name: str) -> Any:
         compile(source, str(path), "exec")
     except (SyntaxError, ValueError) as exc:
         raise CandidateLoadError("syntax_error", f"{type(exc).__name__}: {exc}") from None
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
     try:
-        spec.loader.exec_module(module)
+        return import_file(path, module_name)
     except BaseException as exc:  # noqa: BLE001 - SystemExit from candidate code is a verdict too
-        sys.modules.pop(module_name, None)
         raise CandidateLoadError(classify_exception(exc), f"import failed: {format_exception(exc)}") from None
-    return module
 
 
 def format_exception(exc: BaseException, limit: int = 2000) -> str:

@@ -298,10 +298,8 @@ class LocalPool:
         with self._stats_lock:
             setattr(self.stats, field, getattr(self.stats, field) + 1)
 
-    def _run_job(self, job: dict[str, Any], limit: float, timeout_message: str
-                 ) -> tuple[dict[str, Any] | None, Verdict | None]:
-        """Send one job to an idle worker: (reply, None), or (None, the verdict the worker's
-        failure earns). The worker is restarted after a timeout, a crash, a protocol
+    def _run_job(self, job: dict[str, Any], limit: float, timeout_message: str) -> dict[str, Any] | Verdict:
+        """Send one job to an idle worker: its reply, or the verdict the worker's failure earns. The worker is restarted after a timeout, a crash, a protocol
         violation or a reply that asks for it (device error)."""
         worker = self._idle.get()
         try:
@@ -311,17 +309,17 @@ class LocalPool:
             except WorkerTimeout:
                 self._count("timeouts")
                 self._restart(worker)
-                return None, Verdict("timeout", timeout_message, worker_restarted=True)
+                return Verdict("timeout", timeout_message, worker_restarted=True)
             except WorkerDied as exc:
                 self._count("crashes")
                 self._restart(worker)
-                return None, Verdict("crash", str(exc), worker_restarted=True)
+                return Verdict("crash", str(exc), worker_restarted=True)
             except ProtocolViolation as exc:
                 self._restart(worker)
-                return None, Verdict("runtime_error", f"protocol violation: {exc}", worker_restarted=True)
+                return Verdict("runtime_error", f"protocol violation: {exc}", worker_restarted=True)
             if reply.get("fatal"):
                 self._restart(worker)
-            return reply, None
+            return reply
         finally:
             self._idle.put(worker)
 
@@ -330,9 +328,9 @@ class LocalPool:
         job = {"task": task_id, "source": source, "case_set": case_set, "timing": timing,
                "timing_policy": timing_policy or {}}
         limit = timeout or self.job_timeout
-        reply, failure = self._run_job(job, limit, f"no verdict within {limit:.0f} s; worker restarted")
-        if failure is not None or reply is None:
-            return Evaluation(failure or Verdict("crash", "no reply"))
+        reply = self._run_job(job, limit, f"no verdict within {limit:.0f} s; worker restarted")
+        if isinstance(reply, Verdict):
+            return Evaluation(reply)
         evaluation = Evaluation.from_json(reply["evaluation"])
         if reply.get("fatal") and not evaluation.verdict.worker_restarted:
             evaluation = Evaluation(dataclasses.replace(evaluation.verdict, worker_restarted=True), evaluation.timing)
@@ -348,9 +346,9 @@ class LocalPool:
         job = {"kind": JOB_KIND, "task": task_id, "source": source, "tests": tests,
                "per_test_timeout": per_test_timeout or DEFAULT_TEST_TIMEOUT_S}
         limit = timeout or self.job_timeout
-        reply, failure = self._run_job(job, limit, f"the tests did not finish within {limit:.0f} s")
-        if failure is not None or reply is None:
-            return InternalTestReport(failure or Verdict("crash", "no reply"))
+        reply = self._run_job(job, limit, f"the tests did not finish within {limit:.0f} s")
+        if isinstance(reply, Verdict):
+            return InternalTestReport(reply)
         return InternalTestReport.from_json(reply["evaluation"])
 
     def _restart(self, worker: WorkerProcess) -> None:

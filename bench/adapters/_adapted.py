@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.modules import import_file
 from bench.task import Task, Tolerance
 
 ADAPTED_TOLERANCES = {
@@ -80,16 +81,7 @@ def import_text(text: str, name: str) -> types.ModuleType:
     install_suite_stubs()
     path = workdir() / f"{name}.py"
     path.write_text(text)
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        sys.modules.pop(name, None)
-        raise
-    return module
+    return import_file(path, name)
 
 
 def run_in_namespace(text: str, name: str, namespace: dict[str, Any]) -> None:
