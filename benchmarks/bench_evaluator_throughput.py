@@ -13,7 +13,9 @@ hidden cases twice:
    `timeout`, one that dies without printing a verdict is `crash`.
 
 Both sides run `--workers` candidates at a time, so the ratio measures process reuse,
-not parallelism. Prints both throughputs, the ratio, and whether the verdict kinds are
+not parallelism. Each side starts from its own empty Triton cache (TRITON_CACHE_DIR), so
+neither reuses kernels the other compiled; duplicates within a side hit its own cache, as
+they would in a real run (`--triton-cache shared` keeps the user's cache for both). Prints both throughputs, the ratio, and whether the verdict kinds are
 identical (listing any that differ). Goal on an H200 (issue 3): ratio >= 10.
 
 Usage: python benchmarks/bench_evaluator_throughput.py [--n 200] [--workers W] [--tasks a,b]
@@ -140,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tasks", default=None, help="comma-separated task ids [the quick suite]")
     ap.add_argument("--case-set", default="hidden", choices=["visible", "hidden"])
     ap.add_argument("--timeout", type=float, default=None, help="per-candidate limit, seconds [180 GPU, 600 CPU]")
+    ap.add_argument("--triton-cache", choices=["fresh", "shared"], default="fresh",
+                    help="fresh: an empty Triton cache per side [default]; shared: the user's cache for both")
     ap.add_argument("--skip-naive", action="store_true", help="only the pool (for a quick look)")
     ap.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the figures here")
     args = ap.parse_args(argv)
@@ -157,17 +161,26 @@ def main(argv: list[str] | None = None) -> int:
     workers = args.workers or (max(1, min(os.cpu_count() or 1, 4)) if target.interpreter
                                else 2 * max(1, target.device_count))
     timeout = args.timeout or (600.0 if target.interpreter else 180.0)
-    print(f"target: {target.vendor} ({target.device_name}); {len(cands)} candidates over {len(task_ids)} tasks; "
+    print(f"target: {target.vendor} ({target.device_name}); {len(cands)} candidates "
+          f"({len({c.source for c in cands})} distinct) over {len(task_ids)} tasks; "
           f"{workers} at a time; case set {args.case_set}", flush=True)
 
+    fresh_cache = args.triton_cache == "fresh"
+    if fresh_cache:
+        os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="kmc-bench-triton-pool-")
     pool_kinds, pool_s, stats = run_pool(cands, args.case_set, target, workers, timeout)
     print(f"pool : {pool_s:8.1f} s  {len(cands) / pool_s:8.2f} candidates/s  (restarts {stats.restarts}, "
           f"timeouts {stats.timeouts}, crashes {stats.crashes})", flush=True)
-    result: dict[str, Any] = {"n": len(cands), "workers": workers, "target": target.to_json(),
+    result: dict[str, Any] = {"n": len(cands), "workers": workers, "triton_cache": args.triton_cache,
+                              "distinct_sources": len({c.source for c in cands}), "target": target.to_json(),
                               "pool_seconds": pool_s, "pool_per_s": len(cands) / pool_s,
                               "verdict_counts": {k: pool_kinds.count(k) for k in sorted(set(pool_kinds))}}
     print(f"verdicts: {result['verdict_counts']}")
+    if args.json_out:  # written now too, so a naive side cut short still leaves the pool's figures
+        args.json_out.write_text(json.dumps(result, indent=2))
     if not args.skip_naive:
+        if fresh_cache:
+            os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="kmc-bench-triton-naive-")
         naive_kinds, naive_s = run_naive(cands, args.case_set, target, workers, timeout)
         ratio = naive_s / pool_s
         mismatches = [(c.index, c.task, c.label, p, q) for c, p, q in zip(cands, pool_kinds, naive_kinds, strict=True)
