@@ -321,6 +321,11 @@ def independent_runs(data: RunData, method: str, n_resamples: int = 10_000, seed
                           f"{method}: no known run structure, so no pass@k over runs", float("nan"), float("nan"))
     tokens, evals = _run_spend(data, runs)
     complete = runs[runs["complete"]]
+    if method == "reflexion" and len(complete):
+        # The x-axis charges every trial its cap (never understating cost); the mean a trial
+        # actually spent is shown beside it, since trials that succeed stop early.
+        observed = float((complete["calls_end"] - complete["calls_start"]).mean())
+        how += f" (observed mean {observed:.1f} calls per complete trial)"
     missing = sorted(set(units["task"]) - set(complete["task"]))
     note = ""
     curve = None
@@ -337,12 +342,14 @@ def independent_runs(data: RunData, method: str, n_resamples: int = 10_000, seed
 
 
 def _run_spend(data: RunData, runs: pd.DataFrame) -> tuple[float, float]:
-    """Mean tokens and visible GPU evaluations per complete run."""
+    """Mean tokens and GPU evaluations per complete run: visible feedback and the method's
+    own test runs (Reflexion's internal feedback runs on the GPU too)."""
     complete = runs[runs["complete"]]
     if not len(complete):
         return float("nan"), float("nan")
     cum = _unit_tokens(data)
-    fb = {k: np.sort(g["calls_used"].to_numpy()) for k, g in data.feedback.groupby(UNIT_KEY, sort=False)}
+    events = pd.concat([data.feedback[UNIT_KEY + ["calls_used"]], data.test_runs[UNIT_KEY + ["calls_used"]]])
+    fb = {k: np.sort(g["calls_used"].to_numpy(np.int64)) for k, g in events.groupby(UNIT_KEY, sort=False)}
     toks, evals = [], []
     for r in complete.itertuples(index=False):
         key = (r.method, r.task, r.repeat)

@@ -25,6 +25,8 @@ from results.store import Store
 from results.summary import unit_outcomes
 
 UNIT_KEY = ["method", "task", "repeat"]
+TEST_RUN_COLS = UNIT_KEY + ["test_run_index", "calls_used", "source_hash", "tests_hash", "verdict", "tests_passed",
+                            "tests_total"]
 
 
 class RunError(ValueError):
@@ -78,6 +80,9 @@ class RunData:
     runs: independent runs the methods declared: unit key, run_index, calls_start,
         calls_end (NaN when the budget cut the run short). Candidates carry run_index
         (-1 when the method declared no runs).
+    test_runs: a method's own tests run against its candidates (Reflexion's internal
+        feedback): unit key, test_run_index, calls_used, source_hash, tests_hash, verdict,
+        tests_passed, tests_total. Empty for stores written before the table existed.
     """
 
     infos: list[RunInfo]
@@ -89,6 +94,7 @@ class RunData:
     timings: pd.DataFrame
     calls: pd.DataFrame
     runs: pd.DataFrame
+    test_runs: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=TEST_RUN_COLS))
     unfinished_units: int = 0
     notes: list[str] = field(default_factory=list)
 
@@ -270,6 +276,11 @@ def read_feedback(store: Store) -> pd.DataFrame:
                   cols)
 
 
+def read_test_runs(store: Store) -> pd.DataFrame:
+    return _frame(store.query(f"SELECT {', '.join(TEST_RUN_COLS)} FROM test_runs "
+                              "ORDER BY method, task, repeat, test_run_index"), TEST_RUN_COLS)
+
+
 def read_runs(store: Store) -> pd.DataFrame:
     """Independent runs the methods declared (`ctx.begin_run`): calls_end is NaN for a run
     the budget cut short."""
@@ -306,6 +317,7 @@ def _read_store(path: Path) -> dict[str, pd.DataFrame | int]:
             "timings": timings,
             "calls": read_calls(store),
             "runs": read_runs(store),
+            "test_runs": read_test_runs(store),
             "unfinished": int(store.query("SELECT COUNT(*) FROM units WHERE status != 'done'")[0][0]),
         }
     finally:
@@ -322,7 +334,7 @@ def load_runs(paths: list[Path] | tuple[Path, ...]) -> RunData:
     check_compatible(infos)
     parts: dict[str, list[pd.DataFrame]] = {k: [] for k in
                                             ("units", "candidates", "submissions", "feedback", "evaluations",
-                                             "timings", "calls", "runs")}
+                                             "timings", "calls", "runs", "test_runs")}
     unfinished = 0
     offset = 0
     labels = [info.name for info in infos]
@@ -344,7 +356,7 @@ def load_runs(paths: list[Path] | tuple[Path, ...]) -> RunData:
     # Only finished units are reported on; events of a unit still running (or killed) are left out.
     units = frames_all["units"]
     done = unit_index(units)
-    for name in ("candidates", "submissions", "feedback", "calls", "runs"):
+    for name in ("candidates", "submissions", "feedback", "calls", "runs", "test_runs"):
         df = frames_all[name]
         frames_all[name] = df[unit_index(df).isin(done)].reset_index(drop=True)
     data = RunData(infos=infos, unfinished_units=unfinished, units=units.reset_index(drop=True),

@@ -42,6 +42,11 @@ CREATE TABLE IF NOT EXISTS feedback (
     method TEXT NOT NULL, task TEXT NOT NULL, repeat INTEGER NOT NULL, feedback_index INTEGER NOT NULL,
     calls_used INTEGER NOT NULL, source_hash TEXT NOT NULL, verdict TEXT NOT NULL,
     PRIMARY KEY (method, task, repeat, feedback_index));
+CREATE TABLE IF NOT EXISTS test_runs (
+    method TEXT NOT NULL, task TEXT NOT NULL, repeat INTEGER NOT NULL, test_run_index INTEGER NOT NULL,
+    calls_used INTEGER NOT NULL, source_hash TEXT NOT NULL, tests_hash TEXT NOT NULL, verdict TEXT NOT NULL,
+    tests_passed INTEGER NOT NULL, tests_total INTEGER NOT NULL,
+    PRIMARY KEY (method, task, repeat, test_run_index));
 CREATE TABLE IF NOT EXISTS submissions (
     method TEXT NOT NULL, task TEXT NOT NULL, repeat INTEGER NOT NULL, submission_index INTEGER NOT NULL,
     calls_used INTEGER NOT NULL, tokens_used INTEGER NOT NULL, source_hash TEXT NOT NULL,
@@ -127,9 +132,10 @@ class Store:
         return str(self.query("SELECT source FROM sources WHERE source_hash=?", (h,))[0][0])
 
     def record_event(self, table: str, row: dict[str, Any]) -> None:
-        """Candidates, feedback and submissions. A resumed unit replays the same events with
-        the same keys; OR IGNORE keeps the first copy and makes the replay a no-op."""
-        assert table in ("candidates", "feedback", "submissions")
+        """Candidates, feedback, a method's own test runs and submissions. A resumed unit
+        replays the same events with the same keys; OR IGNORE keeps the first copy and makes
+        the replay a no-op."""
+        assert table in ("candidates", "feedback", "test_runs", "submissions")
         cols = ", ".join(row)
         marks = ", ".join(f":{k}" for k in row)
         self._write(f"INSERT OR IGNORE INTO {table}({cols}) VALUES ({marks})", row)

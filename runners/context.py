@@ -85,8 +85,16 @@ class UnitContext:
 
     def run_tests(self, candidate: Candidate, tests: str) -> Feedback:
         """The method's own test functions against a candidate, run by the sandboxed worker.
-        Not written to the feedback table: that table holds visible verdicts only."""
+        Recorded in `test_runs` (with the tests' source), not in `feedback`: that table holds
+        visible verdicts only, and a reviewer must be able to tell the two kinds apart."""
         report = self.evaluator.run_tests(self.task.id, candidate.source, tests)
+        self.store.record_event("test_runs", {**self._key, "test_run_index": self.n_test_runs,
+                                              "calls_used": self.account.spend.calls,
+                                              "source_hash": self.store.put_source(candidate.source),
+                                              "tests_hash": self.store.put_source(tests),
+                                              "verdict": report.verdict.kind,
+                                              "tests_passed": sum(t.passed for t in report.tests),
+                                              "tests_total": len(report.tests)})
         self.n_test_runs += 1
         return report.to_feedback()
 

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from results.curves import independent_runs
+from results.readers import load_run
 from tests.helpers import ROOT, cli_env, run_cli
 
 SMOKE = ("--budget", "4", "--tasks", "vector_add,softmax", "--quiet")
@@ -77,11 +79,13 @@ def _table(run_dir: Path, sql: str) -> list[tuple]:
 
 
 CALL_KEY = "SELECT method, task, repeat, call_index, messages_hash, response, prompt_tokens, completion_tokens, charged FROM calls ORDER BY 1, 2, 3, 4"
-EVENTS = {t: f"SELECT * FROM {t} ORDER BY 1, 2, 3, 4" for t in ("candidates", "feedback", "submissions")}
+EVENTS = {t: f"SELECT * FROM {t} ORDER BY 1, 2, 3, 4"
+          for t in ("candidates", "feedback", "test_runs", "submissions", "runs")}
 
 
 def test_sigkill_then_resume_equals_uninterrupted_run(tmp_path: Path) -> None:
-    args = ("compare", "--budget", "6", "--tasks", "vector_add,flip", "--methods", "direct,geak", "--seed", "7", "--quiet")
+    args = ("compare", "--budget", "6", "--tasks", "vector_add,flip", "--methods", "direct,geak,reflexion", "--seed", "7",
+            "--quiet")
     full = run_cli(*args, "--out", str(tmp_path / "full"))
     assert full.returncode == 0, full.stderr[-3000:]
     full_dir = _only_run_dir(tmp_path / "full")
@@ -100,7 +104,7 @@ def test_sigkill_then_resume_equals_uninterrupted_run(tmp_path: Path) -> None:
         proc.wait()
     assert not (killed_dir / "summary.json").exists(), "the run finished before it could be killed"
     recorded_before = _table(killed_dir, CALL_KEY)
-    assert 0 < len(recorded_before) < 2 * 2 * 6
+    assert 0 < len(recorded_before) < 3 * 2 * 6
 
     resumed = run_cli("compare", "--resume", str(killed_dir), "--quiet")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
@@ -113,6 +117,9 @@ def test_sigkill_then_resume_equals_uninterrupted_run(tmp_path: Path) -> None:
     for table, sql in EVENTS.items():
         assert _table(killed_dir, sql) == _table(full_dir, sql), table
     assert (killed_dir / "summary.json").read_text() == (full_dir / "summary.json").read_text()
+    # Reflexion's own test runs are GPU evaluations its trials cost, and reports count them.
+    reflexion = independent_runs(load_run(killed_dir), "reflexion", n_resamples=200)
+    assert reflexion.evals_per_run >= 1 and "observed mean" in reflexion.derivation
 
 
 @pytest.mark.parametrize("args, needle", [

@@ -83,6 +83,14 @@ def test_reflexion_internal_tests_run_in_the_worker(tmp_path: Path, monkeypatch:
         assert store.count("submissions") >= 1
         assert store.count("feedback") == 0  # internal mode never looks at the visible cases
         assert unit["feedback_evals"] >= len(reports)  # but its test runs are evaluations, counted
+        # Every test run is on record: which candidate, which tests (their source), what came back.
+        test_runs = [dict(r) for r in store.query("SELECT * FROM test_runs ORDER BY test_run_index")]
+        assert len(test_runs) == unit["feedback_evals"] and [r["test_run_index"] for r in test_runs] == \
+            list(range(len(test_runs)))
+        for r in test_runs:
+            assert "def test" in store.source(r["tests_hash"]) and store.source(r["source_hash"])
+            assert 0 <= r["tests_passed"] <= r["tests_total"] and 0 < r["calls_used"] <= 8
+            assert (r["verdict"] == "correct") == (r["tests_total"] > 0 and r["tests_passed"] == r["tests_total"])
     finally:
         store.close()
 
