@@ -49,6 +49,7 @@ class RunInfo:
     model: str
     interpreter: bool
     device_name: str
+    task_difficulty: dict[str, int] = field(default_factory=dict)  # empty for runs recorded before it was
 
     @property
     def name(self) -> str:
@@ -166,6 +167,7 @@ def read_run_info(path: Path) -> RunInfo:
             model=str(resolved.get("model", "")),
             interpreter=bool(target.get("interpreter", False)),
             device_name=str(target.get("device_name", "")),
+            task_difficulty={str(t): int(d) for t, d in resolved.get("task_difficulty", {}).items()},
         )
     except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
         raise RunError(f"{cfg_path} is not a run's config ({type(exc).__name__}: {exc})") from None
@@ -375,19 +377,23 @@ def unit_index(df: pd.DataFrame) -> pd.MultiIndex:
     return pd.MultiIndex.from_frame(df[UNIT_KEY])
 
 
-def task_difficulty(task_ids: list[str] | tuple[str, ...]) -> dict[str, int | None]:
-    """Difficulty of each task from the bench registry (None for a task it does not know).
+def task_difficulty(data: RunData, task_ids: list[str] | tuple[str, ...]) -> dict[str, int | None]:
+    """Difficulty of each task as the run recorded it (config.json), so a report needs only the
+    run folder: no torch, and adapted suites need not be loadable where the report is made.
+    Runs recorded before that fall back to the bench registry (None for a task it does not know)."""
+    recorded: dict[str, int] = {}
+    for info in data.infos:
+        recorded.update(info.task_difficulty)
+    out: dict[str, int | None] = {t: recorded.get(t) for t in task_ids}
+    missing = [t for t in task_ids if out[t] is None]
+    if missing:
+        from bench.registry import UnknownTaskError, get_task  # lazily: the registry loads torch
 
-    Imported lazily: the registry loads torch, which the rest of the results package avoids.
-    """
-    from bench.registry import UnknownTaskError, get_task
-
-    out: dict[str, int | None] = {}
-    for t in task_ids:
-        try:
-            out[t] = int(get_task(t).difficulty)
-        except UnknownTaskError:
-            out[t] = None
+        for t in missing:
+            try:
+                out[t] = int(get_task(t).difficulty)
+            except UnknownTaskError:
+                out[t] = None
     return out
 
 

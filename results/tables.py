@@ -141,7 +141,7 @@ def _unit(data: RunData) -> str:
 
 
 def difficulty_table(a: Analysis) -> Table:
-    diff = task_difficulty(sorted(a.data.units["task"].unique()))
+    diff = task_difficulty(a.data, sorted(a.data.units["task"].unique()))
     rows = []
     for m, units in _method_units(a):
         levels = units["task"].map(lambda t: diff.get(t))

@@ -226,7 +226,9 @@ def record_run_files(run: CompareRun, resumed: bool) -> None:
     if not resumed:
         write_json(run.run_dir / "config.json", {
             "config": cfg.to_json(),
-            "resolved": {"tasks": [t.id for t in run.tasks], "method_options": run.method_opts,
+            "resolved": {"tasks": [t.id for t in run.tasks],
+                         "task_difficulty": {t.id: int(t.difficulty) for t in run.tasks},
+                         "method_options": run.method_opts,
                          "budget_unit": run.ledger.unit, "model": run.client.model, "simulated": run.client.simulated,
                          "target": run.target.to_json()},
         })

@@ -119,3 +119,20 @@ def test_runs_are_declared_by_the_methods(real_run: Path) -> None:
     direct_cands = cands[cands["method"] == "direct"]
     assert (direct_cands["run_index"] == direct_cands["calls_used"] - 1).all()
     assert independent_runs(d, "direct", n_resamples=RES).derivation == "each sample is one declared run"
+
+
+def test_difficulty_comes_from_the_run_folder(real_run: Path, tmp_path: Path) -> None:
+    """The run records each task's difficulty, so the table needs no bench registry (nor torch)."""
+    import shutil
+
+    from bench.registry import get_task
+
+    recorded = json.loads((real_run / "config.json").read_text())["resolved"]["task_difficulty"]
+    assert recorded == {t: get_task(t).difficulty for t in ("vector_add", "flip")}
+    copy = tmp_path / real_run.name
+    shutil.copytree(real_run, copy)
+    cfg = json.loads((copy / "config.json").read_text())
+    cfg["resolved"]["task_difficulty"] = {"vector_add": 4, "flip": 4}  # not what the registry says
+    (copy / "config.json").write_text(json.dumps(cfg))
+    diff = {t.name: t for t in build_tables(analyse(load_run(copy), n_resamples=RES))}["difficulty"].numeric
+    assert set(diff["difficulty"]) == {4}
