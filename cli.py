@@ -202,10 +202,6 @@ def _run_compare(config: Any, out: Path | None, resume: Path | None, quiet: bool
     if clock_lock is None:
         clock_lock = _clock_lock(target, clocks)
     bar = None
-    if not quiet:
-        from tqdm import tqdm
-
-        bar = tqdm(total=1, unit="unit", desc="units", dynamic_ncols=True, file=sys.stderr)
 
     def on_progress(p: Any) -> None:
         if bar is not None:
@@ -225,6 +221,11 @@ def _run_compare(config: Any, out: Path | None, resume: Path | None, quiet: bool
             where = getattr(client, "base_url", None)
             click.echo("model: built-in SIMULATED model " + (f"served by {where}" if where else "(no endpoint configured)"),
                        err=True)
+        if not quiet:  # made only now, so the lines above are not printed through a half-drawn bar
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(config.methods) * len(run.tasks) * config.repeats, unit="unit", desc="units",
+                       dynamic_ncols=True, file=sys.stderr)
         with clock_lock:  # entered before the workers start, so their timings say clocks were locked
             run.run()
         summary = build_summary(run.store, config.to_json(), client.simulated, client.model)
