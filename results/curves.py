@@ -148,14 +148,21 @@ def checkpoints(top: int) -> list[int]:
     return out + [int(top)]
 
 
+def gpu_eval_positions(data: RunData) -> dict[tuple, np.ndarray]:
+    """Per unit, the calls spent at each GPU evaluation a method asked for, sorted: visible
+    feedback and runs of its own tests (Reflexion's internal feedback runs on the GPU too)."""
+    events = pd.concat([data.feedback[UNIT_KEY + ["calls_used"]], data.test_runs[UNIT_KEY + ["calls_used"]]])
+    return {k: np.sort(g["calls_used"].to_numpy(np.int64)) for k, g in events.groupby(UNIT_KEY, sort=False)}
+
+
 def spend_at(data: RunData, budgets: list[int]) -> pd.DataFrame:
-    """Per unit and calls budget b: tokens spent by the b-th charged call and visible GPU
-    evaluations asked for by then (a unit that stopped earlier keeps its totals)."""
+    """Per unit and calls budget b: tokens spent by the b-th charged call and GPU evaluations
+    asked for by then (a unit that stopped earlier keeps its totals)."""
     calls = data.calls[data.calls["charged"] == 1].copy()
     calls["tokens"] = calls["prompt_tokens"] + calls["completion_tokens"]
     cum = {k: np.cumsum(g.sort_values("call_index")["tokens"].to_numpy())
            for k, g in calls.groupby(UNIT_KEY, sort=False)}
-    fb = {k: np.sort(g["calls_used"].to_numpy()) for k, g in data.feedback.groupby(UNIT_KEY, sort=False)}
+    fb = gpu_eval_positions(data)
     rows = []
     for key in data.units[UNIT_KEY].itertuples(index=False, name=None):
         c = cum.get(key, np.zeros(0))
@@ -342,14 +349,12 @@ def independent_runs(data: RunData, method: str, n_resamples: int = 10_000, seed
 
 
 def _run_spend(data: RunData, runs: pd.DataFrame) -> tuple[float, float]:
-    """Mean tokens and GPU evaluations per complete run: visible feedback and the method's
-    own test runs (Reflexion's internal feedback runs on the GPU too)."""
+    """Mean tokens and GPU evaluations (`gpu_eval_positions`) per complete run."""
     complete = runs[runs["complete"]]
     if not len(complete):
         return float("nan"), float("nan")
     cum = _unit_tokens(data)
-    events = pd.concat([data.feedback[UNIT_KEY + ["calls_used"]], data.test_runs[UNIT_KEY + ["calls_used"]]])
-    fb = {k: np.sort(g["calls_used"].to_numpy(np.int64)) for k, g in events.groupby(UNIT_KEY, sort=False)}
+    fb = gpu_eval_positions(data)
     toks, evals = [], []
     for r in complete.itertuples(index=False):
         key = (r.method, r.task, r.repeat)

@@ -22,7 +22,7 @@ import pandas as pd
 
 from results.analysis import SMALL_SUITE, Analysis
 from results.curves import checkpoints, spend_at, unit_curves
-from results.readers import RunData, task_difficulty
+from results.readers import UNIT_KEY, RunData, task_difficulty
 from results.summary import SIMULATED_BANNER
 from results.verdicts import display
 from stats import (
@@ -236,6 +236,15 @@ def fast_p_table(a: Analysis) -> Table | None:
                   rows, a, ["Failures count as not fast; fast_0 is the share of correct, timed submissions."])
 
 
+def _own_test_outcomes(data: RunData, method: str) -> tuple[np.ndarray, np.ndarray]:
+    """Candidates a method ran its own tests on (once per unit and source): whether the tests
+    passed, and whether the hidden cases did."""
+    runs = data.test_runs[data.test_runs["method"] == method].drop_duplicates(UNIT_KEY + ["source_hash"], keep="last")
+    hidden = data.candidates[["task", "source_hash", "hidden_pass"]].drop_duplicates(["task", "source_hash"])
+    runs = runs.merge(hidden, on=["task", "source_hash"], how="left")  # every tested source is a candidate
+    return (runs["verdict"] == "correct").to_numpy(bool), runs["hidden_pass"].fillna(False).to_numpy(bool)
+
+
 def false_positive_table(a: Analysis) -> Table:
     rows = []
     cands = a.data.candidates
@@ -251,16 +260,23 @@ def false_positive_table(a: Analysis) -> Table:
                "submission_fp_rate": visible_false_positive_rate(sv, sh) if len(sv) else float("nan"),
                "candidates_visible_pass": int(cv.sum()), "candidates_hidden_fail": int((cv & ~ch).sum()),
                "candidate_fp_rate": visible_false_positive_rate(cv, ch) if len(cv) else float("nan")}
+        ov, oh = _own_test_outcomes(a.data, m)
+        num.update({"candidates_own_tests_pass": int(ov.sum()), "candidates_own_tests_hidden_fail": int((ov & ~oh).sum()),
+                    "own_tests_fp_rate": visible_false_positive_rate(ov, oh) if len(ov) else float("nan")})
         txt = {"method": display(m), "submissions passing visible": str(num["submissions_visible_pass"]),
                "submissions failing hidden": str(num["submissions_hidden_fail"]),
                "submission FP rate": fmt(num["submission_fp_rate"]),
                "candidates passing visible": str(num["candidates_visible_pass"]),
                "candidates failing hidden": str(num["candidates_hidden_fail"]),
-               "candidate FP rate": fmt(num["candidate_fp_rate"])}
+               "candidate FP rate": fmt(num["candidate_fp_rate"]),
+               "candidates passing own tests": str(num["candidates_own_tests_pass"]),
+               "own-test passes failing hidden": str(num["candidates_own_tests_hidden_fail"]),
+               "own-test FP rate": fmt(num["own_tests_fp_rate"])}
         rows.append((num, txt))
-    return _table("false_positives", "False positives of the visible tests: pass visible, fail hidden", rows, a,
-                  ["Rate = P(hidden fail | visible pass); final submissions (one per unit) and every candidate that "
-                   "got visible feedback; n/a when nothing passed the visible cases."])
+    return _table("false_positives", "False positives of the feedback a method saw: passes it, fails hidden", rows, a,
+                  ["Rate = P(hidden fail | pass); final submissions (one per unit) and every candidate that got "
+                   "visible feedback; own tests: every candidate a method ran its own tests on (Reflexion's internal "
+                   "feedback); n/a when nothing passed."])
 
 
 def latency_frame(data: RunData) -> pd.DataFrame:

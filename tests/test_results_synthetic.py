@@ -171,6 +171,26 @@ def test_fast_p_false_positive_and_latency_tables(tables) -> None:
     assert lat.loc["flip", "flagged_share"] == 0.0
 
 
+def test_own_test_false_positives(run_dir: Path) -> None:
+    """Candidates that passed a method's own tests but fail the hidden cases (Reflexion's
+    internal feedback), counted once per unit and source."""
+    from results.tables import false_positive_table
+
+    d = load_run(run_dir)
+    refl = d.candidates[d.candidates["method"] == "reflexion"]
+    passing, failing = refl[refl["hidden_pass"]].iloc[0], refl[~refl["hidden_pass"]].iloc[0]
+    rows = [(passing, "correct", 0), (failing, "correct", 1), (failing, "correct", 2), (passing, "wrong_result", 3)]
+    d.test_runs = pd.DataFrame([{"method": c["method"], "task": c["task"], "repeat": c["repeat"],
+                                 "test_run_index": i, "calls_used": 1, "source_hash": c["source_hash"],
+                                 "tests_hash": "t", "verdict": v, "tests_passed": 0, "tests_total": 1}
+                                for c, v, i in rows])
+    fp = false_positive_table(analyse(d, n_resamples=200)).numeric.set_index("method")
+    # the passing candidate's last run failed its tests; the failing one passed them (counted once)
+    assert (fp.loc["reflexion", "candidates_own_tests_pass"], fp.loc["reflexion", "candidates_own_tests_hidden_fail"],
+            fp.loc["reflexion", "own_tests_fp_rate"]) == (1, 1, 1.0)
+    assert fp.loc["direct", "candidates_own_tests_pass"] == 0 and np.isnan(fp.loc["direct", "own_tests_fp_rate"])
+
+
 def test_sequential_parallel_and_difficulty_tables(tables) -> None:
     seq = tables["sequential"].numeric
     g = seq[seq["method"] == "geak"].set_index("budget_calls")

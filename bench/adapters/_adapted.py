@@ -150,9 +150,13 @@ _CUDA_LITERAL = re.compile(r"""(['"])cuda(?::\d+)?\1""")
 
 def for_interpreter(text: str) -> str:
     """Suites allocate on `device='cuda'`; on a machine without a GPU the same code runs
-    through the Triton interpreter on CPU tensors. Only device literals are rewritten."""
+    through the Triton interpreter on CPU tensors. Only device literals are rewritten, plus
+    `with torch.cuda.device(t.device):`, which TritonBench wrappers (the FlagGems-derived
+    ones) put around their launches and which refuses a CPU device: on one device it only
+    selects that device, so a null context keeps the meaning."""
     text = _CUDA_LITERAL.sub("'cpu'", text)
     text = re.sub(r"\.cuda\(\)", ".cpu()", text)
+    text = re.sub(r"\btorch\.cuda\.device\(", "__import__('contextlib').nullcontext(", text)
     return re.sub(r"torch\.cuda\.synchronize\(\)", "None", text)
 
 
