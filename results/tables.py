@@ -242,7 +242,7 @@ def _own_test_outcomes(data: RunData, method: str) -> tuple[np.ndarray, np.ndarr
     runs = data.test_runs[data.test_runs["method"] == method].drop_duplicates(UNIT_KEY + ["source_hash"], keep="last")
     hidden = data.candidates[["task", "source_hash", "hidden_pass"]].drop_duplicates(["task", "source_hash"])
     runs = runs.merge(hidden, on=["task", "source_hash"], how="left")  # every tested source is a candidate
-    return (runs["verdict"] == "correct").to_numpy(bool), runs["hidden_pass"].fillna(False).to_numpy(bool)
+    return (runs["verdict"] == "correct").to_numpy(bool), runs["hidden_pass"].eq(True).to_numpy(bool)
 
 
 def false_positive_table(a: Analysis) -> Table:

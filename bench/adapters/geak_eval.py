@@ -99,13 +99,56 @@ def _functions(tree: ast.Module) -> dict[str, ast.FunctionDef]:
     return {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
 
 
+def _definitions(tree: ast.Module) -> dict[str, ast.stmt]:
+    """Top-level functions, classes and single-name assignments (`f = _Fn.apply`,
+    `k = triton.autotune(...)(_kernel)`): what a name used by the tests can resolve to."""
+    defs: dict[str, ast.stmt] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            defs[node.name] = node
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            defs[node.targets[0].id] = node
+    return defs
+
+
+def _apply_alias(node: ast.stmt, defs: dict[str, ast.stmt]) -> ast.ClassDef | None:
+    """The autograd Function class of `name = SomeFunction.apply`, TritonBench's usual way
+    to publish a forward+backward operator; None for anything else."""
+    if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Attribute) and node.value.attr == "apply"
+            and isinstance(node.value.value, ast.Name)):
+        cls = defs.get(node.value.value.id)
+        return cls if isinstance(cls, ast.ClassDef) else None
+    return None
+
+
+def _forward(cls: ast.ClassDef) -> ast.FunctionDef | None:
+    return next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "forward"), None)
+
+
 def _called_names(node: ast.AST) -> list[str]:
     return [n.func.id for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
 
 
-def _launches(fn: ast.FunctionDef, jit_names: set[str]) -> bool:
-    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Subscript) and isinstance(n.func.value, ast.Name)
-               and n.func.value.id in jit_names for n in ast.walk(fn))
+def _launches(fn: ast.AST, jit_names: set[str]) -> bool:
+    return bool(_launched(fn, jit_names))
+
+
+def _launched(node: ast.AST, jit_names: set[str]) -> list[str]:
+    """Kernels of the reference code launched as `kernel[grid](...)` inside `node`."""
+    return [n.func.value.id for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Subscript)
+            and isinstance(n.func.value, ast.Name) and n.func.value.id in jit_names]
+
+
+def _reaches_kernel(name: str, defs: dict[str, ast.stmt], jit_names: set[str], seen: set[str]) -> bool:
+    """Whether `name` is, or refers (through the file's own definitions) to, a kernel of the
+    reference code. A test helper (`set_seed`, a torch reference, a GB/s calculator) does
+    not, and must never become the entry point."""
+    if name in jit_names:
+        return True
+    if name in seen or name not in defs:
+        return False
+    seen.add(name)
+    return any(_reaches_kernel(n.id, defs, jit_names, seen) for n in ast.walk(defs[name]) if isinstance(n, ast.Name))
 
 
 def _is_test(name: str) -> bool:
@@ -155,6 +198,51 @@ def _dependencies(name: str, defs: dict[str, ast.stmt], seen: set[str]) -> list[
     return out + [name]
 
 
+def _own_returns(fn: ast.FunctionDef) -> list[ast.Return]:
+    """`return` statements of `fn` itself, not of the functions and lambdas nested in it."""
+    out, stack = [], list(fn.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if isinstance(node, ast.Return):
+            out.append(node)
+        stack.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def _in_place_output(fn: ast.FunctionDef, skip_first: bool = False) -> str:
+    """How `fn` hands its result back through an argument, or ''. lightllm-style TritonBench
+    wrappers take the output buffer and `return` nothing; some ROCm autograd forwards return
+    the buffer they were given. The judge compares return values and checks that inputs are
+    left unchanged, so such an entry point fails even with the suite's own code."""
+    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)][1 if skip_first else 0:]
+    values = [r.value for r in _own_returns(fn)
+              if r.value is not None and not (isinstance(r.value, ast.Constant) and r.value.value is None)]
+    if not values:
+        return "returns nothing"
+    stored = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    passed = [v.id for v in values if isinstance(v, ast.Name) and v.id in params and v.id not in stored]
+    if len(passed) == len(values):
+        return f"returns its argument {passed[0]!r}"
+    return ""
+
+
+def _entry_signature(name: str, node: ast.stmt, defs: dict[str, ast.stmt]) -> str:
+    if isinstance(node, ast.FunctionDef):
+        return function_signature(node)
+    cls = _apply_alias(node, defs)
+    fwd = _forward(cls) if cls is not None else None
+    if fwd is None:
+        return f"def {name}(*args)"
+    args = copy.copy(fwd.args)
+    if args.posonlyargs:
+        args.posonlyargs = args.posonlyargs[1:]
+    else:
+        args.args = args.args[1:]
+    return f"def {name}({ast.unparse(args)})"
+
+
 def parse_file(path: Path, kind: str) -> SuiteFile | str:
     """A SuiteFile, or the reason the file cannot be adapted."""
     text = path.read_text(errors="replace")
@@ -167,52 +255,76 @@ def parse_file(path: Path, kind: str) -> SuiteFile | str:
     except SyntaxError as exc:
         return f"does not parse: {exc.msg} (line {exc.lineno})"
     code_fns, test_fns = _functions(code_tree), _functions(test_tree)
+    code_defs, test_defs = _definitions(code_tree), _definitions(test_tree)
+    defs = {**code_defs, **test_defs}
     jit_names = {n for n, f in code_fns.items() if _is_jit(f)}
-    wrappers = {n: f for n, f in {**code_fns, **test_fns}.items() if n not in jit_names and not n.startswith("test_")}
+    # Callable definitions the tests may call: plain functions and `name = _Fn.apply` aliases.
+    wrappers = {n: d for n, d in defs.items() if n not in jit_names and not n.startswith("test_")
+                and (isinstance(d, ast.FunctionDef) or _apply_alias(d, defs) is not None)}
     if kind == "tritonbench" and not any(_is_test(n) for n in test_fns):
         callers: list[ast.AST] = [test_tree]
     else:
         callers = [f for n, f in test_fns.items() if _is_test(n)] or [test_tree]
     counts = Counter(n for c in callers for n in _called_names(c) if n in wrappers)
-    # A function that launches a kernel of the reference code is the entry point; failing that,
-    # a wrapper of the code part that the test calls.
-    ranked = sorted(counts, key=lambda n: (not _launches(wrappers[n], jit_names), n not in code_fns, -counts[n]))
+    # The entry point must lead to a kernel of the reference code; among those, one that
+    # launches a kernel itself, then one of the code part, then the most called.
+    reaching = [n for n in counts if _reaches_kernel(n, defs, jit_names, set())]
+    ranked = sorted(reaching, key=lambda n: (not _launches(wrappers[n], jit_names), n not in code_defs, -counts[n]))
     if not ranked:
+        direct = sorted({k for c in callers for k in _launched(c, jit_names)})
+        if direct:
+            return (f"the test launches {', '.join(direct)} directly (kernel[grid](...)) and calls no wrapper: "
+                    "there is no entry point to hand a candidate")
         return "the test section calls no wrapper of the reference code"
     entry = ranked[0]
-    if _RNG.search(ast.get_source_segment(code if entry in code_fns else test, wrappers[entry]) or ""):
+    node = wrappers[entry]
+    cls = _apply_alias(node, defs)
+    source = code if entry in code_defs else test
+    segments = [ast.get_source_segment(source, node) or ""]
+    if cls is not None:
+        segments.append(ast.get_source_segment(code if cls.name in code_defs else test, cls) or "")
+    if _RNG.search("\n".join(segments)):
         return (f"{entry} draws random numbers itself: candidate and reference cannot be given the same inputs "
                 "(and timing moves the RNG on), so there is no deterministic differential test")
-    entry_in_test = entry not in code_fns
+    fwd = _forward(cls) if cls is not None else None
+    in_place = (_in_place_output(node) if isinstance(node, ast.FunctionDef)
+                else _in_place_output(fwd, skip_first=True) if fwd is not None else "")
+    if in_place:
+        return (f"{entry} {in_place}: it writes its result into a tensor it is given (an in-place output), "
+                "but the judge compares returned values and requires inputs unchanged")
+    entry_in_test = entry not in code_defs
     launcher = ""
     if entry_in_test:
-        defs: dict[str, ast.stmt] = {}
-        for node in test_tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-                defs[node.name] = node
-            elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                defs[node.targets[0].id] = node
-        names = _dependencies(entry, {k: v for k, v in defs.items() if not k.startswith("test_")}, set())
-        launcher = "\n\n".join(ast.get_source_segment(test, defs[n]) or "" for n in names)
+        names = _dependencies(entry, {k: v for k, v in test_defs.items() if not k.startswith("test_")}, set())
+        launcher = "\n\n".join(ast.get_source_segment(test, test_defs[n]) or "" for n in names)
     if kind == "rocm" or entry_in_test:
         n_calls = sum(_parametrize_count(f) for f in callers
                       if isinstance(f, ast.FunctionDef) and entry in _called_names(f)) or 1
     else:
         n_calls = _call_count(test_tree, entry)
     test_callers = tuple(n for n, f in test_fns.items() if _is_test(n) and entry in _called_names(f))
-    return SuiteFile(path, kind, code, test, entry, entry_in_test, function_signature(wrappers[entry]),
+    return SuiteFile(path, kind, code, test, entry, entry_in_test, _entry_signature(entry, node, defs),
                      max(1, min(n_calls, MAX_CALLS)), launcher, tuple(n for n in ranked[1:]), test_callers)
 
 
+# Instruction records: GEAK-eval's own JSONs ({"file", "instruction", "difficulty", ...}) and
+# TritonBench's statistics file TritonBench_G_v1.json ({"file", "comp_instru", "simp_instru",
+# ...}). TritonBench's alpaca JSONs carry no file name and cannot be matched; its
+# TritonBench_T_* records belong to the other (PyTorch-to-Triton) track and share file names.
+_INSTRUCTION_KEYS = ("instruction", "comp_instru")
+_OTHER_TRACK = re.compile(r"^TritonBench_T_")
+
+
 def instruction_records(folder: Path) -> tuple[dict[str, dict[str, Any]], list[str]]:
-    """Records keyed by file name, from JSON lists of {"file", "instruction", ...} found in
-    the folder, its parent or grandparent. The first record per file wins (files sorted)."""
+    """Records keyed by file name, from JSON lists of {"file", "instruction" or "comp_instru",
+    ...} found in the folder, its parent or grandparent. The first record per file wins
+    (files sorted); each record comes back with its text under "instruction"."""
     records: dict[str, dict[str, Any]] = {}
     used: list[str] = []
     seen: set[Path] = set()
     for where in (folder, folder.parent, folder.parent.parent):
         for js in sorted(where.glob("*.json")):
-            if js in seen:
+            if js in seen or _OTHER_TRACK.match(js.name):
                 continue
             seen.add(js)
             try:
@@ -223,8 +335,11 @@ def instruction_records(folder: Path) -> tuple[dict[str, dict[str, Any]], list[s
                 continue
             found = 0
             for rec in data:
-                if isinstance(rec, dict) and isinstance(rec.get("file"), str) and isinstance(rec.get("instruction"), str):
-                    records.setdefault(Path(rec["file"]).name, rec)
+                if not (isinstance(rec, dict) and isinstance(rec.get("file"), str)):
+                    continue
+                text = next((rec[k] for k in _INSTRUCTION_KEYS if isinstance(rec.get(k), str) and rec[k].strip()), None)
+                if text is not None:
+                    records.setdefault(Path(rec["file"]).name, {**rec, "instruction": text})
                     found += 1
             if found:
                 used.append(str(js))
