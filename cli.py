@@ -57,6 +57,8 @@ def cli() -> None:
 @click.option("--device", type=click.Choice(["auto", "cpu"]), default=None,
               help="auto: GPU if present, else the Triton CPU interpreter; cpu: always the interpreter.")
 @click.option("--workers", type=int, default=None, help="Evaluation worker processes [default: one per GPU, or cores].")
+@click.option("--worker-user", default=None, metavar="USER",
+              help="Run evaluation workers as this unprivileged user, e.g. nobody (needs root). Off by default.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @click.option("--max-concurrency", type=int, default=None, help="Model requests in flight at once [default 8].")
 @click.option("--dry-run", is_flag=True, help="Print the calls, tokens and estimated cost the run would spend; spend nothing.")
@@ -68,7 +70,7 @@ def compare(budget: int | None, budget_unit: str | None, methods: str | None, ta
             repeats: int | None, seed: int | None, config_path: Path | None, out: Path | None, resume: Path | None,
             base_url: str | None, model: str | None, api_key_env: str | None, device: str | None,
             workers: int | None, quiet: bool, max_concurrency: int | None = None, dry_run: bool = False,
-            replay: Path | None = None, lock_spec: str | None = None) -> None:
+            replay: Path | None = None, lock_spec: str | None = None, worker_user: str | None = None) -> None:
     """Run every method on every task under one budget ledger, then judge on hidden tests."""
     from runners.config import CompareConfig, load_config_file
 
@@ -77,7 +79,8 @@ def compare(budget: int | None, budget_unit: str | None, methods: str | None, ta
     data: dict[str, Any] = _replay_config(replay) if replay is not None else {}
     data.update(load_config_file(config_path) if config_path else {})
     flags = {"budget": budget, "budget_unit": budget_unit, "methods": _split(methods), "tasks": _split(tasks),
-             "suite": suite, "repeats": repeats, "seed": seed, "device": device, "workers": workers}
+             "suite": suite, "repeats": repeats, "seed": seed, "device": device, "workers": workers,
+             "worker_user": worker_user}
     data.update({k: v for k, v in flags.items() if v is not None})
     endpoint = dict(data.get("endpoint") or {})
     for key, value in (("base_url", base_url), ("model", model), ("api_key_env", api_key_env),
@@ -249,16 +252,24 @@ def _run_compare(config: Any, out: Path | None, resume: Path | None, quiet: bool
 @click.option("--hidden/--visible", default=True, help="Judge on hidden cases (default) or visible ones.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("--timeout", type=float, default=None, help="Seconds before the candidate is a timeout.")
-def eval_command(task_id: str, candidate: Path, hidden: bool, as_json: bool, timeout: float | None) -> None:
+@click.option("--worker-user", default=None, metavar="USER",
+              help="Run the evaluation worker as this unprivileged user, e.g. nobody (needs root).")
+def eval_command(task_id: str, candidate: Path, hidden: bool, as_json: bool, timeout: float | None,
+                 worker_user: str | None) -> None:
     """Judge one candidate file on a task."""
     from bench.registry import get_task
     from runners.device import detect_target, use_interpreter_if_needed
     from runners.pool import LocalPool
+    from runners.privileges import PrivilegeError
 
     task = get_task(task_id)
     target = detect_target()
     use_interpreter_if_needed(target)
-    with LocalPool(target, workers=1, job_timeout=timeout) as pool:
+    try:
+        pool = LocalPool(target, workers=1, job_timeout=timeout, worker_user=worker_user)
+    except PrivilegeError as exc:
+        raise BadInput(str(exc)) from None
+    with pool:
         ev = pool.evaluate(task.id, candidate.read_text(), "hidden" if hidden else "visible",
                            timing=not target.interpreter)
     v = ev.verdict

@@ -114,7 +114,8 @@ class CompareRun:
         self.store = Store(run_dir / "store.sqlite")
         self.ledger = Ledger(client, self.store, config.budget, config.budget_unit, config.seed,
                              charge_failed_calls=config.charge_failed_calls)
-        self.executor = executor or LocalPool(target, workers=config.workers, job_timeout=config.job_timeout_s)
+        self.executor = executor or LocalPool(target, workers=config.workers, job_timeout=config.job_timeout_s,
+                                                 worker_user=config.worker_user)
         self.evaluator = Evaluator(self.executor, self.store, target, config.timing_policy)
         self.units = [Unit(m, t.id, r) for m in config.methods for t in self.tasks for r in range(config.repeats)]
         self.progress = Progress(len(self.units), len(self.units) * config.budget, progress)

@@ -53,6 +53,7 @@ class CompareConfig:
     sim_params: dict[str, Any] = field(default_factory=dict)
     charge_failed_calls: bool = False
     timing_policy: dict[str, Any] = field(default_factory=dict)
+    worker_user: str | None = None  # run evaluation workers as this user (runners/privileges.py)
 
     def validate(self) -> None:
         if not isinstance(self.budget, int) or isinstance(self.budget, bool) or self.budget <= 0:
@@ -63,6 +64,13 @@ class CompareConfig:
             raise ConfigError("no methods chosen")
         if self.device not in ("auto", "cpu"):
             raise ConfigError(f"device must be auto or cpu, got {self.device!r}")
+        if self.worker_user is not None:
+            from runners.privileges import PrivilegeError, resolve_worker_user
+
+            try:
+                resolve_worker_user(self.worker_user)
+            except PrivilegeError as exc:
+                raise ConfigError(str(exc)) from None
         from llm.ledger import resolve_unit
 
         try:

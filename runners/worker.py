@@ -110,6 +110,7 @@ class Worker:
         import runners.timing  # noqa: F401 - imported before the integrity snapshot is taken
         from runners.device import detect_target
         from runners.oracle import judge, load_module, prepare_process, set_input_cache_bytes
+        from runners.privileges import drop_privileges_if_asked
         from runners.sandbox import IntegritySnapshot, default_namespaces, install_process_guards
 
         bench.registry.all_tasks()
@@ -118,6 +119,7 @@ class Worker:
         prepare_process()
         default_mb = 256 if self.target.interpreter else 4096
         set_input_cache_bytes(int(os.environ.get(INPUT_CACHE_ENV, default_mb)) << 20)
+        drop_privileges_if_asked()  # after the imports (root may own them), before any candidate code
         install_process_guards()
         # Bound now, so a candidate replacing the module attributes later cannot swap them.
         self._judge = judge

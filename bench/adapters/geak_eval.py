@@ -1,27 +1,36 @@
 """GEAK-eval layout: TritonBench-revised (`TritonBench_G_v1/*.py`) and the ROCm benchmark
-(`ROCm_v1/*.py`), from a GEAK-eval checkout or the data folder of an installed package.
+(`ROCm_v1/*.py`), from a GEAK-eval checkout or the data folder of an installed package. A
+folder pointed at directly may also be a variant of those (`ROCm_v1_autotune/`, `ROCm_v1.1/`).
 
 Each file is reference code, a line of 146 '#', then the suite's test section. The task's
-entry point is the function the test section calls (TritonBench: a wrapper in the code
-part; ROCm: usually a launcher in the test part, which the adapted task then asks for
-too). Instruction records come from a JSON beside the folders when one is present
-(`TritonBench_G_comp_alpac_v1.json`, `ROCm_eval_complex_instruct_v1.json`, ...);
-otherwise the task is code-to-code (rewrite the reference) and marked so.
+entry point is the function the test section calls that leads to a kernel of the reference
+code (TritonBench: a wrapper in the code part, or `name = _Fn.apply` over an autograd
+Function; ROCm: usually a launcher in the test part, which the adapted task then asks for
+too). Test helpers (`set_seed`, torch references, GB/s calculators) never qualify. Instruction
+records come from a JSON beside the folders when one is present (GEAK-eval's
+`TritonBench_G_comp_alpac_v1_fixed_with_difficulty.json` and
+`ROCm_eval_complex_instruct_v1.json`, or TritonBench's own `TritonBench_G_v1.json`, whose
+text is under `comp_instru`); otherwise the task is code-to-code (rewrite the reference) and
+marked so.
 
 Hidden cases are differential: the suite's test is run once, in the evaluation worker,
 with the entry point wrapped so its arguments are recorded; visible cases replay the first
 recorded calls, hidden cases replay them all and add five seeded permutations of each
 call's floating-point inputs (same shapes, dtypes and value distribution, new order).
 The expected output is the suite's reference run on the same inputs. A call whose inputs
-are all integers or Python scalars can only be replayed: that is the suite's own test. An
-entry point that draws random numbers itself is skipped: no input can be shared with it.
-Files with AMD-only constructs (`tl.extra.hip`, `waves_per_eu`, HIP-only config keys) are
-skipped anywhere but on AMD, with the reason recorded.
+are all integers or Python scalars can only be replayed: that is the suite's own test.
+Skipped, each with its reason: an entry point that draws random numbers itself (no input
+can be shared with it); one that writes its result into a tensor it is given (lightllm-style
+wrappers that `return` nothing: the judge compares returned values and requires inputs
+unchanged); a test that launches the kernel itself with no wrapper to call (much of the ROCm
+set); and, anywhere but on AMD, files with AMD-only constructs (`tl.extra.hip`,
+`waves_per_eu`, HIP-only config keys).
 """
 
 from __future__ import annotations
 
 import ast
+import copy
 import inspect
 import itertools
 import json
@@ -309,10 +318,9 @@ def parse_file(path: Path, kind: str) -> SuiteFile | str:
 
 # Instruction records: GEAK-eval's own JSONs ({"file", "instruction", "difficulty", ...}) and
 # TritonBench's statistics file TritonBench_G_v1.json ({"file", "comp_instru", "simp_instru",
-# ...}). TritonBench's alpaca JSONs carry no file name and cannot be matched; its
-# TritonBench_T_* records belong to the other (PyTorch-to-Triton) track and share file names.
+# ...}). TritonBench's alpaca JSONs ({"instruction", "input", "output"}) name no file and
+# cannot be matched to one.
 _INSTRUCTION_KEYS = ("instruction", "comp_instru")
-_OTHER_TRACK = re.compile(r"^TritonBench_T_")
 
 
 def instruction_records(folder: Path) -> tuple[dict[str, dict[str, Any]], list[str]]:
@@ -324,7 +332,7 @@ def instruction_records(folder: Path) -> tuple[dict[str, dict[str, Any]], list[s
     seen: set[Path] = set()
     for where in (folder, folder.parent, folder.parent.parent):
         for js in sorted(where.glob("*.json")):
-            if js in seen or _OTHER_TRACK.match(js.name):
+            if js in seen:
                 continue
             seen.add(js)
             try:
@@ -426,12 +434,19 @@ class GeakSuite:
 
         def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
             sig = inspect.signature(original)
+            # `_Fn.apply` (an autograd Function's entry) takes (*args, **kwargs): record the
+            # values as passed, not the packed tuple and dict.
+            packed = any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in sig.parameters.values())
 
             def recorder(*args: Any, **kwargs: Any) -> Any:
                 if len(recorded) < MAX_CALLS:
-                    bound = sig.bind(*args, **kwargs)
-                    bound.apply_defaults()
-                    recorded.append(tuple(_clone(v) for v in bound.arguments.values()))
+                    if packed:
+                        values: tuple = (*args, *kwargs.values())
+                    else:
+                        bound = sig.bind(*args, **kwargs)
+                        bound.apply_defaults()
+                        values = tuple(bound.arguments.values())
+                    recorded.append(tuple(_clone(v) for v in values))
                     if stop_after_capture:
                         raise _Captured()
                 return original(*args, **kwargs)
@@ -456,12 +471,16 @@ class GeakSuite:
             if not callable(fn):
                 continue
             params = inspect.signature(fn).parameters
+            # ROCm tests take `request` and often `device='cuda'`: a parameter with a default is
+            # not a fixture we must provide.
+            required = {n for n, p in params.items()
+                        if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
             for kwargs in _param_sets(fn):
                 if len(recorded) >= MAX_CALLS:
                     break
                 if "request" in params:
                     kwargs = {**kwargs, "request": _Request(name)}
-                if set(params) - set(kwargs):
+                if required - set(kwargs):
                     break  # a fixture we cannot provide
                 try:
                     fn(**kwargs)
@@ -588,9 +607,17 @@ def _make_task(sf: SuiteFile, record: dict[str, Any] | None, interpreter: bool) 
     )
 
 
+# GEAK-eval ships variants of the ROCm set beside ROCm_v1/ (ROCm_v1_autotune/, ROCm_v1.1/):
+# searched from above, only the canonical folder is taken; pointed at, a variant is read too.
+_LAYOUT_VARIANTS = (("ROCm_v1", "rocm"), ("TritonBench_G_v1", "tritonbench"))
+
+
 def find_layout_folders(root: Path) -> list[tuple[Path, str]]:
     if root.name in LAYOUTS and root.is_dir():
         return [(root, LAYOUTS[root.name])]
+    for prefix, kind in _LAYOUT_VARIANTS:
+        if root.is_dir() and re.fullmatch(re.escape(prefix) + r"[._][\w.]+", root.name):
+            return [(root, kind)]
     found = []
     for name, kind in LAYOUTS.items():
         matches = sorted((p for p in root.rglob(name) if p.is_dir()), key=lambda p: (len(p.parts), str(p)))

@@ -11,16 +11,21 @@ reference is the suite's own PyTorch code, and it runs in float64.
 Hidden cases are differential on generated inputs: `get_inputs()` under five seeds, at the
 suite's sizes (GPU) and at a shrunk variant where every size constant above 16 becomes 17
 (a prime: tail blocks and masks are exercised), or a sixteenth of itself, or 16, whichever
-variant the reference accepts first (checked on the CPU when the file is loaded). Files
+variant the reference accepts first (checked on the CPU when the file is loaded). Size
+constants are written as the suite writes them: `N = 2048 * 2`, `input_shape = (32768,)`
+(each element a size of its own, `input_shape[0]`), or from other constants
+(`input_shape = (num_classes,)`), which follow the constants they are made of. Files
 whose module draws random numbers in forward (dropout) are skipped: no deterministic
 reference exists. The baseline is the suite's eager PyTorch (`triton_baseline=False`): it
-gives speedups, and `bench check` skips it.
+gives speedups, and `bench check` skips it. The folder is `level1/` under the path given, or
+under its `KernelBench/` (the upstream repository's own layout), or the path itself.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -41,13 +46,83 @@ def entry_name(stem: str) -> str:
     return name if name and not name[0].isdigit() else f"kb_{name}"
 
 
-def size_constants(tree: ast.Module) -> dict[str, int]:
-    out = {}
+_INT_OPS: dict[type, Callable[[int, int], int]] = {
+    ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+    ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b, ast.Pow: lambda a, b: a ** b,
+}
+SizeValue = int | tuple[int, ...]
+
+
+def _int_value(node: ast.expr, env: dict[str, SizeValue]) -> SizeValue | None:
+    """The value of an integer expression over earlier constants (`2048 * 2`, `(num_classes,)`),
+    or None for anything else (floats, calls, strings)."""
+    if isinstance(node, ast.Constant):
+        return node.value if type(node.value) is int else None
+    if isinstance(node, ast.Name):
+        return env.get(node.id)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        v = _int_value(node.operand, env)
+        return -v if isinstance(v, int) else None
+    if isinstance(node, ast.BinOp) and type(node.op) in _INT_OPS:
+        a, b = _int_value(node.left, env), _int_value(node.right, env)
+        if isinstance(a, int) and isinstance(b, int) and not (type(node.op) is ast.Pow and abs(b) > 64):
+            try:
+                return _INT_OPS[type(node.op)](a, b)
+            except ZeroDivisionError:
+                return None
+        return None
+    if isinstance(node, ast.Tuple):
+        elts = [_int_value(e, env) for e in node.elts]
+        return tuple(elts) if all(type(e) is int for e in elts) else None  # type: ignore[arg-type]
+    return None
+
+
+@dataclass
+class SizeConstants:
+    """A file's module-level integer constants. `free` are those written from literals alone
+    (tuples flattened to `name[i]`): the sizes a case sets. The others are recomputed from
+    their expression, in file order, so `input_shape = (num_classes,)` follows `num_classes`."""
+
+    exprs: list[tuple[str, ast.expr]]
+    free: dict[str, int]
+    free_names: set[str]
+
+    def module_values(self, sizes: dict[str, int]) -> dict[str, SizeValue]:
+        env: dict[str, SizeValue] = {}
+        for name, expr in self.exprs:
+            value = _int_value(expr, env)
+            if name in self.free_names and isinstance(value, tuple):
+                value = tuple(sizes.get(f"{name}[{i}]", v) for i, v in enumerate(value))
+            elif name in self.free_names and isinstance(value, int):
+                value = sizes.get(name, value)
+            if value is not None:
+                env[name] = value
+        return env
+
+
+def size_constants(tree: ast.Module) -> SizeConstants:
+    exprs: list[tuple[str, ast.expr]] = []
+    free: dict[str, int] = {}
+    free_names: set[str] = set()
+    env: dict[str, SizeValue] = {}
     for node in tree.body:
-        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-                and isinstance(node.value, ast.Constant) and type(node.value.value) is int):
-            out[node.targets[0].id] = node.value.value
-    return out
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+            continue
+        name = node.targets[0].id
+        value = _int_value(node.value, env)
+        if value is None:
+            env.pop(name, None)
+            continue
+        env[name] = value
+        exprs.append((name, node.value))
+        if any(isinstance(n, ast.Name) for n in ast.walk(node.value)):
+            continue  # made of other constants: recomputed, not set
+        free_names.add(name)
+        if isinstance(value, tuple):
+            free.update({f"{name}[{i}]": v for i, v in enumerate(value)})
+        else:
+            free[name] = value
+    return SizeConstants(exprs, free, free_names)
 
 
 def _variants(sizes: dict[str, int]) -> list[dict[str, int]]:
@@ -63,10 +138,11 @@ def _variants(sizes: dict[str, int]) -> list[dict[str, int]]:
 class KernelBenchProblem:
     """One file: its module (imported once per process), sizes, and the task's callables."""
 
-    def __init__(self, path: Path, sizes: dict[str, int]):
+    def __init__(self, path: Path, constants: SizeConstants):
         self.path = path
         self.text = path.read_text()
-        self.sizes = sizes
+        self.constants = constants
+        self.sizes = dict(constants.free)
         self._module: Any = None
         self.n_inputs = 0
         self.n_init = 0
@@ -80,9 +156,10 @@ class KernelBenchProblem:
 
     def _with_sizes(self, sizes: dict[str, int], fn: Callable[[], Any]) -> Any:
         m = self.module
-        saved = {k: getattr(m, k) for k in sizes}
+        values = self.constants.module_values(sizes)
+        saved = {k: getattr(m, k) for k in values if hasattr(m, k)}
         try:
-            for k, v in sizes.items():
+            for k, v in values.items():
                 setattr(m, k, v)
             return fn()
         finally:
@@ -217,7 +294,7 @@ def _make_task(problem: KernelBenchProblem, tree: ast.Module, variants: list[dic
 
 
 def load(root: Path, vendor: str) -> AdapterReport:
-    folder = root / "level1" if (root / "level1").is_dir() else root
+    folder = next((f for f in (root / "level1", root / "KernelBench" / "level1") if f.is_dir()), root)
     files = sorted(folder.glob("*.py"), key=lambda p: (int(m.group(1)) if (m := re.match(r"(\d+)_", p.name)) else 10**9,
                                                         p.name))
     if not files:
