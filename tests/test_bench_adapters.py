@@ -1,5 +1,9 @@
 """Adapters for external suites, on fixtures written for this project in their layouts
 (tests/fixtures/geak_eval: TritonBench-revised and ROCm; tests/fixtures/kernelbench: level 1).
+The fixtures mirror shapes found in the upstream files (GEAK-eval's TritonBench_G_v1 and
+ROCm_v1 sets, KernelBench's level1): autograd `.apply` entry points, lightllm-style in-place
+wrappers, ROCm tests that launch kernels themselves or take `device='cuda'`, sizes written
+as expressions and tuples.
 
 Loading is checked for counts, modes and skip reasons on each vendor; judging goes through
 an interpreter worker that finds the adapted tasks by id through KMC_TASK_SOURCES, as a
@@ -9,6 +13,7 @@ real run's workers do.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +37,14 @@ def _reasons(report: Any) -> dict[str, str]:
 def test_geak_eval_fixtures_load_with_counts_and_skip_reasons(vendor: str) -> None:
     report = load_source("geak-eval", GEAK, vendor=vendor)
     print(json.dumps(report.to_json(), indent=1))
-    assert report.counts() == {"loaded": 3, "skipped": 4, "by_suite": {"geak-eval": 3, "tritonbench": 2, "rocm": 1}}
+    assert report.counts() == {"loaded": 4, "skipped": 6, "by_suite": {"geak-eval": 4, "tritonbench": 3, "rocm": 1}}
     reasons = _reasons(report)
     assert "draws random numbers itself" in reasons["noise_double.py"]
     assert "tl.extra.hip" in reasons["hip_exp.py"] and f"this machine: {vendor}" in reasons["hip_exp.py"]
     assert "waves_per_eu" in reasons["tuned_copy.py"]
     assert "146" in reasons["no_separator.py"]
+    assert "in-place output" in reasons["gather_rows_into.py"]
+    assert "launches flip_rows_kernel directly" in reasons["flip_rows.py"]
     assert any("instructions from" in n and n.startswith("tritonbench") for n in report.notes)
 
 
@@ -45,7 +52,7 @@ def test_geak_eval_on_amd_keeps_the_amd_only_files() -> None:
     report = load_source("geak-eval", GEAK, vendor="amd")
     ids = {t.id for t in report.tasks}
     assert {"tb-hip_exp", "rocm-tuned_copy"} <= ids
-    assert set(_reasons(report)) == {"no_separator.py", "noise_double.py"}
+    assert set(_reasons(report)) == {"no_separator.py", "noise_double.py", "gather_rows_into.py", "flip_rows.py"}
 
 
 def test_geak_eval_tasks_record_mode_entry_and_cases() -> None:
@@ -65,10 +72,113 @@ def test_geak_eval_tasks_record_mode_entry_and_cases() -> None:
     assert relu.triton_baseline and relu.suites == ("geak-eval", "rocm")
 
 
+def test_geak_eval_entry_point_leads_to_a_kernel_never_to_a_test_helper(tmp_path: Path) -> None:
+    """ROCm tests call `set_seed()` and input helpers; where the test launches the kernel itself
+    (much of the ROCm set) there is no wrapper, and a helper must not become the entry point."""
+    from bench.adapters.geak_eval import parse_file
+
+    tasks = load_source("geak-eval", GEAK, vendor="nvidia").tasks
+    assert not {t.entry_point for t in tasks} & {"set_seed", "make_input", "gbps", "run_relu_rows"}
+    flip = parse_file(GEAK / "ROCm" / "data" / "ROCm_v1" / "flip_rows.py", "rocm")
+    assert isinstance(flip, str) and "flip_rows_kernel directly" in flip and "no entry point" in flip
+    # A helper defined in the code part (as ROCm files define get_num_sms()) does not qualify either.
+    text = (GEAK / "ROCm" / "data" / "ROCm_v1" / "flip_rows.py").read_text()
+    text = text.replace("@triton.jit\n", "def get_num_sms():\n    return 4\n\n\n@triton.jit\n", 1)
+    text = text.replace("    set_seed()\n    x = torch.from_numpy(make_input((N, M), dtype_str))",
+                        "    set_seed()\n    get_num_sms()\n    x = torch.from_numpy(make_input((N, M), dtype_str))")
+    assert "get_num_sms()\n    x" in text
+    (tmp_path / "flip_rows.py").write_text(text)
+    assert "flip_rows_kernel directly" in str(parse_file(tmp_path / "flip_rows.py", "rocm"))
+
+
+def test_geak_eval_autograd_apply_alias_is_the_entry_point() -> None:
+    """TritonBench publishes many operators as `name = _Fn.apply`: the alias is the entry point,
+    its signature is the Function's forward without ctx, and the suite's two calls are replayed."""
+    task = next(t for t in load_source("geak-eval", GEAK, vendor="nvidia").tasks if t.id == "tb-scaled_copy")
+    assert task.entry_point == "scaled_copy" and task.signature == "def scaled_copy(x, alpha)"
+    assert "scaled_copy = _ScaledCopy.apply" in task.baseline_source()
+    assert {c.size("call") for c in task.visible} == {0, 1} and len(task.hidden_gpu) == 10
+
+
+def test_geak_eval_in_place_output_entry_points_are_skipped(tmp_path: Path) -> None:
+    """lightllm-style wrappers write into a buffer they are given and `return` nothing; some
+    autograd forwards return the buffer they were given. Neither can pass the judge."""
+    from bench.adapters.geak_eval import parse_file
+
+    reason = parse_file(GEAK / "TritonBench" / "data" / "TritonBench_G_v1" / "gather_rows_into.py", "tritonbench")
+    assert isinstance(reason, str) and reason.startswith("gather_rows_into returns nothing")
+    source = (GEAK / "TritonBench" / "data" / "TritonBench_G_v1" / "scaled_copy.py").read_text()
+    passthrough = source.replace("    def forward(ctx, x, alpha):", "    def forward(ctx, x, alpha, y):").replace(
+        "        y = torch.empty_like(x)\n", "", 1).replace("scaled_copy(x, 1.5)", "scaled_copy(x, 1.5, torch.empty_like(x))")
+    assert passthrough.count("def forward(ctx, x, alpha, y)") == 1
+    (tmp_path / "scaled_copy.py").write_text(passthrough)
+    reason = parse_file(tmp_path / "scaled_copy.py", "tritonbench")
+    assert isinstance(reason, str) and reason.startswith("scaled_copy returns its argument 'y'")
+    # Returning an argument on one path only (an early exit) is not an in-place output.
+    early = source.replace("        x = x.contiguous()\n", "        if x.numel() == 0:\n            return x\n", 1)
+    (tmp_path / "scaled_copy.py").write_text(early)
+    assert not isinstance(parse_file(tmp_path / "scaled_copy.py", "tritonbench"), str)
+
+
+def test_rocm_tests_with_default_parameters_are_run_for_their_inputs() -> None:
+    """ROCm tests are `def test_x(M, N, request, device='cuda')`: a defaulted parameter is not a
+    missing fixture, so every parameter set is called and its input recorded."""
+    from bench.adapters.geak_eval import GeakSuite, parse_file
+
+    sf = parse_file(GEAK / "ROCm" / "data" / "ROCm_v1" / "relu_rows.py", "rocm")
+    assert not isinstance(sf, str) and sf.test_callers == ("test_relu_rows",) and sf.n_calls == 4
+    calls = GeakSuite(sf, interpreter=True).calls()
+    assert [tuple(c[0].shape) for c in calls] == [(1, 1), (4, 100), (3, 300), (2, 129)]
+    assert all(c[0].device.type == "cpu" for c in calls)
+
+
+def test_for_interpreter_turns_the_cuda_device_context_into_a_null_one() -> None:
+    from bench.adapters._adapted import for_interpreter
+
+    text = for_interpreter("import torch\n\ndef f(x):\n    with torch.cuda.device(x.device):\n        return x + 1\n"
+                           "n = torch.cuda.device_count\n")
+    assert "torch.cuda.device(" not in text and "torch.cuda.device_count" in text
+    namespace: dict[str, Any] = {}
+    exec(compile(text, "<adapted>", "exec"), namespace)  # noqa: S102 - our own snippet
+    assert torch.equal(namespace["f"](torch.zeros(3)), torch.ones(3))
+
+
+def test_geak_eval_reads_instructions_from_tritonbench_statistics_json(tmp_path: Path) -> None:
+    """TritonBench's own data folder: TritonBench_G_v1.json names files and keeps the text
+    under `comp_instru`; its alpaca JSON names no file and matches nothing."""
+    folder = tmp_path / "data" / "TritonBench_G_v1"
+    folder.mkdir(parents=True)
+    for name in ("row_scale.py", "add_vectors.py"):
+        shutil.copy(GEAK / "TritonBench" / "data" / "TritonBench_G_v1" / name, folder / name)
+    (tmp_path / "data" / "TritonBench_G_v1.json").write_text(json.dumps([
+        {"file": "row_scale.py", "repo": "example/repo", "simp_instru": "Scale rows.", "simp_instru_len": 2,
+         "comp_instru": "Write `row_scale(x, scale)`: a Triton kernel multiplying each row by scale.",
+         "comp_instru_len": 12, "output": "..."}]))
+    (tmp_path / "data" / "TritonBench_G_comp_alpac_v1.json").write_text(json.dumps([
+        {"instruction": "Write add_vectors.", "input": "", "output": "def add_vectors(a, b): ..."}]))
+    report = load_source("geak-eval", tmp_path, vendor="nvidia")
+    tasks = {t.id: t for t in report.tasks}
+    assert tasks["tb-row_scale"].mode == "instruction"
+    assert tasks["tb-row_scale"].instruction.startswith("Write `row_scale(x, scale)`")
+    assert tasks["tb-add_vectors"].mode == "code-to-code"
+    assert any(n.endswith("TritonBench_G_v1.json") for n in report.notes)
+
+
+def test_geak_eval_reads_a_rocm_variant_folder_pointed_at(tmp_path: Path) -> None:
+    """GEAK-eval keeps ROCm_v1_autotune/ and ROCm_v1.1/ beside ROCm_v1/; pointed at, they are read."""
+    for variant in ("ROCm_v1_autotune", "ROCm_v1.1"):
+        shutil.copytree(GEAK / "ROCm" / "data" / "ROCm_v1", tmp_path / variant)
+        report = load_source("geak-eval", tmp_path / variant, vendor="nvidia")
+        assert [t.id for t in report.tasks] == ["rocm-relu_rows"], variant
+        assert report.tasks[0].suites == ("geak-eval", "rocm")
+    with pytest.raises(AdapterError, match="GEAK-eval layout"):
+        load_source("geak-eval", tmp_path, vendor="nvidia")  # searched from above: only ROCm_v1/ itself
+
+
 def test_kernelbench_fixtures_load_with_counts_and_skip_reasons() -> None:
     report = load_source("kernelbench", KB, vendor="nvidia")
     print(json.dumps(report.to_json(), indent=1))
-    assert report.counts()["loaded"] == 3 and report.counts()["skipped"] == 2
+    assert report.counts()["loaded"] == 5 and report.counts()["skipped"] == 2
     reasons = _reasons(report)
     assert "dropout" in reasons["4_Dropout_Mix.py"]
     assert "no get_init_inputs" in reasons["5_Missing_Init_Inputs.py"]
@@ -91,6 +201,36 @@ def test_kernelbench_reference_is_the_module_and_runs_in_float64() -> None:
     assert torch.allclose(lin.reference(*args), expected, atol=1e-6)
     wide = tuple(a.double() if isinstance(a, torch.Tensor) else a for a in args)
     assert lin.reference(*wide).dtype == torch.float64
+
+
+def test_kernelbench_sizes_written_as_expressions_and_tuples_are_shrunk() -> None:
+    """Upstream level-1 files write `N = 2048 * 2` and `input_shape = (32768,)`: both are sizes.
+    Missing them would run the CPU cases at the suite's full size."""
+    tasks = {t.id: t for t in load_source("kernelbench", KB, vendor="cpu").tasks}
+    gap = tasks["kb-l1-6_Mean_Squared_Gap"]
+    assert {(c.dims["batch_size"], c.dims["input_shape[0]"]) for c in gap.hidden_cpu} == {(17, 17)}
+    assert {(c.dims["batch_size"], c.dims["input_shape[0]"]) for c in gap.perf} == {(2048, 4096)}
+    a, b = gap.make_inputs(gap.hidden_cpu[0], "cpu")
+    assert a.shape == b.shape == (17, 17)
+    assert torch.allclose(gap.reference(a, b), torch.mean((a - b) ** 2))
+    # A shape made of another constant follows it: `input_shape = (num_classes,)`.
+    logits_task = tasks["kb-l1-7_Class_Logits_Loss"]
+    assert "input_shape[0]" not in logits_task.hidden_cpu[0].dims
+    logits, labels = logits_task.make_inputs(logits_task.hidden_cpu[0], "cpu")
+    assert logits.shape == (17, 17) and labels.shape == (17,) and int(labels.max()) < 17
+    expected = torch.nn.functional.cross_entropy(logits, labels)
+    assert torch.allclose(logits_task.reference(logits, labels), expected)
+    big, _ = logits_task.make_inputs(logits_task.perf[0], "cpu")
+    assert big.shape == (1024, 1000)
+
+
+def test_kernelbench_reads_the_upstream_repository_layout(tmp_path: Path) -> None:
+    """A KernelBench checkout keeps the problems in KernelBench/level1/ under the repository root."""
+    (tmp_path / "KernelBench" / "level1").mkdir(parents=True)
+    (tmp_path / "setup.py").write_text("# the repository's own scripts sit at the root\n")
+    shutil.copy(KB / "level1" / "1_Scaled_ReLU.py", tmp_path / "KernelBench" / "level1")
+    report = load_source("kernelbench", tmp_path, vendor="cpu")
+    assert [t.id for t in report.tasks] == ["kb-l1-1_Scaled_ReLU"] and not report.skipped
 
 
 def test_bad_sources_are_one_line_errors(tmp_path: Path) -> None:
@@ -184,7 +324,7 @@ def test_bench_list_with_sources_reports_counts_and_reasons() -> None:
     assert {"tb-add_vectors", "rocm-relu_rows", "kb-l1-2_Row_Softmax", "softmax"} <= ids
     sources = json.loads(r.stderr.strip().splitlines()[-1])["sources"]
     counts = {s["adapter"]: (s["loaded"], s["skipped"]) for s in sources}
-    assert counts == {"geak-eval": (3, 4), "kernelbench": (3, 2)}
+    assert counts == {"geak-eval": (4, 6), "kernelbench": (5, 2)}
     r = run_cli("bench", "list", "--source", f"geak-eval:{GEAK / 'nope'}", timeout=60)
     assert r.returncode == 2 and "does not exist" in r.stderr
 
