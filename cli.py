@@ -229,8 +229,15 @@ def _run_compare(config: Any, out: Path | None, resume: Path | None, quiet: bool
 
             bar = tqdm(total=len(config.methods) * len(run.tasks) * config.repeats, unit="unit", desc="units",
                        dynamic_ncols=True, file=sys.stderr)
-        with clock_lock:  # entered before the workers start, so their timings say clocks were locked
-            run.run()
+        try:
+            with clock_lock:  # entered before the workers start, so their timings say clocks were locked
+                run.run()
+        except KeyboardInterrupt:
+            if bar is not None:
+                bar.close()
+            click.echo(f"\ninterrupted: {run.progress.units_done} of {len(run.units)} units finished and recorded; "
+                       f"finish with: python cli.py compare --resume {run_dir}", err=True)
+            raise SystemExit(130) from None
         summary = build_summary(run.store, config.to_json(), client.simulated, client.model)
         write_json(run_dir / "summary.json", summary)
     finally:

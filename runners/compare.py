@@ -116,7 +116,8 @@ class CompareRun:
                              charge_failed_calls=config.charge_failed_calls)
         self.executor = executor or LocalPool(target, workers=config.workers, job_timeout=config.job_timeout_s,
                                                  worker_user=config.worker_user)
-        self.evaluator = Evaluator(self.executor, self.store, target, config.timing_policy)
+        self.stopping = threading.Event()
+        self.evaluator = Evaluator(self.executor, self.store, target, config.timing_policy, self.stopping)
         self.units = [Unit(m, t.id, r) for m in config.methods for t in self.tasks for r in range(config.repeats)]
         self.progress = Progress(len(self.units), len(self.units) * config.budget, progress)
 
@@ -134,8 +135,18 @@ class CompareRun:
         concurrency = self.config.concurrency or max(2, 2 * getattr(self.executor, "size", 1))
         with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="unit") as pool:
             futures = {pool.submit(self._run_unit, u): u for u in pending}
-            for future in as_completed(futures):
-                future.result()  # a scheduler error is fatal and must surface, never be swallowed
+            try:
+                for future in as_completed(futures):
+                    future.result()  # a scheduler error is fatal and must surface, never be swallowed
+            except BaseException:
+                # Ctrl-C, or a fatal error: stop every unit now rather than letting each run to its
+                # budget. Units not started never start; running ones end at their next model call
+                # or evaluation, unfinished and resumable; the workers die so in-flight jobs return.
+                self.stopping.set()
+                pool.shutdown(wait=False, cancel_futures=True)
+                if hasattr(self.executor, "abort"):
+                    self.executor.abort()
+                raise
 
     def _spent_from_row(self, row: Any) -> int:
         return {"calls": row[0], "output_tokens": row[2], "total_tokens": row[1] + row[2]}[self.ledger.unit]

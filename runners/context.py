@@ -11,7 +11,7 @@ from llm.ledger import Account
 from llm.types import Completion, Message
 from methods.base import Candidate, Feedback
 from results.store import Store
-from runners.evaluator import Evaluator
+from runners.evaluator import Evaluator, RunInterrupted
 
 
 class UnitContext:
@@ -36,6 +36,8 @@ class UnitContext:
 
     def ask(self, messages: list[Message], *, temperature: float, role: str, max_tokens: int | None = None,
             json_mode: bool = False) -> Completion:
+        if self.evaluator.stopping.is_set():
+            raise RunInterrupted()
         start = self.account.spend.calls
         completion = self.account.complete(messages, temperature=temperature, role=role, max_tokens=max_tokens,
                                            json_mode=json_mode)

@@ -14,6 +14,12 @@ from runners.internal_tests import InternalTestReport, case_set_for
 from runners.verdict import Evaluation
 
 
+class RunInterrupted(BaseException):
+    """The run is stopping (Ctrl-C, or a fatal error in another unit): the unit ends here,
+    unfinished, and nothing it was doing is recorded, so a resume redoes it exactly. A
+    BaseException so that method code catching Exception cannot swallow it."""
+
+
 class EvaluationStore(Protocol):
     def put_source(self, source: str) -> str: ...
 
@@ -32,8 +38,9 @@ class Executor(Protocol):
 
 class Evaluator:
     def __init__(self, executor: Executor, store: EvaluationStore, target: Target,
-                 timing_policy: dict[str, Any] | None = None):
+                 timing_policy: dict[str, Any] | None = None, stopping: threading.Event | None = None):
         self.executor = executor
+        self.stopping = stopping or threading.Event()
         self.store = store
         self.target = target
         self.timing_policy = timing_policy or {}
@@ -53,7 +60,11 @@ class Evaluator:
             cached = self.store.evaluation(*key)
             if cached is not None:
                 return cached
+            if self.stopping.is_set():
+                raise RunInterrupted()
             result = compute().to_json()
+            if self.stopping.is_set():  # the worker may have been killed under it: not a verdict to keep
+                raise RunInterrupted()
             self.executed += 1
             self.store.record_evaluation(*key, result)
             return result

@@ -213,6 +213,8 @@ class WorkerProcess:
             return self._run(job, timeout)
 
     def _run(self, job: dict[str, Any], timeout: float) -> dict[str, Any]:
+        if self.closed:
+            raise WorkerDied("the pool was closed")
         if not self.alive():
             self.start()
         assert self.proc is not None and self.proc.stdin is not None
@@ -370,6 +372,18 @@ class LocalPool:
                 pass  # raised again, with its message, when the worker is next used
 
         threading.Thread(target=start, daemon=True).start()
+
+    def abort(self) -> None:
+        """Kill every worker now, without waiting for the jobs they are running (those end as
+        WorkerDied at once): for a run that is stopping. `close` still cleans up after it."""
+        for w in self._all:
+            w.closed = True
+            proc = w.proc
+            if proc is not None:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
 
     def close(self) -> None:
         for w in self._all:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -83,26 +84,47 @@ EVENTS = {t: f"SELECT * FROM {t} ORDER BY 1, 2, 3, 4"
           for t in ("candidates", "feedback", "test_runs", "submissions", "runs")}
 
 
-def test_sigkill_then_resume_equals_uninterrupted_run(tmp_path: Path) -> None:
-    args = ("compare", "--budget", "6", "--tasks", "vector_add,flip", "--methods", "direct,geak,reflexion", "--seed", "7",
-            "--quiet")
-    full = run_cli(*args, "--out", str(tmp_path / "full"))
-    assert full.returncode == 0, full.stderr[-3000:]
-    full_dir = _only_run_dir(tmp_path / "full")
+RESUME_ARGS = ("compare", "--budget", "6", "--tasks", "vector_add,flip", "--methods", "direct,geak,reflexion",
+               "--seed", "7", "--quiet")
 
+
+@pytest.fixture(scope="module")
+def uninterrupted_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("full")
+    full = run_cli(*RESUME_ARGS, "--out", str(out))
+    assert full.returncode == 0, full.stderr[-3000:]
+    return _only_run_dir(out)
+
+
+@pytest.mark.parametrize("how", ["SIGKILL", "Ctrl-C"])
+def test_interrupt_then_resume_equals_uninterrupted_run(tmp_path: Path, uninterrupted_run: Path, how: str) -> None:
+    """SIGKILL (of the CLI and its workers) and Ctrl-C (SIGINT to the CLI alone, which must stop
+    every unit at once and say how to resume) both leave a run that resumes exactly."""
     out = tmp_path / "killed"
-    proc = subprocess.Popen([sys.executable, str(ROOT / "cli.py"), *args, "--out", str(out)], env=cli_env(),
-                            cwd=str(ROOT), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen([sys.executable, str(ROOT / "cli.py"), *RESUME_ARGS, "--out", str(out)], env=cli_env(),
+                            cwd=str(ROOT), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not (out.exists() and any(out.iterdir())):
             time.sleep(0.05)
         killed_dir = _only_run_dir(out)
         _wait_for_calls(killed_dir / "store.sqlite", 5, timeout=120)
+        if how == "SIGKILL":
+            os.killpg(proc.pid, signal.SIGKILL)  # the CLI and its evaluation workers, mid-run
+            proc.wait()
+        else:
+            sent = time.monotonic()
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=60)
+            assert proc.returncode == 130, err[-2000:]
+            assert time.monotonic() - sent < 30, "Ctrl-C did not stop the run promptly"
+            assert f"finish with: python cli.py compare --resume {killed_dir}" in err and "Traceback" not in err
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)  # the CLI and its evaluation workers, mid-run
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-    assert not (killed_dir / "summary.json").exists(), "the run finished before it could be killed"
+    assert not (killed_dir / "summary.json").exists(), "the run finished before it could be interrupted"
     recorded_before = _table(killed_dir, CALL_KEY)
     assert 0 < len(recorded_before) < 3 * 2 * 6
 
@@ -110,13 +132,13 @@ def test_sigkill_then_resume_equals_uninterrupted_run(tmp_path: Path) -> None:
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "(resumed)" in resumed.stderr
 
-    # Nothing recorded before the kill was asked again or changed, nothing is missing or doubled.
+    # Nothing recorded before the interruption was asked again or changed, nothing is missing or doubled.
     after = _table(killed_dir, CALL_KEY)
     assert after[: len(recorded_before)] == recorded_before or set(recorded_before) <= set(after)
-    assert after == _table(full_dir, CALL_KEY)
+    assert after == _table(uninterrupted_run, CALL_KEY)
     for table, sql in EVENTS.items():
-        assert _table(killed_dir, sql) == _table(full_dir, sql), table
-    assert (killed_dir / "summary.json").read_text() == (full_dir / "summary.json").read_text()
+        assert _table(killed_dir, sql) == _table(uninterrupted_run, sql), table
+    assert (killed_dir / "summary.json").read_text() == (uninterrupted_run / "summary.json").read_text()
     # Reflexion's own test runs are GPU evaluations its trials cost, and reports count them.
     reflexion = independent_runs(load_run(killed_dir), "reflexion", n_resamples=200)
     assert reflexion.evals_per_run >= 1 and "observed mean" in reflexion.derivation
