@@ -142,10 +142,11 @@ class Task:
         raise ValueError(f"unknown case set {case_set!r} (visible, hidden, perf)")
 
     def tolerance(self, dtype: str) -> Tolerance:
+        """The task's own, else the default; a dtype neither names (bool, uint8, ...) compares exactly."""
         try:
             return self.tolerances[dtype]
         except KeyError:
-            return DEFAULT_TOLERANCES[dtype]
+            return DEFAULT_TOLERANCES.get(dtype, Tolerance(atol=0, rtol=0))
 
     def view(self) -> "TaskView":
         return TaskView(

@@ -58,6 +58,20 @@ def test_compare_rejects_nan_constant_and_shape() -> None:
         compare(expected.double(), expected, task)
 
 
+def test_compare_judges_complex_components_and_exact_dtypes() -> None:
+    from bench.registry import get_task
+
+    task = get_task("vector_add")
+    expected = torch.complex(torch.linspace(-1, 1, 50), torch.linspace(2, 3, 50))
+    assert compare(expected.clone(), expected, task) == (0.0, 0.0)
+    with pytest.raises(Mismatch, match="outside atol=0.0001"):  # float32 tolerance per component
+        compare(torch.complex(expected.real, -expected.imag), expected, task)  # only the imaginary part is wrong
+    mask = torch.arange(10) % 3 == 0
+    assert compare(mask.clone(), mask, task) == (0.0, 0.0)
+    with pytest.raises(Mismatch, match="atol=0 rtol=0"):
+        compare(~mask, mask, task)
+
+
 def test_interpreter_errors_are_classified_like_the_gpu_compiler() -> None:
     from triton.runtime.errors import InterpreterError
 
