@@ -1,0 +1,49 @@
+"""The benchmark scripts still run, at toy sizes on the CPU, so the figures they print on a GPU
+cannot rot unnoticed. Their timings are meaningless here; only that they run, agree with
+themselves and report what they claim to is checked."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.helpers import ROOT, cli_env
+
+
+def _script(name: str, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(ROOT / "benchmarks" / name), *args], cwd=str(ROOT), env=cli_env(),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_throughput_benchmark_runs_both_harnesses_with_identical_verdicts(tmp_path: Path) -> None:
+    out = tmp_path / "thr.json"
+    proc = _script("bench_evaluator_throughput.py", "--n", "3", "--tasks", "vector_add", "--case-set", "visible",
+                   "--workers", "1", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-2000:]
+    result = json.loads(out.read_text())
+    assert result["n"] == 3 and result["identical"] is True and result["mismatches"] == []
+    assert result["triton_cache"] == "fresh" and result["distinct_sources"] == 3
+    assert result["pool_seconds"] > 0 and result["naive_seconds"] > 0
+    assert sum(result["verdict_counts"].values()) == 3 and result["verdict_counts"].get("correct", 0) >= 1
+    assert "identical verdict kinds: yes" in proc.stdout
+
+
+def test_repeatability_benchmark_needs_a_gpu() -> None:
+    proc = _script("bench_timing_repeatability.py", "--runs", "2", timeout=300)
+    assert proc.returncode == 2 and "GPU" in proc.stderr + proc.stdout
+
+
+def test_stats_benchmark_runs_at_a_small_size() -> None:
+    proc = _script("bench_stats.py", "--tasks", "30", "--samples", "10", "--resamples", "200", timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "30 tasks x 3 methods x 10 samples" in proc.stdout and "(target < 10 s): OK" in proc.stdout
+
+
+def test_llm_concurrency_benchmark_runs_against_serve_sim() -> None:
+    proc = _script("bench_llm_concurrency.py", "--latency", "0.5", "--concurrency", "8", "--serial-calls", "2",
+                   "--calls-per-caller", "1", timeout=300)
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]  # 1: the speed goal (for 32 callers) missed
+    assert "serial:        2 calls" in proc.stdout and "concurrent:    8 calls" in proc.stdout
+    assert "peak in flight 8" in proc.stdout  # the client really kept every caller's request in flight
