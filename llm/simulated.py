@@ -53,6 +53,9 @@ _TESTS_ASK = re.compile(r"\bwrite (\d+) unit tests?\b", re.IGNORECASE)
 _PROSE_ASK = re.compile(r"\breflect on\b|\bwhat went wrong\b|\boptimi[sz]ation strategy\b|\bdo not write code\b",
                         re.IGNORECASE)
 _TEST_SIZES = (1, 3, 7, 16, 33, 65, 100, 257)
+# Opening words of methods/prompts/knowledge_*.txt and oneshot.txt (a test keeps them in step).
+KNOWLEDGE_MARK = "Rules for the code you write:"
+ONESHOT_MARK = "Here is an example Triton program"
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,11 @@ class SimParams:
         (higher than p_fix: a reflection helps only when it is right).
     p_wrong_test: asked for unit tests, the chance each test asserts a slightly wrong value.
     p_test_without_assert: the chance a test checks nothing (the AST filter drops it).
+    bonus_knowledge / bonus_oneshot: added to p_clean when the prompt carries the vendor's
+        hardware rules (the `knowledge` system prompt) / a retrieved example program
+        (`oneshot`), so ablating either changes simulated results the way the GEAK paper
+        reports context helping; the sum is capped at 0.95. Invented magnitudes, like every
+        rate here: they exercise the ablation plumbing and say nothing about a real model.
     """
 
     p_clean_by_difficulty: dict[int, float] = field(
@@ -89,6 +97,8 @@ class SimParams:
     p_fix_named: float = 0.7
     p_wrong_test: float = 0.1
     p_test_without_assert: float = 0.05
+    bonus_knowledge: float = 0.05
+    bonus_oneshot: float = 0.10
 
 
 def generic_mutations(source: str) -> list[Mutation]:
@@ -123,9 +133,11 @@ class SimulatedModel:
         self._tasks = tasks
 
     # ------------------------------------------------------------------ ground truth
-    def fresh_success_probability(self, task: Task) -> float:
+    def fresh_success_probability(self, task: Task, knowledge: bool = False, oneshot: bool = False) -> float:
         """P(a fresh sample passes the hidden cases): every task bug is breaking (a test checks)."""
-        return self.params.p_clean_by_difficulty.get(task.difficulty, 0.1)
+        p = self.params
+        base = p.p_clean_by_difficulty.get(task.difficulty, 0.1)
+        return min(0.95, base + (p.bonus_knowledge if knowledge else 0.0) + (p.bonus_oneshot if oneshot else 0.0))
 
     # ------------------------------------------------------------------ protocol
     def complete(self, request: Request) -> Completion:
@@ -141,7 +153,7 @@ class SimulatedModel:
         if task is None:
             text = "I could not identify the requested kernel.\n```python\nraise NotImplementedError('unknown task')\n```"
             return self._completion(request, text)
-        code, thought = self._write_code(task, last, ask, rng)
+        code, thought = self._write_code(task, last, ask, rng, _context(request))
         if request.json_mode or re.search(r'json.*"thought".*"code"|"code".*json', ask, re.IGNORECASE | re.DOTALL):
             text = json.dumps({"thought": thought, "code": code})
         else:
@@ -181,11 +193,11 @@ class SimulatedModel:
     def _bugs(self, task: Task, source: str) -> list[Mutation]:
         return [m for m in task.mutations if m.breaks] + generic_mutations(source)
 
-    def _fresh(self, task: Task, rng: random.Random) -> tuple[str, str]:
+    def _fresh(self, task: Task, rng: random.Random, context: tuple[bool, bool]) -> tuple[str, str]:
         p = self.params
         code = task.baseline_source()
         tunings = [m for m in task.mutations if not m.breaks]
-        if rng.random() < self.fresh_success_probability(task):
+        if rng.random() < self.fresh_success_probability(task, *context):
             if tunings and rng.random() < p.p_tune_fresh:
                 code = _apply(code, rng.choice(tunings))
             return code, "Plan: one program per block, masked loads and stores, float32 accumulation."
@@ -199,11 +211,12 @@ class SimulatedModel:
             bug = rng.choice([m for m in task.mutations if m.breaks] or list(generic.values()))
         return _apply(code, bug), "Plan: tile the problem into blocks and launch one program per tile."
 
-    def _write_code(self, task: Task, last: str, ask: str, rng: random.Random) -> tuple[str, str]:
+    def _write_code(self, task: Task, last: str, ask: str, rng: random.Random,
+                    context: tuple[bool, bool]) -> tuple[str, str]:
         p = self.params
         blocks = [b for b in _CODE_BLOCK.findall(last) if _defines(b, task.entry_point)]
         if not blocks:
-            return self._fresh(task, rng)
+            return self._fresh(task, rng, context)
         previous = blocks[-1]
         prose = _ANY_BLOCK.sub("", last).lower()
         bugs = [m for m in self._bugs(task, task.baseline_source()) if _has(previous, m)]
@@ -230,7 +243,7 @@ class SimulatedModel:
             return code, "Retuned block size and warps to raise occupancy and memory throughput."
         if bugs:
             return previous, "The kernel looks right to me."
-        return self._fresh(task, rng)
+        return self._fresh(task, rng, context)
 
     # ------------------------------------------------------------------ tests
     def _write_tests(self, task: Task, n: int, rng: random.Random) -> str:
@@ -305,6 +318,13 @@ class SimulatedModel:
 
 
 # ---------------------------------------------------------------------- prompt reading helpers
+
+
+def _context(request: Request) -> tuple[bool, bool]:
+    """(knowledge, oneshot): whether the system prompt carries the hardware rules, and whether
+    any message shows a retrieved example program."""
+    system = " ".join(m.content for m in request.messages if m.role == "system")
+    return KNOWLEDGE_MARK in system, any(ONESHOT_MARK in m.content for m in request.messages)
 
 
 def _final_paragraph(text: str) -> str:

@@ -449,6 +449,33 @@ def test_simulated_model_ignores_a_oneshot_example_of_another_task() -> None:
         assert code is not None and "def vector_add(" in code
 
 
+def test_simulated_model_reads_knowledge_and_oneshot_context() -> None:
+    """Ablating `knowledge` or `oneshot` changes simulated results: a fresh sample is clean
+    (the expert kernel, maybe re-tuned) at fresh_success_probability(task, knowledge, oneshot)."""
+    from llm.simulated import KNOWLEDGE_MARK, ONESHOT_MARK
+
+    assert KNOWLEDGE_MARK in system_prompt("nvidia", True) and KNOWLEDGE_MARK in system_prompt("amd", True)
+    assert KNOWLEDGE_MARK not in system_prompt("nvidia", False)
+    flip = get_task("flip").baseline_source()
+    assert ONESHOT_MARK in methods.direct.oneshot_block(flip)
+    sim = SimulatedModel()
+    task = get_task("vector_add")
+    n = 400
+    rates = {}
+    for knowledge in (False, True):
+        for oneshot in (False, True):
+            prompt = render("direct_generate", task=task_block(VIEW, knowledge),
+                            oneshot=methods.direct.oneshot_block(flip) if oneshot else "")
+            messages = (Message("system", system_prompt("nvidia", knowledge)), Message("user", prompt))
+            clean = sum("Plan: one program per block" in sim.complete(Request(messages, sample_index=i)).text
+                        for i in range(n))
+            p = sim.fresh_success_probability(task, knowledge, oneshot)
+            assert abs(clean / n - p) < 4 * (p * (1 - p) / n) ** 0.5, (knowledge, oneshot, clean / n, p)
+            rates[knowledge, oneshot] = p
+    assert rates[False, False] < rates[True, False] < rates[True, True]
+    assert rates[False, False] < rates[False, True] < rates[True, True]
+
+
 def test_simulated_model_writes_parseable_tests_for_every_task() -> None:
     sim = SimulatedModel(SimParams(p_test_without_assert=0.0))
     for task in all_tasks():
