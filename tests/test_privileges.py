@@ -18,23 +18,24 @@ import pytest
 from runners.privileges import PrivilegeError, resolve_worker_user
 from tests.helpers import run_cli
 
-ESCAPE_PROBE = '''
-import os
-import torch
-import triton
-import triton.language as tl
+# Appended to the expert vector_add: the same kernel, after the escape attempts.
+ESCAPE_PROBE_TAIL = '''
+
+import os as _os
+
+_expert_vector_add = vector_add
 
 
 def _escapes() -> str:
     found = []
     try:
-        with open(f"/proc/{os.getppid()}/environ", "rb") as f:
+        with open(f"/proc/{_os.getppid()}/environ", "rb") as f:
             f.read(1)
         found.append("read the parent's environment")
     except OSError:
         pass
     try:
-        with open(os.environ["KMC_TEST_ROOT_FILE"], "a") as f:
+        with open(_os.environ["KMC_TEST_ROOT_FILE"], "a") as f:
             f.write("tampered")
         found.append("wrote a root-owned file")
     except OSError:
@@ -42,22 +43,11 @@ def _escapes() -> str:
     return "; ".join(found)
 
 
-@triton.jit
-def _add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
-    pid = tl.program_id(axis=0)
-    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-    mask = offsets < n_elements
-    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask), mask=mask)
-
-
 def vector_add(x, y):
     escaped = _escapes()
     if escaped:
         raise RuntimeError("escaped: " + escaped)
-    out = torch.empty_like(x)
-    n = out.numel()
-    _add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK_SIZE=1024)
-    return out
+    return _expert_vector_add(x, y)
 '''
 
 
@@ -95,13 +85,13 @@ def test_probe_escapes_as_root_and_not_as_nobody(tmp_path: Path, monkeypatch: py
     monkeypatch.setenv("KMC_TEST_ROOT_FILE", str(root_file))  # KMC_ variables reach the workers
     target = _target()
     with LocalPool(target, workers=1) as pool:
-        as_root = pool.evaluate("vector_add", ESCAPE_PROBE, "visible").verdict
+        as_root = pool.evaluate("vector_add", _probe(), "visible").verdict
     assert as_root.kind == "runtime_error" and "read the parent's environment" in as_root.message
     assert "wrote a root-owned file" in as_root.message and root_file.read_text().endswith("tampered")
 
     root_file.write_text("recorded\n")
     with LocalPool(target, workers=1, worker_user="nobody") as pool:
-        as_nobody = pool.evaluate("vector_add", ESCAPE_PROBE, "visible").verdict
+        as_nobody = pool.evaluate("vector_add", _probe(), "visible").verdict
         baseline = pool.evaluate("vector_add", _baseline(), "hidden").verdict
     assert as_nobody.kind == "correct", as_nobody.message
     assert baseline.kind == "correct", baseline.message  # kernels still compile and run as nobody
@@ -112,6 +102,10 @@ def _baseline() -> str:
     from bench.registry import get_task
 
     return get_task("vector_add").baseline_source()
+
+
+def _probe() -> str:
+    return _baseline() + ESCAPE_PROBE_TAIL
 
 
 @needs_root
