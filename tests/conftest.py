@@ -24,6 +24,11 @@ def _has_gpu() -> bool:
 
 
 HAS_GPU = _has_gpu()
+if not HAS_GPU:
+    # Triton decides at import whether its own library functions (tl.max, tl.sum, ...) are
+    # interpreted; a test that imports triton first without this would leave every later
+    # in-process interpreted kernel unable to call them. Workers get it in their environment.
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
