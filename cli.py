@@ -56,7 +56,7 @@ def cli() -> None:
 @click.option("--api-key-env", default=None, help="Environment variable holding the API key [OPENAI_API_KEY].")
 @click.option("--device", type=click.Choice(["auto", "cpu"]), default=None,
               help="auto: GPU if present, else the Triton CPU interpreter; cpu: always the interpreter.")
-@click.option("--workers", type=int, default=None, help="Evaluation worker processes [default: one per GPU, or cores].")
+@click.option("--workers", type=int, default=None, help="Evaluation worker processes [default: 2 per GPU; CPU: up to 4].")
 @click.option("--worker-user", default=None, metavar="USER",
               help="Run evaluation workers as this unprivileged user, e.g. nobody (needs root). Off by default.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
@@ -349,7 +349,7 @@ def bench_list(suite: str | None, sources: tuple[str, ...], as_json: bool) -> No
 @click.option("--suite", default=None, help="Suite to check [default: quick without a GPU, full with one].")
 @click.option("--tasks", default=None, help="Comma-separated task ids (overrides --suite).")
 @click.option("--source", "sources", multiple=True, help=_SOURCE_HELP)
-@click.option("--workers", type=int, default=None, help="Evaluation worker processes [default: per GPU, or cores].")
+@click.option("--workers", type=int, default=None, help="Evaluation worker processes [default: 2 per GPU; CPU: up to 4].")
 @click.option("--device", type=click.Choice(["auto", "cpu"]), default="auto",
               help="auto: GPU if present, else the Triton CPU interpreter; cpu: always the interpreter.")
 @click.option("--timing-seconds", type=float, default=None,
