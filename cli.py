@@ -144,7 +144,7 @@ def _replay_config(run_dir: Path) -> dict[str, Any]:
 
 
 def _make_client(config: Any) -> Any:
-    from llm.clients import EndpointUnreachable, make_client
+    from modelio.clients import EndpointUnreachable, make_client
 
     ep = config.endpoint
     try:
@@ -155,10 +155,10 @@ def _make_client(config: Any) -> Any:
 
 
 def _dry_run(config: Any) -> None:
-    from llm.dryrun import estimate
-    from methods.base import create_method
+    from judge.device import detect_target
+    from methods.registry import create_method
+    from modelio.dryrun import estimate
     from runners.compare import resolve_methods, resolve_tasks
-    from runners.device import detect_target
 
     config.validate()
     if config.device == "cpu":
@@ -181,7 +181,7 @@ def _run_compare(config: Any, out: Path | None, resume: Path | None, quiet: bool
 
     client = None
     if replay is not None:
-        from llm.replay import ReplayClient
+        from modelio.replay import ReplayClient
 
         try:
             client = ReplayClient(replay / "store.sqlite")
@@ -265,9 +265,9 @@ def eval_command(task_id: str, candidate: Path, hidden: bool, as_json: bool, tim
                  worker_user: str | None) -> None:
     """Judge one candidate file on a task."""
     from bench.registry import get_task
-    from runners.device import detect_target, use_interpreter_if_needed
+    from judge.device import detect_target, use_interpreter_if_needed
+    from judge.privileges import PrivilegeError
     from runners.pool import LocalPool
-    from runners.privileges import PrivilegeError
 
     task = get_task(task_id)
     target = detect_target()
@@ -289,8 +289,9 @@ def eval_command(task_id: str, candidate: Path, hidden: bool, as_json: bool, tim
         click.echo(v.one_line())
         if ev.timing:
             t = ev.timing
+            ci = f"{t.speedup_ci[0]:.3f}-{t.speedup_ci[1]:.3f}" if t.speedup_ci else "n/a"
             click.echo(f"speedup vs expert baseline {t.speedup_vs_baseline:.3f}x "
-                       f"(95% CI {t.speedup_ci[0]:.3f}-{t.speedup_ci[1]:.3f}); vs eager {t.speedup_vs_eager or float('nan'):.3f}x"
+                       f"(95% CI {ci}); vs eager {t.speedup_vs_eager or float('nan'):.3f}x"
                        + (f"; flagged: {', '.join(t.flag_reasons)}" if t.flagged else ""))
         elif target.interpreter:
             click.echo("timing: unavailable on the CPU interpreter")
@@ -325,7 +326,7 @@ def bench_list(suite: str | None, sources: tuple[str, ...], as_json: bool) -> No
 
     reports = _load_sources(sources)
     tasks = suite_tasks(suite) if suite else all_tasks()
-    rows = [{"id": t.id, "suites": list(t.suites), "category": t.category, "difficulty": t.difficulty,
+    rows: list[dict[str, Any]] = [{"id": t.id, "suites": list(t.suites), "category": t.category, "difficulty": t.difficulty,
              "dtypes": list(t.dtypes), "visible_cases": len(t.visible), "hidden_cases_gpu": len(t.hidden_gpu),
              "hidden_cases_cpu": len(t.hidden_cpu), "entry_point": t.entry_point, "signature": t.signature,
              "source": t.source}
@@ -361,9 +362,10 @@ def bench_check(suite: str | None, tasks: str | None, sources: tuple[str, ...], 
     perf cases and report the fraction of the memory or compute roofline. Exit 1 if any fails."""
     import os
 
-    from bench.check import format_report, run_check
+    from bench.check import format_report
     from bench.registry import get_task, suite_tasks
-    from runners.device import FORCE_CPU_ENV, detect_target
+    from judge.device import FORCE_CPU_ENV, detect_target, use_interpreter_if_needed
+    from runners.check import run_check
 
     if device == "cpu":
         os.environ[FORCE_CPU_ENV] = "1"
@@ -378,7 +380,9 @@ def bench_check(suite: str | None, tasks: str | None, sources: tuple[str, ...], 
 
     if timing_seconds is not None and timing_seconds <= 0:
         raise BadInput("--timing-seconds must be positive")
-    policy = {"max_seconds_per_case": timing_seconds} if timing_seconds else None
+    from judge.policy import TimingPolicy
+
+    policy = TimingPolicy(max_seconds_per_case=timing_seconds) if timing_seconds else None
 
     def progress(row: Any) -> None:
         perf = "; ".join(f"{p.case} {p.median_ms:.4f} ms" + (f" {p.roofline_fraction:.0%} of {p.bound} roofline"
@@ -389,7 +393,9 @@ def bench_check(suite: str | None, tasks: str | None, sources: tuple[str, ...], 
     from runners.pool import WorkerStartError
 
     try:
-        report = run_check(chosen, workers=workers, timing_policy=policy, on_result=progress)
+        target = detect_target()
+        use_interpreter_if_needed(target)
+        report = run_check(chosen, target, workers=workers, timing_policy=policy, on_result=progress)
     except WorkerStartError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(json.dumps(report.to_json(), indent=2) if as_json else format_report(report))
@@ -407,7 +413,7 @@ def bench_check(suite: str | None, tasks: str | None, sources: tuple[str, ...], 
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the fault generator.")
 def serve_sim(host: str, port: int, latency: float, fail_rate: float, faults: str, seed: int) -> None:
     """Serve the simulated model as an OpenAI-compatible endpoint (/v1/chat/completions, /v1/models)."""
-    from llm.server import ServerOptions, SimServer
+    from modelio.server import ServerOptions, SimServer
 
     try:
         options = ServerOptions(latency_s=latency, fail_rate=fail_rate, fault_kinds=tuple(_split(faults) or ()),
@@ -489,8 +495,8 @@ def figures_command(run_dirs: tuple[Path, ...], out: Path | None, resamples: int
 
 def main() -> None:
     from bench.registry import UnknownTaskError
-    from llm.replay import ReplayMiss
-    from methods.base import UnknownMethodError
+    from methods.registry import UnknownMethodError
+    from modelio.replay import ReplayMiss
     from runners.config import ConfigError
 
     try:

@@ -17,11 +17,9 @@ row and the report says so.
 from __future__ import annotations
 
 import math
-import statistics
-import time
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from bench.task import Case, Task
 
@@ -153,64 +151,6 @@ class CheckReport:
             "passed": sum(r.passed for r in self.rows),
             "failed": len(self.failed),
         }
-
-
-def _perf_rows(task: Task, timing: Any, ceilings: Ceilings) -> tuple[PerfRow, ...]:
-    by_name = {c.name: c for c in task.perf}
-    rows = []
-    for ct in timing.cases:
-        case = by_name.get(ct.case)
-        if case is None or not ct.candidate_ms:
-            continue
-        eager = statistics.median(ct.eager_ms) if ct.eager_ms else None
-        rows.append(roofline_row(task, case, statistics.median(ct.candidate_ms), eager, ceilings))
-    return tuple(rows)
-
-
-def check_task(pool: Any, task: Task, timed: bool, ceilings: Ceilings | None,
-               timing_policy: Mapping[str, Any] | None = None) -> TaskCheck:
-    """Judge one baseline on its hidden cases (and time it when `timed`)."""
-    if not getattr(task, "triton_baseline", True):
-        return TaskCheck(task.id, "skipped", note="no expert Triton baseline (adapted task)")
-    started = time.perf_counter()
-    ev = pool.evaluate(task.id, task.baseline_source(), "hidden", timing=timed, timing_policy=dict(timing_policy or {}))
-    seconds = time.perf_counter() - started
-    v = ev.verdict
-    perf: tuple[PerfRow, ...] = ()
-    note = ""
-    if timed and v.correct:
-        if ev.timing is not None and ceilings is not None:
-            perf = _perf_rows(task, ev.timing, ceilings)
-        else:
-            note = "no timing came back"
-    elif not timed:
-        note = "timing unavailable on the CPU interpreter"
-    return TaskCheck(task.id, v.kind, v.message, v.failing_case, v.cases_run, v.cases_skipped, v.skip_reasons,
-                     seconds, perf, note)
-
-
-def run_check(tasks: Iterable[Task], workers: int | None = None, timing_policy: Mapping[str, Any] | None = None,
-              on_result: Callable[[TaskCheck], None] | None = None) -> CheckReport:
-    """Check every task's baseline on local workers; results keep the order of `tasks`."""
-    from runners.device import detect_target, use_interpreter_if_needed
-    from runners.pool import LocalPool
-
-    tasks = list(tasks)
-    target = detect_target()
-    use_interpreter_if_needed(target)
-    timed = not target.interpreter
-    ceilings, exact = ceilings_for(target.device_name) if timed else (None, True)
-    report = CheckReport(target.device_name, target.interpreter, ceilings, exact)
-    with LocalPool(target, workers=workers) as pool:
-        pool.warm_up()
-        with ThreadPoolExecutor(max_workers=pool.size) as ex:
-            futures = [ex.submit(check_task, pool, t, timed, ceilings, timing_policy) for t in tasks]
-            for fut in futures:
-                row = fut.result()
-                report.rows.append(row)
-                if on_result is not None:
-                    on_result(row)
-    return report
 
 
 def format_report(report: CheckReport) -> str:

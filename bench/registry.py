@@ -106,7 +106,6 @@ def add_sources(specs: list[str]) -> list[object]:
     processes started afterwards can look the adapted tasks up too. Returns the adapters'
     reports (task counts and skip reasons)."""
     import os
-
     from pathlib import Path
 
     _load_builtin()
@@ -122,11 +121,6 @@ def add_sources(specs: list[str]) -> list[object]:
     if entries:
         os.environ[SOURCES_ENV] = ";".join(entries)
     return reports
-
-
-def source_reports() -> list[object]:
-    _load_builtin()
-    return list(_SOURCE_REPORTS.values())
 
 
 def _load_builtin() -> None:

@@ -9,9 +9,10 @@ held-out evaluation (design invariant 2) is enforced by the type rather than by 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 KERNELS_DIR = Path(__file__).resolve().parent / "kernels"
 
@@ -148,7 +149,7 @@ class Task:
         except KeyError:
             return DEFAULT_TOLERANCES.get(dtype, Tolerance(atol=0, rtol=0))
 
-    def view(self) -> "TaskView":
+    def view(self) -> TaskView:
         return TaskView(
             id=self.id,
             instruction=self.instruction,

@@ -9,7 +9,7 @@ hidden cases twice:
 2. through a naive harness, the public harnesses' way: per candidate, write
    `candidate.py` and `candidate_test.py` into a fresh folder and run
    `python candidate_test.py` in a fresh subprocess. The test script calls the same
-   `runners.oracle.judge`, so verdicts are comparable; a subprocess that times out is
+   `judge.oracle.judge`, so verdicts are comparable; a subprocess that times out is
    `timeout`, one that dies without printing a verdict is `crash`.
 
 Both sides run `--workers` candidates at a time, so the ratio measures process reuse,
@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.registry import get_task, suite_tasks  # noqa: E402
-from runners.device import Target, detect_target, use_interpreter_if_needed  # noqa: E402
+from judge.device import Target, detect_target, use_interpreter_if_needed  # noqa: E402
 from runners.pool import LocalPool, scrubbed_env, visible_devices  # noqa: E402
 
 
@@ -75,7 +75,7 @@ TEST_SCRIPT = textwrap.dedent('''
     sys.path.insert(0, {root!r})
     from pathlib import Path
     from bench.registry import get_task
-    from runners.oracle import CandidateLoadError, judge, load_module, prepare_process
+    from judge.oracle import CandidateLoadError, judge_cases, load_module, prepare_process
     task = get_task({task!r})
     interpreter = {interpreter!r}
     prepare_process()
@@ -85,7 +85,7 @@ TEST_SCRIPT = textwrap.dedent('''
         if not callable(entry):
             kind, message = "compile_error", "no entry point"
         else:
-            v = judge(task, entry, task.cases({case_set!r}, interpreter), "cpu" if interpreter else "cuda", interpreter)
+            v = judge_cases(task, entry, task.cases({case_set!r}, interpreter), "cpu" if interpreter else "cuda", interpreter)
             kind, message = v.kind, v.message
     except CandidateLoadError as exc:
         kind, message = exc.kind, str(exc)

@@ -45,10 +45,10 @@ def child() -> None:
 
     from bench.registry import get_task
     from bench.task import case
-    from runners.device import detect_target
-    from runners.oracle import load_module, prepare_process
-    from runners.timing import TimingPolicy, time_candidate
-    from runners.worker import physical_device
+    from judge.device import detect_target
+    from judge.oracle import load_module, prepare_process
+    from judge.timing import TimingPolicy, time_candidate
+    from judge.worker import physical_device
 
     target = detect_target()
     prepare_process()
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         child()
         return 0
-    from runners.device import detect_target
+    from judge.device import detect_target
 
     target = detect_target()
     if target.interpreter:

@@ -1,10 +1,11 @@
-"""The Method protocol, the context a method sees, and the method registry.
+"""The Method protocol and the records and context a method sees (the registry is methods/registry.py).
 
 Writing a method (a plugin is one file; nothing else changes):
 
-    from methods.base import MethodContext, register_method
     from bench.task import TaskView
-    from llm.types import Message
+    from methods.base import MethodContext
+    from methods.registry import register_method
+    from modelio.types import Message
 
     @register_method("my_method")
     class MyMethod:
@@ -30,8 +31,9 @@ Rules the scheduler relies on:
   (the unspent remainder is then recorded as such).
 - A fresh instance is made for every (task, repeat); instance state is per unit.
 - The module must be imported before the scheduler looks the name up: built-ins are imported
-  by `_load_builtin`; other modules are named in `$KMC_METHOD_MODULES` (comma-separated
-  module names) or simply imported by the caller (as tests do).
+  by `methods/__init__.py`; other modules are named in the run's `method_modules` option
+  (recorded in config.json; `$KMC_METHOD_MODULES` gives its default) or simply imported by
+  the caller (as tests do).
 - Shared helpers: methods/templates.py (prompt files under methods/prompts/, knowledge prompt
   per vendor, task block), methods/extract.py (code, JSON and test extraction that never
   passes on truncated code), methods/retrieval.py (the BM25 one-shot example).
@@ -39,16 +41,11 @@ Rules the scheduler relies on:
 
 from __future__ import annotations
 
-import difflib
-import importlib
-import inspect
-import os
-import random
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol, TypeVar
+from typing import Protocol
 
 from bench.task import TaskView
-from llm.types import Completion, Message
+from modelio.types import Completion, Message
 
 
 @dataclass(frozen=True)
@@ -113,7 +110,6 @@ class Feedback:
 
 class MethodContext(Protocol):
     vendor: str
-    rng: random.Random
 
     def ask(self, messages: list[Message], *, temperature: float, role: str, max_tokens: int | None = None,
             json_mode: bool = False) -> Completion: ...
@@ -145,77 +141,3 @@ class Method(Protocol):
     name: str
 
     def run(self, task: TaskView, ctx: MethodContext) -> None: ...
-
-
-class UnknownMethodError(KeyError):
-    def __str__(self) -> str:
-        return str(self.args[0])
-
-
-M = TypeVar("M", bound=type)
-_METHODS: dict[str, type] = {}
-
-
-def register_method(name: str) -> Callable[[M], M]:
-    def decorate(cls: M) -> M:
-        if name in _METHODS and _METHODS[name] is not cls:
-            raise ValueError(f"method {name!r} registered twice ({_METHODS[name].__module__}, {cls.__module__})")
-        if not callable(getattr(cls, "run", None)):
-            raise TypeError(f"method {name!r} has no run(task, ctx)")
-        cls.name = name  # type: ignore[attr-defined]
-        _METHODS[name] = cls
-        return cls
-
-    return decorate
-
-
-def method_names() -> list[str]:
-    _load_builtin()
-    return sorted(_METHODS)
-
-
-def method_class(name: str) -> type:
-    _load_builtin()
-    try:
-        return _METHODS[name]
-    except KeyError:
-        close = difflib.get_close_matches(name, list(_METHODS), n=2)
-        hint = f" (did you mean {', '.join(close)}?)" if close else ""
-        raise UnknownMethodError(f"unknown method {name!r}{hint}; known: {', '.join(sorted(_METHODS))}") from None
-
-
-def create_method(name: str, options: dict[str, Any] | None = None) -> Method:
-    cls = method_class(name)
-    options = dict(options or {})
-    params = inspect.signature(cls.__init__).parameters
-    unknown = [k for k in options if k not in params]
-    if unknown:
-        raise ValueError(f"method {name!r} has no option(s) {', '.join(unknown)}; "
-                         f"options: {', '.join(p for p in params if p != 'self')}")
-    return cls(**options)
-
-
-def method_options(method: Method) -> dict[str, Any]:
-    """The resolved options of a method instance (defaults included), for config.json."""
-    params = inspect.signature(type(method).__init__).parameters
-    return {k: getattr(method, k) for k in params if k != "self" and hasattr(method, k)}
-
-
-PLUGIN_ENV = "KMC_METHOD_MODULES"
-_loaded = False
-
-
-def _load_builtin() -> None:
-    """Import the built-in methods, then any plugin modules named in $KMC_METHOD_MODULES."""
-    global _loaded
-    if not _loaded:
-        _loaded = True
-        import methods.direct  # noqa: F401
-        import methods.geak  # noqa: F401
-        import methods.reflexion  # noqa: F401
-
-        for module in filter(None, (m.strip() for m in os.environ.get(PLUGIN_ENV, "").split(","))):
-            try:
-                importlib.import_module(module)
-            except ImportError as exc:
-                raise UnknownMethodError(f"cannot import method module {module!r} named in ${PLUGIN_ENV}: {exc}") from None

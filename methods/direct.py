@@ -15,11 +15,12 @@ example program, matched on the instruction once) as for every method.
 from __future__ import annotations
 
 from bench.task import TaskView
-from llm.types import Message
-from methods.base import Candidate, MethodContext, register_method
+from methods.base import Candidate, MethodContext
 from methods.extract import extract_code
+from methods.registry import register_method
 from methods.retrieval import retrieve
 from methods.templates import oneshot_block, render, system_prompt, task_block
+from modelio.types import Message
 
 SELECTIONS = ("visible-best", "first")
 

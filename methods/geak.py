@@ -37,11 +37,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bench.task import TaskView
-from llm.types import Message
-from methods.base import Candidate, Feedback, MethodContext, register_method
+from methods.base import Candidate, Feedback, MethodContext
 from methods.extract import extract_json_code
+from methods.registry import register_method
 from methods.retrieval import retrieve
 from methods.templates import fenced, oneshot_block, render, system_prompt, task_block
+from modelio.types import Message
 
 FIX_REQUEST = "Reflect on what went wrong and how to fix it."
 OPTIMISE_REQUEST = ("Analyse this correct kernel's performance and propose an optimisation strategy and ideas "

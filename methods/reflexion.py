@@ -36,11 +36,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bench.task import TaskView
-from llm.types import Message
-from methods.base import Candidate, Feedback, MethodContext, register_method
+from methods.base import Candidate, Feedback, MethodContext
 from methods.extract import TestSuite, extract_code, extract_tests
+from methods.registry import register_method
 from methods.retrieval import retrieve
 from methods.templates import fenced, oneshot_block, render, system_prompt, task_block
+from modelio.types import Message
 
 FEEDBACK_MODES = ("internal", "visible")
 

@@ -8,7 +8,7 @@ tests/snapshots/ holds every role's rendered prompt for each vendor; a test keep
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from string import Template
 
@@ -17,7 +17,7 @@ from bench.task import TaskView
 PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
 
 
-@lru_cache(maxsize=None)
+@cache
 def _template(name: str) -> Template:
     return Template((PROMPTS_DIR / f"{name}.txt").read_text())
 

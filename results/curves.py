@@ -34,8 +34,9 @@ Other method names have no known run structure: they get no parallel-scaling cur
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd

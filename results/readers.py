@@ -214,7 +214,8 @@ def read_evaluations(store: Store) -> tuple[pd.DataFrame, pd.DataFrame]:
     for r in store.query("SELECT source_hash, task, case_set, device_key, verdict, evaluation FROM evaluations"):
         ev = json.loads(r["evaluation"])
         timing = ev.get("timing") or None
-        ci = (timing or {}).get("speedup_ci") or (None, None)
+        t: dict[str, Any] = timing or {}
+        ci = t.get("speedup_ci") or (None, None)
         ev_rows.append({
             "source_hash": r["source_hash"], "task": r["task"], "case_set": r["case_set"],
             "device_key": r["device_key"], "timed": timing is not None, "verdict": r["verdict"],
@@ -229,7 +230,7 @@ def read_evaluations(store: Store) -> tuple[pd.DataFrame, pd.DataFrame]:
                 "source_hash": r["source_hash"], "task": r["task"], "case_set": r["case_set"],
                 "case": case["case"], "candidate_ms": tuple(case["candidate_ms"]),
                 "baseline_ms": tuple(case["baseline_ms"]), "launches_per_sample": case.get("launches_per_sample", 1),
-                "flagged": bool(timing.get("flagged", False)),
+                "flagged": bool(t.get("flagged", False)),
             })
     ev_cols = ["source_hash", "task", "case_set", "device_key", "timed", "verdict", "speedup", "speedup_lo",
                "speedup_hi", "speedup_vs_eager", "candidate_ms", "flagged", "flag_reasons"]
@@ -344,7 +345,7 @@ def load_runs(paths: list[Path] | tuple[Path, ...]) -> RunData:
         labels = [f"{i}:{name}" for i, name in enumerate(labels)]
     for info, label in zip(infos, labels, strict=True):
         frames = _read_store(info.path / "store.sqlite")
-        unfinished += int(frames.pop("unfinished"))  # type: ignore[arg-type]
+        unfinished += int(frames.pop("unfinished"))
         for name, df in frames.items():
             assert isinstance(df, pd.DataFrame)
             df = df.copy()

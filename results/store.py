@@ -16,7 +16,7 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -99,9 +99,6 @@ class Store:
         with self._lock:
             return self._db.execute(sql, params).fetchall()
 
-    def count(self, table: str) -> int:
-        return int(self.query(f"SELECT COUNT(*) FROM {table}")[0][0])
-
     # ------------------------------------------------------------------ meta
     def set_meta(self, key: str, value: Any) -> None:
         self._write("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, json.dumps(value)))
@@ -177,6 +174,3 @@ class Store:
             (method, task, repeat, status, calls, prompt_tokens, completion_tokens, feedback_evals, error),
         )
 
-    def rows(self, table: str) -> Iterator[dict[str, Any]]:
-        for r in self.query(f"SELECT * FROM {table}"):
-            yield dict(r)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -193,7 +194,7 @@ def parallel_table(a: Analysis) -> Table:
     rows = []
     for m, r in a.runs.items():
         if r.curve is None:
-            num = {"method": m, "k": np.nan, "runs_derived_as": r.derivation}
+            num: dict[str, Any] = {"method": m, "k": np.nan, "runs_derived_as": r.derivation}
             txt = {"method": display(m), "k": "-", "pass@k over runs": "not estimable", "runs": r.derivation,
                    "calls": "-", "tokens": "-", "GPU evals": "-"}
             rows.append((num, txt))
@@ -256,7 +257,7 @@ def false_positive_table(a: Analysis) -> Table:
         c = cands[(cands["method"] == m) & cands["visible_verdict"].notna()]
         cv = (c["visible_verdict"] == "correct").to_numpy()
         ch = c["hidden_pass"].to_numpy(bool)
-        num = {"method": m, "submissions_visible_pass": int(sv.sum()), "submissions_hidden_fail": int((sv & ~sh).sum()),
+        num: dict[str, Any] = {"method": m, "submissions_visible_pass": int(sv.sum()), "submissions_hidden_fail": int((sv & ~sh).sum()),
                "submission_fp_rate": visible_false_positive_rate(sv, sh) if len(sv) else float("nan"),
                "candidates_visible_pass": int(cv.sum()), "candidates_hidden_fail": int((cv & ~ch).sum()),
                "candidate_fp_rate": visible_false_positive_rate(cv, ch) if len(cv) else float("nan")}

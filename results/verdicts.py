@@ -32,7 +32,15 @@ import numpy as np
 import pandas as pd
 
 from results.readers import RunData
-from stats import Estimate, PairedTest, adjust_pvalues, mcnemar_exact, paired_diff_ci, t_ci, wilcoxon_log_ratio
+from stats import (
+    Estimate,
+    PairedTest,
+    adjust_pvalues,
+    mcnemar_exact,
+    paired_diff_ci,
+    t_ci,
+    wilcoxon_log_ratio,
+)
 
 ALPHA = 0.05
 ADJUST = "holm"

@@ -1,7 +1,7 @@
 """`--lock-clocks`: pin GPU clocks for the length of a run, and always put them back.
 
 Why: boost clocks follow temperature and power, so two timings of the same kernel minutes
-apart can differ by more than the speedups being compared (ANCHORS.md, "Clocks"). Only
+apart can differ by more than the speedups being compared. Only
 meta-pytorch/tritonbench locks clocks among the public harnesses. Locking is off by
 default: it needs root, changes a shared machine's state, and is unavailable in most
 VMs. When on, the restore commands run on normal exit, on an exception, on Ctrl-C and on
@@ -24,11 +24,11 @@ import shutil
 import signal
 import subprocess
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import FrameType, TracebackType
-from typing import Callable
 
-from runners.clocks import CLOCKS_LOCKED_ENV
+from judge.clocks import CLOCKS_LOCKED_ENV
 
 DEFAULT_SM_FRACTION = 0.75
 
@@ -177,7 +177,7 @@ class ClockLock:
     restore_errors: list[str] = field(default_factory=list)
     _previous_handlers: dict[int, object] = field(default_factory=dict)
 
-    def __enter__(self) -> "ClockLock":
+    def __enter__(self) -> ClockLock:
         self._install_signal_handlers()
         try:
             for lock, restore in self.plan.steps:

@@ -16,21 +16,23 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from bench.registry import get_task, suite_tasks
 from bench.task import Task
-from llm.ledger import BudgetExhausted, Ledger, ModelCallFailed
-from llm.types import ModelClient
-from methods.base import create_method, method_class, method_options
+from judge.device import Target, detect_target, environment_info, use_interpreter_if_needed
+from methods.registry import create_method, load_method_modules, method_class, method_options
+from modelio.ledger import BudgetExhausted, Ledger, ModelCallFailed
+from modelio.types import ModelClient
 from results.store import Store
 from runners.config import CompareConfig, ConfigError
 from runners.context import UnitContext
-from runners.device import Target, detect_target, environment_info, use_interpreter_if_needed
 from runners.evaluator import Evaluator
+from runners.executor import Executor
 from runners.pool import LocalPool
 
 
@@ -51,6 +53,7 @@ def resolve_tasks(config: CompareConfig, target: Target) -> list[Task]:
 
 def resolve_methods(config: CompareConfig) -> dict[str, dict[str, Any]]:
     """Each method's options with defaults filled in (unknown names and options fail here)."""
+    load_method_modules(config.method_modules)
     resolved = {}
     for name in config.methods:
         method_class(name)
@@ -86,7 +89,7 @@ def write_json(path: Path, data: Any) -> None:
 class Progress:
     """Counts for the progress bar: units done, calls spent, and the budget they come from."""
 
-    def __init__(self, total_units: int, budget_total: int, on_change: Callable[["Progress"], None] | None = None):
+    def __init__(self, total_units: int, budget_total: int, on_change: Callable[[Progress], None] | None = None):
         self.total_units = total_units
         self.budget_total = budget_total
         self.units_done = 0
@@ -104,7 +107,7 @@ class Progress:
 
 class CompareRun:
     def __init__(self, config: CompareConfig, run_dir: Path, client: ModelClient, target: Target,
-                 progress: Callable[[Progress], None] | None = None, executor: Any = None):
+                 progress: Callable[[Progress], None] | None = None, executor: Executor | None = None):
         self.config = config
         self.run_dir = run_dir
         self.client = client
@@ -114,7 +117,7 @@ class CompareRun:
         self.store = Store(run_dir / "store.sqlite")
         self.ledger = Ledger(client, self.store, config.budget, config.budget_unit, config.seed,
                              charge_failed_calls=config.charge_failed_calls)
-        self.executor = executor or LocalPool(target, workers=config.workers, job_timeout=config.job_timeout_s,
+        self.executor: Executor = executor or LocalPool(target, workers=config.workers, job_timeout=config.job_timeout_s,
                                                  worker_user=config.worker_user)
         self.stopping = threading.Event()
         self.evaluator = Evaluator(self.executor, self.store, target, config.timing_policy, self.stopping)
@@ -122,8 +125,7 @@ class CompareRun:
         self.progress = Progress(len(self.units), len(self.units) * config.budget, progress)
 
     def run(self) -> None:
-        if hasattr(self.executor, "warm_up"):
-            self.executor.warm_up()
+        self.executor.warm_up()
         pending = []
         for u in self.units:
             if self.store.unit_status(u.method, u.task, u.repeat) == "done":
@@ -132,7 +134,7 @@ class CompareRun:
                 self.progress.add(units=1, spent=self._spent_from_row(row))
             else:
                 pending.append(u)
-        concurrency = self.config.concurrency or max(2, 2 * getattr(self.executor, "size", 1))
+        concurrency = self.config.concurrency or max(2, 2 * self.executor.size)
         with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="unit") as pool:
             futures = {pool.submit(self._run_unit, u): u for u in pending}
             try:
@@ -144,8 +146,7 @@ class CompareRun:
                 # or evaluation, unfinished and resumable; the workers die so in-flight jobs return.
                 self.stopping.set()
                 pool.shutdown(wait=False, cancel_futures=True)
-                if hasattr(self.executor, "abort"):
-                    self.executor.abort()
+                self.executor.abort()
                 raise
 
     def _spent_from_row(self, row: Any) -> int:
@@ -183,8 +184,7 @@ class CompareRun:
             self.evaluator.evaluate(task.id, self.store.source(final[0][0]), "hidden", timing=True)
 
     def close(self) -> None:
-        if hasattr(self.executor, "close"):
-            self.executor.close()
+        self.executor.close()
         self.store.close()
 
 

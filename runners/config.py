@@ -14,11 +14,19 @@ from typing import Any
 
 import yaml
 
+from judge.policy import TimingPolicy
+
 DEFAULT_METHODS = ("direct", "reflexion", "geak")
 
 
 class ConfigError(ValueError):
     """A malformed or inconsistent configuration: reported as one line, exit status 2."""
+
+
+def _default_method_modules() -> list[str]:
+    from methods.registry import default_method_modules
+
+    return default_method_modules()
 
 
 @dataclass
@@ -52,8 +60,11 @@ class CompareConfig:
     endpoint: EndpointConfig = field(default_factory=EndpointConfig)
     sim_params: dict[str, Any] = field(default_factory=dict)
     charge_failed_calls: bool = False
-    timing_policy: dict[str, Any] = field(default_factory=dict)
-    worker_user: str | None = None  # run evaluation workers as this user (runners/privileges.py)
+    timing_policy: TimingPolicy = field(default_factory=TimingPolicy)
+    worker_user: str | None = None  # run evaluation workers as this user (judge/privileges.py)
+    # Plugin modules defining methods (`@register_method`); $KMC_METHOD_MODULES gives the default,
+    # and the names are recorded so --resume and --replay load the same plugins.
+    method_modules: list[str] = field(default_factory=_default_method_modules)
 
     def validate(self) -> None:
         if not isinstance(self.budget, int) or isinstance(self.budget, bool) or self.budget <= 0:
@@ -65,13 +76,13 @@ class CompareConfig:
         if self.device not in ("auto", "cpu"):
             raise ConfigError(f"device must be auto or cpu, got {self.device!r}")
         if self.worker_user is not None:
-            from runners.privileges import PrivilegeError, resolve_worker_user
+            from judge.privileges import PrivilegeError, resolve_worker_user
 
             try:
                 resolve_worker_user(self.worker_user)
             except PrivilegeError as exc:
                 raise ConfigError(str(exc)) from None
-        from llm.ledger import resolve_unit
+        from modelio.ledger import resolve_unit
 
         try:
             self.budget_unit = resolve_unit(self.budget_unit)
@@ -82,7 +93,7 @@ class CompareConfig:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "CompareConfig":
+    def from_json(cls, d: dict[str, Any]) -> CompareConfig:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(d) - known)
         if unknown:
@@ -94,6 +105,10 @@ class CompareConfig:
         bad = sorted(set(endpoint) - {f.name for f in fields(EndpointConfig)})
         if bad:
             raise ConfigError(f"unknown endpoint key(s): {', '.join(bad)}")
+        try:
+            d["timing_policy"] = TimingPolicy.from_json(d.get("timing_policy"))
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(str(exc)) from None
         return cls(endpoint=EndpointConfig(**endpoint), **d)
 
 

@@ -4,12 +4,10 @@ calls and tokens spent so far, which is what the budget curves are drawn from.""
 
 from __future__ import annotations
 
-import random
-
 from bench.task import Task
-from llm.ledger import Account
-from llm.types import Completion, Message
-from methods.base import Candidate, Feedback
+from methods.base import Candidate, Feedback, TestResult
+from modelio.ledger import Account
+from modelio.types import Completion, Message
 from results.store import Store
 from runners.evaluator import Evaluator, RunInterrupted
 
@@ -21,7 +19,6 @@ class UnitContext:
         self.evaluator = evaluator
         self.store = store
         self.vendor = vendor
-        self.rng = random.Random(account.seed)
         self.n_candidates = 0
         self.n_feedback = 0
         self.n_submissions = 0
@@ -98,7 +95,10 @@ class UnitContext:
                                               "tests_passed": sum(t.passed for t in report.tests),
                                               "tests_total": len(report.tests)})
         self.n_test_runs += 1
-        return report.to_feedback()
+        v = report.verdict
+        return Feedback(verdict=v.kind, message=v.message, failing_case=v.failing_case, latency_ms=None,
+                        speedup=None, tests=tuple(TestResult(t.name, t.passed, t.message) for t in report.tests),
+                        kind="tests")
 
     def submit(self, candidate: Candidate) -> None:
         h = self.store.put_source(candidate.source)

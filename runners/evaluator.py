@@ -7,11 +7,14 @@ for; an in-memory lock per key stops two concurrent units from judging the same 
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
-from runners.device import Target
-from runners.internal_tests import InternalTestReport, case_set_for
-from runners.verdict import Evaluation
+from judge.device import Target
+from judge.internal_tests import InternalTestReport, case_set_for
+from judge.policy import TimingPolicy
+from judge.verdict import Evaluation
+from runners.executor import Executor
 
 
 class RunInterrupted(BaseException):
@@ -28,22 +31,14 @@ class EvaluationStore(Protocol):
     def record_evaluation(self, h: str, task: str, case_set: str, device_key: str, evaluation: dict[str, Any]) -> None: ...
 
 
-class Executor(Protocol):
-    def evaluate(self, task_id: str, source: str, case_set: str, timing: bool = False,
-                 timing_policy: dict[str, Any] | None = None, timeout: float | None = None) -> Evaluation: ...
-
-    def run_tests(self, task_id: str, source: str, tests: str, timeout: float | None = None,
-                  per_test_timeout: float | None = None) -> InternalTestReport: ...
-
-
 class Evaluator:
     def __init__(self, executor: Executor, store: EvaluationStore, target: Target,
-                 timing_policy: dict[str, Any] | None = None, stopping: threading.Event | None = None):
+                 timing_policy: TimingPolicy | None = None, stopping: threading.Event | None = None):
         self.executor = executor
         self.stopping = stopping or threading.Event()
         self.store = store
         self.target = target
-        self.timing_policy = timing_policy or {}
+        self.timing_policy = timing_policy or TimingPolicy()
         self._locks: dict[tuple[str, ...], threading.Lock] = {}
         self._locks_guard = threading.Lock()
         self.executed = 0

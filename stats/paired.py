@@ -58,8 +58,8 @@ class PairedTest:
 
 
 def _paired_arrays(a: npt.ArrayLike, b: npt.ArrayLike, dtype: type = float) -> tuple[np.ndarray, np.ndarray]:
-    x = np.asarray(a, dtype=dtype)
-    y = np.asarray(b, dtype=dtype)
+    x: np.ndarray = np.asarray(a, dtype=dtype)
+    y: np.ndarray = np.asarray(b, dtype=dtype)
     if x.ndim != 1 or y.ndim != 1:
         raise ValueError("a and b must be 1-D (one value per task)")
     if x.shape != y.shape:

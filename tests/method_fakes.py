@@ -1,19 +1,19 @@
 """Test doubles for methods: a MethodContext with a real ledger account and scripted
 feedback, and a scripted model client. Branch tests become exact and fast: no worker, no GPU,
-no store; the budget is still enforced by the real `llm.ledger` code."""
+no store; the budget is still enforced by the real `modelio.ledger` code."""
 
 from __future__ import annotations
 
 import json
-import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
-from llm.ledger import Ledger
-from llm.simulated import SimulatedModel
-from llm.tokens import count_tokens
-from llm.types import Completion, Message, Request
 from methods.base import Candidate, Feedback, TestResult
+from modelio.ledger import Ledger
+from modelio.simulated import SimulatedModel
+from modelio.tokens import count_tokens
+from modelio.types import Completion, Message, Request
 
 
 class MemoryRecorder:
@@ -75,7 +75,6 @@ class FakeContext:
     visible: Any = None
     tests: Any = None
     vendor: str = "nvidia"
-    rng: random.Random = field(default_factory=lambda: random.Random(0))
     calls: list[Call] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)
     submissions: list[Candidate] = field(default_factory=list)

@@ -271,7 +271,7 @@ def adapted_pool() -> Any:
     """One interpreter worker that loads the fixture sources from KMC_TASK_SOURCES."""
     import os
 
-    from runners.device import Target
+    from judge.device import Target
     from runners.pool import LocalPool
 
     previous = os.environ.get(SOURCES_ENV)
@@ -286,6 +286,7 @@ def adapted_pool() -> Any:
             os.environ[SOURCES_ENV] = previous
 
 
+@pytest.mark.slow
 def test_geak_eval_baselines_pass_their_differential_cases_in_a_worker(adapted_pool: Any) -> None:
     for task in load_source("geak-eval", GEAK, vendor="cpu").tasks:
         v = adapted_pool.evaluate(task.id, task.baseline_source(), "hidden").verdict
@@ -316,6 +317,7 @@ def test_kernelbench_task_judges_a_triton_candidate(adapted_pool: Any) -> None:
     assert eager.verdict.kind == "no_kernel", "the suite's own PyTorch is not a Triton answer"
 
 
+@pytest.mark.slow
 def test_bench_list_with_sources_reports_counts_and_reasons() -> None:
     r = run_cli("bench", "list", "--json", "--source", f"geak-eval:{GEAK}", "--source", f"kernelbench:{KB}",
                 timeout=120)
@@ -329,6 +331,7 @@ def test_bench_list_with_sources_reports_counts_and_reasons() -> None:
     assert r.returncode == 2 and "does not exist" in r.stderr
 
 
+@pytest.mark.slow
 def test_relative_source_paths_reach_the_workers() -> None:
     """Workers start in another directory: the exported source path must be absolute."""
     rel = GEAK.relative_to(Path(__file__).resolve().parent.parent)

@@ -43,7 +43,7 @@ def _jobs() -> list[tuple[str, str, str, str]]:
 
 @pytest.fixture(scope="module")
 def verdicts() -> dict[tuple[str, str, str], Any]:
-    from runners.device import Target
+    from judge.device import Target
     from runners.pool import LocalPool
 
     target = Target("cpu", True, "Triton CPU interpreter", 0)
@@ -144,6 +144,7 @@ def test_mutations_are_well_formed(task: Task) -> None:
 # ---------------------------------------------------------------- judged in the interpreter
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", TASKS, ids=IDS)
 def test_baseline_passes_its_visible_and_hidden_cases(task: Task, verdicts: dict) -> None:
     v, _ = verdicts[(task.id, "baseline", "hidden")]
@@ -155,6 +156,7 @@ def test_baseline_passes_its_visible_and_hidden_cases(task: Task, verdicts: dict
         assert v.cases_skipped == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", TASKS, ids=IDS)
 def test_breaking_mutations_fail_hidden_and_one_slips_past_visible(task: Task, verdicts: dict) -> None:
     slipped = []
@@ -169,6 +171,7 @@ def test_breaking_mutations_fail_hidden_and_one_slips_past_visible(task: Task, v
     assert slipped, "at least one bug passes the visible cases and is caught only by the hidden ones"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", TASKS, ids=IDS)
 def test_tuning_mutations_pass_hidden(task: Task, verdicts: dict) -> None:
     for i, m in enumerate(task.mutations):
@@ -204,6 +207,7 @@ def test_roofline_fraction_is_roofline_time_over_measured_time() -> None:
 # ---------------------------------------------------------------- command line
 
 
+@pytest.mark.slow
 def test_bench_list_json_lists_the_suite() -> None:
     r = run_cli("bench", "list", "--json", timeout=120)
     assert r.returncode == 0, r.stderr
@@ -215,6 +219,7 @@ def test_bench_list_json_lists_the_suite() -> None:
         assert row["visible_cases"] >= 2 and row["hidden_cases_cpu"] > 0 and row["hidden_cases_gpu"] > 0
 
 
+@pytest.mark.slow
 def test_bench_check_quick_passes_on_the_cpu() -> None:
     r = run_cli("bench", "check", "--suite", "quick", "--device", "cpu", "--json", timeout=600)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
@@ -256,6 +261,7 @@ result_gold = test_{name}()
 """
 
 
+@pytest.mark.slow
 def test_bench_check_runs_adapted_sources_and_exits_1_when_a_baseline_fails(tmp_path: Any) -> None:
     """Adapted tasks are looked up in the workers through KMC_TASK_SOURCES. A reference that
     keeps state between calls cannot agree with itself: its baseline fails, and so does the check."""

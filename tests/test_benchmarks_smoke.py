@@ -9,7 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import ROOT, cli_env
+
+pytestmark = pytest.mark.slow  # worker processes or whole runs: minutes on 2 cores
 
 
 def _script(name: str, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
@@ -41,8 +45,8 @@ def test_stats_benchmark_runs_at_a_small_size() -> None:
     assert "30 tasks x 3 methods x 10 samples" in proc.stdout and "(target < 10 s): OK" in proc.stdout
 
 
-def test_llm_concurrency_benchmark_runs_against_serve_sim() -> None:
-    proc = _script("bench_llm_concurrency.py", "--latency", "0.5", "--concurrency", "8", "--serial-calls", "2",
+def test_modelio_concurrency_benchmark_runs_against_serve_sim() -> None:
+    proc = _script("bench_modelio_concurrency.py", "--latency", "0.5", "--concurrency", "8", "--serial-calls", "2",
                    "--calls-per-caller", "1", timeout=300)
     assert proc.returncode in (0, 1), proc.stderr[-3000:]  # 1: the speed goal (for 32 callers) missed
     assert "serial:        2 calls" in proc.stdout and "concurrent:    8 calls" in proc.stdout

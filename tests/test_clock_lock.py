@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from judge.clocks import CLOCKS_LOCKED_ENV, clock_flags, read_clocks
 from runners.clock_lock import ClockLockError, choose_nvidia_clocks, lock_clocks, parse_lock_spec
-from runners.clocks import CLOCKS_LOCKED_ENV, clock_flags, read_clocks
 
 ROOT = Path(__file__).resolve().parent.parent
 

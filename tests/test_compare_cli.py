@@ -28,6 +28,7 @@ def _only_run_dir(out: Path) -> Path:
     return dirs[0]
 
 
+@pytest.mark.slow
 def test_compare_budget_4_uses_exactly_the_budget(tmp_path: Path) -> None:
     started = time.monotonic()
     proc = run_cli("compare", *SMOKE, "--out", str(tmp_path))
@@ -96,6 +97,7 @@ def uninterrupted_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _only_run_dir(out)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["SIGKILL", "Ctrl-C"])
 def test_interrupt_then_resume_equals_uninterrupted_run(tmp_path: Path, uninterrupted_run: Path, how: str) -> None:
     """SIGKILL (of the CLI and its workers) and Ctrl-C (SIGINT to the CLI alone, which must stop
@@ -144,6 +146,7 @@ def test_interrupt_then_resume_equals_uninterrupted_run(tmp_path: Path, uninterr
     assert reflexion.evals_per_run >= 1 and "observed mean" in reflexion.derivation
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, needle", [
     (("--methods", "direct,telepathy"), "unknown method 'telepathy'"),
     (("--tasks", "vector_ad"), "unknown task 'vector_ad'"),

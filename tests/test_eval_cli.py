@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.helpers import ROOT, cli_env, run_cli
 
 KEYS = {"verdict", "failing_case", "max_abs_err", "max_rel_err", "message", "timing"}
@@ -14,6 +16,7 @@ def _eval(*args: str):
     return run_cli("eval", *args, env=cli_env(KMC_FORCE_CPU="1"), timeout=600)
 
 
+@pytest.mark.slow
 def test_correct_candidate_json() -> None:
     out = _eval("--task", "vector_add", "--candidate", str(ROOT / "bench/kernels/vector_add.py"), "--visible", "--json")
     assert out.returncode == 0, out.stderr
@@ -29,6 +32,7 @@ def test_correct_candidate_json() -> None:
     assert data["cases_run"] == 2
 
 
+@pytest.mark.slow
 def test_wrong_candidate_json() -> None:
     out = _eval("--task", "vector_add", "--candidate", str(ROOT / "tests/hostile/off_by_one.py"), "--json")
     assert out.returncode == 1, out.stderr
@@ -41,12 +45,14 @@ def test_wrong_candidate_json() -> None:
     assert data["timing"] is None
 
 
+@pytest.mark.slow
 def test_human_output_on_hidden_cases() -> None:
     out = _eval("--task", "cumsum", "--candidate", str(ROOT / "bench/kernels/cumsum.py"))
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["correct", "timing: unavailable on the CPU interpreter"]
 
 
+@pytest.mark.slow
 def test_unknown_task_is_one_line_and_exit_2() -> None:
     out = _eval("--task", "no_such_task", "--candidate", str(ROOT / "bench/kernels/vector_add.py"), "--json")
     assert out.returncode == 2

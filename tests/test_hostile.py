@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.slow  # worker processes or whole runs: minutes on 2 cores
+
 
 def _has_gpu() -> bool:
     if os.environ.get("KMC_FORCE_CPU") == "1":
@@ -74,7 +76,7 @@ CORPUS: tuple[Hostile, ...] = (
     Hostile("reads_secret.py", "vector_add", "correct", restarted=False),
     Hostile("reads_stdin.py", "vector_add", "correct", restarted=False),
     Hostile("forges_reply.py", "vector_add", "runtime_error", "protocol violation", restarted=True),
-    Hostile("patches_oracle.py", "vector_add", "runtime_error", "runners.oracle.compare", restarted=True),
+    Hostile("patches_oracle.py", "vector_add", "runtime_error", "judge.oracle.compare", restarted=True),
     Hostile("patches_torch_in_call.py", "vector_add", "runtime_error", "torch.isfinite", restarted=True),
     Hostile("spawns_shell.py", "vector_add", "runtime_error", "disabled in the evaluation worker"),
     Hostile("kills_parent.py", "vector_add", "runtime_error", "disabled in the evaluation worker"),
@@ -99,7 +101,7 @@ class Outcome:
 def corpus_run() -> dict[str, Any]:
     """Judge the whole corpus once, in order, through one pool; tests below read the results."""
     from bench.registry import get_task
-    from runners.device import detect_target, use_interpreter_if_needed
+    from judge.device import detect_target, use_interpreter_if_needed
     from runners.pool import LocalPool
 
     target = detect_target()

@@ -17,13 +17,13 @@ import methods.direct
 import methods.geak
 import methods.reflexion
 from bench.registry import all_tasks, get_task
-from llm.ledger import BudgetExhausted
-from llm.simulated import SimParams, SimulatedModel
-from llm.types import Message, Request
-from methods.base import create_method, method_names, method_options
 from methods.extract import extract_code, extract_json_code, extract_tests
+from methods.registry import create_method, method_names, method_options
 from methods.retrieval import Corpus, Program, corpus_programs, normalise, retrieve
 from methods.templates import render, system_prompt, task_block
+from modelio.ledger import BudgetExhausted
+from modelio.simulated import SimParams, SimulatedModel
+from modelio.types import Message, Request
 from tests.method_fakes import FakeContext, ScriptedClient, feedback, json_code_reply, suite_result
 
 VIEW = get_task("vector_add").view()
@@ -452,7 +452,7 @@ def test_simulated_model_ignores_a_oneshot_example_of_another_task() -> None:
 def test_simulated_model_reads_knowledge_and_oneshot_context() -> None:
     """Ablating `knowledge` or `oneshot` changes simulated results: a fresh sample is clean
     (the expert kernel, maybe re-tuned) at fresh_success_probability(task, knowledge, oneshot)."""
-    from llm.simulated import KNOWLEDGE_MARK, ONESHOT_MARK
+    from modelio.simulated import KNOWLEDGE_MARK, ONESHOT_MARK
 
     assert KNOWLEDGE_MARK in system_prompt("nvidia", True) and KNOWLEDGE_MARK in system_prompt("amd", True)
     assert KNOWLEDGE_MARK not in system_prompt("nvidia", False)
@@ -494,8 +494,8 @@ def test_simulated_tests_pass_or_fail_the_expert_kernel_at_the_documented_rate(
     test asserts a scaled value, so the expert kernel fails them all (the tests run here,
     in-process on the interpreter, with the worker's own test runner)."""
     monkeypatch.setenv("TRITON_INTERPRET", "1")
-    from runners.internal_tests import run_test_functions
-    from runners.oracle import load_module
+    from judge.internal_tests import run_test_functions
+    from judge.oracle import load_module
 
     task = get_task(task_id)
     prompt = render("reflexion_tests", task=task_block(task.view(), True), n="3", entry_point=task.entry_point)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import runners.compare
-from llm.simulated import SimulatedModel
+from modelio.simulated import SimulatedModel
 from results.store import Store
 from runners.config import CompareConfig
 
@@ -19,7 +19,7 @@ from runners.config import CompareConfig
 def _cpu_target(monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setenv("KMC_FORCE_CPU", "1")
     monkeypatch.setenv("TRITON_INTERPRET", "1")
-    from runners.device import detect_target
+    from judge.device import detect_target
 
     return detect_target()
 
@@ -37,6 +37,7 @@ def _run(config: CompareConfig, run_dir: Path, target: Any) -> tuple[Store, dict
     return Store(run_dir / "store.sqlite"), run.method_opts
 
 
+@pytest.mark.slow
 def test_toy_plugin_runs_through_the_real_scheduler(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import tests.toy_best_of_n_repair  # noqa: F401 - registering is all a plugin needs
 
@@ -51,8 +52,8 @@ def test_toy_plugin_runs_through_the_real_scheduler(tmp_path: Path, monkeypatch:
         assert unit["status"] == "done" and unit["error"] is None and unit["calls_used"] == 5
         roles = [r[0] for r in store.query("SELECT role FROM calls ORDER BY call_index")]
         assert roles[:2] == ["sample", "sample"] and set(roles) <= {"sample", "repair"}
-        n_candidates = store.count("candidates")
-        assert n_candidates >= 1 and store.count("submissions") >= 1
+        n_candidates = len(store.query("SELECT 1 FROM candidates"))
+        assert n_candidates >= 1 and len(store.query("SELECT 1 FROM submissions")) >= 1
         assert unit["feedback_evals"] == n_candidates  # every candidate judged on the visible cases
         hidden = store.query("SELECT COUNT(DISTINCT source_hash) FROM evaluations WHERE case_set='hidden'")[0][0]
         distinct = store.query("SELECT COUNT(DISTINCT source_hash) FROM candidates")[0][0]
@@ -61,6 +62,7 @@ def test_toy_plugin_runs_through_the_real_scheduler(tmp_path: Path, monkeypatch:
         store.close()
 
 
+@pytest.mark.slow
 def test_reflexion_internal_tests_run_in_the_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     target = _cpu_target(monkeypatch)
     config = CompareConfig(budget=8, methods=["reflexion"], tasks=["vector_add"], workers=1, device="cpu", seed=3,
@@ -80,8 +82,8 @@ def test_reflexion_internal_tests_run_in_the_worker(tmp_path: Path, monkeypatch:
             if kind in ("correct", "wrong_result"):
                 assert report["tests"] and all(set(t) == {"name", "passed", "message"} for t in report["tests"])
                 assert (kind == "correct") == all(t["passed"] for t in report["tests"])
-        assert store.count("submissions") >= 1
-        assert store.count("feedback") == 0  # internal mode never looks at the visible cases
+        assert len(store.query("SELECT 1 FROM submissions")) >= 1
+        assert len(store.query("SELECT 1 FROM feedback")) == 0  # internal mode never looks at the visible cases
         assert unit["feedback_evals"] >= len(reports)  # but its test runs are evaluations, counted
         # Every test run is on record: which candidate, which tests (their source), what came back.
         test_runs = [dict(r) for r in store.query("SELECT * FROM test_runs ORDER BY test_run_index")]
@@ -95,6 +97,7 @@ def test_reflexion_internal_tests_run_in_the_worker(tmp_path: Path, monkeypatch:
         store.close()
 
 
+@pytest.mark.slow
 def test_plugin_module_named_in_the_environment_runs_from_the_cli(tmp_path: Path) -> None:
     """$KMC_METHOD_MODULES is how a plugin in its own file reaches `cli.py compare`."""
     from tests.helpers import cli_env, run_cli

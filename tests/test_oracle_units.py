@@ -8,9 +8,9 @@ import types
 import pytest
 import torch
 
-from runners.oracle import Mismatch, classify_exception, compare, not_written_by_kernel, poisoned_allocations
+from judge.oracle import Mismatch, classify_exception, compare, not_written_by_kernel, poisoned_allocations
+from judge.sandbox import IntegritySnapshot
 from runners.pool import scrubbed_env
-from runners.sandbox import IntegritySnapshot
 
 
 def test_scrubbed_env_keeps_no_secret(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -24,7 +24,7 @@ def test_scrubbed_env_keeps_no_secret(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_poisoning_reaches_an_allocator_bound_before_it_started() -> None:
-    from runners.oracle import install_poisoned_allocations
+    from judge.oracle import install_poisoned_allocations
 
     install_poisoned_allocations()
     bound = torch.empty_like  # what `from torch import empty_like` at a candidate's import gets

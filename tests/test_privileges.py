@@ -1,4 +1,4 @@
-"""`--worker-user`: evaluation workers as an unprivileged user (runners/privileges.py).
+"""`--worker-user`: evaluation workers as an unprivileged user (judge/privileges.py).
 
 The escape probe is a correct kernel that first tries what a candidate running as root can
 do: read the parent's environment (where the API key lives) and append to a root-owned
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from runners.privileges import PrivilegeError, resolve_worker_user
+from judge.privileges import PrivilegeError, resolve_worker_user
 from tests.helpers import run_cli
 
 # Appended to the expert vector_add: the same kernel, after the escape attempts.
@@ -63,7 +63,7 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0 or not _has_nobody(),
 
 
 def _target():  # noqa: ANN202
-    from runners.device import detect_target, use_interpreter_if_needed
+    from judge.device import detect_target, use_interpreter_if_needed
 
     target = detect_target()
     use_interpreter_if_needed(target)
@@ -77,6 +77,7 @@ def _root_file(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 @needs_root
 def test_probe_escapes_as_root_and_not_as_nobody(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from runners.pool import LocalPool
@@ -108,6 +109,7 @@ def _probe() -> str:
     return _baseline() + ESCAPE_PROBE_TAIL
 
 
+@pytest.mark.slow
 @needs_root
 def test_unwritable_triton_cache_stops_the_worker_with_the_reason(tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:

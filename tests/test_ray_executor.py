@@ -10,7 +10,7 @@ import pytest
 ray = pytest.importorskip("ray")
 
 from bench.registry import get_task  # noqa: E402
-from runners.device import Target  # noqa: E402
+from judge.device import Target  # noqa: E402
 from runners.pool import LocalPool  # noqa: E402
 from runners.ray_executor import RayExecutor  # noqa: E402
 

@@ -17,6 +17,8 @@ from results.report import write_report
 from results.tables import build_tables
 from tests.helpers import run_cli
 
+pytestmark = pytest.mark.slow  # worker processes or whole runs: minutes on 2 cores
+
 BUDGET = 3
 RES = 2000
 

@@ -299,6 +299,7 @@ def test_bad_folders_are_refused(run_dir: Path, tmp_path: Path) -> None:
     assert not (tmp_path / "empty" / "store.sqlite").exists()  # reading never creates a store
 
 
+@pytest.mark.slow
 def test_cli_refusals_are_one_line_exit_2(run_dir: Path, tmp_path: Path) -> None:
     other = make_synthetic_run(tmp_path / "b5", budget=5)
     cases = [("report", str(run_dir), str(other)), ("report", str(tmp_path / "missing")),
@@ -312,6 +313,7 @@ def test_cli_refusals_are_one_line_exit_2(run_dir: Path, tmp_path: Path) -> None
 
 
 # ---------------------------------------------------------------------------- figures
+@pytest.mark.slow
 def test_figures_with_timings(analysis, tmp_path: Path) -> None:
     from results.figures import write_figures
 

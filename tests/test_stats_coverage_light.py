@@ -42,6 +42,7 @@ def light() -> pd.DataFrame:
     return sim.simulate_coverage(200, seed=0, cfg=sim.SimConfig(n_resamples=1000), workers=WORKERS)
 
 
+@pytest.mark.slow
 def test_valid_intervals_cover_population_mean(light: pd.DataFrame) -> None:
     assert set(light.reps) == {200}
     judged = light[(light.scenario != "mcnemar-H0") & (light.method != "wilson-pooled-naive")]

@@ -12,10 +12,11 @@ method needs no change outside its own file.
 from __future__ import annotations
 
 from bench.task import TaskView
-from llm.types import Message
-from methods.base import Candidate, Feedback, MethodContext, register_method
+from methods.base import Candidate, Feedback, MethodContext
 from methods.extract import extract_code
+from methods.registry import register_method
 from methods.templates import fenced, render, system_prompt, task_block
+from modelio.types import Message
 
 
 @register_method("toy_best_of_n_repair")

@@ -53,7 +53,7 @@ class AdapterReport:
 
 
 def detect_vendor() -> str:
-    """'nvidia', 'amd' or 'cpu' (the Triton interpreter), decided as runners.device does but
+    """'nvidia', 'amd' or 'cpu' (the Triton interpreter), decided as judge.device does but
     without importing runners: bench sits below runners in the data flow."""
     if os.environ.get("KMC_FORCE_CPU") == "1" or os.environ.get("TRITON_INTERPRET") == "1":
         return "cpu"

@@ -105,10 +105,10 @@ class _Anything:
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         pass
 
-    def __call__(self, *args: Any, **kwargs: Any) -> "_Anything":
+    def __call__(self, *args: Any, **kwargs: Any) -> _Anything:
         return _Anything()
 
-    def __getattr__(self, name: str) -> "_Anything":
+    def __getattr__(self, name: str) -> _Anything:
         return _Anything()
 
 
@@ -130,7 +130,7 @@ class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
         module = _StubModule(spec.name)
-        module.__path__ = []  # type: ignore[attr-defined]
+        module.__path__ = []
         return module
 
     def exec_module(self, module: types.ModuleType) -> None:

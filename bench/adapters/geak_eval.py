@@ -36,9 +36,10 @@ import itertools
 import json
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from bench.adapters import AdapterError, AdapterReport, Skipped
 from bench.adapters._adapted import (
@@ -209,7 +210,8 @@ def _dependencies(name: str, defs: dict[str, ast.stmt], seen: set[str]) -> list[
 
 def _own_returns(fn: ast.FunctionDef) -> list[ast.Return]:
     """`return` statements of `fn` itself, not of the functions and lambdas nested in it."""
-    out, stack = [], list(fn.body)
+    out: list[ast.Return] = []
+    stack: list[ast.AST] = list(fn.body)
     while stack:
         node = stack.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
@@ -503,7 +505,7 @@ class GeakSuite:
 
         calls = self.calls()
         call = calls[c.size("call") % len(calls)]
-        out = []
+        out: list[Any] = []
         for pos, value in enumerate(call):
             if isinstance(value, torch.Tensor):
                 t = value.to(device).clone()

@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from bench.adapters import AdapterError, AdapterReport, Skipped
 from bench.adapters._adapted import AdaptedTask, import_text, module_name

@@ -10,13 +10,13 @@ import time
 import pytest
 
 from bench.registry import get_task
-from llm.ledger import Ledger, ModelCallFailed
-from llm.openai_client import EndpointCallFailed, EndpointUnreachable, OpenAIClient
-from llm.server import ServerOptions, SimServer, request_from_body
-from llm.simulated import SimulatedModel
-from llm.tokens import count_tokens
-from llm.types import Message, Request
 from methods.templates import render, system_prompt, task_block
+from modelio.ledger import Ledger, ModelCallFailed
+from modelio.openai_client import EndpointCallFailed, EndpointUnreachable, OpenAIClient
+from modelio.server import ServerOptions, SimServer, request_from_body
+from modelio.simulated import SimulatedModel
+from modelio.tokens import count_tokens
+from modelio.types import Message, Request
 from results.store import Store
 
 

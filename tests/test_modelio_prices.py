@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from llm.dryrun import estimate, first_prompt_tokens
-from llm.prices import DEFAULT_PRICES, Price, PriceFileError, estimate_cost, load_prices, price_for
-from llm.tokens import count_tokens
-from llm.types import Message
+from modelio.dryrun import estimate, first_prompt_tokens
+from modelio.prices import DEFAULT_PRICES, Price, PriceFileError, estimate_cost, load_prices, price_for
+from modelio.tokens import count_tokens
+from modelio.types import Message
 
 
 def test_price_lookup_exact_longest_prefix_provider_prefix_and_unknown() -> None:

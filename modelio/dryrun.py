@@ -6,24 +6,23 @@ How the figures are made, so a user can judge them:
   token budget the call count is estimated: budget / tokens per call.
 - Prompt tokens per call: each method's *first* prompt on each task, captured by running
   the method against a context that stops it at its first model call (no model, no GPU),
-  counted with llm/tokens.count_tokens. Iterative methods' later prompts carry earlier code
+  counted with modelio/tokens.count_tokens. Iterative methods' later prompts carry earlier code
   and feedback and are longer, so input tokens are a floor, and they are labelled so.
 - Completion tokens per call: an assumption (`completion_tokens`, default 800), since no
   reply exists yet.
-- Cost: llm/prices.py's table (extend it with $KMC_PRICES); unknown when the model has no
+- Cost: modelio/prices.py's table (extend it with $KMC_PRICES); unknown when the model has no
   price, zero for the simulated model.
 """
 
 from __future__ import annotations
 
 import math
-import random
 from dataclasses import dataclass
 from typing import Any
 
-from llm.prices import Price, estimate_cost, load_prices
-from llm.tokens import count_tokens
-from llm.types import Completion, Message
+from modelio.prices import Price, estimate_cost, load_prices
+from modelio.tokens import count_tokens
+from modelio.types import Completion, Message
 
 DEFAULT_COMPLETION_TOKENS = 800
 
@@ -39,7 +38,6 @@ class _FirstCallContext:
 
     def __init__(self, vendor: str, budget: int):
         self.vendor = vendor
-        self.rng = random.Random(0)
         self._budget = budget
 
     def ask(self, messages: list[Message], *, temperature: float, role: str, max_tokens: int | None = None,
@@ -156,7 +154,7 @@ def estimate(budget: int, unit: str, methods: dict[str, Any], task_views: list[A
     TaskViews. Pure apart from running each method up to its first model call."""
     if completion_tokens < 1:
         raise ValueError("the completion-length assumption must be at least 1 token")
-    from llm.prices import price_for
+    from modelio.prices import price_for
 
     table = load_prices() if prices is None else prices
     price = Price(0.0, 0.0) if simulated else price_for(model, table)

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from llm.ledger import BudgetExhausted, Ledger, ModelCallFailed
-from llm.openai_client import OpenAIClient
-from llm.replay import ReplayClient, ReplayMiss
-from llm.server import ServerOptions, SimServer
-from llm.simulated import SimulatedModel
-from llm.tokens import count_tokens
-from llm.types import Completion, Message, Request
+from modelio.ledger import BudgetExhausted, Ledger, ModelCallFailed
+from modelio.openai_client import OpenAIClient
+from modelio.replay import ReplayClient, ReplayMiss
+from modelio.server import ServerOptions, SimServer
+from modelio.simulated import SimulatedModel
+from modelio.tokens import count_tokens
+from modelio.types import Completion, Message, Request
 from results.store import Store
-from tests.test_llm_client import direct_prompt
+from tests.test_modelio_client import direct_prompt
 
 
 def http_client(server: SimServer, **kw: object) -> OpenAIClient:

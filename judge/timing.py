@@ -1,6 +1,6 @@
 """The timing protocol. Runs inside a GPU worker, on the same inputs for candidate and baseline.
 
-Why each step (ANCHORS.md, "Timing"): warm-up keeps compilation out of the samples; an L2
+Why each step: warm-up keeps compilation out of the samples; an L2
 flush between samples stops a kernel from being timed on a warm cache; kernels under about
 20 us are timed as CUDA/HIP graph replays of many launches, because one launch is dominated
 by launch overhead and timer resolution; candidate, expert baseline and PyTorch eager are
@@ -8,7 +8,7 @@ interleaved sample by sample, so drift in clocks or temperature hits all of them
 sampling stops once the relative standard error of every median is under the target (or a
 time cap), and the raw samples are kept so anyone can recompute the statistics.
 
-Reward hacks the protocol checks for (ANCHORS.md): a kernel that changes behaviour once it
+Reward hacks the protocol checks for (seen against public harnesses): a kernel that changes behaviour once it
 has been called many times (its output is checked again after sampling, and the inputs
 must still be unmodified), and work hidden on a side stream (CUDA events on the current
 stream would not see it; a synchronised wall-clock measurement does, and a large gap
@@ -17,18 +17,20 @@ between the two flags the timing).
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import time
-from dataclasses import dataclass
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
 
 from bench.task import Case, Task
-from runners.clocks import CLOCKS_LOCKED_ENV, clock_flags, read_clocks
-from runners.verdict import CaseTiming, Timing
+from judge.clocks import CLOCKS_LOCKED_ENV, clock_flags, read_clocks
+from judge.policy import TimingPolicy
+from judge.verdict import CaseTiming, Timing
 
 
 class OutputChangedDuringTiming(Exception):
@@ -41,19 +43,6 @@ class OutputChangedDuringTiming(Exception):
 L2_FLUSH_BYTES = 256 * 1024 * 1024
 SMALL_KERNEL_MS = 0.020
 GRAPH_TARGET_MS = 0.25
-
-
-@dataclass(frozen=True)
-class TimingPolicy:
-    min_samples: int = 30
-    max_samples: int = 400
-    target_rse: float = 0.01
-    max_seconds_per_case: float = 3.0
-    warmup_calls: int = 3
-    warmup_ms: float = 50.0  # and at least this long per function: an idle GPU needs time to reach its clocks
-    bootstrap_resamples: int = 2000
-    seed: int = 0
-    time_eager: bool = True
 
 
 def median_rse(samples: np.ndarray) -> float:
@@ -287,7 +276,7 @@ def _positive(value: float) -> float:
 
 def time_candidate(task: Task, candidate: Callable[..., Any], baseline: Callable[..., Any], cases: tuple[Case, ...],
                    vendor: str, device_index: int | str, policy: TimingPolicy) -> Timing:
-    from runners.oracle import Mismatch, compare, expected_output
+    from judge.oracle import Mismatch, compare, expected_output
 
     flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device="cuda")
     # Locked clocks (`--lock-clocks`) show up in NVML as an applications-clocks "throttle".
@@ -301,11 +290,11 @@ def time_candidate(task: Task, candidate: Callable[..., Any], baseline: Callable
         pristine = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
         expected = expected_output(task, pristine)
         fns: dict[str, Callable[[], Any]] = {
-            "candidate": lambda a=args: candidate(*a),
-            "baseline": lambda a=args: baseline(*a),
+            "candidate": functools.partial(candidate, *args),
+            "baseline": functools.partial(baseline, *args),
         }
         if policy.time_eager:
-            fns["eager"] = lambda a=args: task.reference(*a)
+            fns["eager"] = functools.partial(task.reference, *args)
         ct, before, after = time_case(fns, c.name, policy, flush, lambda: read_clocks(vendor, device_index))
         results.append(ct)
         readings.append((before, after))

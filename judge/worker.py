@@ -1,4 +1,4 @@
-"""Worker process: `python -m runners.worker`. Imports torch and triton once, then judges
+"""Worker process: `python -m judge.worker`. Imports torch and triton once, then judges
 candidates sent as JSON lines, one at a time.
 
 The parent owns every limit (time, restarts); the worker only has to be honest about what
@@ -24,8 +24,9 @@ import signal
 import sys
 import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator, TextIO
+from typing import Any, TextIO
 
 GPU_LOCK_ENV = "KMC_GPU_LOCK"
 THREADS_ENV = "KMC_TORCH_THREADS"
@@ -107,11 +108,11 @@ class Worker:
         import triton  # noqa: F401 - import once, up front: that is the point of a persistent worker
 
         import bench.registry
-        import runners.timing  # noqa: F401 - imported before the integrity snapshot is taken
-        from runners.device import detect_target
-        from runners.oracle import judge, load_module, prepare_process, set_input_cache_bytes
-        from runners.privileges import drop_privileges_if_asked
-        from runners.sandbox import IntegritySnapshot, default_namespaces, install_process_guards
+        import judge.timing  # noqa: F401 - imported before the integrity snapshot is taken
+        from judge.device import detect_target
+        from judge.oracle import judge_cases, load_module, prepare_process, set_input_cache_bytes
+        from judge.privileges import drop_privileges_if_asked
+        from judge.sandbox import IntegritySnapshot, default_namespaces, install_process_guards
 
         bench.registry.all_tasks()
         self.target = detect_target()
@@ -122,7 +123,7 @@ class Worker:
         drop_privileges_if_asked()  # after the imports (root may own them), before any candidate code
         install_process_guards()
         # Bound now, so a candidate replacing the module attributes later cannot swap them.
-        self._judge = judge
+        self._judge = judge_cases
         self._load_module = load_module
         self._check = IntegritySnapshot(default_namespaces()).check
         self.tmp = Path(tempfile.mkdtemp(prefix="kmc-worker-"))
@@ -148,7 +149,7 @@ class Worker:
         return self.baselines[task.id]
 
     def handle(self, job: dict[str, Any]) -> dict[str, Any]:
-        from runners.verdict import Evaluation
+        from judge.verdict import Evaluation
 
         folder = Path(tempfile.mkdtemp(prefix="cand-", dir=self.tmp))
         threads_before = set(threading.enumerate())
@@ -172,6 +173,7 @@ class Worker:
         if leftover and not restart:
             restart = f"the candidate left {len(leftover)} thread(s) running"
         tampered = self._tampered()
+        evaluation: dict[str, Any]
         if tampered:
             # Built by hand: the record classes' own serialisers may be what was replaced.
             restart = "tampering"
@@ -186,9 +188,9 @@ class Worker:
 
     def _judge_job(self, job: dict[str, Any], folder: Path) -> tuple[Any, Any, str]:
         from bench.registry import get_task
-        from runners.oracle import CandidateLoadError, format_exception, is_device_error, mentions_device_error
-        from runners.timing import TimingPolicy, time_candidate
-        from runners.verdict import Verdict
+        from judge.oracle import CandidateLoadError, format_exception, is_device_error, mentions_device_error
+        from judge.timing import TimingPolicy, time_candidate
+        from judge.verdict import Verdict
 
         task = get_task(job["task"])
         cases = task.cases(job["case_set"], self.target.interpreter)
@@ -221,13 +223,13 @@ class Worker:
         return verdict, timing, restart
 
     def _internal_tests_job(self, job: dict[str, Any], folder: Path) -> tuple[Any, list[dict[str, Any]], str]:
-        """A method's own unit tests (Reflexion) against the candidate: runners/internal_tests.py."""
+        """A method's own unit tests (Reflexion) against the candidate: judge/internal_tests.py."""
         from dataclasses import asdict
 
         from bench.registry import get_task
-        from runners.internal_tests import DEFAULT_TEST_TIMEOUT_S, judge_internal_tests
-        from runners.oracle import CandidateLoadError, mentions_device_error
-        from runners.verdict import Verdict
+        from judge.internal_tests import DEFAULT_TEST_TIMEOUT_S, judge_internal_tests
+        from judge.oracle import CandidateLoadError, mentions_device_error
+        from judge.verdict import Verdict
 
         task = get_task(job["task"])
         try:
@@ -249,15 +251,15 @@ class Worker:
         candidate, expert baseline and eager PyTorch interleaved, alone on the GPU."""
         import dataclasses
 
-        from runners.timing import OutputChangedDuringTiming
-        from runners.verdict import Verdict
+        from judge.timing import OutputChangedDuringTiming
+        from judge.verdict import Verdict
 
         with gpu_gate(exclusive=False):
             perf_verdict = self._judge(task, entry, task.perf, self.device, False, integrity=self._tampered)
         if not perf_verdict.correct:
             return dataclasses.replace(perf_verdict, message=f"on a timing case: {perf_verdict.message}",
                                        cases_run=verdict.cases_run), None
-        policy = policy_cls(**job.get("timing_policy", {}))
+        policy = policy_cls.from_json(job.get("timing_policy"))
         baseline = self._baseline(task)
         try:
             with gpu_gate(exclusive=True):

@@ -31,9 +31,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from llm.prices import Price, estimate_cost, load_prices
-from llm.tokens import count_tokens
-from llm.types import Completion, Request
+from modelio.prices import Price, estimate_cost, load_prices
+from modelio.tokens import count_tokens
+from modelio.types import Completion, Request
 
 SAMPLE_USER_PREFIX = "kmc-sample-"
 SIM_OWNER = "kmc-simulated"  # /v1/models owned_by and system_fingerprint of serve-sim

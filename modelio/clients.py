@@ -1,5 +1,5 @@
 """Choosing the model client: the simulated model when no endpoint is configured, else an
-OpenAI-compatible endpoint (llm/openai_client.py; the openai SDK is imported only then).
+OpenAI-compatible endpoint (modelio/openai_client.py; the openai SDK is imported only then).
 
 An endpoint is checked once here, before the caller creates a run folder, so a configured
 but unreachable endpoint fails fast with one line naming it and nothing is spent.
@@ -9,20 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from llm.openai_client import EndpointCallFailed, EndpointUnreachable, OpenAIClient
-from llm.types import ModelClient
+from modelio.openai_client import EndpointCallFailed, EndpointUnreachable, OpenAIClient
+from modelio.types import ModelClient
 
-# The old name of the client class, kept so existing imports keep working.
-OpenAICompatibleClient = OpenAIClient
-
-__all__ = ["EndpointCallFailed", "EndpointUnreachable", "OpenAIClient", "OpenAICompatibleClient", "make_client"]
+__all__ = ["EndpointCallFailed", "EndpointUnreachable", "OpenAIClient", "make_client"]
 
 
 def make_client(base_url: str | None, model: str | None, api_key_env: str = "OPENAI_API_KEY",
                 timeout_s: float = 120.0, max_retries: int = 5, sim_params: dict[str, Any] | None = None,
                 max_concurrency: int = 8, check: bool = True) -> ModelClient:
     if base_url is None:
-        from llm.simulated import SimParams, SimulatedModel
+        from modelio.simulated import SimParams, SimulatedModel
 
         return SimulatedModel(SimParams(**(sim_params or {})))
     if not model:

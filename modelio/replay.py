@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llm.types import Completion, Request
+from modelio.types import Completion, Request
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ independently, from a seeded generator, becomes a 429, a 500 or a dropped connec
 "timeout" fault holds the request for `stall_s` so the client's timeout fires). /v1/models
 never faults, so a client's start-up check is not disturbed.
 
-Request mapping (see llm/openai_client.py, which sends it): `messages`, `temperature`,
+Request mapping (see modelio/openai_client.py, which sends it): `messages`, `temperature`,
 `max_tokens` (or `max_completion_tokens`), `response_format` json_object/json_schema ->
 json_mode; the sample index from the `user` field "kmc-sample-<n>", and the base seed as
 `seed - n` (the client sends seed + n so that real seeded backends vary per sample). So a
@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from llm.openai_client import SIM_OWNER, sample_index_from_user
-from llm.simulated import SIM_MODEL_NAME, SimulatedModel
-from llm.types import Message, Request
+from modelio.openai_client import SIM_OWNER, sample_index_from_user
+from modelio.simulated import SIM_MODEL_NAME, SimulatedModel
+from modelio.types import Message, Request
 
 FAULT_KINDS = ("429", "500", "drop", "timeout")
 DEFAULT_FAULTS = ("429", "500", "drop")
@@ -141,7 +141,9 @@ class SimServer:
         self._counters = ServerCounters()
         self._thread: threading.Thread | None = None
         self.httpd = _HTTPServer((host, port), _make_handler(self))
-        self.host, self.port = self.httpd.server_address[0], int(self.httpd.server_address[1])
+        bound = self.httpd.server_address[0]
+        self.host = bound.decode() if isinstance(bound, bytes) else str(bound)
+        self.port = int(self.httpd.server_address[1])
 
     @property
     def url(self) -> str:
@@ -153,7 +155,7 @@ class SimServer:
             return ServerCounters(c.requests, c.chat_requests, c.models_requests, c.answered, c.completion_tokens,
                                   dict(c.faults), c.in_flight, c.max_in_flight)
 
-    def start(self) -> "SimServer":
+    def start(self) -> SimServer:
         self._thread = threading.Thread(target=self.httpd.serve_forever, name="serve-sim", daemon=True)
         self._thread.start()
         return self
@@ -167,7 +169,7 @@ class SimServer:
         if self._thread is not None:
             self._thread.join(timeout=5)
 
-    def __enter__(self) -> "SimServer":
+    def __enter__(self) -> SimServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

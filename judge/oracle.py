@@ -1,7 +1,7 @@
 """The correctness oracle. Runs inside a worker process, never in the parent.
 
-Each defence answers a way public harnesses were fooled (ANCHORS.md, "Evaluation harness
-pitfalls"): the reference runs in float64; outputs the candidate allocates with
+Each defence answers a way public harnesses (KernelBench, TritonBench, GEAK-eval) were
+fooled: the reference runs in float64; outputs the candidate allocates with
 `torch.empty*` are poisoned with NaN (or a sentinel for integers) so stale memory never
 passes; inputs are cloned and checked unmodified; the candidate runs again after the
 inputs are rewritten *in place* (same data pointers, new values), which defeats caches
@@ -15,15 +15,17 @@ only while judging), so a candidate that bound `torch.empty_like` at import is p
 from __future__ import annotations
 
 import contextlib
+import functools
 import traceback
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import torch
 
 from bench.modules import import_file
 from bench.task import Case, Task
-from runners.verdict import Verdict
+from judge.verdict import Verdict
 
 DEVICE_ERROR_MARKERS = (
     "illegal memory access",
@@ -66,7 +68,7 @@ def install_launch_counter() -> None:
     Autotuners and heuristics wrappers end in `JITFunction.run` (or, in the interpreter,
     `InterpretedFunction.run`), so counting there sees every real launch.
     """
-    classes: list[type] = []
+    classes: list[Any] = []
     from triton.runtime.jit import JITFunction
 
     classes.append(JITFunction)
@@ -86,7 +88,7 @@ def install_launch_counter() -> None:
             return __original(self, *args, **kwargs)
 
         counted._counted = True  # type: ignore[attr-defined]
-        cls.run = counted  # type: ignore[method-assign]
+        cls.run = counted
 
 
 def launches() -> int:
@@ -302,8 +304,8 @@ def compare(out: Any, expected: Any, task: Task, path: str = "output") -> tuple[
             max_abs, max_rel,
         )
     if o.numel() > 1:
-        e_span = float((e[e_finite].max() - e[e_finite].min())) if bool(e_finite.any()) else 0.0
-        o_span = float((o[o_finite].max() - o[o_finite].min())) if bool(o_finite.any()) else 0.0
+        e_span = float(e[e_finite].max() - e[e_finite].min()) if bool(e_finite.any()) else 0.0
+        o_span = float(o[o_finite].max() - o[o_finite].min()) if bool(o_finite.any()) else 0.0
         if o_span == 0.0 and e_span > tol.atol:
             raise Mismatch(f"{path}: output is constant ({float(o.flatten()[0])}) where the reference varies",
                            max_abs, max_rel)
@@ -412,7 +414,7 @@ def not_written_by_kernel(out: Any, kernel_tensors: list[torch.Tensor]) -> list[
     return missing
 
 
-def judge(task: Task, entry: Callable[..., Any], cases: tuple[Case, ...], device: str, interpreter: bool,
+def judge_cases(task: Task, entry: Callable[..., Any], cases: tuple[Case, ...], device: str, interpreter: bool,
           integrity: Callable[[], str] | None = None) -> Verdict:
     """Run `entry` on every case; first failure decides the verdict.
 
@@ -462,7 +464,7 @@ def judge(task: Task, entry: Callable[..., Any], cases: tuple[Case, ...], device
                     return Verdict("wrong_result", f"input {i} was modified in place ({attempt} run)", c.name,
                                    cases_run=run, kernel_launched=launched)
             # `before` is the cached pristine (or refill) input, unmodified: checked just above.
-            expected = _CACHE.get((task.id, c, device, attempt, "expected"), lambda b=before: expected_output(task, b))
+            expected = _CACHE.get((task.id, c, device, attempt, "expected"), functools.partial(expected_output, task, before))
             try:
                 a_err, r_err = compare(out, expected, task)
             except Mismatch as m:

@@ -40,8 +40,8 @@ from typing import Any
 
 from bench.registry import all_tasks
 from bench.task import Case, Mutation, Task
-from llm.tokens import count_tokens
-from llm.types import Completion, Request
+from modelio.tokens import count_tokens
+from modelio.types import Completion, Request
 
 SIM_MODEL_NAME = "simulated-kernel-writer-v1"
 

@@ -3,7 +3,7 @@
 Why: a worker's environment is scrubbed, but candidate code running as root can still read
 the parent's environment (`/proc/<ppid>/environ`, where the API key lives), open the run's
 `store.sqlite` and rewrite verdicts already recorded, or read any file on the machine. The
-guards in runners/sandbox.py are tripwires, not a boundary; a separate user is one. Only
+guards in judge/sandbox.py are tripwires, not a boundary; a separate user is one. Only
 root can switch users, so the option needs the toolkit to run as root (containers often do).
 
 The parent (still root) hands the worker the folders it must write (its pool folder, a HOME,

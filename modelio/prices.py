@@ -63,7 +63,7 @@ def _parse_entry(name: str, value: object, path: Path) -> Price:
         raise PriceFileError(f"price file {path}: entry {name!r} must be {{input: X, output: Y}} or [X, Y] "
                              "(dollars per 1M tokens)")
     try:
-        inp, out = float(pair[0]), float(pair[1])  # type: ignore[arg-type]
+        inp, out = float(pair[0]), float(pair[1])
     except (TypeError, ValueError):
         raise PriceFileError(f"price file {path}: entry {name!r} has a non-numeric price") from None
     if inp < 0 or out < 0:

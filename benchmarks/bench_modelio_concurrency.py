@@ -8,7 +8,7 @@ OpenAI SDK client (semaphore, retries) -> HTTP on loopback -> serve-sim -> run s
 timed once with one caller and once with 32 callers, each on its own ledger account as the
 scheduler's units are. Goal: the concurrent throughput is at least 25x the serial one.
 
-Usage: ``python benchmarks/bench_llm_concurrency.py [--latency 1.0] [--concurrency 32]
+Usage: ``python benchmarks/bench_modelio_concurrency.py [--latency 1.0] [--concurrency 32]
 [--serial-calls 6] [--calls-per-caller 3]``. Exit status 1 when the goal is missed.
 """
 
@@ -25,11 +25,11 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.registry import get_task  # noqa: E402
-from llm.ledger import BudgetExhausted, Ledger  # noqa: E402
-from llm.openai_client import OpenAIClient  # noqa: E402
-from llm.server import ServerOptions, SimServer  # noqa: E402
-from llm.types import Message  # noqa: E402
 from methods.templates import render, system_prompt, task_block  # noqa: E402
+from modelio.ledger import BudgetExhausted, Ledger  # noqa: E402
+from modelio.openai_client import OpenAIClient  # noqa: E402
+from modelio.server import ServerOptions, SimServer  # noqa: E402
+from modelio.types import Message  # noqa: E402
 from results.store import Store  # noqa: E402
 
 GOAL = 25.0

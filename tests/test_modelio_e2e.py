@@ -1,4 +1,4 @@
-"""The llm layer through the command line: compare over HTTP against serve-sim, its replay
+"""The model layer through the command line: compare over HTTP against serve-sim, its replay
 with no network, --dry-run, an unreachable endpoint, and the serve-sim command itself."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from llm.server import SimServer
+from modelio.server import SimServer
 from tests.helpers import ROOT, cli_env, run_cli
-from tests.test_llm_client import free_port
+from tests.test_modelio_client import free_port
 
 # What a call row says about the response; created/latency_s are wall-clock, and cached/retries
 # say how the response was obtained (a replayed response is a cache hit, fetched without retries).
@@ -36,6 +36,7 @@ def table(db: Path, sql: str) -> list[tuple]:
         con.close()
 
 
+@pytest.mark.slow
 def test_compare_over_http_then_replay_reproduces_it_with_zero_requests(tmp_path: Path) -> None:
     with SimServer() as server:
         proc = run_cli("compare", "--base-url", server.url, "--model", "sim", "--budget", "2", "--tasks", "vector_add",
@@ -68,6 +69,7 @@ def test_compare_over_http_then_replay_reproduces_it_with_zero_requests(tmp_path
     assert table(b, "SELECT value FROM meta WHERE key='replay_of'") == [(json.dumps(str(live)),)]
 
 
+@pytest.mark.slow
 def test_unreachable_endpoint_exits_2_with_one_line_and_spends_nothing(tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{free_port()}/v1"
     proc = run_cli("compare", "--base-url", url, "--model", "m", "--budget", "2", "--tasks", "vector_add",
@@ -78,6 +80,7 @@ def test_unreachable_endpoint_exits_2_with_one_line_and_spends_nothing(tmp_path:
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
 
 
+@pytest.mark.slow
 def test_dry_run_prints_the_estimate_and_creates_nothing(tmp_path: Path) -> None:
     out = tmp_path / "runs"
     proc = run_cli("compare", "--dry-run", "--budget", "10", "--tasks", "vector_add,softmax", "--base-url",

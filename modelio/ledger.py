@@ -16,7 +16,7 @@ method's budget while still charging any tokens that were really generated.
 Token budgets: a call is sent with `max_tokens` capped to what the account has left, so an
 endpoint that honours `max_tokens` can never overdraw an `output_tokens` budget. For
 `total_tokens` the prompt's size must be known before sending; it is estimated with
-llm/tokens.count_tokens plus the chat format's per-message overhead, scaled by the largest
+modelio/tokens.count_tokens plus the chat format's per-message overhead, scaled by the largest
 ratio of reported to estimated prompt tokens this account has seen (its endpoint's
 tokenizer may count more tokens than our rule). The ratio is per account, not per ledger,
 so the requests a unit sends never depend on other threads' timing, which keeps runs,
@@ -37,9 +37,9 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
-from llm.replay import ReplayMiss
-from llm.tokens import count_tokens
-from llm.types import Completion, Message, ModelClient, Request
+from modelio.replay import ReplayMiss
+from modelio.tokens import count_tokens
+from modelio.types import Completion, Message, ModelClient, Request
 
 BUDGET_UNITS = ("calls", "output_tokens", "total_tokens")
 UNIT_ALIASES = {"tokens": "total_tokens"}
@@ -112,7 +112,7 @@ def stable_seed(*parts: Any) -> int:
 
 
 class Account:
-    def __init__(self, ledger: "Ledger", method: str, task: str, repeat: int):
+    def __init__(self, ledger: Ledger, method: str, task: str, repeat: int):
         self.ledger = ledger
         self.method, self.task, self.repeat = method, task, repeat
         self.spend = Spend()

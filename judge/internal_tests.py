@@ -1,7 +1,7 @@
 """Running a method's own unit tests (Reflexion's internal tests) against a candidate.
 
 Methods never run code: `ctx.run_tests(candidate, tests)` sends a job of kind
-`"internal_tests"` to the sandboxed evaluation worker (runners/worker.py), which imports
+`"internal_tests"` to the sandboxed evaluation worker (judge/worker.py), which imports
 the candidate from its own file as for any evaluation and calls `run_test_functions` here.
 The tests see two globals: the entry point (by its name) and `DEVICE` ("cuda" on a GPU,
 either vendor; "cpu" on the Triton interpreter). Every top-level `test_*` function is
@@ -24,11 +24,11 @@ import re
 import signal
 import threading
 import traceback
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
-from methods.base import Feedback, TestResult
-from runners.verdict import Verdict
+from judge.verdict import TestOutcome, Verdict
 
 JOB_KIND = "internal_tests"
 DEFAULT_TEST_TIMEOUT_S = 30.0
@@ -41,7 +41,7 @@ class InternalTestReport:
     (syntax/compile/runtime error at import, timeout, crash)."""
 
     verdict: Verdict
-    tests: tuple[TestResult, ...] = ()
+    tests: tuple[TestOutcome, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -51,23 +51,17 @@ class InternalTestReport:
         return {"verdict": self.verdict.to_json(), "timing": None, "tests": [asdict(t) for t in self.tests]}
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "InternalTestReport":
-        return cls(Verdict.from_json(d["verdict"]), tuple(TestResult(**t) for t in d.get("tests", ())))
+    def from_json(cls, d: dict[str, Any]) -> InternalTestReport:
+        return cls(Verdict.from_json(d["verdict"]), tuple(TestOutcome(**t) for t in d.get("tests", ())))
 
     @classmethod
-    def from_outcomes(cls, outcomes: tuple[TestResult, ...]) -> "InternalTestReport":
+    def from_outcomes(cls, outcomes: tuple[TestOutcome, ...]) -> InternalTestReport:
         failed = [t for t in outcomes if not t.passed]
         if not failed:
             return cls(Verdict("correct", f"{len(outcomes)} test(s) passed", cases_run=len(outcomes)), outcomes)
         first = failed[0]
         return cls(Verdict("wrong_result", f"{len(failed)} of {len(outcomes)} test(s) failed; first: {first.message}",
                            failing_case=first.name, cases_run=len(outcomes)), outcomes)
-
-    def to_feedback(self) -> Feedback:
-        """The method-facing record (kind "tests")."""
-        v = self.verdict
-        return Feedback(verdict=v.kind, message=v.message, failing_case=v.failing_case, latency_ms=None,
-                        speedup=None, tests=self.tests, kind="tests")
 
 
 def case_set_for(tests: str) -> str:
@@ -150,7 +144,7 @@ def _failure_message(exc: BaseException, tests: str) -> str:
 
 
 def run_test_functions(entry: Callable[..., Any], entry_name: str, tests: str, device: str,
-                       per_test_timeout: float | None = DEFAULT_TEST_TIMEOUT_S) -> tuple[TestResult, ...]:
+                       per_test_timeout: float | None = DEFAULT_TEST_TIMEOUT_S) -> tuple[TestOutcome, ...]:
     """Define the tests in a fresh namespace holding the entry point and DEVICE, then call
     each `test_*` function. A test source that does not even define its functions (an import
     of a missing module, a syntax error) fails every test with that error."""
@@ -158,26 +152,26 @@ def run_test_functions(entry: Callable[..., Any], entry_name: str, tests: str, d
     try:
         names = _test_names(tests)
     except SyntaxError as exc:
-        return (TestResult("tests", False, f"the tests do not parse: {exc}"),)
+        return (TestOutcome("tests", False, f"the tests do not parse: {exc}"),)
     try:
         exec(compile(tests, "<internal_tests>", "exec"), namespace)  # noqa: S102 - the sandboxed worker's job
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - a broken test file fails its tests, not the worker
         message = f"the tests could not be defined: {_failure_message(exc, tests)}"
-        return tuple(TestResult(n, False, message) for n in names or ["tests"])
+        return tuple(TestOutcome(n, False, message) for n in names or ["tests"])
     namespace[entry_name] = entry  # a test file that rebinds the entry point still tests the candidate
     outcomes = []
     for name in names:
         fn = namespace.get(name)
         if not callable(fn):
-            outcomes.append(TestResult(name, False, "not a function after the test source ran"))
+            outcomes.append(TestOutcome(name, False, "not a function after the test source ran"))
             continue
         try:
             with _time_limit(per_test_timeout):
                 fn()
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - every failure of a test is that test's outcome
-            outcomes.append(TestResult(name, False, _failure_message(exc, tests)))
+            outcomes.append(TestOutcome(name, False, _failure_message(exc, tests)))
         else:
-            outcomes.append(TestResult(name, True))
+            outcomes.append(TestOutcome(name, True))
     return tuple(outcomes)
 
 

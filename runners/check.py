@@ -1,0 +1,71 @@
+"""Running `bench check`: the expert baselines of a suite judged (and on a GPU timed) by the
+same sandboxed workers that judge candidates. The report's records and roofline arithmetic
+are bench/check.py's; this module only schedules the jobs."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from bench.check import Ceilings, CheckReport, PerfRow, TaskCheck, ceilings_for, roofline_row
+from bench.task import Task
+from judge.device import Target
+from judge.policy import TimingPolicy
+from runners.pool import LocalPool
+
+
+def _perf_rows(task: Task, timing: Any, ceilings: Ceilings) -> tuple[PerfRow, ...]:
+    by_name = {c.name: c for c in task.perf}
+    rows = []
+    for ct in timing.cases:
+        case = by_name.get(ct.case)
+        if case is None or not ct.candidate_ms:
+            continue
+        eager = statistics.median(ct.eager_ms) if ct.eager_ms else None
+        rows.append(roofline_row(task, case, statistics.median(ct.candidate_ms), eager, ceilings))
+    return tuple(rows)
+
+
+def check_task(pool: Any, task: Task, timed: bool, ceilings: Ceilings | None,
+               timing_policy: TimingPolicy | None = None) -> TaskCheck:
+    """Judge one baseline on its hidden cases (and time it when `timed`)."""
+    if not getattr(task, "triton_baseline", True):
+        return TaskCheck(task.id, "skipped", note="no expert Triton baseline (adapted task)")
+    started = time.perf_counter()
+    ev = pool.evaluate(task.id, task.baseline_source(), "hidden", timing=timed, timing_policy=timing_policy)
+    seconds = time.perf_counter() - started
+    v = ev.verdict
+    perf: tuple[PerfRow, ...] = ()
+    note = ""
+    if timed and v.correct:
+        if ev.timing is not None and ceilings is not None:
+            perf = _perf_rows(task, ev.timing, ceilings)
+        else:
+            note = "no timing came back"
+    elif not timed:
+        note = "timing unavailable on the CPU interpreter"
+    return TaskCheck(task.id, v.kind, v.message, v.failing_case, v.cases_run, v.cases_skipped, v.skip_reasons,
+                     seconds, perf, note)
+
+
+def run_check(tasks: Iterable[Task], target: Target, workers: int | None = None,
+              timing_policy: TimingPolicy | None = None,
+              on_result: Callable[[TaskCheck], None] | None = None) -> CheckReport:
+    """Check every task's baseline on local workers; results keep the order of `tasks`."""
+    tasks = list(tasks)
+    timed = not target.interpreter
+    ceilings, exact = ceilings_for(target.device_name) if timed else (None, True)
+    report = CheckReport(target.device_name, target.interpreter, ceilings, exact)
+    with LocalPool(target, workers=workers) as pool:
+        pool.warm_up()
+        with ThreadPoolExecutor(max_workers=pool.size) as ex:
+            futures = [ex.submit(check_task, pool, t, timed, ceilings, timing_policy) for t in tasks]
+            for fut in futures:
+                row = fut.result()
+                report.rows.append(row)
+                if on_result is not None:
+                    on_result(row)
+    return report
