@@ -131,15 +131,18 @@ def _clock_lock(target: Any, clocks: tuple[int | None, int | None] | None) -> An
 
 def _replay_config(run_dir: Path) -> dict[str, Any]:
     """The recorded run's options (with its resolved task list), for flags to override."""
+    from results.run_folder import RunFolder, RunFolderError
+
+    folder = RunFolder(run_dir)
     try:
-        recorded = json.loads((run_dir / "config.json").read_text())
-        data = dict(recorded["config"])
-        if not data.get("tasks"):
-            data["tasks"] = list(recorded["resolved"]["tasks"])
-    except (OSError, ValueError, KeyError, TypeError):
+        recorded = folder.read_config()
+    except RunFolderError:
         raise BadInput(f"{run_dir} is not a recorded run folder (no readable config.json)") from None
-    if not (run_dir / "store.sqlite").is_file():
+    if not folder.has_store():
         raise BadInput(f"{run_dir} has no store.sqlite to replay")
+    data = dict(recorded.config)
+    if not data.get("tasks"):
+        data["tasks"] = list(recorded.resolved.tasks)
     return data
 
 
@@ -176,15 +179,19 @@ def _dry_run(config: Any) -> None:
 
 def _run_compare(config: Any, out: Path | None, resume: Path | None, quiet: bool, replay: Path | None = None,
                  clocks: tuple[int | None, int | None] | None = None) -> None:
+    from results.run_folder import RunFolder
     from results.summary import build_summary, format_table
-    from runners.compare import CompareRun, prepare_run, record_run_files, start_target, write_json
+    from runners.compare import CompareRun, prepare_run, record_run_files, start_target
 
     client = None
     if replay is not None:
         from modelio.replay import ReplayClient
+        from results.run_folder import RunFolder
 
+        replayed = RunFolder(replay)
+        resolved = replayed.read_config().resolved
         try:
-            client = ReplayClient(replay / "store.sqlite")
+            client = ReplayClient(replayed.store_path, model=resolved.model or None, simulated=resolved.simulated)
         except (OSError, ValueError) as exc:
             raise BadInput(f"cannot replay {replay}: {exc}") from None
     elif resume is None:
@@ -196,10 +203,12 @@ def _run_compare(config: Any, out: Path | None, resume: Path | None, quiet: bool
     config, run_dir, resumed = prepare_run(config, out, resume)
     target = start_target(config)
     if resumed:
-        recorded = json.loads((run_dir / "config.json").read_text())["resolved"]
-        if recorded["target"]["vendor"] != target.vendor:
-            raise BadInput(f"{run_dir} ran on {recorded['target']['vendor']}; this machine is {target.vendor}")
-        config.tasks = recorded["tasks"]
+        from results.run_folder import RunFolder
+
+        recorded = RunFolder(run_dir).read_config().resolved
+        if recorded.vendor != target.vendor:
+            raise BadInput(f"{run_dir} ran on {recorded.vendor}; this machine is {target.vendor}")
+        config.tasks = list(recorded.tasks)
     if client is None:
         client = _make_client(config)
     if clock_lock is None:
@@ -239,7 +248,7 @@ def _run_compare(config: Any, out: Path | None, resume: Path | None, quiet: bool
                        f"finish with: python cli.py compare --resume {run_dir}", err=True)
             raise SystemExit(130) from None
         summary = build_summary(run.store, config.to_json(), client.simulated, client.model)
-        write_json(run_dir / "summary.json", summary)
+        RunFolder(run_dir).write_summary(summary)
     finally:
         if bar is not None:
             bar.close()
@@ -250,7 +259,7 @@ def _run_compare(config: Any, out: Path | None, resume: Path | None, quiet: bool
         cost = "unknown (no price for this model)" if s.cost_usd is None else f"${s.cost_usd:.4f}"
         click.echo(f"endpoint: {s.calls} calls, {s.failed_calls} failed, {s.retries} retries; "
                    f"{s.prompt_tokens} prompt + {s.completion_tokens} completion tokens; estimated cost {cost}")
-    click.echo(f"wall time {time.perf_counter() - started:.1f} s; summary: {run_dir / 'summary.json'}")
+    click.echo(f"wall time {time.perf_counter() - started:.1f} s; summary: {RunFolder(run_dir).summary_path}")
 
 
 @cli.command("eval")

@@ -21,7 +21,6 @@ import sqlite3
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from modelio.types import Completion, Request
 
@@ -78,7 +77,6 @@ class ReplayClient:
         self.store_path = Path(store_path)
         if not self.store_path.is_file():
             raise FileNotFoundError(f"no recorded run store at {self.store_path}")
-        recorded = self._recorded_config()
         db = _open_read_only(self.store_path)
         try:
             rows = db.execute("SELECT * FROM calls ORDER BY method, task, repeat, call_index").fetchall()
@@ -88,22 +86,16 @@ class ReplayClient:
         finally:
             db.close()
         models = [r["model"] for r in rows if r["model"]]
-        self.model = model or recorded.get("model") or (max(set(models), key=models.count) if models else "")
-        self.simulated = bool(simulated if simulated is not None
-                              else recorded.get("simulated", meta.get("simulated", False)))
+        # The caller passes what the run folder's config.json recorded (results/run_folder.py);
+        # a bare store falls back to its most frequent model and its own `simulated` flag.
+        self.model = model or (max(set(models), key=models.count) if models else "")
+        self.simulated = bool(simulated if simulated is not None else meta.get("simulated", False))
         self._rows: dict[CallKey, sqlite3.Row] = {}
         for r in rows:  # first row wins: a cache answers one key with one response
             self._rows.setdefault(_row_key(r), r)
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
-
-    def _recorded_config(self) -> dict[str, Any]:
-        cfg = self.store_path.parent / "config.json"
-        try:
-            return dict(json.loads(cfg.read_text()).get("resolved", {}))
-        except (OSError, ValueError, AttributeError):
-            return {}
 
     def __len__(self) -> int:
         return len(self._rows)

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from results.run_folder import RunFolder, RunFolderError
 from results.store import Store
 from results.summary import unit_outcomes
 
@@ -29,7 +30,7 @@ TEST_RUN_COLS = UNIT_KEY + ["test_run_index", "calls_used", "source_hash", "test
                             "tests_total"]
 
 
-class RunError(ValueError):
+class RunError(RunFolderError):
     """A folder that is not a run, or runs that cannot be combined: one line for the user."""
 
 
@@ -143,34 +144,33 @@ class RunData:
 
 # ---------------------------------------------------------------------------- run info
 def read_run_info(path: Path) -> RunInfo:
-    """Parse a run folder's config.json; RunError (one line) when it is not a run folder."""
-    path = Path(path)
-    if not path.is_dir():
-        raise RunError(f"{path} is not a folder")
-    cfg_path, store_path = path / "config.json", path / "store.sqlite"
-    if not cfg_path.is_file() or not store_path.is_file():
-        raise RunError(f"{path} is not a run folder (needs config.json and store.sqlite)")
+    """A run folder's identity from its config.json (results/run_folder.py reads and validates
+    it); RunError (one line) when it is not a run folder."""
+    folder = RunFolder(path)
+    if not folder.path.is_dir():
+        raise RunError(f"{folder.path} is not a folder")
+    if not folder.has_config() or not folder.has_store():
+        raise RunError(f"{folder.path} is not a run folder (needs config.json and store.sqlite)")
     try:
-        data = json.loads(cfg_path.read_text())
-        config, resolved = data["config"], data["resolved"]
-        target = resolved.get("target", {})
-        return RunInfo(
-            path=path,
-            budget=int(config["budget"]),
-            budget_unit=str(resolved.get("budget_unit", config["budget_unit"])),
-            tasks=tuple(resolved["tasks"]),
-            methods=tuple(config["methods"]),
-            method_options={m: dict(o) for m, o in resolved.get("method_options", {}).items()},
-            repeats=int(config["repeats"]),
-            seed=int(config["seed"]),
-            simulated=bool(resolved.get("simulated", False)),
-            model=str(resolved.get("model", "")),
-            interpreter=bool(target.get("interpreter", False)),
-            device_name=str(target.get("device_name", "")),
-            task_difficulty={str(t): int(d) for t, d in resolved.get("task_difficulty", {}).items()},
-        )
-    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-        raise RunError(f"{cfg_path} is not a run's config ({type(exc).__name__}: {exc})") from None
+        recorded = folder.read_config()
+    except RunFolderError as exc:
+        raise RunError(str(exc)) from None
+    config, resolved = recorded.config, recorded.resolved
+    return RunInfo(
+        path=folder.path,
+        budget=int(config["budget"]),
+        budget_unit=resolved.budget_unit,
+        tasks=resolved.tasks,
+        methods=tuple(config["methods"]),
+        method_options=resolved.method_options,
+        repeats=int(config["repeats"]),
+        seed=int(config["seed"]),
+        simulated=resolved.simulated,
+        model=resolved.model,
+        interpreter=bool(resolved.target.get("interpreter", False)),
+        device_name=str(resolved.target.get("device_name", "")),
+        task_difficulty=resolved.task_difficulty,
+    )
 
 
 def check_compatible(infos: list[RunInfo]) -> None:

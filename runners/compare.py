@@ -10,12 +10,8 @@ skips done units and replays the rest from the store, so nothing is paid for twi
 
 from __future__ import annotations
 
-import datetime as _dt
-import hashlib
-import json
 import os
 import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -28,6 +24,7 @@ from judge.device import Target, detect_target, environment_info, use_interprete
 from methods.registry import create_method, load_method_modules, method_class, method_options
 from modelio.ledger import BudgetExhausted, Ledger, ModelCallFailed
 from modelio.types import ModelClient
+from results.run_folder import ResolvedRun, RunFolder, RunFolderError
 from results.store import Store
 from runners.config import CompareConfig, ConfigError
 from runners.context import UnitContext
@@ -69,23 +66,6 @@ def resolve_methods(config: CompareConfig) -> dict[str, dict[str, Any]]:
     return resolved
 
 
-def new_run_dir(out: Path, config: CompareConfig) -> Path:
-    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    digest = hashlib.sha256(json.dumps(config.to_json(), sort_keys=True).encode()).hexdigest()[:6]
-    run_dir = out / f"{stamp}-{digest}"
-    n = 1
-    while run_dir.exists():
-        n += 1
-        run_dir = out / f"{stamp}-{digest}-{n}"
-    return run_dir
-
-
-def write_json(path: Path, data: Any) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
-    os.replace(tmp, path)
-
-
 class Progress:
     """Counts for the progress bar: units done, calls spent, and the budget they come from."""
 
@@ -114,7 +94,7 @@ class CompareRun:
         self.target = target
         self.tasks = resolve_tasks(config, target)
         self.method_opts = resolve_methods(config)
-        self.store = Store(run_dir / "store.sqlite")
+        self.store = Store(RunFolder(run_dir).store_path)
         self.ledger = Ledger(client, self.store, config.budget, config.budget_unit, config.seed,
                              charge_failed_calls=config.charge_failed_calls)
         self.executor: Executor = executor or LocalPool(target, workers=config.workers, job_timeout=config.job_timeout_s,
@@ -191,29 +171,20 @@ class CompareRun:
 def prepare_run(config: CompareConfig, out: Path | None, resume: Path | None) -> tuple[CompareConfig, Path, bool]:
     """Validate, pick or reopen the run folder. Returns (config, run_dir, resumed)."""
     if resume is not None:
-        cfg_path = Path(resume) / "config.json"
-        if not cfg_path.is_file():
-            raise ConfigError(f"{resume} is not a run folder (no config.json)")
         try:
-            recorded = json.loads(cfg_path.read_text())
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"cannot parse {cfg_path}: {exc}") from None
-        config = CompareConfig.from_json(recorded["config"])
+            recorded = RunFolder(resume).read_config()
+        except RunFolderError as exc:
+            raise ConfigError(str(exc)) from None
+        config = CompareConfig.from_json(recorded.config)
         config.validate()
         return config, Path(resume), True
     config.validate()
     _check_names(config)
-    out = Path(out or "runs")
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / f".write-test-{os.getpid()}"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as exc:
-        raise ConfigError(f"output folder {out} is not writable: {exc.strerror or exc}") from None
-    run_dir = new_run_dir(out, config)
-    run_dir.mkdir(parents=True)
-    return config, run_dir, False
+        folder = RunFolder.create(out or "runs", config.to_json())
+    except RunFolderError as exc:
+        raise ConfigError(str(exc)) from None
+    return config, folder.path, False
 
 
 def _check_names(config: CompareConfig) -> None:
@@ -233,16 +204,15 @@ def start_target(config: CompareConfig) -> Target:
     return target
 
 
-def record_run_files(run: CompareRun, resumed: bool) -> None:
-    cfg = run.config
+def record_run_files(run: CompareRun, resumed: bool, command_line: list[str] | None = None) -> None:
+    """config.json and env.json for a new run; a resumed run adds its resumption to env.json."""
+    folder = RunFolder(run.run_dir)
     if not resumed:
-        write_json(run.run_dir / "config.json", {
-            "config": cfg.to_json(),
-            "resolved": {"tasks": [t.id for t in run.tasks],
-                         "task_difficulty": {t.id: int(t.difficulty) for t in run.tasks},
-                         "method_options": run.method_opts,
-                         "budget_unit": run.ledger.unit, "model": run.client.model, "simulated": run.client.simulated,
-                         "target": run.target.to_json()},
-        })
-        write_json(run.run_dir / "env.json", {**environment_info(run.target), "started": time.time()})
+        folder.write_config(run.config.to_json(), ResolvedRun(
+            tasks=tuple(t.id for t in run.tasks), method_options=run.method_opts, budget_unit=run.ledger.unit,
+            model=run.client.model, simulated=run.client.simulated, target=run.target.to_json(),
+            task_difficulty={t.id: int(t.difficulty) for t in run.tasks}))
+        folder.write_env(environment_info(run.target), command_line)
+    else:
+        folder.record_resume(command_line)
     run.store.set_meta("simulated", run.client.simulated)

@@ -1,0 +1,79 @@
+"""What code and which command produced a run: the git revision, package versions, the command line.
+
+Why: a run's numbers are only as trustworthy as one's ability to say what made them. A run
+folder records the toolkit's git commit (and whether the checkout had uncommitted changes),
+the versions of the libraries that judge kernels and compute statistics, and the command
+that started it, so a result can be traced to code (inspect_ai's `EvalSpec.revision` and
+`packages` keep the same facts). Every fact is best-effort: a toolkit installed without git,
+or a library that is not installed, is recorded as `None`, never as a guess.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tomllib
+from dataclasses import asdict, dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DISTRIBUTION = "kernel-method-compare"
+# The libraries whose versions can change a verdict, a timing or an interval.
+PACKAGES = ("torch", "triton", "numpy", "scipy", "statsmodels", "pandas", "openai")
+
+
+@dataclass(frozen=True)
+class GitRevision:
+    commit: str | None  # None: not a git checkout, or git is not installed
+    dirty: bool | None  # uncommitted changes (tracked or untracked, not ignored) when it ran
+
+
+def git_revision(root: Path = PROJECT_ROOT) -> GitRevision:
+    def git(*args: str) -> str | None:
+        try:
+            out = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10,
+                                 check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return out.stdout if out.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    if commit is None:
+        return GitRevision(None, None)
+    status = git("status", "--porcelain")
+    return GitRevision(commit.strip(), None if status is None else bool(status.strip()))
+
+
+def toolkit_version(root: Path = PROJECT_ROOT) -> str | None:
+    """The version in this checkout's pyproject.toml (what ran), else the installed one."""
+    try:
+        return str(tomllib.loads((root / "pyproject.toml").read_text())["project"]["version"])
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        pass
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str | None]:
+    """Installed versions by distribution metadata (nothing is imported); None when absent."""
+    out: dict[str, str | None] = {}
+    for name in names:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def provenance(command_line: list[str] | tuple[str, ...] | None = None) -> dict[str, Any]:
+    """The facts above as env.json records them. `command_line` defaults to this process's argv."""
+    return {
+        "toolkit_version": toolkit_version(),
+        "git": asdict(git_revision()),
+        "packages": package_versions(),
+        "command_line": list(sys.argv if command_line is None else command_line),
+    }
