@@ -8,7 +8,6 @@ kind ends with one line on stderr and exit status 2, never a traceback.
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -33,6 +32,20 @@ def _split(value: str | None) -> list[str] | None:
     return items or None
 
 
+_SOURCE_HELP = ("Load tasks from an external suite, ADAPTER:PATH (geak-eval:DIR or kernelbench:DIR); repeatable; "
+                "replaces $KMC_TASK_SOURCES (the default). Skipped files and their reasons are reported on stderr.")
+
+
+def source_option(command: Any) -> Any:
+    """`--source ADAPTER:PATH` (repeatable), shared by every command that takes tasks."""
+    return click.option("--source", "sources", multiple=True, metavar="ADAPTER:PATH", help=_SOURCE_HELP)(command)
+
+
+def _sources(sources: tuple[str, ...]) -> list[str] | None:
+    """The --source values, or None when none was given (then the default applies)."""
+    return list(sources) if sources else None
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 def cli() -> None:
     """Compare LLM kernel-writing methods at equal compute, on hidden tests, with error bars."""
@@ -45,6 +58,7 @@ def cli() -> None:
 @click.option("--methods", default=None, help="Comma-separated methods [default direct,reflexion,geak].")
 @click.option("--tasks", default=None, help="Comma-separated task ids (overrides --suite).")
 @click.option("--suite", default=None, help="Task suite [default: quick without a GPU, full with one].")
+@source_option
 @click.option("--repeats", type=int, default=None, help="Independent repeats per (method, task) [default 1].")
 @click.option("--seed", type=int, default=None, help="Run seed [default 0].")
 @click.option("--config", "config_path", type=click.Path(path_type=Path), default=None,
@@ -70,7 +84,8 @@ def compare(budget: int | None, budget_unit: str | None, methods: str | None, ta
             repeats: int | None, seed: int | None, config_path: Path | None, out: Path | None, resume: Path | None,
             base_url: str | None, model: str | None, api_key_env: str | None, device: str | None,
             workers: int | None, quiet: bool, max_concurrency: int | None = None, dry_run: bool = False,
-            replay: Path | None = None, lock_spec: str | None = None, worker_user: str | None = None) -> None:
+            replay: Path | None = None, lock_spec: str | None = None, worker_user: str | None = None,
+            sources: tuple[str, ...] = ()) -> None:
     """Run every method on every task under one budget ledger, then judge on hidden tests."""
     from runners.config import CompareConfig, load_config_file
 
@@ -80,7 +95,7 @@ def compare(budget: int | None, budget_unit: str | None, methods: str | None, ta
     data.update(load_config_file(config_path) if config_path else {})
     flags = {"budget": budget, "budget_unit": budget_unit, "methods": _split(methods), "tasks": _split(tasks),
              "suite": suite, "repeats": repeats, "seed": seed, "device": device, "workers": workers,
-             "worker_user": worker_user}
+             "worker_user": worker_user, "task_sources": _sources(sources)}
     data.update({k: v for k, v in flags.items() if v is not None})
     endpoint = dict(data.get("endpoint") or {})
     for key, value in (("base_url", base_url), ("model", model), ("api_key_env", api_key_env),
@@ -158,15 +173,12 @@ def _make_client(config: Any) -> Any:
 
 
 def _dry_run(config: Any) -> None:
-    from judge.device import detect_target
     from methods.registry import create_method
     from modelio.dryrun import estimate
-    from runners.compare import resolve_methods, resolve_tasks
+    from runners.compare import resolve_methods, resolve_tasks, start_target
 
     config.validate()
-    if config.device == "cpu":
-        os.environ["KMC_FORCE_CPU"] = "1"
-    target = detect_target()
+    target = start_target(config)
     tasks = resolve_tasks(config, target)
     methods = {name: create_method(name, opts) for name, opts in resolve_methods(config).items()}
     try:
@@ -181,7 +193,7 @@ def _run_compare(config: Any, out: Path | None, resume: Path | None, quiet: bool
                  clocks: tuple[int | None, int | None] | None = None) -> None:
     from results.run_folder import RunFolder
     from results.summary import build_summary, format_table
-    from runners.compare import CompareRun, prepare_run, record_run_files, start_target
+    from runners.compare import CompareRun, local_executor, prepare_run, record_run_files, start_target
 
     client = None
     if replay is not None:
@@ -222,7 +234,8 @@ def _run_compare(config: Any, out: Path | None, resume: Path | None, quiet: bool
             bar.set_postfix_str(f"spent {p.spent}/{p.budget_total} {config.budget_unit}", refresh=True)
 
     started = time.perf_counter()
-    run = CompareRun(config, run_dir, client, target, progress=on_progress)
+    run = CompareRun(config, run_dir, client, target, progress=on_progress,
+                     executor=local_executor(config, target, clocks_locked=clocks is not None))
     try:
         record_run_files(run, resumed)
         click.echo(f"run folder: {run_dir}" + (" (resumed)" if resumed else ""), err=True)
@@ -270,19 +283,24 @@ def _run_compare(config: Any, out: Path | None, resume: Path | None, quiet: bool
 @click.option("--timeout", type=float, default=None, help="Seconds before the candidate is a timeout.")
 @click.option("--worker-user", default=None, metavar="USER",
               help="Run the evaluation worker as this unprivileged user, e.g. nobody (needs root).")
+@source_option
+@click.option("--device", type=click.Choice(["auto", "cpu"]), default=None,
+              help="auto: GPU if present, else the Triton CPU interpreter; cpu: always the interpreter "
+                   "[default auto; cpu when $KMC_FORCE_CPU=1].")
 def eval_command(task_id: str, candidate: Path, hidden: bool, as_json: bool, timeout: float | None,
-                 worker_user: str | None) -> None:
+                 worker_user: str | None, sources: tuple[str, ...] = (), device: str | None = None) -> None:
     """Judge one candidate file on a task."""
-    from bench.registry import get_task
-    from judge.device import detect_target, use_interpreter_if_needed
+    from bench.registry import default_task_sources, get_task, load_sources, normalize_sources
+    from judge.device import default_device, detect_target
     from judge.privileges import PrivilegeError
     from runners.pool import LocalPool
 
+    target = detect_target(force_cpu=(device or default_device()) == "cpu")
+    task_sources = normalize_sources(_sources(sources) or default_task_sources())
+    load_sources(task_sources, target.vendor)
     task = get_task(task_id)
-    target = detect_target()
-    use_interpreter_if_needed(target)
     try:
-        pool = LocalPool(target, workers=1, job_timeout=timeout, worker_user=worker_user)
+        pool = LocalPool(target, workers=1, job_timeout=timeout, worker_user=worker_user, task_sources=task_sources)
     except PrivilegeError as exc:
         raise BadInput(str(exc)) from None
     with pool:
@@ -312,28 +330,26 @@ def bench() -> None:
     """Inspect and check the task suites."""
 
 
-def _load_sources(sources: tuple[str, ...]) -> list[Any]:
-    """Load `ADAPTER:PATH` task sources (geak-eval, kernelbench); bad ones are bad input."""
-    from bench.registry import TaskSourceError, add_sources
+def _load_sources(sources: tuple[str, ...], vendor: str | None = None) -> tuple[list[str], list[Any]]:
+    """Load `ADAPTER:PATH` task sources (geak-eval, kernelbench), $KMC_TASK_SOURCES when none is
+    given: (the sources, absolute, and the adapters' reports). Bad ones are bad input."""
+    from bench.registry import TaskSourceError, default_task_sources, load_sources, normalize_sources
 
     try:
-        return add_sources(list(sources)) if sources else []
+        task_sources = normalize_sources(_sources(sources) or default_task_sources())
+        return task_sources, load_sources(task_sources, vendor)
     except TaskSourceError as exc:
         raise BadInput(str(exc)) from None
 
 
-_SOURCE_HELP = ("Also load tasks from an external suite, ADAPTER:PATH (geak-eval:DIR or kernelbench:DIR); "
-                "repeatable. Skipped files and their reasons are reported on stderr.")
-
-
 @bench.command("list")
 @click.option("--suite", default=None, help="Only this suite.")
-@click.option("--source", "sources", multiple=True, help=_SOURCE_HELP)
+@source_option
 @click.option("--json", "as_json", is_flag=True)
 def bench_list(suite: str | None, sources: tuple[str, ...], as_json: bool) -> None:
     from bench.registry import all_tasks, suite_tasks
 
-    reports = _load_sources(sources)
+    _, reports = _load_sources(sources)
     tasks = suite_tasks(suite) if suite else all_tasks()
     rows: list[dict[str, Any]] = [{"id": t.id, "suites": list(t.suites), "category": t.category, "difficulty": t.difficulty,
              "dtypes": list(t.dtypes), "visible_cases": len(t.visible), "hidden_cases_gpu": len(t.hidden_gpu),
@@ -358,34 +374,32 @@ def bench_list(suite: str | None, sources: tuple[str, ...], as_json: bool) -> No
 @bench.command("check")
 @click.option("--suite", default=None, help="Suite to check [default: quick without a GPU, full with one].")
 @click.option("--tasks", default=None, help="Comma-separated task ids (overrides --suite).")
-@click.option("--source", "sources", multiple=True, help=_SOURCE_HELP)
+@source_option
 @click.option("--workers", type=int, default=None, help="Evaluation worker processes [default: 2 per GPU; CPU: up to 4].")
-@click.option("--device", type=click.Choice(["auto", "cpu"]), default="auto",
-              help="auto: GPU if present, else the Triton CPU interpreter; cpu: always the interpreter.")
+@click.option("--device", type=click.Choice(["auto", "cpu"]), default=None,
+              help="auto: GPU if present, else the Triton CPU interpreter; cpu: always the interpreter "
+                   "[default auto; cpu when $KMC_FORCE_CPU=1].")
 @click.option("--timing-seconds", type=float, default=None,
               help="Cap on sampling time per perf case and timed function [default: the timing policy's 3 s].")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def bench_check(suite: str | None, tasks: str | None, sources: tuple[str, ...], workers: int | None, device: str,
+def bench_check(suite: str | None, tasks: str | None, sources: tuple[str, ...], workers: int | None, device: str | None,
                 timing_seconds: float | None, as_json: bool) -> None:
     """Judge every expert baseline of a suite on its hidden cases; on a GPU also time it on its
     perf cases and report the fraction of the memory or compute roofline. Exit 1 if any fails."""
-    import os
-
     from bench.check import format_report
     from bench.registry import get_task, suite_tasks
-    from judge.device import FORCE_CPU_ENV, detect_target, use_interpreter_if_needed
+    from judge.device import default_device, detect_target
     from runners.check import run_check
 
-    if device == "cpu":
-        os.environ[FORCE_CPU_ENV] = "1"
     if workers is not None and workers < 1:
         raise BadInput("--workers must be at least 1")
-    _load_sources(sources)
+    target = detect_target(force_cpu=(device or default_device()) == "cpu")
+    task_sources, _ = _load_sources(sources, target.vendor)
     ids = _split(tasks)
     if ids:
         chosen = [get_task(i) for i in ids]
     else:
-        chosen = suite_tasks(suite or ("quick" if detect_target().interpreter else "full"))
+        chosen = suite_tasks(suite or ("quick" if target.interpreter else "full"))
 
     if timing_seconds is not None and timing_seconds <= 0:
         raise BadInput("--timing-seconds must be positive")
@@ -402,9 +416,8 @@ def bench_check(suite: str | None, tasks: str | None, sources: tuple[str, ...], 
     from runners.pool import WorkerStartError
 
     try:
-        target = detect_target()
-        use_interpreter_if_needed(target)
-        report = run_check(chosen, target, workers=workers, timing_policy=policy, on_result=progress)
+        report = run_check(chosen, target, workers=workers, timing_policy=policy, on_result=progress,
+                           task_sources=task_sources)
     except WorkerStartError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(json.dumps(report.to_json(), indent=2) if as_json else format_report(report))

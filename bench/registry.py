@@ -7,6 +7,8 @@ command line becomes a one-line error rather than a KeyError traceback.
 from __future__ import annotations
 
 import difflib
+import os
+from pathlib import Path
 
 from bench.task import Task
 
@@ -61,38 +63,59 @@ def suite_tasks(suite: str) -> list[Task]:
 _loaded = False
 
 SOURCES_ENV = "KMC_TASK_SOURCES"
-"""Extra task sources, `ADAPTER:PATH` entries separated by `;` (e.g.
-`geak-eval:/data/GEAK-eval;kernelbench:/data/KernelBench/KernelBench/level1`). Every process
-that looks tasks up by id loads them, the evaluation workers included (the pool passes
-`KMC_*` variables through), so adapted tasks are judged like built-in ones."""
+"""Default task sources, `ADAPTER:PATH` entries separated by `;` (e.g.
+`geak-eval:/data/GEAK-eval;kernelbench:/data/KernelBench/KernelBench/level1`). Only a default:
+a command's `--source` options or a config file's `task_sources:` replace it, the run records
+the sources it used in config.json, and the evaluation workers are handed them explicitly
+(runners/pool.py), so nothing reads this variable but `default_task_sources`."""
 
-_SOURCE_REPORTS: dict[str, object] = {}
+_SOURCE_REPORTS: dict[tuple[str, str, str | None], object] = {}
 
 
 class TaskSourceError(UnknownTaskError):
-    """A task source that cannot be loaded: unknown adapter, missing folder."""
+    """A task source that cannot be loaded: unknown adapter, missing folder, not ADAPTER:PATH."""
 
 
 def parse_sources(value: str) -> list[tuple[str, str]]:
+    """`ADAPTER:PATH[;ADAPTER:PATH...]` into (adapter, path) pairs."""
     out = []
     for entry in value.split(";"):
         entry = entry.strip()
         if not entry:
             continue
         adapter, sep, path = entry.partition(":")
-        if not sep or not path:
+        if not sep or not path.strip() or not adapter.strip():
             raise TaskSourceError(f"task source {entry!r} is not ADAPTER:PATH")
         out.append((adapter.strip(), path.strip()))
     return out
 
 
-def _load_source(adapter: str, path: str) -> object:
-    key = f"{adapter}:{path}"
+def default_task_sources() -> list[str]:
+    """The sources named in $KMC_TASK_SOURCES: the default a run then records."""
+    return [f"{a}:{p}" for a, p in parse_sources(os.environ.get(SOURCES_ENV, ""))]
+
+
+def normalize_sources(specs: list[str] | tuple[str, ...]) -> list[str]:
+    """`ADAPTER:PATH` entries with absolute paths (workers and resumed runs start elsewhere),
+    duplicates dropped, order kept. TaskSourceError for an entry that is not ADAPTER:PATH."""
+    if isinstance(specs, str) or not all(isinstance(s, str) for s in specs):
+        raise TaskSourceError(f"task sources must be a list of ADAPTER:PATH strings, got {specs!r}")
+    out: list[str] = []
+    for spec in specs:
+        for adapter, path in parse_sources(spec):
+            entry = f"{adapter}:{Path(path).expanduser().resolve()}"
+            if entry not in out:
+                out.append(entry)
+    return out
+
+
+def _load_source(adapter: str, path: str, vendor: str | None) -> object:
+    key = (adapter, path, vendor)
     if key not in _SOURCE_REPORTS:
         from bench.adapters import AdapterError, load_source
 
         try:
-            report = load_source(adapter, path)
+            report = load_source(adapter, path, vendor)
         except AdapterError as exc:
             raise TaskSourceError(str(exc)) from None
         for task in report.tasks:
@@ -101,35 +124,16 @@ def _load_source(adapter: str, path: str) -> object:
     return _SOURCE_REPORTS[key]
 
 
-def add_sources(specs: list[str]) -> list[object]:
-    """Load `ADAPTER:PATH` sources now and export them in `KMC_TASK_SOURCES`, so worker
-    processes started afterwards can look the adapted tasks up too. Returns the adapters'
-    reports (task counts and skip reasons)."""
-    import os
-    from pathlib import Path
-
+def load_sources(specs: list[str] | tuple[str, ...], vendor: str | None = None) -> list[object]:
+    """Register the tasks of `ADAPTER:PATH` sources in this process, for `vendor` (the run's
+    target: "nvidia", "amd" or "cpu"; None detects it). Loading a source twice is free.
+    Returns the adapters' reports (task counts and skip reasons)."""
     _load_builtin()
-    # Absolute paths: workers start in other directories than the command that exported them.
-    pairs = [(a, str(Path(p).expanduser().resolve())) for spec in specs for a, p in parse_sources(spec)]
-    reports = [_load_source(a, p) for a, p in pairs]
-    known = os.environ.get(SOURCES_ENV, "")
-    entries = [e for e in known.split(";") if e.strip()]
-    for adapter, path in pairs:
-        entry = f"{adapter}:{path}"
-        if entry not in entries:
-            entries.append(entry)
-    if entries:
-        os.environ[SOURCES_ENV] = ";".join(entries)
-    return reports
+    return [_load_source(a, p, vendor) for spec in normalize_sources(specs) for a, p in parse_sources(spec)]
 
 
 def _load_builtin() -> None:
     global _loaded
     if not _loaded:
         _loaded = True
-        import os
-
         import bench.builtin  # noqa: F401  (registers tasks at import)
-
-        for adapter, path in parse_sources(os.environ.get(SOURCES_ENV, "")):
-            _load_source(adapter, path)

@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.registry import get_task, suite_tasks  # noqa: E402
-from judge.device import Target, detect_target, use_interpreter_if_needed  # noqa: E402
+from judge.device import Target, default_device, detect_target  # noqa: E402
 from runners.pool import LocalPool, scrubbed_env, visible_devices  # noqa: E402
 
 
@@ -150,8 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.n < 1:
         print("error: --n must be at least 1", file=sys.stderr)
         return 2
-    target = detect_target()
-    use_interpreter_if_needed(target)
+    target = detect_target(force_cpu=default_device() == "cpu")
     try:
         task_ids = args.tasks.split(",") if args.tasks else [t.id for t in suite_tasks("quick")]
         cands = make_candidates(task_ids, args.n)

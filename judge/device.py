@@ -37,8 +37,20 @@ class Target:
         return asdict(self)
 
 
-def detect_target() -> Target:
-    if os.environ.get(FORCE_CPU_ENV) == "1" or os.environ.get("TRITON_INTERPRET") == "1":
+def default_device() -> str:
+    """The `device` option's default: "cpu" when $KMC_FORCE_CPU=1, else "auto". Only a default:
+    a command's --device replaces it, and a run records the device it used."""
+    return "cpu" if os.environ.get(FORCE_CPU_ENV) == "1" else "auto"
+
+
+def detect_target(force_cpu: bool = False) -> Target:
+    """The CPU interpreter when asked (`force_cpu`, i.e. --device cpu), when this process runs
+    under TRITON_INTERPRET=1 (an evaluation worker the pool made an interpreter worker, or a
+    user's shell), or when there is no GPU; else the first visible GPU's vendor and name.
+
+    Nothing here writes the environment: evaluation workers get TRITON_INTERPRET in their own
+    environment from the pool (runners/pool.py), never through this process's."""
+    if force_cpu or os.environ.get("TRITON_INTERPRET") == "1":
         return Target("cpu", True, "Triton CPU interpreter", 0)
     import torch
 
@@ -46,12 +58,6 @@ def detect_target() -> Target:
         vendor = "amd" if getattr(torch.version, "hip", None) else "nvidia"
         return Target(vendor, False, torch.cuda.get_device_name(0), torch.cuda.device_count())
     return Target("cpu", True, "Triton CPU interpreter", 0)
-
-
-def use_interpreter_if_needed(target: Target) -> None:
-    """Set TRITON_INTERPRET=1 for this process and its children when there is no GPU."""
-    if target.interpreter:
-        os.environ["TRITON_INTERPRET"] = "1"
 
 
 def _driver_version(vendor: str) -> str | None:

@@ -97,7 +97,7 @@ def _library_thread(t: threading.Thread) -> bool:
 
 
 class Worker:
-    def __init__(self) -> None:
+    def __init__(self, task_sources: list[str] | tuple[str, ...] = ()) -> None:
         import torch
 
         threads = int(os.environ.get(THREADS_ENV, "0") or 0)
@@ -114,8 +114,8 @@ class Worker:
         from judge.privileges import drop_privileges_if_asked
         from judge.sandbox import IntegritySnapshot, default_namespaces, install_process_guards
 
-        bench.registry.all_tasks()
-        self.target = detect_target()
+        self.target = detect_target()  # TRITON_INTERPRET=1 in this worker's environment: the interpreter
+        bench.registry.load_sources(task_sources, self.target.vendor)  # the run's sources, as the parent loaded them
         self.device = "cpu" if self.target.interpreter else "cuda"
         prepare_process()
         default_mb = 256 if self.target.interpreter else 4096
@@ -274,9 +274,19 @@ class Worker:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
+def _task_sources(argv: list[str]) -> list[str]:
+    """`--task-source ADAPTER:PATH`, repeatable: the run's task sources (runners/pool.py)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m judge.worker")
+    parser.add_argument("--task-source", action="append", default=[])
+    return list(parser.parse_args(argv).task_source)
+
+
 def main() -> None:
+    task_sources = _task_sources(sys.argv[1:])
     inp, out = _protocol_streams()
-    worker = Worker()
+    worker = Worker(task_sources)
     out.write(_dumps({"ready": True, "pid": os.getpid(), "target": worker.target.to_json()}) + "\n")
     last_digest = ""
     exit_after_confirm = False

@@ -53,13 +53,15 @@ def check_task(pool: Any, task: Task, timed: bool, ceilings: Ceilings | None,
 
 def run_check(tasks: Iterable[Task], target: Target, workers: int | None = None,
               timing_policy: TimingPolicy | None = None,
-              on_result: Callable[[TaskCheck], None] | None = None) -> CheckReport:
-    """Check every task's baseline on local workers; results keep the order of `tasks`."""
+              on_result: Callable[[TaskCheck], None] | None = None,
+              task_sources: list[str] | tuple[str, ...] = ()) -> CheckReport:
+    """Check every task's baseline on local workers (which load `task_sources`, the sources
+    the tasks came from); results keep the order of `tasks`."""
     tasks = list(tasks)
     timed = not target.interpreter
     ceilings, exact = ceilings_for(target.device_name) if timed else (None, True)
     report = CheckReport(target.device_name, target.interpreter, ceilings, exact)
-    with LocalPool(target, workers=workers) as pool:
+    with LocalPool(target, workers=workers, task_sources=task_sources) as pool:
         pool.warm_up()
         with ThreadPoolExecutor(max_workers=pool.size) as ex:
             futures = [ex.submit(check_task, pool, t, timed, ceilings, timing_policy) for t in tasks]

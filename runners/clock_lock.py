@@ -19,7 +19,6 @@ AMD: `amd-smi set -g N --perf-determinism F` (restored by `amd-smi reset -g N
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import subprocess
@@ -27,8 +26,6 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import FrameType, TracebackType
-
-from judge.clocks import CLOCKS_LOCKED_ENV
 
 DEFAULT_SM_FRACTION = 0.75
 
@@ -175,6 +172,9 @@ class ClockLock:
     on_message: Callable[[str], None] = lambda _msg: None
     done: list[Command] = field(default_factory=list)
     restore_errors: list[str] = field(default_factory=list)
+    # True between a successful lock and the restore. The workers learn it from the pool
+    # (LocalPool(clocks_locked=True) puts KMC_CLOCKS_LOCKED in their environment), not from ours.
+    locked: bool = False
     _previous_handlers: dict[int, object] = field(default_factory=dict)
 
     def __enter__(self) -> ClockLock:
@@ -187,7 +187,7 @@ class ClockLock:
             self._restore()
             self._uninstall_signal_handlers()
             raise
-        os.environ[CLOCKS_LOCKED_ENV] = "1"  # workers started inside the block inherit it
+        self.locked = True
         self.on_message(f"clocks locked: {self.plan.description}")
         return self
 
@@ -196,7 +196,7 @@ class ClockLock:
         try:
             self._restore()
         finally:
-            os.environ.pop(CLOCKS_LOCKED_ENV, None)
+            self.locked = False
             self._uninstall_signal_handlers()
 
     def _restore(self) -> None:

@@ -10,7 +10,6 @@ skips done units and replays the rest from the store, so nothing is paid for twi
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -18,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.registry import get_task, suite_tasks
+from bench.registry import get_task, load_sources, suite_tasks
 from bench.task import Task
-from judge.device import Target, detect_target, environment_info, use_interpreter_if_needed
+from judge.device import Target, detect_target, environment_info
 from methods.registry import create_method, load_method_modules, method_class, method_options
 from modelio.ledger import BudgetExhausted, Ledger, ModelCallFailed
 from modelio.types import ModelClient
@@ -66,6 +65,12 @@ def resolve_methods(config: CompareConfig) -> dict[str, dict[str, Any]]:
     return resolved
 
 
+def local_executor(config: CompareConfig, target: Target, clocks_locked: bool = False) -> LocalPool:
+    """The run's worker pool, its workers told the run's task sources (and whether clocks are locked)."""
+    return LocalPool(target, workers=config.workers, job_timeout=config.job_timeout_s, worker_user=config.worker_user,
+                     task_sources=config.task_sources, clocks_locked=clocks_locked)
+
+
 class Progress:
     """Counts for the progress bar: units done, calls spent, and the budget they come from."""
 
@@ -97,8 +102,7 @@ class CompareRun:
         self.store = Store(RunFolder(run_dir).store_path)
         self.ledger = Ledger(client, self.store, config.budget, config.budget_unit, config.seed,
                              charge_failed_calls=config.charge_failed_calls)
-        self.executor: Executor = executor or LocalPool(target, workers=config.workers, job_timeout=config.job_timeout_s,
-                                                 worker_user=config.worker_user)
+        self.executor: Executor = executor or local_executor(config, target)
         self.stopping = threading.Event()
         self.evaluator = Evaluator(self.executor, self.store, target, config.timing_policy, self.stopping)
         self.units = [Unit(m, t.id, r) for m in config.methods for t in self.tasks for r in range(config.repeats)]
@@ -197,10 +201,10 @@ def _check_names(config: CompareConfig) -> None:
 
 
 def start_target(config: CompareConfig) -> Target:
-    if config.device == "cpu":
-        os.environ["KMC_FORCE_CPU"] = "1"
-    target = detect_target()
-    use_interpreter_if_needed(target)
+    """The run's device (the CPU interpreter for --device cpu), with the run's task sources
+    loaded for it, so their tasks can be looked up. Sets nothing in the environment."""
+    target = detect_target(force_cpu=config.device == "cpu")
+    load_sources(config.task_sources, target.vendor)
     return target
 
 

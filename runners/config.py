@@ -29,6 +29,18 @@ def _default_method_modules() -> list[str]:
     return default_method_modules()
 
 
+def _default_task_sources() -> list[str]:
+    from bench.registry import default_task_sources
+
+    return default_task_sources()
+
+
+def _default_device() -> str:
+    from judge.device import default_device
+
+    return default_device()
+
+
 @dataclass
 class EndpointConfig:
     base_url: str | None = None
@@ -53,7 +65,7 @@ class CompareConfig:
     tasks: list[str] | None = None
     repeats: int = 1
     seed: int = 0
-    device: str = "auto"
+    device: str = field(default_factory=_default_device)  # "auto" | "cpu"; $KMC_FORCE_CPU=1 gives "cpu"
     workers: int | None = None
     concurrency: int | None = None
     job_timeout_s: float | None = None
@@ -65,6 +77,9 @@ class CompareConfig:
     # Plugin modules defining methods (`@register_method`); $KMC_METHOD_MODULES gives the default,
     # and the names are recorded so --resume and --replay load the same plugins.
     method_modules: list[str] = field(default_factory=_default_method_modules)
+    # External task suites, `ADAPTER:PATH` (bench/adapters); $KMC_TASK_SOURCES gives the default.
+    # Recorded with absolute paths, loaded by this process and handed to every evaluation worker.
+    task_sources: list[str] = field(default_factory=_default_task_sources)
 
     def validate(self) -> None:
         if not isinstance(self.budget, int) or isinstance(self.budget, bool) or self.budget <= 0:
@@ -82,6 +97,14 @@ class CompareConfig:
                 resolve_worker_user(self.worker_user)
             except PrivilegeError as exc:
                 raise ConfigError(str(exc)) from None
+        from bench.registry import TaskSourceError, normalize_sources
+
+        try:
+            self.task_sources = normalize_sources(self.task_sources)
+        except TaskSourceError as exc:
+            raise ConfigError(str(exc)) from None
+        if isinstance(self.method_modules, str) or not all(isinstance(m, str) for m in self.method_modules):
+            raise ConfigError(f"method_modules must be a list of module names, got {self.method_modules!r}")
         from modelio.ledger import resolve_unit
 
         try:

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from judge.clocks import CLOCKS_LOCKED_ENV
 from judge.device import Target
 from judge.internal_tests import DEFAULT_TEST_TIMEOUT_S, JOB_KIND, InternalTestReport
 from judge.policy import TimingPolicy
@@ -74,6 +75,12 @@ def visible_devices(target: Target) -> list[str]:
     return [str(i) for i in range(max(target.device_count, 1))]
 
 
+def worker_command(task_sources: tuple[str, ...] = ()) -> list[str]:
+    """How a worker is started. What it must know that its environment does not say (the run's
+    task sources) goes on its command line, never through this process's environment."""
+    return [sys.executable, "-m", "judge.worker", *(arg for s in task_sources for arg in ("--task-source", s))]
+
+
 class WorkerDied(Exception):
     pass
 
@@ -101,8 +108,9 @@ class PoolStats:
 class WorkerProcess:
     def __init__(self, slot: int, target: Target, startup_timeout: float, device: str | None = None,
                  gpu_lock: Path | None = None, torch_threads: int = 0, workdir: Path | None = None,
-                 extra_env: dict[str, str] | None = None):
+                 extra_env: dict[str, str] | None = None, task_sources: tuple[str, ...] = ()):
         self.slot = slot
+        self.task_sources = tuple(task_sources)
         self.extra_env = dict(extra_env or {})
         self.target = target
         self.startup_timeout = startup_timeout
@@ -140,7 +148,7 @@ class WorkerProcess:
     def start(self) -> None:
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "judge.worker"],
+            worker_command(self.task_sources),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
             env=self._env(), cwd=str(self.workdir), start_new_session=True,
         )
@@ -264,9 +272,13 @@ class LocalPool:
     """Evaluate candidates on persistent local workers; thread-safe and blocking per call."""
 
     def __init__(self, target: Target, workers: int | None = None, job_timeout: float | None = None,
-                 startup_timeout: float = 300.0, workers_per_gpu: int = 2, worker_user: str | None = None):
+                 startup_timeout: float = 300.0, workers_per_gpu: int = 2, worker_user: str | None = None,
+                 task_sources: list[str] | tuple[str, ...] = (), clocks_locked: bool = False):
         """`worker_user`: run the workers as this unprivileged user (judge/privileges.py);
-        PrivilegeError, before anything starts, when that is not possible here."""
+        PrivilegeError, before anything starts, when that is not possible here. `task_sources`:
+        the run's `ADAPTER:PATH` task sources, which every worker loads at start-up.
+        `clocks_locked`: the GPU clocks are locked for as long as the pool lives (--lock-clocks),
+        which the workers' timings record."""
         self.target = target
         user = resolve_worker_user(worker_user) if worker_user else None
         devices = visible_devices(target)
@@ -277,7 +289,10 @@ class LocalPool:
         self._stats_lock = threading.Lock()
         self._idle: queue.Queue[WorkerProcess] = queue.Queue()
         self.workdir = Path(tempfile.mkdtemp(prefix="kmc-pool-"))
+        # What the workers must know goes into their own environment or command line, never this process's.
         extra_env = worker_environment(hand_over(self.workdir, user), user) if user else {}
+        if clocks_locked:
+            extra_env[CLOCKS_LOCKED_ENV] = "1"
         cores = os.cpu_count() or 1
         threads = 1 if target.interpreter else max(1, min(4, cores // max(workers, 1)))
         self._all = []
@@ -285,7 +300,8 @@ class LocalPool:
             device = devices[i % len(devices)] if devices else None
             lock = self.workdir / f"gpu-{device}.lock" if device is not None else None
             self._all.append(WorkerProcess(i, target, startup_timeout, device=device, gpu_lock=lock,
-                                           torch_threads=threads, workdir=self.workdir, extra_env=extra_env))
+                                           torch_threads=threads, workdir=self.workdir, extra_env=extra_env,
+                                           task_sources=tuple(task_sources)))
         for w in self._all:
             self._idle.put(w)
 

@@ -43,11 +43,13 @@ def _import_ray() -> Any:
 class _EvalActor:
     """Lives in a Ray worker process; owns one sandboxed evaluation worker."""
 
-    def __init__(self, target_json: dict[str, Any], job_timeout: float, startup_timeout: float) -> None:
+    def __init__(self, target_json: dict[str, Any], job_timeout: float, startup_timeout: float,
+                 task_sources: tuple[str, ...] = ()) -> None:
         from runners.pool import LocalPool
 
         target = Target(**{**target_json, "device_count": 0 if target_json["interpreter"] else 1})
-        self.pool = LocalPool(target, workers=1, job_timeout=job_timeout, startup_timeout=startup_timeout)
+        self.pool = LocalPool(target, workers=1, job_timeout=job_timeout, startup_timeout=startup_timeout,
+                              task_sources=task_sources)
 
     def evaluate(self, task_id: str, source: str, case_set: str, timing: bool,
                  timing_policy: dict[str, Any] | None, timeout: float | None) -> dict[str, Any]:
@@ -70,10 +72,11 @@ class RayExecutor:
 
     def __init__(self, target: Target, actors: int | None = None, address: str | None = None,
                  job_timeout: float | None = None, startup_timeout: float = 300.0,
-                 ray_init_kwargs: dict[str, Any] | None = None) -> None:
+                 ray_init_kwargs: dict[str, Any] | None = None, task_sources: list[str] | tuple[str, ...] = ()) -> None:
         ray = _import_ray()
         self._ray = ray
         self.target = target
+        self.task_sources = tuple(task_sources)  # each actor's worker loads them (the paths must exist there)
         self.job_timeout = job_timeout or (600.0 if target.interpreter else 180.0)
         self.startup_timeout = startup_timeout
         self._started_ray = False
@@ -106,7 +109,8 @@ class RayExecutor:
         return len(self._all)
 
     def _new_actor(self) -> Any:
-        return self._actor_cls.remote(self.target.to_json(), self.job_timeout, self.startup_timeout)
+        return self._actor_cls.remote(self.target.to_json(), self.job_timeout, self.startup_timeout,
+                                      self.task_sources)
 
     def warm_up(self) -> None:
         """Nothing to do: the actors start their workers when they are created."""

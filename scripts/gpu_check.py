@@ -17,7 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.registry import all_tasks, get_task  # noqa: E402
-from judge.device import detect_target, use_interpreter_if_needed  # noqa: E402
+from judge.device import default_device, detect_target  # noqa: E402
 from runners.pool import LocalPool  # noqa: E402
 
 
@@ -26,8 +26,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=None)
     ap.add_argument("--tasks", default=None)
     args = ap.parse_args()
-    target = detect_target()
-    use_interpreter_if_needed(target)
+    target = detect_target(force_cpu=default_device() == "cpu")
     print(f"target: {target}")
     tasks = [get_task(t) for t in args.tasks.split(",")] if args.tasks else all_tasks()
     with LocalPool(target, workers=args.workers) as pool:

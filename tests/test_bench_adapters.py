@@ -6,8 +6,8 @@ wrappers, ROCm tests that launch kernels themselves or take `device='cuda'`, siz
 as expressions and tuples.
 
 Loading is checked for counts, modes and skip reasons on each vendor; judging goes through
-an interpreter worker that finds the adapted tasks by id through KMC_TASK_SOURCES, as a
-real run's workers do.
+an interpreter worker that loads the sources named on its command line (`--task-source`) and
+finds the adapted tasks by id, as a real run's workers do.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import pytest
 import torch
 
 from bench.adapters import AdapterError, load_source
-from bench.registry import SOURCES_ENV, TaskSourceError, parse_sources
+from bench.registry import TaskSourceError, parse_sources
 from tests.helpers import run_cli
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -268,22 +268,13 @@ def scaled_relu(x, scale):
 
 @pytest.fixture(scope="module")
 def adapted_pool() -> Any:
-    """One interpreter worker that loads the fixture sources from KMC_TASK_SOURCES."""
-    import os
-
+    """One interpreter worker that loads the fixture sources named on its command line."""
     from judge.device import Target
     from runners.pool import LocalPool
 
-    previous = os.environ.get(SOURCES_ENV)
-    os.environ[SOURCES_ENV] = f"geak-eval:{GEAK};kernelbench:{KB}"
-    try:
-        with LocalPool(Target("cpu", True, "Triton CPU interpreter", 0), workers=1, job_timeout=300) as pool:
-            yield pool
-    finally:
-        if previous is None:
-            os.environ.pop(SOURCES_ENV, None)
-        else:
-            os.environ[SOURCES_ENV] = previous
+    with LocalPool(Target("cpu", True, "Triton CPU interpreter", 0), workers=1, job_timeout=300,
+                   task_sources=(f"geak-eval:{GEAK}", f"kernelbench:{KB}")) as pool:
+        yield pool
 
 
 @pytest.mark.slow

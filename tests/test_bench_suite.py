@@ -263,7 +263,7 @@ result_gold = test_{name}()
 
 @pytest.mark.slow
 def test_bench_check_runs_adapted_sources_and_exits_1_when_a_baseline_fails(tmp_path: Any) -> None:
-    """Adapted tasks are looked up in the workers through KMC_TASK_SOURCES. A reference that
+    """Adapted tasks are looked up in the workers, which are handed the --source entries. A reference that
     keeps state between calls cannot agree with itself: its baseline fails, and so does the check."""
     from tests.helpers import cli_env
 

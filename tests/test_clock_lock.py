@@ -78,14 +78,14 @@ def test_parse_lock_spec() -> None:
 def test_nvidia_lock_and_restore_exact_commands(fake_tools: tuple[Path, Path]) -> None:
     _, log = fake_tools
     with lock_clocks("nvidia", (0,)) as lock:
-        assert os.environ.get(CLOCKS_LOCKED_ENV) == "1"
+        assert lock.locked and CLOCKS_LOCKED_ENV not in os.environ  # the workers are told, not this process
         assert calls(log) == [
             "nvidia-smi -i 0 --query-supported-clocks=memory,graphics --format=csv,noheader,nounits",
             "nvidia-smi -i 0 -lgc 1500,1500",
             "nvidia-smi -i 0 -lmc 2619,2619",
         ]
     assert calls(log)[3:] == ["nvidia-smi -i 0 -rmc", "nvidia-smi -i 0 -rgc"]
-    assert lock.restore_errors == []
+    assert lock.restore_errors == [] and not lock.locked
     assert CLOCKS_LOCKED_ENV not in os.environ
 
 
@@ -266,3 +266,17 @@ def test_clock_lock_imports_without_torch() -> None:
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+def test_workers_learn_that_clocks_are_locked_from_their_own_environment() -> None:
+    """The pool puts KMC_CLOCKS_LOCKED in its workers' environment when asked; nothing is set in
+    this process (no worker is started here)."""
+    from judge.device import Target
+    from runners.pool import LocalPool
+
+    cpu = Target("cpu", True, "Triton CPU interpreter", 0)
+    with LocalPool(cpu, workers=1, clocks_locked=True) as pool:
+        assert pool._all[0]._env()[CLOCKS_LOCKED_ENV] == "1"
+    with LocalPool(cpu, workers=1) as pool:
+        assert CLOCKS_LOCKED_ENV not in pool._all[0]._env()
+    assert CLOCKS_LOCKED_ENV not in os.environ

@@ -101,11 +101,10 @@ class Outcome:
 def corpus_run() -> dict[str, Any]:
     """Judge the whole corpus once, in order, through one pool; tests below read the results."""
     from bench.registry import get_task
-    from judge.device import detect_target, use_interpreter_if_needed
+    from judge.device import detect_target
     from runners.pool import LocalPool
 
-    target = detect_target()
-    use_interpreter_if_needed(target)
+    target = detect_target(force_cpu=not HAS_GPU)
     saved = os.environ.get("OPENAI_API_KEY")
     os.environ["OPENAI_API_KEY"] = FAKE_SECRET  # the workers must never see it
     SHELL_MARKER.unlink(missing_ok=True)

@@ -63,11 +63,9 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0 or not _has_nobody(),
 
 
 def _target():  # noqa: ANN202
-    from judge.device import detect_target, use_interpreter_if_needed
+    from judge.device import default_device, detect_target
 
-    target = detect_target()
-    use_interpreter_if_needed(target)
-    return target
+    return detect_target(force_cpu=default_device() == "cpu")
 
 
 def _root_file(tmp_path: Path) -> Path:
