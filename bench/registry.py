@@ -109,6 +109,12 @@ def normalize_sources(specs: list[str] | tuple[str, ...]) -> list[str]:
     return out
 
 
+def resolve_sources(specs: list[str] | tuple[str, ...] | None) -> list[str]:
+    """The sources a command was given, or $KMC_TASK_SOURCES when it was given none
+    (None or empty), normalised: what every command that takes tasks loads and records."""
+    return normalize_sources(list(specs) if specs else default_task_sources())
+
+
 def _load_source(adapter: str, path: str, vendor: str | None) -> object:
     key = (adapter, path, vendor)
     if key not in _SOURCE_REPORTS:

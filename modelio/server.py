@@ -27,6 +27,7 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -311,3 +312,20 @@ def _make_handler(server: SimServer) -> type[BaseHTTPRequestHandler]:
                 self._send(200, payload)
 
     return Handler
+
+
+def serve(host: str, port: int, options: ServerOptions | None = None,
+          on_ready: Callable[[SimServer], None] = lambda _s: None) -> None:
+    """`cli.py serve-sim` as a library call: serve on host:port until interrupted (or until
+    `server.httpd.shutdown()` from another thread); `on_ready` hears the bound server first.
+    ValueError for bad options or an address that cannot be listened on; the socket is closed
+    whatever ends it (a KeyboardInterrupt is re-raised after)."""
+    try:
+        server = SimServer(host, port, options)
+    except OSError as exc:
+        raise ValueError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    try:
+        on_ready(server)
+        server.serve_forever()
+    finally:
+        server.httpd.server_close()

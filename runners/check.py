@@ -11,9 +11,11 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from bench.check import Ceilings, CheckReport, PerfRow, TaskCheck, ceilings_for, roofline_row
+from bench.registry import get_task, load_sources, resolve_sources, suite_tasks
 from bench.task import Task
-from judge.device import Target
+from judge.device import Target, default_device, detect_target
 from judge.policy import TimingPolicy
+from runners.config import ConfigError
 from runners.pool import LocalPool
 
 
@@ -71,3 +73,25 @@ def run_check(tasks: Iterable[Task], target: Target, workers: int | None = None,
                 if on_result is not None:
                     on_result(row)
     return report
+
+
+def check_suite(suite: str | None = None, task_ids: list[str] | None = None, sources: list[str] | None = None,
+                workers: int | None = None, device: str | None = None, timing_seconds: float | None = None,
+                on_result: Callable[[TaskCheck], None] | None = None) -> CheckReport:
+    """`cli.py bench check` as a library call: the baselines of `task_ids`, else of `suite`
+    [quick without a GPU, full with one], after loading `sources` [$KMC_TASK_SOURCES].
+    `device` "auto" or "cpu" [$KMC_FORCE_CPU's default]; `timing_seconds` caps sampling per perf case."""
+    if workers is not None and workers < 1:
+        raise ConfigError("--workers must be at least 1")
+    target = detect_target(force_cpu=(device or default_device()) == "cpu")
+    task_sources = resolve_sources(sources)
+    load_sources(task_sources, target.vendor)
+    if task_ids:
+        chosen = [get_task(i) for i in task_ids]
+    else:
+        chosen = suite_tasks(suite or ("quick" if target.interpreter else "full"))
+    if timing_seconds is not None and timing_seconds <= 0:
+        raise ConfigError("--timing-seconds must be positive")
+    policy = TimingPolicy(max_seconds_per_case=timing_seconds) if timing_seconds else None
+    return run_check(chosen, target, workers=workers, timing_policy=policy, on_result=on_result,
+                     task_sources=task_sources)

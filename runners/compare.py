@@ -11,6 +11,7 @@ skips done units and replays the rest from the store, so nothing is paid for twi
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from bench.registry import get_task, load_sources, suite_tasks
 from bench.task import Task
 from judge.device import Target, detect_target, environment_info
 from methods.registry import create_method, load_method_modules, method_class, method_options
+from modelio.dryrun import DryRunEstimate
 from modelio.ledger import BudgetExhausted, Ledger, ModelCallFailed
 from modelio.types import ModelClient
 from results.run_folder import ResolvedRun, RunFolder, RunFolderError
@@ -220,3 +222,189 @@ def record_run_files(run: CompareRun, resumed: bool, command_line: list[str] | N
     else:
         folder.record_resume(command_line)
     run.store.set_meta("simulated", run.client.simulated)
+
+
+# ---------------------------------------------------------------------------- the `compare` command as a library call
+Message = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class RunStarted:
+    """Told to `CompareOptions.on_start` once the run folder is ready, before any unit runs."""
+
+    run_dir: Path
+    resumed: bool
+    total_units: int
+    budget_unit: str
+
+
+@dataclass
+class CompareOptions:
+    """How to run a comparison, beside what it compares (CompareConfig): where, whether it resumes
+    or replays a recorded run, clock locking, and who hears about progress."""
+
+    out: Path | None = None  # folder for new run folders [runs/]
+    resume: Path | None = None  # finish this interrupted run folder, with its recorded config
+    replay: Path | None = None  # answer model calls from this recorded run folder, with no network
+    lock_clocks: tuple[int | None, int | None] | None = None  # (SM, memory) MHz, None each for auto; None: unlocked
+    command_line: list[str] | None = None  # recorded in env.json [this process's argv]
+    on_message: Message = lambda _m: None  # one line for the user (the CLI prints them on stderr)
+    on_start: Callable[[RunStarted], None] = lambda _s: None
+    on_progress: Callable[[Progress], None] | None = None
+
+
+@dataclass(frozen=True)
+class RunResult:
+    run_dir: Path
+    resumed: bool
+    summary: dict[str, Any]  # what summary.json holds
+    target: Target
+    endpoint_stats: Any | None  # modelio.openai_client.ClientStats for an HTTP endpoint; None otherwise
+    wall_s: float
+
+    @property
+    def summary_path(self) -> Path:
+        return RunFolder(self.run_dir).summary_path
+
+
+class CompareInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped the run: what finished is recorded and `--resume run_dir` finishes it."""
+
+    def __init__(self, run_dir: Path, units_done: int, units_total: int):
+        super().__init__(f"interrupted: {units_done} of {units_total} units finished and recorded")
+        self.run_dir = run_dir
+        self.units_done = units_done
+        self.units_total = units_total
+
+
+def recorded_options(run_dir: Path) -> dict[str, Any]:
+    """A recorded run's options, its resolved task list included: what `--replay` starts from."""
+    folder = RunFolder(run_dir)
+    try:
+        recorded = folder.read_config()
+    except RunFolderError:
+        raise ConfigError(f"{run_dir} is not a recorded run folder (no readable config.json)") from None
+    if not folder.has_store():
+        raise ConfigError(f"{run_dir} has no store.sqlite to replay")
+    data = dict(recorded.config)
+    if not data.get("tasks"):
+        data["tasks"] = list(recorded.resolved.tasks)
+    return data
+
+
+def make_run_client(config: CompareConfig) -> ModelClient:
+    """The configured endpoint (checked reachable) or the simulated model; ConfigError otherwise."""
+    from modelio.clients import EndpointUnreachable, make_client
+
+    ep = config.endpoint
+    try:
+        return make_client(ep.base_url, ep.model, ep.api_key_env, ep.timeout_s, ep.max_retries, config.sim_params,
+                           max_concurrency=ep.max_concurrency)
+    except (EndpointUnreachable, ValueError) as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def _replay_client(run_dir: Path) -> ModelClient:
+    from modelio.replay import ReplayClient
+
+    folder = RunFolder(run_dir)
+    try:
+        resolved = folder.read_config().resolved
+        return ReplayClient(folder.store_path, model=resolved.model or None, simulated=resolved.simulated)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot replay {run_dir}: {exc}") from None
+
+
+def _clock_lock(target: Target, clocks: tuple[int | None, int | None] | None, on_message: Message) -> Any:
+    """A context that locks clocks for the run when asked, and does nothing otherwise."""
+    import contextlib
+
+    if clocks is None:
+        return contextlib.nullcontext()
+    if target.interpreter:
+        raise ConfigError("--lock-clocks needs a GPU; this run uses the CPU interpreter")
+    from runners.clock_lock import ClockLockError, lock_clocks
+    from runners.pool import visible_devices
+
+    try:
+        return lock_clocks(target.vendor, tuple(int(d) for d in visible_devices(target)), *clocks,
+                           on_message=on_message)
+    except (ClockLockError, ValueError) as exc:
+        raise ConfigError(f"cannot lock clocks: {exc}") from None
+
+
+def run_compare(config: CompareConfig, options: CompareOptions | None = None) -> RunResult:
+    """Run (or resume, or replay) a comparison to its end and write summary.json. A resumed run
+    uses the configuration its folder recorded (`config` is then ignored, as the CLI notes).
+
+    Bad input (ConfigError and the registries' errors) is raised before any run folder exists
+    where it can be: an unreachable endpoint, a clock lock refused, an unknown name. Ctrl-C
+    raises CompareInterrupted after every unit stopped, leaving a run that `--resume` finishes.
+    """
+    from results.summary import build_summary
+
+    opts = options or CompareOptions()
+    if opts.replay is not None and opts.resume is not None:
+        raise ConfigError("--replay and --resume cannot be combined")
+    client: ModelClient | None = None
+    clock_lock = None
+    if opts.replay is not None:
+        client = _replay_client(opts.replay)
+    elif opts.resume is None:
+        config.validate()
+        client = make_run_client(config)  # before any run folder: an unreachable endpoint leaves nothing behind
+    if opts.resume is None:
+        clock_lock = _clock_lock(start_target(config), opts.lock_clocks, opts.on_message)  # likewise
+    config, run_dir, resumed = prepare_run(config, opts.out, opts.resume)
+    target = start_target(config)
+    if resumed:
+        recorded = RunFolder(run_dir).read_config().resolved
+        if recorded.vendor != target.vendor:
+            raise ConfigError(f"{run_dir} ran on {recorded.vendor}; this machine is {target.vendor}")
+        config.tasks = list(recorded.tasks)
+    if client is None:
+        client = make_run_client(config)
+    if clock_lock is None:
+        clock_lock = _clock_lock(target, opts.lock_clocks, opts.on_message)
+    started = time.perf_counter()
+    run = CompareRun(config, run_dir, client, target, progress=opts.on_progress,
+                     executor=local_executor(config, target, clocks_locked=opts.lock_clocks is not None))
+    try:
+        record_run_files(run, resumed, opts.command_line)
+        opts.on_message(f"run folder: {run_dir}" + (" (resumed)" if resumed else ""))
+        if opts.replay is not None:
+            run.store.set_meta("replay_of", str(opts.replay))
+            opts.on_message(f"model: REPLAY of {opts.replay} (recorded responses, no network)")
+        elif client.simulated:
+            where = getattr(client, "base_url", None)
+            opts.on_message("model: built-in SIMULATED model "
+                            + (f"served by {where}" if where else "(no endpoint configured)"))
+        opts.on_start(RunStarted(run_dir, resumed, len(config.methods) * len(run.tasks) * config.repeats,
+                                 config.budget_unit))
+        try:
+            with clock_lock:  # entered before the workers start, so their timings say clocks were locked
+                run.run()
+        except KeyboardInterrupt:
+            raise CompareInterrupted(run_dir, run.progress.units_done, len(run.units)) from None
+        summary = build_summary(run.store, config.to_json(), client.simulated, client.model)
+        RunFolder(run_dir).write_summary(summary)
+    finally:
+        run.close()
+    stats = getattr(client, "stats", None)
+    return RunResult(run_dir, resumed, summary, target, stats() if callable(stats) else None,
+                     time.perf_counter() - started)
+
+
+def estimate_compare(config: CompareConfig) -> DryRunEstimate:
+    """`compare --dry-run`: the calls, tokens and cost the run would spend; nothing is spent or made."""
+    from modelio.dryrun import estimate
+
+    config.validate()
+    target = start_target(config)
+    tasks = resolve_tasks(config, target)
+    methods = {name: create_method(name, opts) for name, opts in resolve_methods(config).items()}
+    try:
+        return estimate(config.budget, config.budget_unit, methods, [t.view() for t in tasks], config.repeats,
+                        target.vendor, config.endpoint.model or "", config.endpoint.simulated)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None

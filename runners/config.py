@@ -150,3 +150,28 @@ def load_config_file(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"config {path} must be a mapping of options, got {type(data).__name__}")
     return data
+
+
+ENDPOINT_KEYS = ("base_url", "model", "api_key_env", "max_concurrency")
+
+
+def compose_config(overrides: dict[str, Any], config_file: Path | None = None,
+                   recorded: dict[str, Any] | None = None) -> CompareConfig:
+    """A run's configuration from three layers, each overriding the one before: a recorded run's
+    options (`--replay`; runners.compare.recorded_options), a YAML or JSON config file, then
+    explicit options. In `overrides` a None value means "not given"; the endpoint's keys
+    (base_url, model, api_key_env, max_concurrency) may be given at top level, as flags are."""
+    data: dict[str, Any] = dict(recorded or {})
+    data.update(load_config_file(config_file) if config_file else {})
+    if not isinstance(data.get("endpoint") or {}, dict):
+        raise ConfigError("endpoint must be a mapping")
+    endpoint = dict(data.get("endpoint") or {})
+    for key, value in overrides.items():
+        if value is None:
+            continue
+        if key in ENDPOINT_KEYS:
+            endpoint[key] = value
+        else:
+            data[key] = value
+    data["endpoint"] = endpoint
+    return CompareConfig.from_json(data)

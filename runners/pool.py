@@ -291,8 +291,7 @@ class LocalPool:
         self.workdir = Path(tempfile.mkdtemp(prefix="kmc-pool-"))
         # What the workers must know goes into their own environment or command line, never this process's.
         extra_env = worker_environment(hand_over(self.workdir, user), user) if user else {}
-        if clocks_locked:
-            extra_env[CLOCKS_LOCKED_ENV] = "1"
+        extra_env[CLOCKS_LOCKED_ENV] = "1" if clocks_locked else "0"  # never a value inherited from our shell
         cores = os.cpu_count() or 1
         threads = 1 if target.interpreter else max(1, min(4, cores // max(workers, 1)))
         self._all = []

@@ -278,5 +278,14 @@ def test_workers_learn_that_clocks_are_locked_from_their_own_environment() -> No
     with LocalPool(cpu, workers=1, clocks_locked=True) as pool:
         assert pool._all[0]._env()[CLOCKS_LOCKED_ENV] == "1"
     with LocalPool(cpu, workers=1) as pool:
-        assert CLOCKS_LOCKED_ENV not in pool._all[0]._env()
+        assert pool._all[0]._env()[CLOCKS_LOCKED_ENV] == "0"
     assert CLOCKS_LOCKED_ENV not in os.environ
+
+
+def test_a_locked_clocks_flag_in_the_shell_does_not_reach_the_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    from judge.device import Target
+    from runners.pool import LocalPool
+
+    monkeypatch.setenv(CLOCKS_LOCKED_ENV, "1")  # left over in the user's shell: clocks are not locked by this run
+    with LocalPool(Target("cpu", True, "Triton CPU interpreter", 0), workers=1) as pool:
+        assert pool._all[0]._env()[CLOCKS_LOCKED_ENV] == "0"
