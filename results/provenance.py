@@ -39,8 +39,10 @@ def git_revision(root: Path = PROJECT_ROOT) -> GitRevision:
             return None
         return out.stdout if out.returncode == 0 else None
 
+    top = git("rev-parse", "--show-toplevel")
     commit = git("rev-parse", "HEAD")
-    if commit is None:
+    # An installed copy inside someone else's checkout (a .venv in another repository) is not that repository's code.
+    if commit is None or top is None or Path(top.strip()).resolve() != root.resolve():
         return GitRevision(None, None)
     status = git("status", "--porcelain")
     return GitRevision(commit.strip(), None if status is None else bool(status.strip()))

@@ -98,6 +98,8 @@ def test_env_records_code_packages_and_command_line(tmp_path: Path) -> None:
 def test_git_revision_outside_a_checkout_is_unknown_not_guessed(tmp_path: Path) -> None:
     rev = git_revision(tmp_path)
     assert rev.commit is None and rev.dirty is None
+    inside = PROJECT_ROOT / "results"  # a folder inside a checkout is not the checkout's root: not its code
+    assert git_revision(inside) == git_revision(tmp_path)
 
 
 def test_summary_is_written_sorted_and_indented_and_read_back(tmp_path: Path) -> None:
