@@ -82,6 +82,33 @@ DEFAULT_TOLERANCES: dict[str, Tolerance] = {
 }
 
 
+class CaseUnavailable(Exception):
+    """Raised by `make_inputs` for a case that cannot be built here: a new-shape case of an
+    adapted task whose every perturbation the reference rejects. The judge counts the case as
+    skipped, with this message as the reason, instead of judging a candidate on it."""
+
+
+@dataclass(frozen=True)
+class OutputArgs:
+    """Arguments an entry point writes its result into (positions in the inputs tuple).
+
+    `written` are compared after the call, beside the return value, and exempt from the
+    inputs-unchanged check; `poisoned` (a subset) are those whose initial contents the
+    reference ignores, so the judge fills them with NaN (or an integer sentinel) before the
+    candidate runs: a candidate that leaves part of such an output unwritten cannot pass on
+    stale values. The others keep their initial values (a cache that is updated in place)."""
+
+    written: tuple[int, ...] = ()
+    poisoned: tuple[int, ...] = ()
+
+
+NO_OUTPUT_ARGS = OutputArgs()
+
+
+def no_output_args(case: Case) -> OutputArgs:
+    return NO_OUTPUT_ARGS
+
+
 @dataclass(frozen=True)
 class Mutation:
     """A source edit the simulated model may apply to the expert kernel.
@@ -121,6 +148,10 @@ class Task:
     interpreter_skips: Mapping[str, str] = field(default_factory=dict)
     category: str = "misc"
     source: str = "builtin"
+    output_args: Callable[[Case], OutputArgs] = no_output_args
+    seeded_rng: bool = False
+    """The entry point draws random numbers itself: the judge seeds torch's generators with the
+    case's seed right before each candidate and reference call, so both draw the same values."""
 
     @property
     def baseline_path(self) -> Path:
@@ -148,6 +179,18 @@ class Task:
             return self.tolerances[dtype]
         except KeyError:
             return DEFAULT_TOLERANCES.get(dtype, Tolerance(atol=0, rtol=0))
+
+    def judged_output(self, returned: Any, args: tuple, case: Case) -> Any:
+        """What the judge compares for a call that returned `returned` on `args`: the return
+        value, plus the written output arguments for tasks that have them. `reference` returns
+        this same form, so candidate and reference are compared alike."""
+        return returned
+
+    def complete_source(self, source: str) -> str:
+        """A candidate's file as the judge imports it. Built-in tasks take it as written; an
+        adapted task whose entry point is the suite's own launch code appends that code when
+        the candidate does not define the entry point (see bench/adapters/_glue.py)."""
+        return source
 
     def view(self) -> TaskView:
         return TaskView(

@@ -276,7 +276,7 @@ def _positive(value: float) -> float:
 
 def time_candidate(task: Task, candidate: Callable[..., Any], baseline: Callable[..., Any], cases: tuple[Case, ...],
                    vendor: str, device_index: int | str, policy: TimingPolicy) -> Timing:
-    from judge.oracle import Mismatch, compare, expected_output
+    from judge.oracle import Mismatch, call_seeded, compare, expected_output, poison_outputs
 
     flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device="cuda")
     # Locked clocks (`--lock-clocks`) show up in NVML as an applications-clocks "throttle".
@@ -287,8 +287,10 @@ def time_candidate(task: Task, candidate: Callable[..., Any], baseline: Callable
     flags: list[str] = []
     for c in cases:
         args = task.make_inputs(c, "cuda")
+        outputs = task.output_args(c)
+        poison_outputs(args, outputs)
         pristine = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
-        expected = expected_output(task, pristine)
+        expected = expected_output(task, pristine, c)
         fns: dict[str, Callable[[], Any]] = {
             "candidate": functools.partial(candidate, *args),
             "baseline": functools.partial(baseline, *args),
@@ -302,9 +304,10 @@ def time_candidate(task: Task, candidate: Callable[..., Any], baseline: Callable
         # A kernel that behaves once the judge has looked away (after N calls, or only
         # outside warm-up) is caught here, on the very inputs it was timed on.
         for i, (a, p) in enumerate(zip(args, pristine, strict=True)):
-            if isinstance(a, torch.Tensor) and not torch.equal(a, p):
+            if isinstance(a, torch.Tensor) and i not in outputs.written and not torch.equal(a, p):
                 raise OutputChangedDuringTiming(c.name, f"input {i} was modified during timing")
-        out = candidate(*args)
+        poison_outputs(args, outputs)
+        out = task.judged_output(call_seeded(task, c, candidate, args), args, c)
         torch.cuda.synchronize()
         try:
             compare(out, expected, task)

@@ -69,11 +69,21 @@ class Evaluator:
         device_key = self.target.key + ("|timed" if timed else "")
         return Evaluation.from_json(self._cached(
             source, task_id, case_set, device_key,
-            lambda: self.executor.evaluate(task_id, source, case_set, timing=timed, timing_policy=self.timing_policy)))
+            lambda: self.executor.evaluate(task_id, judged_source(task_id, source), case_set, timing=timed,
+                                           timing_policy=self.timing_policy)))
 
     def run_tests(self, task_id: str, source: str, tests: str) -> InternalTestReport:
         """A method's own tests against a candidate, in the sandboxed worker; cached under the
         case set `internal:<hash of the tests>`, so a resumed run replays the report."""
         return InternalTestReport.from_json(self._cached(
             source, task_id, case_set_for(tests), self.target.key,
-            lambda: self.executor.run_tests(task_id, source, tests)))
+            lambda: self.executor.run_tests(task_id, judged_source(task_id, source), tests)))
+
+
+def judged_source(task_id: str, source: str) -> str:
+    """The candidate's file as the judge imports it: adapted tasks append the suite's own call
+    of the code (its launcher or a launch) when the candidate does not define the entry point
+    (Task.complete_source). The cache and the store keep the candidate's text as written."""
+    from bench.registry import get_task
+
+    return get_task(task_id).complete_source(source)

@@ -50,5 +50,6 @@ def judge_file(task_id: str, candidate: Path, case_set: str = "hidden", timeout:
     except PrivilegeError as exc:
         raise ConfigError(str(exc)) from None
     with pool:
-        evaluation = pool.evaluate(task.id, Path(candidate).read_text(), case_set, timing=not target.interpreter)
+        evaluation = pool.evaluate(task.id, task.complete_source(Path(candidate).read_text()), case_set,
+                                   timing=not target.interpreter)
     return FileVerdict(evaluation, target)

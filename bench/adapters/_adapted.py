@@ -17,12 +17,13 @@ import shutil
 import sys
 import tempfile
 import types
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bench.modules import import_file
-from bench.task import Task, Tolerance
+from bench.task import Case, Task, Tolerance
 
 ADAPTED_TOLERANCES = {
     # The reference of an adapted task is the suite's own code at the inputs' precision (a Triton
@@ -49,6 +50,11 @@ class AdaptedTask(Task):
     test_mode: str = ""
     baseline_text: str = ""
     triton_baseline: bool = True
+    appended: str = ""
+    """The suite's own call of the code (a launcher from its test section, glue): appended to a
+    candidate that does not define the entry point."""
+    output_form: Callable[[Any, tuple], Any] | None = None
+    entry_kind: str = "function"
 
     @property
     def baseline_path(self) -> Path:
@@ -56,6 +62,14 @@ class AdaptedTask(Task):
 
     def baseline_source(self) -> str:
         return self.baseline_text
+
+    def judged_output(self, returned: Any, args: tuple, case: Case) -> Any:
+        return returned if self.output_form is None else self.output_form(returned, args)
+
+    def complete_source(self, source: str) -> str:
+        from bench.adapters._glue import complete
+
+        return complete(source, self.entry_point, self.appended)
 
 
 # ---------------------------------------------------------------- importing suite code
@@ -112,10 +126,44 @@ class _Anything:
         return _Anything()
 
 
+class OnceBenchmarker(_Anything):
+    """Stands in for `PytestBenchmarker(op_callable=..., ...)`, the ROCm performance tests'
+    timer: `run_benchmark` calls the operation once instead of timing it, so the performance
+    test's inputs can be recorded (they are the suite's perf inputs)."""
+
+    def __init__(self, *args: Any, op_callable: Any = None, **kwargs: Any) -> None:
+        self.op = op_callable if op_callable is not None else (args[0] if args else None)
+
+    def run_benchmark(self, *args: Any, **kwargs: Any) -> _Anything:
+        if callable(self.op):
+            self.op()
+        return _Anything()
+
+
+class PerformanceMetricsStub:
+    """Stands in for TritonBench's `performance_utils.Performance_Metrics`, the base class of
+    its perf scripts (`perf_G/golden_metrics/<op>_perf.py`): only what `get_input_tensors`,
+    `to_cuda` and `call_op` rely on."""
+
+    def __init__(self, op_name: str = "", dtype: Any = None, is_backward: bool = False, **kwargs: Any) -> None:
+        self.op_name = op_name
+        self.dtype = dtype
+        self.is_backward = is_backward
+        self.input_tensors: list[Any] = []
+        self.kwargs = kwargs
+
+    def __getattr__(self, name: str) -> _Anything:
+        return _Anything()
+
+
 class _StubModule(types.ModuleType):
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
+        if name == "PytestBenchmarker":
+            return OnceBenchmarker
+        if name == "Performance_Metrics":
+            return PerformanceMetricsStub
         return _Anything
 
 
@@ -150,14 +198,41 @@ _CUDA_LITERAL = re.compile(r"""(['"])cuda(?::\d+)?\1""")
 
 def for_interpreter(text: str) -> str:
     """Suites allocate on `device='cuda'`; on a machine without a GPU the same code runs
-    through the Triton interpreter on CPU tensors. Only device literals are rewritten, plus
-    `with torch.cuda.device(t.device):`, which TritonBench wrappers (the FlagGems-derived
-    ones) put around their launches and which refuses a CPU device: on one device it only
-    selects that device, so a null context keeps the meaning."""
+    through the Triton interpreter on CPU tensors. Rewritten: device literals, `.cuda()` and
+    `.cuda(n)`, `.is_cuda` (asserted by many wrappers: on the interpreter a CPU tensor is
+    where the kernel runs), `with torch.cuda.device(t.device):` (which TritonBench wrappers
+    put around their launches and which refuses a CPU device: on one device it only selects
+    that device, so a null context keeps the meaning), `torch.cuda.synchronize()` and
+    `torch.cuda.current_device()`. Autotuning is handled by `interpreter_autotune_first_config`."""
     text = _CUDA_LITERAL.sub("'cpu'", text)
-    text = re.sub(r"\.cuda\(\)", ".cpu()", text)
+    text = re.sub(r"\.cuda\((?:\s*\d*\s*|\s*device\s*=\s*\d+\s*)\)", ".cpu()", text)
+    text = re.sub(r"\.is_cuda\b(?!\s*\()", ".is_cpu", text)
     text = re.sub(r"\btorch\.cuda\.device\(", "__import__('contextlib').nullcontext(", text)
+    text = re.sub(r"torch\.cuda\.current_device\(\)", "'cpu'", text)
     return re.sub(r"torch\.cuda\.synchronize\(\)", "None", text)
+
+
+def interpreter_autotune_first_config() -> None:
+    """On the Triton interpreter `triton.autotune` cannot time its configs (there is no GPU
+    benchmarker), so every autotuned kernel, the suite's and a candidate's alike, would fail
+    there. Under TRITON_INTERPRET=1 only, the autotuner is told every config takes the same
+    time without running them, so it keeps its first one: correctness is what the interpreter
+    judges, and a config's result does not depend on which one the tuner picks. Installed
+    once per process, when an adapter loads tasks for the interpreter."""
+    import os
+
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        return
+    from triton.runtime.autotuner import Autotuner
+
+    if getattr(Autotuner._bench, "_kmc_first_config", False):
+        return
+
+    def untimed(self: Any, *args: Any, config: Any = None, **kwargs: Any) -> list[float]:
+        return [1.0, 1.0, 1.0]
+
+    untimed._kmc_first_config = True  # type: ignore[attr-defined]
+    Autotuner._bench = untimed
 
 
 def function_signature(fn: Any) -> str:

@@ -1,0 +1,131 @@
+"""What a suite's entry point hands back, in a form the judge can compare: its return value
+and the arguments it writes into.
+
+Suites return tensors, tuples with `None` for optional outputs, dicts, Python numbers, or
+nothing at all (lightllm-style wrappers write into a buffer they are given). `judged_form`
+turns any of these, plus the written arguments, into one flat tuple of tensors, so the
+judge compares candidate and reference element by element. Which arguments are written,
+and which of them may be poisoned before the call, is learnt by running the suite's own
+reference on its own recorded inputs (`learn_output_args`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from bench.task import OutputArgs
+
+_INT_SENTINEL = -0x5A5A
+
+
+def _leaves(value: Any) -> list[Any]:
+    import torch
+
+    if value is None or isinstance(value, str):
+        return []  # an absent optional output, or a message: nothing to compare
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, dict):
+        return [leaf for key in sorted(value, key=str) for leaf in _leaves(value[key])]
+    if isinstance(value, (list, tuple)):
+        return [leaf for v in value for leaf in _leaves(v)]
+    if isinstance(value, bool):
+        return [torch.tensor(value)]
+    if isinstance(value, int):
+        return [torch.tensor(value, dtype=torch.int64)]
+    if isinstance(value, float):
+        return [torch.tensor(value, dtype=torch.float32)]
+    return []  # shapes, dtypes, objects: not outputs
+
+
+def judged_form(returned: Any, args: Sequence[Any], written: tuple[int, ...]) -> tuple:
+    """The return value's tensors (flattened; `None` and strings dropped), then each written
+    argument, as one tuple."""
+    return tuple(_leaves(returned)) + tuple(args[i] for i in written)
+
+
+def poison(t: Any) -> Any:
+    """Fill a tensor in place with NaN (floats) or an integer sentinel: what a buffer holds
+    before a kernel writes it, as the judge sees it."""
+    import torch
+
+    if not isinstance(t, torch.Tensor) or t.numel() == 0:
+        return t
+    if t.is_floating_point() or t.is_complex():
+        t.fill_(float("nan"))
+    elif t.dtype == torch.bool:
+        t.fill_(True)
+    else:
+        info = torch.iinfo(t.dtype)
+        t.fill_(max(info.min, min(info.max, _INT_SENTINEL)) if info.min < 0 else info.max // 3)
+    return t
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal values, NaN equal to NaN; floats within a small tolerance (atomics reorder sums)."""
+    import torch
+
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
+        return bool(a == b) if not isinstance(a, torch.Tensor) and not isinstance(b, torch.Tensor) else False
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    a, b = a.detach().cpu(), b.detach().cpu()
+    if a.is_floating_point() or a.is_complex():
+        if a.is_complex():
+            a, b = torch.view_as_real(a), torch.view_as_real(b)
+        return bool(torch.allclose(a.double(), b.double(), rtol=1e-3, atol=1e-3, equal_nan=True))
+    return bool(torch.equal(a, b))
+
+
+def clone_call(values: Sequence[Any]) -> tuple:
+    import torch
+
+    def one(v: Any) -> Any:
+        if isinstance(v, torch.Tensor):
+            return v.clone()
+        if isinstance(v, (list, tuple)):
+            return type(v)(one(x) for x in v)
+        return v
+
+    return tuple(one(v) for v in values)
+
+
+def learn_output_args(run: Callable[[tuple], Any], calls: Sequence[tuple]) -> OutputArgs:
+    """Run the reference on each recorded call: arguments whose values it changes are
+    outputs. An output is poisoned for the candidate only if poisoning it first changes
+    nothing the reference hands back in any call (it never reads it and writes all of it)."""
+    import torch
+
+    written: set[int] = set()
+    runs: list[tuple[tuple, tuple, Any]] = []
+    for call in calls:
+        args = clone_call(call)
+        try:
+            returned = run(args)
+        except Exception:  # noqa: BLE001 - a call the reference cannot run tells us nothing here
+            continue
+        runs.append((call, args, returned))
+        for i, (before, after) in enumerate(zip(call, args, strict=True)):
+            if isinstance(before, torch.Tensor) and not same(before, after):
+                written.add(i)
+    order = tuple(sorted(written))
+    poisoned = []
+    for i in order:
+        indifferent = True
+        for call, args, returned in runs:
+            trial = clone_call(call)
+            poison(trial[i])
+            try:
+                again = run(trial)
+            except Exception:  # noqa: BLE001 - it reads the poisoned buffer and fails: not indifferent
+                indifferent = False
+                break
+            if not same(judged_form(again, trial, order), judged_form(returned, args, order)):
+                indifferent = False
+                break
+        if indifferent:
+            poisoned.append(i)
+    return OutputArgs(written=order, poisoned=tuple(poisoned))

@@ -1,0 +1,233 @@
+"""GEAK-eval files at full fidelity, on fixtures written for this project in the upstream
+layouts (tests/fixtures/geak_eval): every way a suite calls its code becomes an entry point
+(wrappers with keyword-only arguments, `Cls.apply(...)`, kernels the test launches itself,
+wrappers only the performance test calls), output arguments are learnt from the reference,
+entry points that draw random numbers are seeded, and hidden cases add new shapes where the
+reference runs. Judging runs in-process here (the interpreter, as the workers run it); the
+worker path is covered in test_bench_adapters.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from bench.adapters import load_source
+from bench.adapters._glue import complete, defines
+from bench.adapters.geak_eval import difficulty_of, perf_script_for
+from bench.adapters.geak_parse import parse_file
+from bench.adapters.geak_record import GeakSuite
+from bench.task import CaseUnavailable, OutputArgs
+
+GEAK = Path(__file__).resolve().parent / "fixtures" / "geak_eval"
+TB = GEAK / "TritonBench" / "data" / "TritonBench_G_v1"
+ROCM = GEAK / "ROCm" / "data" / "ROCm_v1"
+
+
+def _suite(path: Path, kind: str = "tritonbench") -> GeakSuite:
+    sf = parse_file(path, kind)
+    assert not isinstance(sf, str), sf
+    return GeakSuite(sf, interpreter=True, perf_script=perf_script_for(path.parent, path.stem))
+
+
+@pytest.fixture(scope="module")
+def tasks() -> dict[str, Any]:
+    return {t.id: t for t in load_source("geak-eval", GEAK, vendor="cpu").tasks}
+
+
+def _judge(task: Any, source: str) -> Any:
+    """The oracle on the interpreter, in-process, on the task's hidden cases."""
+    from judge.oracle import judge_cases, load_module, prepare_process
+
+    prepare_process()
+    folder = Path(__import__("tempfile").mkdtemp(prefix="kmc-test-cand-"))
+    path = folder / "cand.py"
+    path.write_text(task.complete_source(source))
+    module = load_module(path, f"kmc_test_cand_{abs(hash(source))}")
+    return judge_cases(task, getattr(module, task.entry_point), task.cases("hidden", True), "cpu", True)
+
+
+def test_output_arguments_are_learnt_from_the_reference() -> None:
+    """A lightllm-style wrapper writes its whole result into `out` and ignores what was there:
+    written and poisoned. A cache update writes some rows and keeps the others: written, and
+    handed over with its initial values."""
+    assert _suite(TB / "gather_rows_into.py").output_spec() == OutputArgs(written=(2,), poisoned=(2,))
+    assert _suite(TB / "cache_rows.py").output_spec() == OutputArgs(written=(2,), poisoned=())
+    assert _suite(TB / "add_vectors.py").output_spec() == OutputArgs()
+
+
+def test_keyword_only_arguments_are_replayed_by_keyword(tasks: dict[str, Any]) -> None:
+    task = tasks["tb-rms_norm_kwonly"]
+    assert task.entry_point == "call_rms_norm" and task.signature == "def call_rms_norm(x, weight, eps)"
+    suite = task.make_inputs.__self__
+    x, w, eps = suite.calls()[0]
+    assert eps == 0.5, "the test passes eps=0.5 by keyword"
+    (y,) = task.reference(*task.make_inputs(task.visible[0], "cpu"))
+    expected = x * torch.rsqrt((x * x).mean(dim=1, keepdim=True) + 0.5) * w
+    assert torch.allclose(y, expected, atol=1e-5)
+    # A candidate that defines only the suite's function gets the glue; one that defines the entry keeps its own.
+    own = "def rms_norm(x, weight, *, eps=1e-6):\n    return x\n"
+    assert "def call_rms_norm(x, weight, eps)" in task.complete_source(own)
+    assert task.complete_source(own + "\ndef call_rms_norm(x, weight, eps):\n    return x\n").count("call_rms_norm") == 1
+
+
+def test_autograd_function_called_directly_gets_a_plain_entry(tasks: dict[str, Any]) -> None:
+    task = tasks["tb-scale_apply"]
+    assert (task.entry_point, task.entry_kind) == ("scale_function", "class_apply")
+    assert task.signature == "def scale_function(x, alpha=2.0)"
+    calls = task.make_inputs.__self__.calls()
+    assert [len(c) for c in calls] == [1, 2] and calls[1][1] == 0.5
+    assert _judge(task, task.baseline_source()).correct
+
+
+def test_a_kernel_the_test_launches_itself_is_replayed_with_its_grid(tasks: dict[str, Any]) -> None:
+    """ROCm tests launch `kernel[grid](...)` themselves: the entry is that launch, the tensor the
+    kernel writes is an output argument, and a candidate defining only the kernel is judged."""
+    task = tasks["rocm-flip_rows"]
+    assert task.entry_point == "launch_flip_rows_kernel" and task.signature.endswith("(X, Z, N, M, grid)")
+    suite = task.make_inputs.__self__
+    assert suite.output_spec() == OutputArgs(written=(1,), poisoned=(1,))
+    x, z, n, m, grid = suite.calls()[0]
+    assert grid == (1,) and (n, m) == (2, 16) and x.shape == (2, 16)
+    (flipped,) = task.reference(*task.make_inputs(task.visible[0], "cpu"))
+    assert torch.equal(flipped, torch.flip(x, dims=(1,)))
+    kernel_only = task.baseline_source().split("# the suite's own call")[0]
+    assert "def launch_flip_rows_kernel" not in kernel_only
+    assert _judge(task, kernel_only).correct
+    wrong = kernel_only.replace("tl.flip(tl.load(X + offs), 1)", "tl.load(X + offs)")
+    assert _judge(task, wrong).kind == "wrong_result"
+
+
+def test_launch_options_and_keywords_travel_with_the_launch(tasks: dict[str, Any]) -> None:
+    task = tasks["rocm-scaled_add_ref_helper"]
+    assert task.signature == ("def launch_scaled_add_kernel(x_ptr, y_ptr, out_ptr, n_elements, alpha, BLOCK_SIZE, "
+                              "options, grid)")
+    call = task.make_inputs.__self__.calls()[0]
+    assert call[5] == 256 and call[6] == {"num_warps": 4} and callable(call[7])
+    assert _judge(task, task.baseline_source()).correct
+
+
+def test_a_wrapper_only_the_performance_test_calls_is_the_entry(tasks: dict[str, Any]) -> None:
+    """Like test_kernel_sub.py: the correctness test only compiles the kernel."""
+    task = tasks["rocm-sub_compile_only"]
+    assert task.entry_point == "kernel_sub_triton_wrapper"
+    calls = task.make_inputs.__self__.calls()
+    assert sorted((c[3], c[4]) for c in calls) == [(32, 1), (32, 4), (128, 1), (128, 4)]
+    assert _judge(task, task.baseline_source()).correct
+
+
+def test_entry_points_that_draw_random_numbers_are_seeded(tasks: dict[str, Any]) -> None:
+    task = tasks["tb-noise_double"]
+    assert task.seeded_rng
+    v = _judge(task, task.baseline_source())
+    assert v.correct, v.one_line()
+    other = task.baseline_source().replace("x = torch.randn(n, device='cpu')", "x = torch.rand(n, device='cpu')")
+    assert other != task.baseline_source()
+    assert _judge(task, other).kind == "wrong_result", "different draws are a different answer"
+
+
+def test_new_shapes_grow_each_size_and_are_kept_where_the_reference_runs(tmp_path: Path) -> None:
+    relu = _suite(TB / "relu_small.py")
+    sizes = sorted(call[0].numel() for call in (s.values for s in relu.shape_calls()))
+    assert sizes == [7, 3001], "just above the recorded 5 elements, and above the common block sizes"
+    noise = _suite(TB / "noise_double.py")
+    assert {s.values for s in noise.shape_calls()} == {(3001,), (9,), (301,)}, "sizes given as integers grow too"
+    # A reference that refuses larger inputs keeps no new shape; the slots are skipped with the reason.
+    text = (TB / "relu_small.py").read_text().replace("    N = out.numel()\n", "    N = out.numel()\n    assert N <= 5\n")
+    (tmp_path / "relu_small.py").write_text(text)
+    strict = _suite(tmp_path / "relu_small.py")
+    assert strict.shape_calls() == []
+    with pytest.raises(CaseUnavailable, match="no new shape"):
+        strict.make_inputs(next(c for c in load_source("geak-eval", GEAK, vendor="cpu").tasks[0].hidden_cpu
+                                if "shape" in c.dims), "cpu")
+
+
+def test_a_square_matrix_stays_square_and_integer_sizes_follow() -> None:
+    from bench.adapters._shapes import Perturbation, perturb
+
+    a = torch.arange(16.0).reshape(4, 4)
+    grown = perturb((a, torch.tensor([3, 0]), 4, 16, 7), Perturbation(4, 9, "odd", True), seed=0)
+    assert grown[0].shape == (9, 9) and torch.equal(grown[0][:4, :4], a), "recorded data kept as a prefix"
+    assert grown[1].shape == (2,) and grown[2:] == (9, 81, 7), "n and numel follow; other integers stay"
+
+
+def test_the_first_block_candidate_and_upstream_relu_fail_on_new_shapes(tasks: dict[str, Any]) -> None:
+    """Both pass every call the suite records (five elements) and fail at 3001 elements."""
+    task = tasks["tb-relu_small"]
+    assert _judge(task, task.baseline_source()).correct
+    first_block = (
+        "import torch, triton, triton.language as tl\n\n"
+        "@triton.jit\ndef relu_kernel(x_ptr, out_ptr, N, block_size: tl.constexpr):\n"
+        "    offsets = tl.arange(0, block_size)\n    mask = offsets < N\n"
+        "    x = tl.load(x_ptr + offsets, mask=mask)\n"
+        "    tl.store(out_ptr + offsets, tl.where(x >= 0, x, 0.0), mask=mask)\n\n"
+        "def relu(x):\n    out = torch.empty_like(x, dtype=torch.float32)\n"
+        "    relu_kernel[(1,)](x, out, x.numel(), 1024)\n    return out\n")
+    upstream = task.baseline_source().replace(
+        "    tl.store(out_ptr + offsets, tl.where(x >= 0, x, 0.0), mask=mask)",
+        "    if pid == 0:\n        tl.store(out_ptr + offsets, tl.where(x >= 0, x, 0.0), mask=mask)")
+    assert "if pid == 0" in upstream
+    for source in (first_block, upstream):
+        v = _judge(task, source)
+        assert v.kind == "wrong_result" and v.failing_case.startswith("hidden-shape"), v.one_line()
+        assert "1977 NaN/Inf values" in v.message
+    recorded_only = _judge_on(task, first_block, lambda c: "shape" not in c.dims)
+    assert recorded_only.correct, "on the suite's own shapes alone it passes: the narrow-tests objection"
+
+
+def _judge_on(task: Any, source: str, keep: Any) -> Any:
+    from dataclasses import replace
+
+    narrowed = replace(task, hidden_cpu=tuple(c for c in task.hidden_cpu if keep(c)))
+    return _judge(narrowed, source)
+
+
+def test_output_arguments_are_judged_after_the_call(tasks: dict[str, Any]) -> None:
+    gather = tasks["tb-gather_rows_into"]
+    assert _judge(gather, gather.baseline_source()).correct
+    half = gather.baseline_source().replace("tl.store(out_ptr + row * stride_out + cols, v, mask=mask)",
+                                            "tl.store(out_ptr + row * stride_out + cols, v, mask=mask & (cols < 8))")
+    assert half != gather.baseline_source()
+    v = _judge(gather, half)
+    assert v.kind == "wrong_result" and "NaN" in v.message, "the unwritten part of a poisoned output is caught"
+    cache = tasks["tb-cache_rows"]
+    assert _judge(cache, cache.baseline_source()).correct
+    zeroing = cache.baseline_source().replace(
+        "    n_rows, n_cols = src.shape\n", "    n_rows, n_cols = src.shape\n    cache.zero_()\n")
+    assert zeroing != cache.baseline_source()
+    assert _judge(cache, zeroing).kind == "wrong_result", "rows the suite keeps must be kept"
+
+
+def test_perf_inputs_come_from_the_suites_perf_script() -> None:
+    suite = _suite(TB / "add_vectors.py")
+    assert suite.perf_script is not None and suite.perf_script.name == "add_vectors_perf.py"
+    assert [c[0].numel() for c in suite.perf_script_calls(1 << 17)] == [65536, 32768, 8192]
+
+
+def test_perf_cases_never_fall_back_to_a_tiny_call_when_larger_shapes_exist(tasks: dict[str, Any]) -> None:
+    task = tasks["tb-relu_small"]
+    perf = [task.make_inputs(c, "cpu")[0].numel() for c in task.perf]
+    assert perf == [3001] * 3, "the five-element calls the suite records are not timed"
+
+
+def test_difficulty_labels_are_mapped() -> None:
+    assert [difficulty_of({"difficulty": d}) for d in (2, "4", " 5 ", "hard", "easy", "9", None, "?")] == \
+        [2, 4, 5, 5, 1, 3, 3, 3]
+    assert difficulty_of(None) == 3
+
+
+def test_glue_is_appended_only_when_the_entry_is_missing() -> None:
+    glue = "def launch_k(x, grid):\n    k[grid](x)\n"
+    assert complete("k = 1\n", "launch_k", glue).endswith(glue)
+    assert complete("launch_k = other\n", "launch_k", glue) == "launch_k = other\n"
+    assert defines("from mod import launch_k\n", "launch_k") and not defines("def f(:\n", "f")
+
+
+def test_interpreter_rewrites_cuda_only_spellings() -> None:
+    from bench.adapters._adapted import for_interpreter
+
+    text = for_interpreter("assert x.is_cuda\ny = x.cuda(0)\nz = x.cuda(device=1)\nd = torch.cuda.current_device()\n")
+    assert text == "assert x.is_cpu\ny = x.cpu()\nz = x.cpu()\nd = 'cpu'\n"
