@@ -86,6 +86,16 @@ class PerfRow:
     roofline_fraction: float
 
 
+def new_shape_cases(task: Task, interpreter: bool, skip_reasons: tuple[str, ...]) -> int | None:
+    """How many of the task's new-shape hidden cases were judged: those declared, less those
+    skipped because the reference runs on no perturbation for that slot."""
+    declared = [c for c in task.hidden(interpreter) if "shape" in c.dims]
+    if not declared:
+        return None
+    unused = sum(1 for r in skip_reasons if r.startswith("hidden-shape"))
+    return max(0, len(declared) - unused)
+
+
 def roofline_row(task: Task, case: Case, median_ms: float, eager_ms: float | None, ceilings: Ceilings) -> PerfRow:
     """Fraction of the roofline = (the time the roofline allows) / (the time measured), where
     the roofline time is max(bytes / bandwidth, flops / peak FLOP/s): 1.0 is at the ceiling."""
@@ -114,10 +124,18 @@ class TaskCheck:
     seconds: float = 0.0
     perf: tuple[PerfRow, ...] = ()
     note: str = ""
+    new_shapes: int | None = None
+    """Hidden cases at shapes the suite never records (adapted tasks), as judged: None where
+    the task has no such cases."""
 
     @property
     def passed(self) -> bool:
+        """Not a failure: correct, or skipped (no baseline to check)."""
         return self.verdict in ("correct", "skipped")
+
+    @property
+    def skipped(self) -> bool:
+        return self.verdict == "skipped"
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -148,8 +166,9 @@ class CheckReport:
             "ceilings_note": "" if self.ceilings_exact or self.ceilings is None
             else f"no ceilings for {self.device}; the {self.ceilings.device} row stands in",
             "tasks": [r.to_json() for r in self.rows],
-            "passed": sum(r.passed for r in self.rows),
+            "passed": sum(r.passed and not r.skipped for r in self.rows),
             "failed": len(self.failed),
+            "skipped": sum(r.skipped for r in self.rows),
         }
 
 
@@ -161,13 +180,16 @@ def format_report(report: CheckReport) -> str:
                      f"fp32 {c.flops['float32'] / 1e12:.0f} TFLOP/s ({c.source})")
         if not report.ceilings_exact:
             lines.append(f"note: no ceilings for {report.device}; the {c.device} row stands in")
-    header = f"{'task':<20} {'verdict':<13} {'cases':>9} {'judge s':>8}"
+    shapes = any(r.new_shapes is not None for r in report.rows)
+    header = f"{'task':<20} {'verdict':<13} {'cases':>9} {'judge s':>8}" + (f" {'new shapes':>10}" if shapes else "")
     if not report.interpreter:
         header += f"  {'perf case':<28} {'ms':>9} {'eager ms':>9} {'GB/s':>8} {'TFLOP/s':>8} {'bound':<7} {'roofline':>8}"
     lines.append(header)
     for r in report.rows:
         cases = f"{r.cases_run}+{r.cases_skipped}s" if r.cases_skipped else str(r.cases_run)
         head = f"{r.task:<20} {r.verdict:<13} {cases:>9} {r.seconds:8.1f}"
+        if shapes:
+            head += f" {r.new_shapes if r.new_shapes is not None else '-':>10}"
         if r.perf:
             for i, p in enumerate(r.perf):
                 eager = f"{p.eager_ms:9.4f}" if p.eager_ms is not None else f"{'-':>9}"
@@ -182,7 +204,19 @@ def format_report(report: CheckReport) -> str:
             elif r.note and not report.interpreter:
                 extra = f"  {r.note}"
             lines.append(head + extra)
-    failed = report.failed
-    lines.append(f"{len(report.rows) - len(failed)}/{len(report.rows)} baselines pass"
-                 + (f"; FAILED: {', '.join(r.task for r in failed)}" if failed else ""))
+    lines.append(summary_line(report))
     return "\n".join(lines)
+
+
+def summary_line(report: CheckReport) -> str:
+    """'N/M baselines pass', counting only the baselines that were checked: a task with no
+    baseline (KernelBench: eager PyTorch only) is skipped, not passed."""
+    failed = report.failed
+    skipped = sum(r.skipped for r in report.rows)
+    checked = len(report.rows) - skipped
+    line = f"{checked - len(failed)}/{checked} baselines pass"
+    if skipped:
+        line += f"; {skipped} skipped (no Triton baseline to check)"
+    if checked == 0:
+        line = f"no baseline checked: all {skipped} tasks skipped (no Triton baseline to check)"
+    return line + (f"; FAILED: {', '.join(r.task for r in failed)}" if failed else "")

@@ -33,12 +33,28 @@ def _near(name: str, names: list[str]) -> str:
     return f" (did you mean {', '.join(close)}?)" if close else ""
 
 
+_PROFILES: dict[str, Task] = {}
+PROFILE_SEPARATOR = "@"
+
+
 def get_task(task_id: str) -> Task:
+    """A task by id; `<id>@<profile>` is a judging profile of task `<id>` (Task.profile)."""
     _load_builtin()
-    try:
+    if task_id in _TASKS:
         return _TASKS[task_id]
-    except KeyError:
-        raise UnknownTaskError(f"unknown task {task_id!r}{_near(task_id, sorted(_TASKS))}") from None
+    base, sep, name = task_id.partition(PROFILE_SEPARATOR)
+    if sep and base in _TASKS:
+        if task_id not in _PROFILES:
+            profile = _TASKS[base].profile(name)
+            if profile is None:
+                raise UnknownTaskError(f"task {base!r} has no judging profile {name!r}")
+            _PROFILES[task_id] = profile
+        return _PROFILES[task_id]
+    raise UnknownTaskError(f"unknown task {task_id!r}{_near(task_id, sorted(_TASKS))}") from None
+
+
+def profile_id(task_id: str, profile: str) -> str:
+    return f"{task_id}{PROFILE_SEPARATOR}{profile}"
 
 
 def all_tasks() -> list[Task]:
@@ -124,10 +140,19 @@ def _load_source(adapter: str, path: str, vendor: str | None) -> object:
             report = load_source(adapter, path, vendor)
         except AdapterError as exc:
             raise TaskSourceError(str(exc)) from None
+        clash = next((t for t in report.tasks if t.id in _TASKS and _TASKS[t.id] is not t), None)
+        if clash is not None:
+            raise TaskSourceError(f"task id {clash.id!r} comes from two sources: {_where(_TASKS[clash.id])} and "
+                                  f"{_where(clash)} ({key}); load only one of them")
         for task in report.tasks:
             register_task(task)
         _SOURCE_REPORTS[key] = report
     return _SOURCE_REPORTS[key]
+
+
+def _where(task: Task) -> str:
+    origin = getattr(task, "origin", "")
+    return f"{task.source} ({origin})" if origin else task.source
 
 
 def load_sources(specs: list[str] | tuple[str, ...], vendor: str | None = None) -> list[object]:

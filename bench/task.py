@@ -18,6 +18,9 @@ KERNELS_DIR = Path(__file__).resolve().parent / "kernels"
 
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 
+GEAK_EVAL_PROFILE = "geak-eval"
+"""The judging profile (Task.profile) that reproduces GEAK-eval's own check of an adapted task."""
+
 
 @dataclass(frozen=True)
 class Case:
@@ -185,6 +188,12 @@ class Task:
         value, plus the written output arguments for tasks that have them. `reference` returns
         this same form, so candidate and reference are compared alike."""
         return returned
+
+    def profile(self, name: str) -> Task | None:
+        """A judging profile of this task: the same reference under other cases or tolerances,
+        registered under an id of its own, `<id>@<name>` (see bench/registry.py), or None. Adapted
+        GEAK-eval tasks have `geak-eval` (the suite's own calls at GEAK-eval's tolerance)."""
+        return None
 
     def complete_source(self, source: str) -> str:
         """A candidate's file as the judge imports it. Built-in tasks take it as written; an

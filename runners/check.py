@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from bench.check import Ceilings, CheckReport, PerfRow, TaskCheck, ceilings_for, roofline_row
+from bench.check import Ceilings, CheckReport, PerfRow, TaskCheck, ceilings_for, new_shape_cases, roofline_row
 from bench.registry import get_task, load_sources, resolve_sources, suite_tasks
 from bench.task import Task
 from judge.device import Target, default_device, detect_target
@@ -49,8 +49,9 @@ def check_task(pool: Any, task: Task, timed: bool, ceilings: Ceilings | None,
             note = "no timing came back"
     elif not timed:
         note = "timing unavailable on the CPU interpreter"
+    shapes = new_shape_cases(task, not timed, v.skip_reasons) if v.correct else None
     return TaskCheck(task.id, v.kind, v.message, v.failing_case, v.cases_run, v.cases_skipped, v.skip_reasons,
-                     seconds, perf, note)
+                     seconds, perf, note, shapes)
 
 
 def run_check(tasks: Iterable[Task], target: Target, workers: int | None = None,

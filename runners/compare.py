@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.registry import get_task, load_sources, suite_tasks
-from bench.task import Task
+from bench.registry import get_task, load_sources, profile_id, suite_tasks
+from bench.task import GEAK_EVAL_PROFILE, Task
 from judge.device import Target, detect_target, environment_info
 from methods.registry import create_method, load_method_modules, method_class, method_options
 from modelio.dryrun import DryRunEstimate
@@ -166,6 +166,10 @@ class CompareRun:
             self.evaluator.evaluate(task.id, self.store.source(h), "hidden")
         final = self.store.query("SELECT source_hash FROM submissions WHERE method=? AND task=? AND repeat=? "
                                  "ORDER BY submission_index DESC LIMIT 1", key)
+        if final and task.profile(GEAK_EVAL_PROFILE) is not None:
+            # The suite's own checker's view of the same answer (GEAK-eval's call and execution
+            # accuracy), reported beside the strict hidden verdict.
+            self.evaluator.evaluate(profile_id(task.id, GEAK_EVAL_PROFILE), self.store.source(final[0][0]), "hidden")
         if final and not self.target.interpreter:
             self.evaluator.evaluate(task.id, self.store.source(final[0][0]), "hidden", timing=True)
 

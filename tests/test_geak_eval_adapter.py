@@ -231,3 +231,69 @@ def test_interpreter_rewrites_cuda_only_spellings() -> None:
 
     text = for_interpreter("assert x.is_cuda\ny = x.cuda(0)\nz = x.cuda(device=1)\nd = torch.cuda.current_device()\n")
     assert text == "assert x.is_cpu\ny = x.cpu()\nz = x.cpu()\nd = 'cpu'\n"
+
+
+# ---------------------------------------------------------------- re-scoring published outputs
+
+OUTPUTS = Path(__file__).resolve().parent / "fixtures" / "geak_eval_outputs"
+
+
+def test_answers_are_read_in_geak_evals_layouts() -> None:
+    from runners.score import extract_code, read_outputs
+
+    sep = "#" * 146
+    assert extract_code(f"import x\n{sep}\ndef test_x():\n    pass\n") == "import x\n"
+    assert extract_code("Sure:\n```python\na = 1\n```\nand\n```\nb = 2\n```\n") == "a = 1\n\nb = 2\n"
+    relu_code = (TB / "relu_small.py").read_text().split(sep)[0].strip()
+    outputs, notes = read_outputs(OUTPUTS, {relu_code: "relu_small.py"})
+    assert sorted((o.pass_index, o.file) for o in outputs) == [
+        (0, "add_vectors.py"), (0, "not_a_task.py"), (0, "relu_small.py"), (0, "row_scale.py"), (0, "scaled_copy.py"),
+        (1, "relu_small.py")]
+    assert "test_add_vectors" not in next(o.code for o in outputs if o.file == "add_vectors.py"), "the test is cut"
+    assert notes == ["pass_1.json[1]: names no task file ('file' missing, 'label' matches no reference)"]
+
+
+def test_score_metrics_put_geak_evals_accuracies_beside_the_strict_pass() -> None:
+    from runners.score import Scored, ScoreReport
+
+    report = ScoreReport("out", "tritonbench", ["a", "b", "c", "d"], "cpu-interpreter")
+    report.rows = [Scored(0, "a.py", "a", True, True, True, "correct", "correct", "", 1.5),
+                   Scored(0, "b.py", "b", True, True, False, "correct", "wrong_result", "tail", None),
+                   Scored(0, "c.py", "c", True, False, False, "wrong_result", "wrong_result", "", None),
+                   Scored(1, "a.py", "a", True, True, True, "correct", "correct", "", 12.0),
+                   Scored(1, "d.py", "d", False, False, False, "syntax_error", "syntax_error", "", None)]
+    assert report.per_pass() == [
+        {"pass": 0, "answers": 3, "call_accuracy": 0.75, "exec_accuracy": 0.5, "strict_pass": 0.25},
+        {"pass": 1, "answers": 2, "call_accuracy": 0.25, "exec_accuracy": 0.25, "strict_pass": 0.25}]
+    pk = report.pass_at_k()
+    assert pk["strict"] == {1: 0.25, 2: 0.25} and pk["call"][2] == 0.75 and pk["exec"][1] == 0.375
+    s = report.speedup()
+    assert s["timed"] == 2 and s["geomean"] == pytest.approx((1.5 * 12.0) ** 0.5) and s["geak_eval_mean"] == 1.5
+
+
+@pytest.mark.slow
+def test_score_re_scores_a_folder_of_answers() -> None:
+    """The fixture folder: a correct answer, one that handles only the first block (passes
+    GEAK-eval's check, fails the new shapes), one whose entry point is missing, one that is
+    wrong, one for no task, and a JSON pass with a correct answer."""
+    import json
+
+    from tests.helpers import run_cli
+
+    r = run_cli("score", str(OUTPUTS), "--suite", "tritonbench", "--source", f"geak-eval:{GEAK}", "--device", "cpu",
+                "--workers", "2", "--json", timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads(r.stdout)
+    rows = {(row["pass_index"], row["file"]): row for row in out["rows"]}
+    assert {k: (v["call"], v["exec"], v["strict"]) for k, v in rows.items()} == {
+        (0, "add_vectors.py"): (True, True, True),
+        (0, "relu_small.py"): (True, True, False),
+        (0, "row_scale.py"): (False, False, False),
+        (0, "scaled_copy.py"): (True, False, False),
+        (1, "relu_small.py"): (True, True, True)}
+    assert "hidden-shape" in rows[(0, "relu_small.py")]["message"] or "NaN" in rows[(0, "relu_small.py")]["message"]
+    assert out["tasks"] == 9 and out["per_pass"][0]["exec_accuracy"] == pytest.approx(2 / 9)
+    assert out["unmatched"] == [f"{OUTPUTS / 'not_a_task.py'}: not_a_task.py is not a task of this suite"]
+    r = run_cli("score", str(OUTPUTS / "nope"), "--suite", "tritonbench", "--source", f"geak-eval:{GEAK}",
+                "--device", "cpu", timeout=120)
+    assert r.returncode == 2 and "is not a folder" in r.stderr

@@ -8,6 +8,7 @@ reads its source from a file), once per process.
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import hashlib
 import importlib.abc
 import importlib.machinery
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.modules import import_file
-from bench.task import Case, Task, Tolerance
+from bench.task import FLOAT_DTYPES, GEAK_EVAL_PROFILE, Case, Task, Tolerance
 
 ADAPTED_TOLERANCES = {
     # The reference of an adapted task is the suite's own code at the inputs' precision (a Triton
@@ -37,6 +38,10 @@ ADAPTED_TOLERANCES = {
     "int64": Tolerance(atol=0, rtol=0),
     "bool": Tolerance(atol=0, rtol=0),
 }
+
+
+GEAK_EVAL_TOLERANCE = Tolerance(atol=1e-2, rtol=1e-1)
+"""What GEAK-eval's run.py passes its checker (`evaluator(..., atol=1e-2, rtol=1e-1)`)."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,8 @@ class AdaptedTask(Task):
     candidate that does not define the entry point."""
     output_form: Callable[[Any, tuple], Any] | None = None
     entry_kind: str = "function"
+    suite_cases: tuple[Case, ...] = ()
+    """The suite's own calls, replayed as the suite makes them: what its own checker judges."""
 
     @property
     def baseline_path(self) -> Path:
@@ -65,6 +72,18 @@ class AdaptedTask(Task):
 
     def judged_output(self, returned: Any, args: tuple, case: Case) -> Any:
         return returned if self.output_form is None else self.output_form(returned, args)
+
+    def profile(self, name: str) -> Task | None:
+        """`geak-eval`: the suite's own calls only (no permutations, no new shapes), compared at
+        GEAK-eval's tolerance (atol 1e-2, rtol 1e-1 for every floating-point dtype, exact
+        otherwise), with the rest of the oracle unchanged (poisoned outputs, unchanged inputs, a
+        kernel must run). Its verdict gives GEAK-eval's call accuracy (the code imports and its
+        entry point runs) and execution accuracy beside the strict hidden verdict."""
+        if name != GEAK_EVAL_PROFILE or not self.suite_cases:
+            return None
+        tolerances = {d: GEAK_EVAL_TOLERANCE if d in FLOAT_DTYPES else Tolerance(0, 0) for d in self.tolerances}
+        return dataclasses.replace(self, id=f"{self.id}@{name}", visible=self.suite_cases, hidden_gpu=(),
+                                   hidden_cpu=(), suites=(), tolerances=tolerances, suite_cases=())
 
     def complete_source(self, source: str) -> str:
         from bench.adapters._glue import complete

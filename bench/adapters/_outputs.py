@@ -95,8 +95,9 @@ def clone_call(values: Sequence[Any]) -> tuple:
 
 def learn_output_args(run: Callable[[tuple], Any], calls: Sequence[tuple]) -> OutputArgs:
     """Run the reference on each recorded call: arguments whose values it changes are
-    outputs. An output is poisoned for the candidate only if poisoning it first changes
-    nothing the reference hands back in any call (it never reads it and writes all of it)."""
+    outputs. A floating-point output is poisoned for the candidate only if poisoning it first
+    changes nothing the reference hands back in any call (it never reads it and writes all
+    of it); integer outputs are never poisoned (the trial itself could index out of bounds)."""
     import torch
 
     written: set[int] = set()
@@ -114,6 +115,8 @@ def learn_output_args(run: Callable[[tuple], Any], calls: Sequence[tuple]) -> Ou
     order = tuple(sorted(written))
     poisoned = []
     for i in order:
+        if not all(isinstance(call[i], torch.Tensor) and call[i].is_floating_point() for call, _, _ in runs):
+            continue  # integer outputs (indices, counters) keep their values: a sentinel could send the kernel astray
         indifferent = True
         for call, args, returned in runs:
             trial = clone_call(call)

@@ -6,8 +6,9 @@ kernel that handles only the first block, or forgets the tail mask, passes them.
 size at a time keeps every other relation between the arguments (a square matrix stays
 square: every axis of that size grows together), and integer arguments equal to the size,
 or to the element count of a tensor that grew, follow it (the `n_elements` a wrapper or a
-launch is given). New rows are drawn from the recorded ones (the recorded data is kept as
-a prefix), so index tensors still index valid rows and value distributions are the suite's.
+launch is given). Sizes an integer tensor carries are never grown (see `sizes`). New rows
+are drawn from the recorded ones (the recorded data is kept as a prefix), so value
+distributions are the suite's.
 A perturbation is kept only where the suite's reference runs on it (geak_record.py checks).
 """
 
@@ -51,13 +52,17 @@ def _tensors(call: Sequence[Any]) -> list[Any]:
 
 
 def sizes(call: Sequence[Any]) -> list[int]:
-    """Distinct sizes above 1 along any axis of the call's tensors, largest first. A call
-    without tensors (an entry point that draws its own inputs from sizes it is given) has
-    its integer arguments above 1 as sizes instead."""
+    """Distinct sizes above 1 along any axis of the call's floating-point tensors, largest
+    first. Sizes an integer tensor carries are left alone: integer tensors are indices,
+    offsets and lengths (`b_start_loc`, `cu_seqlens`, a cumulative sum with one entry per
+    batch row), whose values must agree with the other tensors' sizes, and growing them would
+    send the reference out of bounds. A call without tensors (an entry point that draws its
+    own inputs from sizes it is given) has its integer arguments above 1 as sizes instead."""
     tensors = _tensors(call)
     if not tensors:
         return sorted({v for v in call if type(v) is int and v > 1}, reverse=True)
-    return sorted({s for t in tensors for s in t.shape if s > 1}, reverse=True)
+    structural = {s for t in tensors if not (t.is_floating_point() or t.is_complex()) for s in t.shape}
+    return sorted({s for t in tensors for s in t.shape if s > 1} - structural, reverse=True)
 
 
 def elements(call: Sequence[Any]) -> int:

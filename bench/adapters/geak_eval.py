@@ -189,6 +189,7 @@ def _make_task(sf: SuiteFile, record: dict[str, Any] | None, interpreter: bool, 
         appended=suite.appended,
         output_form=suite.judged,
         entry_kind=sf.entry_kind,
+        suite_cases=visible + replays,
     )
 
 
