@@ -153,6 +153,9 @@ class Task:
     source: str = "builtin"
     output_args: Callable[[Case], OutputArgs] = no_output_args
     seeded_rng: bool = False
+    triton_reference: bool = False
+    """The reference is Triton code (an adapted suite's own), which may leave part of its output
+    unwritten: the judge finds those elements and does not judge a candidate on them."""
     """The entry point draws random numbers itself: the judge seeds torch's generators with the
     case's seed right before each candidate and reference call, so both draw the same values."""
 

@@ -105,6 +105,9 @@ class Worker:
             # Interpreter workers share few cores; torch's default thread pool then spins
             # against itself and the other workers (measured: 300x slower small ops).
             torch.set_num_threads(threads)
+        # Importing torch._dynamo replaces torch.manual_seed with a wrapped one; suite code that
+        # imports it later (torch.compile, ...) would read as tampering. Settle it before the snapshot.
+        import torch._dynamo  # noqa: F401
         import triton  # noqa: F401 - import once, up front: that is the point of a persistent worker
 
         import bench.registry

@@ -292,8 +292,20 @@ def test_score_re_scores_a_folder_of_answers() -> None:
         (0, "scaled_copy.py"): (True, False, False),
         (1, "relu_small.py"): (True, True, True)}
     assert "hidden-shape" in rows[(0, "relu_small.py")]["message"] or "NaN" in rows[(0, "relu_small.py")]["message"]
-    assert out["tasks"] == 9 and out["per_pass"][0]["exec_accuracy"] == pytest.approx(2 / 9)
+    assert out["tasks"] == 10 and out["per_pass"][0]["exec_accuracy"] == pytest.approx(2 / 10)
     assert out["unmatched"] == [f"{OUTPUTS / 'not_a_task.py'}: not_a_task.py is not a task of this suite"]
     r = run_cli("score", str(OUTPUTS / "nope"), "--suite", "tritonbench", "--source", f"geak-eval:{GEAK}",
                 "--device", "cpu", timeout=120)
     assert r.returncode == 2 and "is not a folder" in r.stderr
+
+
+def test_output_the_reference_never_writes_is_not_judged(tasks: dict[str, Any]) -> None:
+    """Like attn_fwd_causal.py: the reference stores 24 of 32 columns into torch.empty_like's
+    memory. It passes its own cases; a candidate writing every column passes too; one that
+    gets a written column wrong still fails."""
+    task = tasks["tb-partial_store"]
+    assert _judge(task, task.baseline_source()).correct
+    full = task.baseline_source().replace("mask=cols < 24)", "mask=cols < 32)")
+    assert full != task.baseline_source() and _judge(task, full).correct
+    wrong = task.baseline_source().replace("2.0 * x", "3.0 * x")
+    assert _judge(task, wrong).kind == "wrong_result"

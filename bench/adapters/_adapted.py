@@ -221,13 +221,15 @@ def for_interpreter(text: str) -> str:
     `.cuda(n)`, `.is_cuda` (asserted by many wrappers: on the interpreter a CPU tensor is
     where the kernel runs), `with torch.cuda.device(t.device):` (which TritonBench wrappers
     put around their launches and which refuses a CPU device: on one device it only selects
-    that device, so a null context keeps the meaning), `torch.cuda.synchronize()` and
-    `torch.cuda.current_device()`. Autotuning is handled by `interpreter_autotune_first_config`."""
+    that device, so a null context keeps the meaning), `torch.cuda.synchronize()`,
+    `torch.cuda.current_device()` and `"tl.constexpr"` annotations written as strings. Autotuning is handled by `interpreter_autotune_first_config`."""
     text = _CUDA_LITERAL.sub("'cpu'", text)
     text = re.sub(r"\.cuda\((?:\s*\d*\s*|\s*device\s*=\s*\d+\s*)\)", ".cpu()", text)
     text = re.sub(r"\.is_cuda\b(?!\s*\()", ".is_cpu", text)
     text = re.sub(r"\btorch\.cuda\.device\(", "__import__('contextlib').nullcontext(", text)
     text = re.sub(r"torch\.cuda\.current_device\(\)", "'cpu'", text)
+    # The interpreter takes only `tl.constexpr` itself as a constexpr annotation, not the string.
+    text = re.sub(r""":\s*(['"])tl\.constexpr\1""", ": tl.constexpr", text)
     return re.sub(r"torch\.cuda\.synchronize\(\)", "None", text)
 
 

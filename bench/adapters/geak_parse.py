@@ -22,6 +22,7 @@ when the calls are recorded (geak_record.py), not guessed from the text.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -42,6 +43,10 @@ from bench.adapters._glue import (
 SEPARATOR = "#" * 146
 MAX_CALLS = 8
 _NOT_TESTS = ("perf", "bench", "save")
+_RANDOM = re.compile(r"\btorch\.(randn|rand|randint|randperm|normal|bernoulli|multinomial|rand_like|randn_like|"
+                     r"randint_like)\b|\.(normal_|uniform_|random_|bernoulli_|exponential_|cauchy_|geometric_)\(|"
+                     r"\bnp\.random\.|\brandom\.(random|randint|uniform|choice|shuffle)\(|"
+                     r"\bdefault_generators\b|\bget_rng_state\b|\.get_state\(\)|\btorch\.Generator\b")
 _REFERENCE_NAME = re.compile(r"(^|_)(ref|reference|torch|golden|expected|naive|baseline|pytorch|gold)(_|$)", re.I)
 
 
@@ -69,6 +74,7 @@ class SuiteFile:
     entry_in_test: bool
     from_perf_only: bool
     also_called: tuple[str, ...] = ()
+    draws_random: bool = False
 
     @property
     def appended(self) -> str:
@@ -286,8 +292,18 @@ def parse_file(path: Path, kind: str) -> SuiteFile | str:
             return (f"the test launches {', '.join(direct)} only in ways the judge cannot replay "
                     "(no launch site it can read)")
         return "the test section calls no wrapper of the reference code and launches no kernel"
-    return SuiteFile(path=path, kind=kind, code=code, test=test, test_callers=caller_names,
-                     perf_callers=perf_names, from_perf_only=from_perf, **found)
+    sf = SuiteFile(path=path, kind=kind, code=code, test=test, test_callers=caller_names,
+                   perf_callers=perf_names, from_perf_only=from_perf, **found)
+    return dataclasses.replace(sf, draws_random=_draws_random(sf, code_tree, ctx.jit_names))
+
+
+def _draws_random(sf: SuiteFile, code_tree: ast.Module, jit_names: set[str]) -> bool:
+    """Whether host code the entry point may run draws random numbers with torch, numpy or
+    random (kernels' `tl.rand` is seeded by its arguments and does not count): the code part
+    outside its kernels, and the suite's launcher."""
+    host = [ast.get_source_segment(sf.code, n) or "" for n in code_tree.body
+            if not (isinstance(n, ast.FunctionDef) and n.name in jit_names)]
+    return bool(_RANDOM.search("\n".join(host) + "\n" + sf.launcher))
 
 
 def _counts(callers: list[ast.AST], names: set[str]) -> Counter[str]:
