@@ -143,6 +143,13 @@ class WorkerProcess:
             extra["KMC_GPU_LOCK"] = str(self.gpu_lock)
         if self.torch_threads > 0:
             extra["KMC_TORCH_THREADS"] = str(self.torch_threads)
+        # The worker's temporary folders (its own, adapted suites' imports) live in the pool's
+        # folder, which the pool removes when it closes: a worker killed on a timeout or a crash
+        # runs no cleanup of its own.
+        if self.workdir != Path(tempfile.gettempdir()):
+            tmp = self.workdir / "tmp"
+            tmp.mkdir(exist_ok=True)
+            extra["TMPDIR"] = str(tmp)
         return scrubbed_env({**extra, **self.extra_env})
 
     def start(self) -> None:

@@ -9,6 +9,7 @@ worker path is covered in test_bench_adapters.py.
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -43,11 +44,11 @@ def _judge(task: Any, source: str) -> Any:
     from judge.oracle import judge_cases, load_module, prepare_process
 
     prepare_process()
-    folder = Path(__import__("tempfile").mkdtemp(prefix="kmc-test-cand-"))
-    path = folder / "cand.py"
-    path.write_text(task.complete_source(source))
-    module = load_module(path, f"kmc_test_cand_{abs(hash(source))}")
-    return judge_cases(task, getattr(module, task.entry_point), task.cases("hidden", True), "cpu", True)
+    with tempfile.TemporaryDirectory(prefix="kmc-test-cand-") as folder:
+        path = Path(folder) / "cand.py"
+        path.write_text(task.complete_source(source))
+        module = load_module(path, f"kmc_test_cand_{abs(hash(source))}")
+        return judge_cases(task, getattr(module, task.entry_point), task.cases("hidden", True), "cpu", True)
 
 
 def test_output_arguments_are_learnt_from_the_reference() -> None:
