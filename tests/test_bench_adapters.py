@@ -137,13 +137,14 @@ def test_geak_eval_reads_instructions_from_tritonbench_statistics_json(tmp_path:
     (tmp_path / "data" / "TritonBench_G_v1.json").write_text(json.dumps([
         {"file": "row_scale.py", "repo": "example/repo", "simp_instru": "Scale rows.", "simp_instru_len": 2,
          "comp_instru": "Write `row_scale(x, scale)`: a Triton kernel multiplying each row by scale.",
-         "comp_instru_len": 12, "output": "..."}]))
+         "comp_instru_len": 12, "output": "...", "difficulty": "4"}]))
     (tmp_path / "data" / "TritonBench_G_comp_alpac_v1.json").write_text(json.dumps([
         {"instruction": "Write add_vectors.", "input": "", "output": "def add_vectors(a, b): ..."}]))
     report = load_source("geak-eval", tmp_path, vendor="nvidia")
     tasks = {t.id: t for t in report.tasks}
     assert tasks["tb-row_scale"].mode == "instruction"
     assert tasks["tb-row_scale"].instruction.startswith("Write `row_scale(x, scale)`")
+    assert tasks["tb-row_scale"].difficulty == 4, "thunlp writes difficulty as a string"
     assert tasks["tb-add_vectors"].mode == "code-to-code"
     assert any(n.endswith("TritonBench_G_v1.json") for n in report.notes)
 

@@ -310,3 +310,22 @@ def test_output_the_reference_never_writes_is_not_judged(tasks: dict[str, Any]) 
     assert full != task.baseline_source() and _judge(task, full).correct
     wrong = task.baseline_source().replace("2.0 * x", "3.0 * x")
     assert _judge(task, wrong).kind == "wrong_result"
+
+
+def test_the_adapted_skipped_table_gives_one_reason_per_skipped_file() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("geak_eval_table", Path(__file__).resolve().parent.parent
+                                                  / "scripts" / "geak_eval_table.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    result = script.table(GEAK)
+    nvidia, amd = result["vendors"]["nvidia"]["sets"], result["vendors"]["amd"]["sets"]
+    assert (nvidia["tritonbench"]["adapted"], nvidia["tritonbench"]["total"]) == (10, 12)
+    assert (amd["tritonbench"]["adapted"], amd["rocm"]["adapted"], amd["rocm"]["total"]) == (11, 5, 5)
+    assert nvidia["rocm"]["entry_points"] == {"launch": 2, "function": 2}
+    text = script.render(result)
+    assert "skipped hip_exp.py: AMD-only construct(s): tl.extra.hip" in text
+    assert "skipped no_separator.py: no separator line" in text
+    assert text.count("skipped ") == 3 + 1, "each skipped file once per vendor"
