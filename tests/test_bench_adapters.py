@@ -169,17 +169,17 @@ def test_kernelbench_fixtures_load_with_counts_and_skip_reasons() -> None:
     assert "dropout" in reasons["4_Dropout_Mix.py"]
     assert "no get_init_inputs" in reasons["5_Missing_Init_Inputs.py"]
     tasks = {t.id: t for t in report.tasks}
-    lin = tasks["kb-l1-3_Linear_GELU"]
+    lin = tasks["kb-l1-3-linear_gelu"]
     assert lin.entry_point == "linear_gelu" and "linear_weight" in lin.signature and "linear_bias" in lin.signature
     assert not lin.triton_baseline
-    relu = tasks["kb-l1-1_Scaled_ReLU"]
+    relu = tasks["kb-l1-1-scaled_relu"]
     assert {c.dims["dim"] for c in relu.hidden_cpu} == {17}, "CPU cases use the shrunk sizes"
     assert 4096 in {c.dims["dim"] for c in relu.hidden_gpu}, "GPU cases include the suite's own sizes"
     assert len({c.seed for c in relu.hidden_cpu}) == 5
 
 
 def test_kernelbench_reference_is_the_module_and_runs_in_float64() -> None:
-    lin = next(t for t in load_source("kernelbench", KB, vendor="cpu").tasks if t.id == "kb-l1-3_Linear_GELU")
+    lin = next(t for t in load_source("kernelbench", KB, vendor="cpu").tasks if t.id == "kb-l1-3-linear_gelu")
     args = lin.make_inputs(lin.visible[0], "cpu")
     x, n_in, n_out, weight, bias = args
     assert (n_in, n_out) == (17, 17) and weight.shape == (17, 17)
@@ -193,14 +193,14 @@ def test_kernelbench_sizes_written_as_expressions_and_tuples_are_shrunk() -> Non
     """Upstream level-1 files write `N = 2048 * 2` and `input_shape = (32768,)`: both are sizes.
     Missing them would run the CPU cases at the suite's full size."""
     tasks = {t.id: t for t in load_source("kernelbench", KB, vendor="cpu").tasks}
-    gap = tasks["kb-l1-6_Mean_Squared_Gap"]
+    gap = tasks["kb-l1-6-mean_squared_gap"]
     assert {(c.dims["batch_size"], c.dims["input_shape[0]"]) for c in gap.hidden_cpu} == {(17, 17)}
     assert {(c.dims["batch_size"], c.dims["input_shape[0]"]) for c in gap.perf} == {(2048, 4096)}
     a, b = gap.make_inputs(gap.hidden_cpu[0], "cpu")
     assert a.shape == b.shape == (17, 17)
     assert torch.allclose(gap.reference(a, b), torch.mean((a - b) ** 2))
     # A shape made of another constant follows it: `input_shape = (num_classes,)`.
-    logits_task = tasks["kb-l1-7_Class_Logits_Loss"]
+    logits_task = tasks["kb-l1-7-class_logits_loss"]
     assert "input_shape[0]" not in logits_task.hidden_cpu[0].dims
     logits, labels = logits_task.make_inputs(logits_task.hidden_cpu[0], "cpu")
     assert logits.shape == (17, 17) and labels.shape == (17,) and int(labels.max()) < 17
@@ -216,7 +216,7 @@ def test_kernelbench_reads_the_upstream_repository_layout(tmp_path: Path) -> Non
     (tmp_path / "setup.py").write_text("# the repository's own scripts sit at the root\n")
     shutil.copy(KB / "level1" / "1_Scaled_ReLU.py", tmp_path / "KernelBench" / "level1")
     report = load_source("kernelbench", tmp_path, vendor="cpu")
-    assert [t.id for t in report.tasks] == ["kb-l1-1_Scaled_ReLU"] and not report.skipped
+    assert [t.id for t in report.tasks] == ["kb-l1-1-scaled_relu"] and not report.skipped
 
 
 def test_bad_sources_are_one_line_errors(tmp_path: Path) -> None:
@@ -287,11 +287,11 @@ def test_geak_eval_catches_a_wrong_candidate(adapted_pool: Any) -> None:
 
 
 def test_kernelbench_task_judges_a_triton_candidate(adapted_pool: Any) -> None:
-    good = adapted_pool.evaluate("kb-l1-1_Scaled_ReLU", _KB_RELU, "hidden").verdict
+    good = adapted_pool.evaluate("kb-l1-1-scaled_relu", _KB_RELU, "hidden").verdict
     assert good.correct and good.cases_run == 7, good.one_line()
-    unscaled = adapted_pool.evaluate("kb-l1-1_Scaled_ReLU", _KB_RELU.replace(" * scale, mask", ", mask"), "hidden").verdict
+    unscaled = adapted_pool.evaluate("kb-l1-1-scaled_relu", _KB_RELU.replace(" * scale, mask", ", mask"), "hidden").verdict
     assert unscaled.kind == "wrong_result"
-    eager = adapted_pool.evaluate("kb-l1-1_Scaled_ReLU", "def scaled_relu(x, s):\n    return x.relu() * s\n", "hidden")
+    eager = adapted_pool.evaluate("kb-l1-1-scaled_relu", "def scaled_relu(x, s):\n    return x.relu() * s\n", "hidden")
     assert eager.verdict.kind == "no_kernel", "the suite's own PyTorch is not a Triton answer"
 
 
@@ -301,7 +301,7 @@ def test_bench_list_with_sources_reports_counts_and_reasons() -> None:
                 timeout=120)
     assert r.returncode == 0, r.stderr
     ids = {row["id"] for row in json.loads(r.stdout)}
-    assert {"tb-add_vectors", "rocm-relu_rows", "kb-l1-2_Row_Softmax", "softmax"} <= ids
+    assert {"tb-add_vectors", "rocm-relu_rows", "kb-l1-2-row_softmax", "softmax"} <= ids
     sources = json.loads(r.stderr.strip().splitlines()[-1])["sources"]
     counts = {s["adapter"]: (s["loaded"], s["skipped"]) for s in sources}
     assert counts == {"geak-eval": (14, 3), "kernelbench": (5, 2)}

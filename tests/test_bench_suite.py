@@ -280,13 +280,13 @@ def test_bench_check_runs_adapted_sources_and_exits_1_when_a_baseline_fails(tmp_
         "    def forward(self, x):\n        return -x\n\n\nsize = 8\n\n\n"
         "def get_inputs():\n    return [torch.randn(size)]\n\n\ndef get_init_inputs():\n    return []\n")
     r = run_cli("bench", "check", "--device", "cpu", "--source", f"geak-eval:{tmp_path / 'geak'}",
-                "--source", f"kernelbench:{tmp_path / 'kb'}", "--tasks", "tb-twice,tb-drifting,kb-l1-1_Negate",
+                "--source", f"kernelbench:{tmp_path / 'kb'}", "--tasks", "tb-twice,tb-drifting,kb-l1-1-negate",
                 "--json", timeout=300, env=cli_env(KMC_FORCE_CPU="1"))
     assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
     rows = {row["task"]: row for row in json.loads(r.stdout)["tasks"]}
     assert rows["tb-twice"]["verdict"] == "correct" and rows["tb-twice"]["cases_run"] >= 6
     assert rows["tb-drifting"]["verdict"] == "wrong_result" and not rows["tb-drifting"]["passed"]
-    assert rows["kb-l1-1_Negate"]["verdict"] == "skipped" and "no expert Triton baseline" in rows["kb-l1-1_Negate"]["note"]
+    assert rows["kb-l1-1-negate"]["verdict"] == "skipped" and "no expert Triton baseline" in rows["kb-l1-1-negate"]["note"]
 
 
 def test_bench_check_rejects_a_bad_source() -> None:

@@ -40,6 +40,33 @@ _RANDOM_FORWARD = re.compile(r"\b(Dropout\w*|dropout\w*|rand_like|randn_like|ber
 _REQUIRED = ("Model", "get_inputs", "get_init_inputs")
 
 
+_ABBREVIATIONS = {
+    "transposed": "tr", "asymmetric": "asym", "square": "sq", "input": "in", "kernel": "k", "dilated": "dil",
+    "padded": "pad", "strided": "str", "grouped": "grp", "convolution": "conv", "standard": "std",
+    "depthwise": "dw", "separable": "sep", "pointwise": "pw", "matrix": "mat", "multiplication": "mul",
+    "dimension": "dim", "reduction": "red", "normalization": "norm", "product": "prod", "diagonal": "diag",
+    "independent": "ind", "triangular": "tri", "matrices": "mats", "batched": "bat", "scalar": "scal",
+}
+MAX_SLUG = 32
+
+
+def task_id(stem: str, level: str) -> str:
+    """A short, readable id: `kb-l1-<number>-<name>`, the name lower-cased, common words of
+    convolution names abbreviated and cut at a word boundary to MAX_SLUG characters
+    (`81_conv_transposed_2D_asymmetric_input_square_kernel___dilated____padded____strided__`
+    becomes `kb-l1-81-conv_tr_2d_asym_in_sq_k_dil_pad`). The number keeps it unique."""
+    m = re.match(r"(\d+)_(.*)", stem)
+    number, rest = (m.group(1), m.group(2)) if m else ("", stem)
+    words = [_ABBREVIATIONS.get(w, w) for w in re.split(r"[^a-z0-9]+", rest.lower()) if w]
+    slug = ""
+    for w in words:
+        if len(slug) + len(w) + (1 if slug else 0) > MAX_SLUG:
+            break
+        slug = f"{slug}_{w}" if slug else w
+    slug = slug or (words[0][:MAX_SLUG] if words else "task")
+    return f"kb-{level}-{number}-{slug}" if number else f"kb-{level}-{slug}"
+
+
 def entry_name(stem: str) -> str:
     name = re.sub(r"^\d+_", "", stem)
     name = re.sub(r"\W+", "_", name).strip("_").lower()
@@ -266,7 +293,7 @@ def _make_task(problem: KernelBenchProblem, tree: ast.Module, variants: list[dic
     tol = dict(DEFAULT_TOLERANCES)
     tol["float32"] = Tolerance(atol=1e-4, rtol=1e-4)
     return AdaptedTask(
-        id=f"kb-{level}-{problem.path.stem}",
+        id=task_id(problem.path.stem, level),
         instruction=instruction,
         entry_point=entry,
         signature=signature,
