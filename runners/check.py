@@ -32,7 +32,7 @@ def _perf_rows(task: Task, timing: Any, ceilings: Ceilings) -> tuple[PerfRow, ..
 
 
 def check_task(pool: Any, task: Task, timed: bool, ceilings: Ceilings | None,
-               timing_policy: TimingPolicy | None = None) -> TaskCheck:
+               timing_policy: TimingPolicy | None = None, interpreter: bool = False) -> TaskCheck:
     """Judge one baseline on its hidden cases (and time it when `timed`)."""
     if not getattr(task, "triton_baseline", True):
         return TaskCheck(task.id, "skipped", note="no expert Triton baseline (adapted task)")
@@ -48,8 +48,8 @@ def check_task(pool: Any, task: Task, timed: bool, ceilings: Ceilings | None,
         else:
             note = "no timing came back"
     elif not timed:
-        note = "timing unavailable on the CPU interpreter"
-    shapes = new_shape_cases(task, not timed, v.skip_reasons) if v.correct else None
+        note = "timing unavailable on the CPU interpreter" if interpreter else "not timed (--no-timing)"
+    shapes = new_shape_cases(task, interpreter, v.skip_reasons) if v.correct else None
     return TaskCheck(task.id, v.kind, v.message, v.failing_case, v.cases_run, v.cases_skipped, v.skip_reasons,
                      seconds, perf, note, shapes)
 
@@ -57,17 +57,19 @@ def check_task(pool: Any, task: Task, timed: bool, ceilings: Ceilings | None,
 def run_check(tasks: Iterable[Task], target: Target, workers: int | None = None,
               timing_policy: TimingPolicy | None = None,
               on_result: Callable[[TaskCheck], None] | None = None,
-              task_sources: list[str] | tuple[str, ...] = ()) -> CheckReport:
+              task_sources: list[str] | tuple[str, ...] = (), timing: bool = True) -> CheckReport:
     """Check every task's baseline on local workers (which load `task_sources`, the sources
-    the tasks came from); results keep the order of `tasks`."""
+    the tasks came from); results keep the order of `tasks`. On a GPU the baselines are also
+    timed unless `timing` is False (judging alone)."""
     tasks = list(tasks)
-    timed = not target.interpreter
+    timed = timing and not target.interpreter
     ceilings, exact = ceilings_for(target.device_name) if timed else (None, True)
     report = CheckReport(target.device_name, target.interpreter, ceilings, exact)
     with LocalPool(target, workers=workers, task_sources=task_sources) as pool:
         pool.warm_up()
         with ThreadPoolExecutor(max_workers=pool.size) as ex:
-            futures = [ex.submit(check_task, pool, t, timed, ceilings, timing_policy) for t in tasks]
+            futures = [ex.submit(check_task, pool, t, timed, ceilings, timing_policy, target.interpreter)
+                       for t in tasks]
             for fut in futures:
                 row = fut.result()
                 report.rows.append(row)
@@ -78,10 +80,12 @@ def run_check(tasks: Iterable[Task], target: Target, workers: int | None = None,
 
 def check_suite(suite: str | None = None, task_ids: list[str] | None = None, sources: list[str] | None = None,
                 workers: int | None = None, device: str | None = None, timing_seconds: float | None = None,
-                on_result: Callable[[TaskCheck], None] | None = None) -> CheckReport:
+                on_result: Callable[[TaskCheck], None] | None = None, timing: bool = True,
+                shard: str | None = None) -> CheckReport:
     """`cli.py bench check` as a library call: the baselines of `task_ids`, else of `suite`
     [quick without a GPU, full with one], after loading `sources` [$KMC_TASK_SOURCES].
-    `device` "auto" or "cpu" [$KMC_FORCE_CPU's default]; `timing_seconds` caps sampling per perf case."""
+    `device` "auto" or "cpu" [$KMC_FORCE_CPU's default]; `timing_seconds` caps sampling per perf case;
+    `timing` False judges only; `shard` "K/N" checks the K-th of N slices (a long check split into runs)."""
     if workers is not None and workers < 1:
         raise ConfigError("--workers must be at least 1")
     target = detect_target(force_cpu=(device or default_device()) == "cpu")
@@ -91,8 +95,22 @@ def check_suite(suite: str | None = None, task_ids: list[str] | None = None, sou
         chosen = [get_task(i) for i in task_ids]
     else:
         chosen = suite_tasks(suite or ("quick" if target.interpreter else "full"))
+    if shard is not None:
+        chosen = select_shard(chosen, shard)
     if timing_seconds is not None and timing_seconds <= 0:
         raise ConfigError("--timing-seconds must be positive")
     policy = TimingPolicy(max_seconds_per_case=timing_seconds) if timing_seconds else None
     return run_check(chosen, target, workers=workers, timing_policy=policy, on_result=on_result,
-                     task_sources=task_sources)
+                     task_sources=task_sources, timing=timing)
+
+
+def select_shard(tasks: list[Task], spec: str) -> list[Task]:
+    """`K/N`: the tasks whose position in id order is K-1 modulo N."""
+    try:
+        k, n = (int(x) for x in spec.split("/"))
+    except ValueError:
+        raise ConfigError(f"--shard {spec!r} is not K/N (e.g. 2/4)") from None
+    if not 1 <= k <= n:
+        raise ConfigError(f"--shard {spec!r}: K must be between 1 and N")
+    ordered = sorted(tasks, key=lambda t: t.id)
+    return [t for i, t in enumerate(ordered) if i % n == k - 1]

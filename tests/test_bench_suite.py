@@ -287,11 +287,24 @@ def test_bench_check_runs_adapted_sources_and_exits_1_when_a_baseline_fails(tmp_
     assert rows["tb-twice"]["verdict"] == "correct" and rows["tb-twice"]["cases_run"] >= 6
     assert rows["tb-drifting"]["verdict"] == "wrong_result" and not rows["tb-drifting"]["passed"]
     assert rows["kb-l1-1-negate"]["verdict"] == "skipped" and "no expert Triton baseline" in rows["kb-l1-1-negate"]["note"]
+    totals = json.loads(r.stdout)
+    assert (totals["passed"], totals["failed"], totals["skipped"]) == (1, 1, 1)
+    # Sharded, as a long GPU check is split: the shards cover the tasks once; skipped is not passed.
+    seen = []
+    for k in (1, 2):
+        r = run_cli("bench", "check", "--device", "cpu", "--source", f"geak-eval:{tmp_path / 'geak'}",
+                    "--source", f"kernelbench:{tmp_path / 'kb'}", "--tasks", "tb-twice,kb-l1-1-negate",
+                    "--shard", f"{k}/2", timeout=300, env=cli_env(KMC_FORCE_CPU="1"))
+        assert r.returncode == 0, r.stderr[-2000:]
+        seen.append(r.stdout.strip().splitlines()[-1])
+    assert seen == ["no baseline checked: all 1 tasks skipped (no Triton baseline to check)", "1/1 baselines pass"]
 
 
 def test_bench_check_rejects_a_bad_source() -> None:
     r = run_cli("bench", "check", "--device", "cpu", "--source", "nosuch:/tmp", timeout=120)
     assert r.returncode == 2 and "unknown adapter" in r.stderr
+    r = run_cli("bench", "check", "--device", "cpu", "--shard", "3/2", timeout=120)
+    assert r.returncode == 2 and "K must be between 1 and N" in r.stderr
 
 
 @pytest.mark.gpu

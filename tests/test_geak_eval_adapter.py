@@ -329,3 +329,24 @@ def test_the_adapted_skipped_table_gives_one_reason_per_skipped_file() -> None:
     assert "skipped hip_exp.py: AMD-only construct(s): tl.extra.hip" in text
     assert "skipped no_separator.py: no separator line" in text
     assert text.count("skipped ") == 3 + 1, "each skipped file once per vendor"
+
+
+def test_check_shards_merge_into_the_pass_figure(tmp_path: Path) -> None:
+    import importlib.util
+    import json
+
+    spec = importlib.util.spec_from_file_location("check_summary", Path(__file__).resolve().parent.parent
+                                                  / "scripts" / "check_summary.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    rows = [{"task": "tb-a", "verdict": "correct", "new_shapes": 8}, {"task": "tb-b", "verdict": "correct", "new_shapes": 0},
+            {"task": "tb-c", "verdict": "timeout", "message": "no verdict within 180 s\nmore", "failing_case": None},
+            {"task": "kb-d", "verdict": "skipped"}]
+    (tmp_path / "s1.json").write_text(json.dumps({"device": "NVIDIA H200", "tasks": rows[:2]}))
+    (tmp_path / "s2.json").write_text(json.dumps({"device": "NVIDIA H200", "tasks": rows[2:]}))
+    m = script.merge([tmp_path / "s1.json", tmp_path / "s2.json"])
+    assert (m["checked"], m["passed"], m["skipped"]) == (3, 2, 1) and m["pass_rate"] == pytest.approx(2 / 3)
+    assert m["failures"] == {"timeout": ["tb-c [-]: no verdict within 180 s"]}
+    assert m["new_shapes"] == {"tasks_with_any": 1, "tasks": 2, "median": 4.0, "histogram": {0: 1, 8: 1}}
+    assert script.render(m).startswith("NVIDIA H200: 2/3 references pass their own hidden cases (66.7%); 1 skipped")
