@@ -51,6 +51,7 @@ class RunInfo:
     interpreter: bool
     device_name: str
     task_difficulty: dict[str, int] = field(default_factory=dict)  # empty for runs recorded before it was
+    new_shape_slots: dict[str, int] = field(default_factory=dict)  # adapted tasks' new-shape hidden cases, declared
 
     @property
     def name(self) -> str:
@@ -74,7 +75,7 @@ class RunData:
         source_hash, verdict.
     evaluations: one row per stored evaluation: run, source_hash, task, case_set,
         device_key, timed, verdict, speedup, speedup_lo, speedup_hi, speedup_vs_eager,
-        candidate_ms, flagged, flag_reasons.
+        candidate_ms, flagged, flag_reasons, skip_reasons (cases the judge skipped, with why).
     timings: one row per (timed evaluation, case): run, source_hash, task, case_set,
         case, candidate_ms (tuple of raw samples), baseline_ms, launches_per_sample, flagged.
     calls: one row per model call: unit key, call_index, role, prompt_tokens,
@@ -170,6 +171,7 @@ def read_run_info(path: Path) -> RunInfo:
         interpreter=bool(resolved.target.get("interpreter", False)),
         device_name=str(resolved.target.get("device_name", "")),
         task_difficulty=resolved.task_difficulty,
+        new_shape_slots=resolved.new_shape_slots,
     )
 
 
@@ -224,6 +226,7 @@ def read_evaluations(store: Store) -> tuple[pd.DataFrame, pd.DataFrame]:
             "candidate_ms": _num((timing or {}).get("candidate_ms")),
             "flagged": bool((timing or {}).get("flagged", False)),
             "flag_reasons": tuple((timing or {}).get("flag_reasons", ())),
+            "skip_reasons": tuple((ev.get("verdict") or {}).get("skip_reasons", ())),
         })
         for case in (timing or {}).get("cases", ()):
             t_rows.append({
@@ -233,7 +236,7 @@ def read_evaluations(store: Store) -> tuple[pd.DataFrame, pd.DataFrame]:
                 "flagged": bool(t.get("flagged", False)),
             })
     ev_cols = ["source_hash", "task", "case_set", "device_key", "timed", "verdict", "speedup", "speedup_lo",
-               "speedup_hi", "speedup_vs_eager", "candidate_ms", "flagged", "flag_reasons"]
+               "speedup_hi", "speedup_vs_eager", "candidate_ms", "flagged", "flag_reasons", "skip_reasons"]
     t_cols = ["source_hash", "task", "case_set", "case", "candidate_ms", "baseline_ms", "launches_per_sample",
               "flagged"]
     return pd.DataFrame(ev_rows, columns=ev_cols), pd.DataFrame(t_rows, columns=t_cols)

@@ -52,6 +52,7 @@ class ResolvedRun:
     simulated: bool
     target: dict[str, Any]  # judge.device.Target.to_json(): vendor, interpreter, device_name, device_count
     task_difficulty: dict[str, int] = field(default_factory=dict)  # empty for runs recorded before it was
+    new_shape_slots: dict[str, int] = field(default_factory=dict)  # adapted tasks' new-shape hidden cases, declared
 
     @property
     def vendor(self) -> str:
@@ -73,6 +74,7 @@ class ResolvedRun:
             simulated=bool(d.get("simulated", False)),
             target=dict(d.get("target") or {}),
             task_difficulty={str(t): int(v) for t, v in d.get("task_difficulty", {}).items()},
+            new_shape_slots={str(t): int(v) for t, v in d.get("new_shape_slots", {}).items()},
         )
 
 

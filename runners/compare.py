@@ -221,7 +221,9 @@ def record_run_files(run: CompareRun, resumed: bool, command_line: list[str] | N
         folder.write_config(run.config.to_json(), ResolvedRun(
             tasks=tuple(t.id for t in run.tasks), method_options=run.method_opts, budget_unit=run.ledger.unit,
             model=run.client.model, simulated=run.client.simulated, target=run.target.to_json(),
-            task_difficulty={t.id: int(t.difficulty) for t in run.tasks}))
+            task_difficulty={t.id: int(t.difficulty) for t in run.tasks},
+            new_shape_slots={t.id: n for t in run.tasks
+                             if (n := sum("shape" in c.dims for c in t.hidden(run.target.interpreter)))}))
         folder.write_env(environment_info(run.target), command_line)
     else:
         folder.record_resume(command_line)

@@ -350,3 +350,22 @@ def test_check_shards_merge_into_the_pass_figure(tmp_path: Path) -> None:
     assert m["failures"] == {"timeout": ["tb-c [-]: no verdict within 180 s"]}
     assert m["new_shapes"] == {"tasks_with_any": 1, "tasks": 2, "median": 4.0, "histogram": {0: 1, 8: 1}}
     assert script.render(m).startswith("NVIDIA H200: 2/3 references pass their own hidden cases (66.7%); 1 skipped")
+
+
+@pytest.mark.slow
+def test_a_compare_run_reports_geak_evals_metrics_beside_the_strict_pass(tmp_path: Path) -> None:
+    """Every final submission on an adapted task is judged by the suite's own check too; the
+    report puts call accuracy, GEAK-eval execution accuracy and strict pass side by side, and
+    says how many hidden cases per task are new shapes."""
+    from tests.helpers import cli_env, run_cli
+
+    env = cli_env(KMC_TASK_SOURCES=f"geak-eval:{GEAK}", KMC_FORCE_CPU="1")
+    r = run_cli("compare", "--budget", "2", "--tasks", "tb-add_vectors,tb-relu_small", "--methods", "direct",
+                "--device", "cpu", "--out", str(tmp_path), "--quiet", timeout=600, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    run_dir = next(p for p in tmp_path.iterdir() if p.is_dir())
+    r = run_cli("report", str(run_dir), "--resamples", "200", timeout=600, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    report = (run_dir / "report" / "report.md").read_text()
+    assert "| method | tasks | units | call accuracy | GEAK-eval exec accuracy | strict pass |" in report
+    assert "| tb-add_vectors | 4 |" in report and "| tb-relu_small | 4 |" in report
