@@ -223,6 +223,7 @@ def load(root: Path, vendor: str) -> AdapterReport:
     note = triton_version_note()
     if note:
         report.notes.append(note)
+    block_pointer_files: list[str] = []
     for folder, kind in folders:
         records, used = instruction_records(folder)
         report.notes.append(f"{kind}: {folder}" + (f"; instructions from {', '.join(used)}" if used
@@ -241,9 +242,27 @@ def load(root: Path, vendor: str) -> AdapterReport:
             if isinstance(parsed, str):
                 report.skipped.append(Skipped(str(path), parsed))
                 continue
+            if _BLOCK_POINTERS.search(parsed.code):
+                block_pointer_files.append(path.name)
             perf = perf_script_for(folder, path.stem) if kind == "tritonbench" else None
             report.tasks.append(_make_task(parsed, records.get(path.name), vendor == "cpu", perf, prefix))
+    if block_pointer_files and not block_pointers_supported():
+        report.notes.append(f"warning: {len(block_pointer_files)} adapted files use block pointers (tl.make_block_ptr), "
+                            f"which the Triton installed here removed: their references fail here and run with the "
+                            f"Triton GEAK-eval pins ({', '.join(block_pointer_files)})")
     return report
+
+
+_BLOCK_POINTERS = re.compile(r"\btl\.(make_block_ptr|advance)\b")
+
+
+def block_pointers_supported() -> bool:
+    """Whether this Triton still has block pointers (removed in favour of tensor descriptors)."""
+    try:
+        import triton.language as tl
+    except ImportError:
+        return True
+    return "have been removed" not in (getattr(tl, "make_block_ptr", None).__doc__ or "")
 
 
 def triton_version_note() -> str:
