@@ -369,3 +369,16 @@ def test_a_compare_run_reports_geak_evals_metrics_beside_the_strict_pass(tmp_pat
     report = (run_dir / "report" / "report.md").read_text()
     assert "| method | tasks | units | call accuracy | GEAK-eval exec accuracy | strict pass |" in report
     assert "| tb-add_vectors | 4 |" in report and "| tb-relu_small | 4 |" in report
+
+
+def test_a_parameter_set_the_test_skips_is_passed_over(tmp_path: Path) -> None:
+    """ROCm tests call pytest.skip (a BaseException) for parameters a device does not support
+    (test_matmul_MXFP.py: `if scale and not is_cuda(): pytest.skip(...)`); the others are recorded."""
+    text = (ROCM / "relu_rows.py").read_text().replace(
+        "    set_seed()\n    x = torch.randn(M, N, device=device)",
+        "    set_seed()\n    if M == 1:\n        pytest.skip('NYI')\n    x = torch.randn(M, N, device=device)")
+    assert "pytest.skip('NYI')" in text
+    (tmp_path / "relu_rows.py").write_text(text)
+    suite = _suite(tmp_path / "relu_rows.py", "rocm")
+    assert [tuple(c[0].shape) for c in suite.calls()] == [(4, 100), (3, 300), (2, 129)]
+    assert suite.failure == "Skipped: NYI"

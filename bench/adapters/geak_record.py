@@ -286,7 +286,9 @@ class GeakSuite:
                     fn(**kwargs)
                 except _Captured:
                     pass
-                except Exception as exc:  # noqa: BLE001 - recorded inputs are what we need
+                except (KeyboardInterrupt, SystemExit):
+                    raise
+                except BaseException as exc:  # noqa: BLE001 - pytest.skip/fail raise BaseExceptions; inputs are what we need
                     failure = failure or f"{type(exc).__name__}: {exc}"
         return failure
 
@@ -310,7 +312,9 @@ class GeakSuite:
             run_in_namespace(self.test, module_name("test", str(sf.path), self.test), ns)
         except _Captured:
             pass
-        except Exception as exc:  # noqa: BLE001 - the suite's own test may fail; keep what was recorded
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # noqa: BLE001 - the suite's own test may fail (or skip); keep what was recorded
             failure = f"{type(exc).__name__}: {exc}"
         if defined_by_test:
             self._install(ns, originals, recorded, True)
