@@ -262,9 +262,11 @@ class GeakSuite:
         ns[sf.target] = recorder
 
     def _run_pytest_functions(self, ns: dict[str, Any], names: tuple[str, ...], sink: list[tuple],
-                              limit: int) -> str:
+                              limit: int, spread: bool = False) -> str:
         """Call pytest-style test functions, parameter set by parameter set, until `limit` calls
-        are recorded. Returns the first failure met (the suite's own test may fail)."""
+        are recorded (with `spread`, parameter sets evenly spaced over the whole list: a
+        performance test sweeps sizes upward). Returns the first failure met (the suite's own
+        test may fail)."""
         failure = ""
         for name in names:
             fn = ns.get(name)
@@ -275,7 +277,10 @@ class GeakSuite:
             # not a fixture we must provide.
             required = {n for n, p in params.items()
                         if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
-            for kwargs in _param_sets(fn):
+            sets = _param_sets(fn)
+            if spread and len(sets) > limit:
+                sets = [sets[i] for i in sorted({round(k * (len(sets) - 1) / (limit - 1)) for k in range(limit)})]
+            for kwargs in sets:
                 if len(sink) >= limit:
                     return failure
                 if "request" in params:
@@ -325,7 +330,7 @@ class GeakSuite:
         if not self.interpreter and not sf.from_perf_only:
             if sf.perf_callers:
                 self._install(ns, originals, perf, True)
-                self._run_pytest_functions(ns, sf.perf_callers, perf, MAX_CALLS)
+                self._run_pytest_functions(ns, sf.perf_callers, perf, MAX_CALLS, spread=True)
             elif self.perf_script is not None:
                 self._install(ns, originals, perf, True)
                 perf = self._record_perf_script(ns, perf, GPU_PERF_ELEMENTS)
@@ -456,7 +461,8 @@ class GeakSuite:
         within a factor PERF_SPREAD of the largest, so a five-element call never dilutes them)."""
         if self._perf_calls is None:
             calls = self.calls()
-            suite = [c for c in self._perf if self._reference_runs(c)][:PERF_SLOTS]
+            largest_first = sorted(self._perf, key=_shapes.elements, reverse=True)
+            suite = [c for c in largest_first if self._reference_runs(c)][:PERF_SLOTS]
             pool = sorted([s.values for s in self.shape_calls()] + list(calls), key=_shapes.elements, reverse=True)
             largest = _shapes.elements(pool[0])
             self._perf_calls = suite or [c for c in pool if _shapes.elements(c) * PERF_SPREAD >= largest][:PERF_SLOTS]
