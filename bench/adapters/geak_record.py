@@ -199,9 +199,12 @@ class GeakSuite:
         sf = self.sf
         if sf.entry_kind in ("apply", "class_apply"):
             return lambda args, kwargs: (*args, *kwargs.values())
-        sig = inspect.signature(original)
+        sig = inspect.signature(inspect.unwrap(original))
+        packed = not sf.order and any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in sig.parameters.values())
 
         def bind(args: tuple, kwargs: dict) -> tuple | None:
+            if packed:  # a decorator that hides the signature: the values as passed
+                return (*args, *kwargs.values())
             try:
                 bound = sig.bind(*args, **kwargs)
             except TypeError:
