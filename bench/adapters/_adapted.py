@@ -117,13 +117,49 @@ def import_text(text: str, name: str) -> types.ModuleType:
     return import_file(path, name)
 
 
-def run_in_namespace(text: str, name: str, namespace: dict[str, Any]) -> None:
+def run_in_namespace(text: str, name: str, namespace: dict[str, Any],
+                     passes: tuple[type[BaseException], ...] = ()) -> list[str]:
     """Run `text` (written to its own file, so `@triton.jit` can read its source) inside an
-    existing module's namespace: a suite's test section against its code section."""
+    existing module's namespace: a suite's test section against its code section.
+
+    Statement by statement: a statement that fails (an import of something this Triton no
+    longer has, the suite's own test failing) is noted and the next one still runs, so the
+    launcher and test functions defined after it exist. Exceptions of the `passes` types
+    propagate (the recorder's stop signal); KeyboardInterrupt and SystemExit always do.
+    Returns the failures, one line each."""
+    import ast
+
     install_suite_stubs()
     path = workdir() / f"{name}.py"
     path.write_text(text)
-    exec(compile(text, str(path), "exec"), namespace)  # noqa: S102 - suite code the user pointed us to
+    failures: list[str] = []
+    for node in ast.parse(text).body:
+        code = compile(ast.Module(body=[node], type_ignores=[]), str(path), "exec")
+        try:
+            exec(code, namespace)  # noqa: S102 - suite code the user pointed us to
+        except BaseException as exc:  # noqa: BLE001 - pytest.skip and friends are BaseExceptions
+            if isinstance(exc, (KeyboardInterrupt, SystemExit, *passes)):
+                raise
+            failures.append(f"{type(exc).__name__}: {exc}")
+    return failures
+
+
+_VERSIONED_IMPORT = re.compile(r"^(from\s+triton\.(?!language\b)[\w.]+\s+import\s+.+|import\s+triton\.(?!language\b)[\w.]+.*)$")
+
+
+def guard_versioned_imports(text: str) -> str:
+    """Top-level imports of Triton internals that move between versions (`triton.backends.
+    compiler.AttrsDescriptor`, `triton.tools.experimental_descriptor`, ...) wrapped so that a
+    Triton without them still imports the rest of the file; code that uses such a name then
+    fails where it uses it, with a NameError that says which."""
+    out = []
+    for line in text.splitlines(keepends=True):
+        stripped = line.rstrip("\n")
+        if _VERSIONED_IMPORT.match(stripped) and not stripped.rstrip().endswith(("(", "\\")):
+            out.append(f"try:\n    {stripped.strip()}\nexcept ImportError:  # not in this Triton version\n    pass\n")
+        else:
+            out.append(line)
+    return "".join(out)
 
 
 # ---------------------------------------------------------------- stubs and transforms

@@ -151,12 +151,14 @@ class GeakSuite:
     process, and serves the task's callables (inputs, reference, output arguments)."""
 
     def __init__(self, sf: SuiteFile, interpreter: bool, perf_script: Path | None = None):
-        from bench.adapters._adapted import for_interpreter
+        from bench.adapters._adapted import for_interpreter, guard_versioned_imports
 
         self.sf = sf
         self.interpreter = interpreter
         self.perf_script = perf_script
-        fix = for_interpreter if interpreter else (lambda t: t)
+        def fix(text: str) -> str:
+            return guard_versioned_imports(for_interpreter(text) if interpreter else text)
+
         self.code, self.test, self.appended = fix(sf.code), fix(sf.test), fix(sf.appended)
         self._reference: Any = None
         self._calls: list[tuple] | None = None
@@ -317,13 +319,10 @@ class GeakSuite:
         if not defined_by_test:
             self._install(ns, originals, recorded, stop_each)
         try:
-            run_in_namespace(self.test, module_name("test", str(sf.path), self.test), ns)
+            failures = run_in_namespace(self.test, module_name("test", str(sf.path), self.test), ns, (_Captured,))
+            failure = failures[0] if failures else ""
         except _Captured:
             pass
-        except (KeyboardInterrupt, SystemExit):
-            raise
-        except BaseException as exc:  # noqa: BLE001 - the suite's own test may fail (or skip); keep what was recorded
-            failure = f"{type(exc).__name__}: {exc}"
         if defined_by_test:
             self._install(ns, originals, recorded, True)
         if not recorded:
@@ -381,7 +380,7 @@ class GeakSuite:
             if n in ns:
                 script_ns[n] = ns[n]
         try:
-            run_in_namespace("\n".join(lines), module_name("perf", str(self.perf_script), text), script_ns)
+            run_in_namespace("\n".join(lines), module_name("perf", str(self.perf_script), text), script_ns, (_Captured,))
             metrics = script_ns["performance_metrics"]()
             metrics.get_input_tensors()
             inputs = list(metrics.input_tensors)
