@@ -18,6 +18,7 @@ ships them) against the suite's reference. Nothing is posted anywhere.
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 import re
@@ -57,14 +58,43 @@ _BLOCK = re.compile(r"```[ \t]*(?:python|py)?[ \t]*\n(.*?)```", re.S)
 
 def extract_code(text: str) -> str:
     """The answer's code: its fenced code blocks joined when it has any (GEAK-eval joins them
-    too), then everything before the suite's separator line."""
+    too), everything before the suite's separator line, without the answer's own tests
+    (`strip_tests`)."""
     blocks = _BLOCK.findall(text)
     code = "\n".join(blocks) if blocks else text
     lines = code.splitlines(keepends=True)
     for i, line in enumerate(lines):
         if line.strip() == SEPARATOR:
-            return "".join(lines[:i])
-    return code
+            code = "".join(lines[:i])
+            break
+    return strip_tests(code)
+
+
+def _calls_a_test(node: ast.stmt) -> bool:
+    value = getattr(node, "value", None)
+    if not isinstance(node, (ast.Expr, ast.Assign, ast.AnnAssign)) or not isinstance(value, ast.Call):
+        return False
+    f = value.func
+    return (isinstance(f, ast.Name) and f.id.startswith("test_")) or \
+        (isinstance(f, ast.Attribute) and f.attr.startswith("test_"))
+
+
+def strip_tests(code: str) -> str:
+    """Top-level `def test_*` functions and statements calling them removed (models often end
+    their answer with a test that runs at import; GEAK-eval strips them too). Code that does
+    not parse is returned as it is: the judge reports the syntax error."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return code
+    drop: set[int] = set()
+    for node in tree.body:
+        if (isinstance(node, ast.FunctionDef) and node.name.startswith("test_")) or _calls_a_test(node):
+            start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+            drop.update(range(start, (node.end_lineno or node.lineno) + 1))
+    if not drop:
+        return code
+    return "".join(line for i, line in enumerate(code.splitlines(keepends=True), start=1) if i not in drop)
 
 
 def read_outputs(folder: Path, label_to_file: dict[str, str] | None = None) -> tuple[list[Output], list[str]]:

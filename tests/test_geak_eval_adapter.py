@@ -245,6 +245,8 @@ def test_answers_are_read_in_geak_evals_layouts() -> None:
     sep = "#" * 146
     assert extract_code(f"import x\n{sep}\ndef test_x():\n    pass\n") == "import x\n"
     assert extract_code("Sure:\n```python\na = 1\n```\nand\n```\nb = 2\n```\n") == "a = 1\n\nb = 2\n"
+    answer = "import torch\n\ndef f(x):\n    return x\n\n@dec\ndef test_f():\n    f(1)\n\nresult_gold = test_f()\ntest_f()\n"
+    assert extract_code(answer) == "import torch\n\ndef f(x):\n    return x\n\n\n", "the answer's own tests are cut"
     relu_code = (TB / "relu_small.py").read_text().split(sep)[0].strip()
     outputs, notes = read_outputs(OUTPUTS, {relu_code: "relu_small.py"})
     assert sorted((o.pass_index, o.file) for o in outputs) == [
