@@ -8,6 +8,7 @@ library, where tests and users' scripts call it in-process:
     eval         runners.judge_file.judge_file
     bench list   bench.listing.list_tasks
     bench check  runners.check.check_suite
+    score        runners.score.score_suite
     report       results.report.write_report
     figures      results.report.write_figures_only
     serve-sim    modelio.server.serve
@@ -229,6 +230,9 @@ def _report_sources(reports: list[Any]) -> None:
         _say(f"{rep.adapter} {rep.root}: {c['loaded']} tasks loaded, {c['skipped']} skipped")
         for s in rep.skipped:
             _say(f"  skipped {Path(s.path).name}: {s.reason}")
+        for note in rep.notes:
+            if note.startswith("warning"):
+                _say(f"  {note}")
 
 
 @bench.command("list")
@@ -284,6 +288,34 @@ def bench_check(suite: str | None, tasks: str | None, sources: tuple[str, ...], 
         raise click.ClickException(str(exc)) from None
     click.echo(json.dumps(report.to_json(), indent=2) if as_json else format_report(report))
     sys.exit(1 if report.failed else 0)
+
+
+# ---------------------------------------------------------------------------- score
+@cli.command("score")
+@click.argument("output_dir", type=click.Path(path_type=Path))
+@click.option("--suite", required=True, help="Suite the answers are for (tritonbench, rocm, geak-eval, ...).")
+@source_option
+@click.option("--workers", type=int, default=None, help=_WORKERS_HELP)
+@device_option
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (every answer's verdicts).")
+def score_command(output_dir: Path, suite: str, sources: tuple[str, ...], workers: int | None, device: str | None,
+                  as_json: bool) -> None:
+    """Re-score a folder of generated files in GEAK-eval's layout (<task file>.py, or JSON answer
+    lists, one per pass): GEAK-eval's call and execution accuracy beside the strict hidden pass."""
+    from runners.pool import WorkerStartError
+    from runners.score import ScoreError, format_score, score_suite
+
+    def progress(row: Any) -> None:
+        _say(f"  {row.file} (pass {row.pass_index}): call {'yes' if row.call else 'no'}, exec {row.exec_verdict}, "
+             f"strict {row.strict_verdict}")
+
+    try:
+        report = score_suite(output_dir, suite, _sources(sources), workers=workers, device=device, on_row=progress)
+    except ScoreError as exc:
+        raise BadInput(str(exc)) from None
+    except WorkerStartError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(json.dumps(report.to_json(), indent=2) if as_json else format_score(report))
 
 
 # ---------------------------------------------------------------------------- serve-sim

@@ -142,8 +142,12 @@ def _load_source(adapter: str, path: str, vendor: str | None) -> object:
             raise TaskSourceError(str(exc)) from None
         clash = next((t for t in report.tasks if t.id in _TASKS and _TASKS[t.id] is not t), None)
         if clash is not None:
-            raise TaskSourceError(f"task id {clash.id!r} comes from two sources: {_where(_TASKS[clash.id])} and "
-                                  f"{_where(clash)} ({key}); load only one of them")
+            known = _TASKS[clash.id]
+            if getattr(known, "origin", None) == getattr(clash, "origin", None):
+                raise TaskSourceError(f"task id {clash.id!r} is already loaded from {adapter}:{path} for another "
+                                      f"target than {vendor or 'this machine'}; load a source for one target per process")
+            raise TaskSourceError(f"task id {clash.id!r} comes from two sources: {_where(known)} and {_where(clash)} "
+                                  f"(loading {adapter}:{path}); load only one of them")
         for task in report.tasks:
             register_task(task)
         _SOURCE_REPORTS[key] = report

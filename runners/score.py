@@ -266,9 +266,29 @@ def score_outputs(outputs: list[Output], tasks: list[Task], evaluate: Callable[.
     return rows, unmatched
 
 
+def score_suite(folder: Path, suite: str, sources: list[str] | None = None, workers: int | None = None,
+                device: str | None = None, on_row: Callable[[Scored], None] | None = None) -> ScoreReport:
+    """`cli.py score` as a library call: the answers in `folder` for the tasks of `suite`, after
+    loading `sources` [$KMC_TASK_SOURCES]; `device` "auto" or "cpu" [$KMC_FORCE_CPU's default].
+    ScoreError (one line) for a folder that cannot be scored; ConfigError for bad options."""
+    from bench.registry import load_sources, resolve_sources, suite_tasks
+    from judge.device import default_device, detect_target
+    from runners.config import ConfigError
+
+    if workers is not None and workers < 1:
+        raise ConfigError("--workers must be at least 1")
+    target = detect_target(force_cpu=(device or default_device()) == "cpu")
+    task_sources = resolve_sources(sources)
+    reports = load_sources(task_sources, target.vendor)
+    report = score_folder(folder, suite, suite_tasks(suite), target, workers=workers, on_row=on_row,
+                          task_sources=task_sources)
+    report.notes += sorted({n for r in reports for n in getattr(r, "notes", ()) if n.startswith("warning")})
+    return report
+
+
 def score_folder(folder: Path, suite: str, tasks: list[Task], target: Target, workers: int | None = None,
-                 timing_policy: TimingPolicy | None = None,
-                 on_row: Callable[[Scored], None] | None = None) -> ScoreReport:
+                 timing_policy: TimingPolicy | None = None, on_row: Callable[[Scored], None] | None = None,
+                 task_sources: list[str] | tuple[str, ...] = ()) -> ScoreReport:
     if not tasks:
         raise ScoreError(f"suite {suite!r} has no tasks")
     label_to_file = {_code_section(Path(str(getattr(t, "origin", "")))): Path(str(getattr(t, "origin", ""))).name
@@ -277,7 +297,7 @@ def score_folder(folder: Path, suite: str, tasks: list[Task], target: Target, wo
     report = ScoreReport(str(folder), suite, [t.id for t in tasks], target.device_name if not target.interpreter
                          else "cpu-interpreter", notes=notes)
     timed = not target.interpreter
-    with LocalPool(target, workers=workers) as pool:
+    with LocalPool(target, workers=workers, task_sources=task_sources) as pool:
         pool.warm_up()
 
         def evaluate(task_id: str, source: str, case_set: str, timing: bool = False) -> Any:
