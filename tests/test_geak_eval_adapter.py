@@ -230,8 +230,9 @@ def test_glue_is_appended_only_when_the_entry_is_missing() -> None:
 def test_interpreter_rewrites_cuda_only_spellings() -> None:
     from bench.adapters._adapted import for_interpreter
 
-    text = for_interpreter("assert x.is_cuda\ny = x.cuda(0)\nz = x.cuda(device=1)\nd = torch.cuda.current_device()\n")
-    assert text == "assert x.is_cpu\ny = x.cpu()\nz = x.cpu()\nd = 'cpu'\n"
+    text = for_interpreter("assert x.is_cuda\ny = x.cuda(0)\nz = x.cuda(device=1)\nd = torch.cuda.current_device()\n"
+                           "TESLA = 'Tesla' in torch.cuda.get_device_name(0)\n")
+    assert text == "assert x.is_cpu\ny = x.cpu()\nz = x.cpu()\nd = 'cpu'\nTESLA = 'Tesla' in 'cpu'\n"
 
 
 # ---------------------------------------------------------------- re-scoring published outputs

@@ -258,12 +258,16 @@ def for_interpreter(text: str) -> str:
     where the kernel runs), `with torch.cuda.device(t.device):` (which TritonBench wrappers
     put around their launches and which refuses a CPU device: on one device it only selects
     that device, so a null context keeps the meaning), `torch.cuda.synchronize()`,
-    `torch.cuda.current_device()` and `"tl.constexpr"` annotations written as strings. Autotuning is handled by `interpreter_autotune_first_config`."""
+    `torch.cuda.current_device()`, `get_device_name()` (read at import by some wrappers),
+    `get_device_capability()` (an sm_80 path is taken) and `"tl.constexpr"` annotations
+    written as strings. Autotuning is handled by `interpreter_autotune_first_config`."""
     text = _CUDA_LITERAL.sub("'cpu'", text)
     text = re.sub(r"\.cuda\((?:\s*\d*\s*|\s*device\s*=\s*\d+\s*)\)", ".cpu()", text)
     text = re.sub(r"\.is_cuda\b(?!\s*\()", ".is_cpu", text)
     text = re.sub(r"\btorch\.cuda\.device\(", "__import__('contextlib').nullcontext(", text)
     text = re.sub(r"torch\.cuda\.current_device\(\)", "'cpu'", text)
+    text = re.sub(r"torch\.cuda\.get_device_name\([^()]*\)", "'cpu'", text)
+    text = re.sub(r"torch\.cuda\.get_device_capability\([^()]*\)", "(8, 0)", text)
     # The interpreter takes only `tl.constexpr` itself as a constexpr annotation, not the string.
     text = re.sub(r""":\s*(['"])tl\.constexpr\1""", ": tl.constexpr", text)
     return re.sub(r"torch\.cuda\.synchronize\(\)", "None", text)
