@@ -265,10 +265,12 @@ def bench_list(suite: str | None, sources: tuple[str, ...], as_json: bool) -> No
 @click.option("--no-timing", is_flag=True, help="Judge only; do not time the baselines on a GPU.")
 @click.option("--shard", default=None, metavar="K/N",
               help="Only the K-th of N slices of the tasks (by sorted id), to split a long check into runs.")
+@click.option("--timeout", "job_timeout", type=float, default=None,
+              help="Seconds per baseline before it is a timeout [default: 180 on a GPU, 600 on the CPU].")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def bench_check(suite: str | None, tasks: str | None, sources: tuple[str, ...], workers: int | None,
                 device: str | None, timing_seconds: float | None, no_timing: bool, shard: str | None,
-                as_json: bool) -> None:
+                job_timeout: float | None, as_json: bool) -> None:
     """Judge every expert baseline of a suite on its hidden cases; on a GPU also time it on its
     perf cases and report the fraction of the memory or compute roofline. Exit 1 if any fails."""
     from bench.check import format_report
@@ -283,7 +285,8 @@ def bench_check(suite: str | None, tasks: str | None, sources: tuple[str, ...], 
 
     try:
         report = check_suite(suite, _split(tasks), _sources(sources), workers=workers, device=device,
-                             timing_seconds=timing_seconds, on_result=progress, timing=not no_timing, shard=shard)
+                             timing_seconds=timing_seconds, on_result=progress, timing=not no_timing, shard=shard,
+                             job_timeout=job_timeout)
     except WorkerStartError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(json.dumps(report.to_json(), indent=2) if as_json else format_report(report))

@@ -57,7 +57,8 @@ def check_task(pool: Any, task: Task, timed: bool, ceilings: Ceilings | None,
 def run_check(tasks: Iterable[Task], target: Target, workers: int | None = None,
               timing_policy: TimingPolicy | None = None,
               on_result: Callable[[TaskCheck], None] | None = None,
-              task_sources: list[str] | tuple[str, ...] = (), timing: bool = True) -> CheckReport:
+              task_sources: list[str] | tuple[str, ...] = (), timing: bool = True,
+              job_timeout: float | None = None) -> CheckReport:
     """Check every task's baseline on local workers (which load `task_sources`, the sources
     the tasks came from); results keep the order of `tasks`. On a GPU the baselines are also
     timed unless `timing` is False (judging alone)."""
@@ -65,7 +66,7 @@ def run_check(tasks: Iterable[Task], target: Target, workers: int | None = None,
     timed = timing and not target.interpreter
     ceilings, exact = ceilings_for(target.device_name) if timed else (None, True)
     report = CheckReport(target.device_name, target.interpreter, ceilings, exact)
-    with LocalPool(target, workers=workers, task_sources=task_sources) as pool:
+    with LocalPool(target, workers=workers, task_sources=task_sources, job_timeout=job_timeout) as pool:
         pool.warm_up()
         with ThreadPoolExecutor(max_workers=pool.size) as ex:
             futures = [ex.submit(check_task, pool, t, timed, ceilings, timing_policy, target.interpreter)
@@ -81,11 +82,13 @@ def run_check(tasks: Iterable[Task], target: Target, workers: int | None = None,
 def check_suite(suite: str | None = None, task_ids: list[str] | None = None, sources: list[str] | None = None,
                 workers: int | None = None, device: str | None = None, timing_seconds: float | None = None,
                 on_result: Callable[[TaskCheck], None] | None = None, timing: bool = True,
-                shard: str | None = None) -> CheckReport:
+                shard: str | None = None, job_timeout: float | None = None) -> CheckReport:
     """`cli.py bench check` as a library call: the baselines of `task_ids`, else of `suite`
     [quick without a GPU, full with one], after loading `sources` [$KMC_TASK_SOURCES].
     `device` "auto" or "cpu" [$KMC_FORCE_CPU's default]; `timing_seconds` caps sampling per perf case;
-    `timing` False judges only; `shard` "K/N" checks the K-th of N slices (a long check split into runs)."""
+    `timing` False judges only; `shard` "K/N" checks the K-th of N slices (a long check split into runs);
+    `job_timeout` seconds per baseline [the pool's default] (an adapted task's first job also records
+    the suite's calls)."""
     if workers is not None and workers < 1:
         raise ConfigError("--workers must be at least 1")
     target = detect_target(force_cpu=(device or default_device()) == "cpu")
@@ -100,8 +103,10 @@ def check_suite(suite: str | None = None, task_ids: list[str] | None = None, sou
     if timing_seconds is not None and timing_seconds <= 0:
         raise ConfigError("--timing-seconds must be positive")
     policy = TimingPolicy(max_seconds_per_case=timing_seconds) if timing_seconds else None
+    if job_timeout is not None and job_timeout <= 0:
+        raise ConfigError("--timeout must be positive")
     return run_check(chosen, target, workers=workers, timing_policy=policy, on_result=on_result,
-                     task_sources=task_sources, timing=timing)
+                     task_sources=task_sources, timing=timing, job_timeout=job_timeout)
 
 
 def select_shard(tasks: list[Task], spec: str) -> list[Task]:

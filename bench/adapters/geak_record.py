@@ -162,7 +162,7 @@ class GeakSuite:
         self.code, self.test, self.appended = fix(sf.code), fix(sf.test), fix(sf.appended)
         self._reference: Any = None
         self._calls: list[tuple] | None = None
-        self._perf: list[tuple] = []
+        self._recording: tuple[dict[str, Any], dict[str, Any]] | None = None
         self._outputs: OutputArgs | None = None
         self._shape_calls: list[ShapeCall] | None = None
         self._perf_calls: list[tuple] | None = None
@@ -328,22 +328,31 @@ class GeakSuite:
         if not recorded:
             names = sf.perf_callers if sf.from_perf_only else sf.test_callers
             failure = self._run_pytest_functions(ns, names, recorded, MAX_CALLS) or failure
-        perf: list[tuple] = []
-        if not self.interpreter and not sf.from_perf_only:
-            if sf.perf_callers:
-                self._install(ns, originals, perf, True)
-                self._run_pytest_functions(ns, sf.perf_callers, perf, MAX_CALLS, spread=True)
-            elif self.perf_script is not None:
-                self._install(ns, originals, perf, True)
-                perf = self._record_perf_script(ns, perf, GPU_PERF_ELEMENTS)
+        self._recording = (ns, originals)
         self.failure = failure
         if not recorded:
             raise RuntimeError(f"the suite's test recorded no call of {sf.target}" + (f" ({failure})" if failure else ""))
         if self.interpreter:
             small = [c for c in recorded if _shapes.elements(c) <= CPU_MAX_ELEMENTS]
             recorded = small or [min(recorded, key=_shapes.elements)]
-        self._perf = [c for c in perf if _shapes.elements(c) <= GPU_PERF_ELEMENTS]
         return recorded
+
+    def _suite_perf_inputs(self) -> list[tuple]:
+        """The calls the suite's performance test (ROCm) or perf script (TritonBench) makes, read
+        only when timing needs them (never on the interpreter): they are large."""
+        sf = self.sf
+        self.calls()
+        if self.interpreter or sf.from_perf_only or self._recording is None:
+            return []
+        ns, originals = self._recording
+        perf: list[tuple] = []
+        if sf.perf_callers:
+            self._install(ns, originals, perf, True)
+            self._run_pytest_functions(ns, sf.perf_callers, perf, MAX_CALLS, spread=True)
+        elif self.perf_script is not None:
+            self._install(ns, originals, perf, True)
+            perf = self._record_perf_script(ns, perf, GPU_PERF_ELEMENTS)
+        return [c for c in perf if _shapes.elements(c) <= GPU_PERF_ELEMENTS]
 
     def perf_script_calls(self, max_elements: int) -> list[tuple]:
         """The calls this file's TritonBench perf script makes, read on their own (on a GPU
@@ -463,7 +472,7 @@ class GeakSuite:
         within a factor PERF_SPREAD of the largest, so a five-element call never dilutes them)."""
         if self._perf_calls is None:
             calls = self.calls()
-            largest_first = sorted(self._perf, key=_shapes.elements, reverse=True)
+            largest_first = sorted(self._suite_perf_inputs(), key=_shapes.elements, reverse=True)
             suite = [c for c in largest_first if self._reference_runs(c)][:PERF_SLOTS]
             pool = sorted([s.values for s in self.shape_calls()] + list(calls), key=_shapes.elements, reverse=True)
             largest = _shapes.elements(pool[0])
