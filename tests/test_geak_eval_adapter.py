@@ -396,3 +396,23 @@ def test_a_reference_that_finishes_in_pytorch_is_its_own_interface(tasks: dict[s
     add = tasks["tb-add_vectors"]
     token = add.baseline_source().replace("    return c\n", "    return a + b\n").replace("](a, b, c, n", "](a, a, c, n")
     assert token != add.baseline_source() and _judge(add, token).kind == "no_kernel"
+
+
+def test_an_id_two_sources_define_is_a_one_line_error_naming_both(tmp_path: Path) -> None:
+    """thunlp's TritonBench and GEAK-eval's TritonBench-revised name their files alike."""
+    import shutil
+
+    from bench.registry import TaskSourceError, get_task, load_sources
+
+    load_sources([f"geak-eval:{GEAK}"], "cpu")
+    other = tmp_path / "data" / "TritonBench_G_v1"
+    other.mkdir(parents=True)
+    shutil.copy(TB / "add_vectors.py", other / "add_vectors.py")
+    shutil.copy(TB / "row_scale.py", other / "zz_only_here.py")
+    with pytest.raises(TaskSourceError) as err:
+        load_sources([f"geak-eval:{tmp_path}"], "cpu")
+    message = str(err.value)
+    assert "\n" not in message and "'tb-add_vectors' comes from two sources" in message
+    assert str(TB / "add_vectors.py") in message and str(other / "add_vectors.py") in message
+    with pytest.raises(KeyError):
+        get_task("tb-zz_only_here")  # nothing of the refused source was registered
