@@ -178,7 +178,7 @@ def spend_at(data: RunData, budgets: list[int]) -> pd.DataFrame:
 # ---------------------------------------------------------------------------- independent runs
 def _latency(data: RunData) -> dict[tuple[str, str], float]:
     ev = data.evaluations
-    vis = ev[(ev["case_set"] == "visible") & ev["timed"] & ev["candidate_ms"].notna()]
+    vis = ev[(ev["case_set"] == "visible") & ev["has_timing"] & ev["candidate_ms"].notna()]
     return {(h, t): float(ms) for h, t, ms in zip(vis["source_hash"], vis["task"], vis["candidate_ms"], strict=True)}
 
 

@@ -293,7 +293,7 @@ def latency_figure(a: Analysis, out_dir: Path) -> FigureResult:
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3, axis="y")
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
-    ev = a.data.evaluations[a.data.evaluations["timed"]]
+    ev = a.data.evaluations[a.data.evaluations["has_timing"]]
     share = flagged_share(ev["flagged"].to_numpy(bool))
     ax.set_title(_title(a, "Latency noise per task") + f"\n({len(ev)} timed evaluations, {100 * share:.0f}% flagged)",
                  fontsize=11)

@@ -23,7 +23,6 @@ import pandas as pd
 
 from results.run_folder import RunFolder, RunFolderError
 from results.store import Store
-from results.summary import unit_outcomes
 
 UNIT_KEY = ["method", "task", "repeat"]
 TEST_RUN_COLS = UNIT_KEY + ["test_run_index", "calls_used", "source_hash", "tests_hash", "verdict", "tests_passed",
@@ -62,10 +61,11 @@ class RunInfo:
 class RunData:
     """The frames of one run or of several combined runs (see the module docstring).
 
-    units: one row per finished unit: method, task, repeat, run, run_repeat, calls_used,
-        prompt_tokens, completion_tokens, tokens_used, feedback_evals, error,
-        submitted_pass, oracle_pass, submitted_visible_pass, speedup (final submission,
-        hidden cases, timed; NaN when not correct or not timed).
+    units: one row per finished unit (`unit_outcomes`): method, task, repeat, run,
+        run_repeat, calls_used, prompt_tokens, completion_tokens, tokens_used,
+        feedback_evals, error, submitted_pass, oracle_pass, submitted_visible_pass,
+        speedup and speedup_vs_eager (final submission, hidden cases, timed; NaN when not
+        correct or not timed), speedup_flagged (that timing was flagged).
     candidates: one row per candidate of a finished unit: unit key, candidate_index,
         calls_used and tokens_used when it was proposed, source_hash, hidden_verdict,
         hidden_pass, visible_verdict (its first visible feedback in that unit, or None).
@@ -74,8 +74,10 @@ class RunData:
     feedback: visible evaluations a method asked for: unit key, feedback_index, calls_used,
         source_hash, verdict.
     evaluations: one row per stored evaluation: run, source_hash, task, case_set,
-        device_key, timed, verdict, speedup, speedup_lo, speedup_hi, speedup_vs_eager,
-        candidate_ms, flagged, flag_reasons, skip_reasons (cases the judge skipped, with why).
+        device_key, timed (the store's flag: timing was asked for), has_timing (a timing
+        was recorded: only correct candidates are timed), verdict, speedup, speedup_lo,
+        speedup_hi, speedup_vs_eager, candidate_ms, flagged, flag_reasons, skip_reasons
+        (cases the judge skipped, with why).
     timings: one row per (timed evaluation, case): run, source_hash, task, case_set,
         case, candidate_ms (tuple of raw samples), baseline_ms, launches_per_sample, flagged.
     calls: one row per model call: unit key, call_index, role, prompt_tokens,
@@ -206,40 +208,40 @@ def _short(x: Any) -> str:
 
 
 # ---------------------------------------------------------------------------- frames of one store
-def _frame(rows: list[Any], columns: list[str]) -> pd.DataFrame:
-    return pd.DataFrame([dict(r) for r in rows], columns=columns)
+def _frame(rows: list[dict[str, Any]], columns: list[str]) -> pd.DataFrame:
+    return pd.DataFrame([{c: r[c] for c in columns} for r in rows], columns=columns)
+
+
+EVALUATION_COLS = ["source_hash", "task", "case_set", "device_key", "timed", "has_timing", "verdict", "speedup",
+                   "speedup_lo", "speedup_hi", "speedup_vs_eager", "candidate_ms", "flagged", "flag_reasons",
+                   "skip_reasons"]
+TIMING_COLS = ["source_hash", "task", "case_set", "case", "candidate_ms", "baseline_ms", "launches_per_sample",
+               "flagged"]
 
 
 def read_evaluations(store: Store) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(evaluations, timings): one row per stored evaluation, and one per timed case."""
     ev_rows, t_rows = [], []
-    for r in store.query("SELECT source_hash, task, case_set, device_key, verdict, evaluation FROM evaluations"):
+    for r in store.evaluations():
         ev = json.loads(r["evaluation"])
-        timing = ev.get("timing") or None
-        t: dict[str, Any] = timing or {}
+        t: dict[str, Any] = ev.get("timing") or {}
         ci = t.get("speedup_ci") or (None, None)
         ev_rows.append({
             "source_hash": r["source_hash"], "task": r["task"], "case_set": r["case_set"],
-            "device_key": r["device_key"], "timed": timing is not None, "verdict": r["verdict"],
-            "speedup": _num((timing or {}).get("speedup_vs_baseline")), "speedup_lo": _num(ci[0]),
-            "speedup_hi": _num(ci[1]), "speedup_vs_eager": _num((timing or {}).get("speedup_vs_eager")),
-            "candidate_ms": _num((timing or {}).get("candidate_ms")),
-            "flagged": bool((timing or {}).get("flagged", False)),
-            "flag_reasons": tuple((timing or {}).get("flag_reasons", ())),
+            "device_key": r["device_key"], "timed": bool(r["timed"]), "has_timing": bool(t), "verdict": r["verdict"],
+            "speedup": _num(t.get("speedup_vs_baseline")), "speedup_lo": _num(ci[0]), "speedup_hi": _num(ci[1]),
+            "speedup_vs_eager": _num(t.get("speedup_vs_eager")), "candidate_ms": _num(t.get("candidate_ms")),
+            "flagged": bool(t.get("flagged", False)), "flag_reasons": tuple(t.get("flag_reasons", ())),
             "skip_reasons": tuple((ev.get("verdict") or {}).get("skip_reasons", ())),
         })
-        for case in (timing or {}).get("cases", ()):
+        for case in t.get("cases", ()):
             t_rows.append({
                 "source_hash": r["source_hash"], "task": r["task"], "case_set": r["case_set"],
                 "case": case["case"], "candidate_ms": tuple(case["candidate_ms"]),
                 "baseline_ms": tuple(case["baseline_ms"]), "launches_per_sample": case.get("launches_per_sample", 1),
                 "flagged": bool(t.get("flagged", False)),
             })
-    ev_cols = ["source_hash", "task", "case_set", "device_key", "timed", "verdict", "speedup", "speedup_lo",
-               "speedup_hi", "speedup_vs_eager", "candidate_ms", "flagged", "flag_reasons", "skip_reasons"]
-    t_cols = ["source_hash", "task", "case_set", "case", "candidate_ms", "baseline_ms", "launches_per_sample",
-              "flagged"]
-    return pd.DataFrame(ev_rows, columns=ev_cols), pd.DataFrame(t_rows, columns=t_cols)
+    return pd.DataFrame(ev_rows, columns=EVALUATION_COLS), pd.DataFrame(t_rows, columns=TIMING_COLS)
 
 
 def _num(x: Any) -> float:
@@ -248,7 +250,7 @@ def _num(x: Any) -> float:
 
 def hidden_verdicts(evaluations: pd.DataFrame) -> dict[tuple[str, str], str]:
     """(source hash, task) -> hidden verdict; the untimed evaluation wins over the timed one
-    (both judge the same cases; results/summary.py reads them the same way)."""
+    (both judge the same cases)."""
     hidden = evaluations[evaluations["case_set"] == "hidden"].sort_values("timed", kind="stable")
     out: dict[tuple[str, str], str] = {}
     for h, task, verdict in zip(hidden["source_hash"], hidden["task"], hidden["verdict"], strict=True):
@@ -256,50 +258,45 @@ def hidden_verdicts(evaluations: pd.DataFrame) -> dict[tuple[str, str], str]:
     return out
 
 
-def read_units(store: Store) -> pd.DataFrame:
-    """Finished units with their outcomes (results.summary.unit_outcomes) and raw spend."""
-    cols = ["method", "task", "repeat", "calls_used", "tokens_used", "feedback_evals", "submitted_pass", "oracle_pass",
-            "submitted_visible_pass", "speedup"]
-    outcomes = pd.DataFrame([o.__dict__ for o in unit_outcomes(store)], columns=cols)
-    raw = _frame(store.query("SELECT method, task, repeat, prompt_tokens, completion_tokens, error FROM units "
-                             "WHERE status='done'"), UNIT_KEY + ["prompt_tokens", "completion_tokens", "error"])
-    units = outcomes.merge(raw, on=UNIT_KEY, how="left", validate="one_to_one")
-    units["speedup"] = pd.to_numeric(units["speedup"], errors="coerce").astype(float)
-    for c in ("submitted_pass", "oracle_pass"):
-        units[c] = units[c].astype(bool)
-    return units
+UNIT_COLS = UNIT_KEY + ["calls_used", "tokens_used", "feedback_evals", "submitted_pass", "oracle_pass",
+                        "submitted_visible_pass", "speedup", "speedup_vs_eager", "speedup_flagged", "prompt_tokens",
+                        "completion_tokens", "error"]
 
 
-def read_calls(store: Store) -> pd.DataFrame:
-    cols = UNIT_KEY + ["call_index", "role", "prompt_tokens", "completion_tokens", "charged", "cached", "error",
-                       "latency_s"]
-    return _frame(store.query(f"SELECT {', '.join(cols)} FROM calls ORDER BY method, task, repeat, call_index"), cols)
+def unit_outcomes(raw: pd.DataFrame, candidates: pd.DataFrame, submissions: pd.DataFrame,
+                  evaluations: pd.DataFrame) -> pd.DataFrame:
+    """Finished units with their outcomes: the one definition the report and summary.json share.
+
+    submitted_pass: the unit's last submission passes the hidden cases; oracle_pass: any of its
+    candidates does; submitted_visible_pass: the visible verdict the method saw for its last
+    submission (None when it asked for none); speedup, speedup_vs_eager, speedup_flagged: the
+    timed hidden evaluation of a passing last submission (NaN / False otherwise)."""
+    units = raw.copy()
+    units["tokens_used"] = units["prompt_tokens"] + units["completion_tokens"]
+    last = submissions.sort_values("submission_index").groupby(UNIT_KEY, sort=False).tail(1)
+    last = last[UNIT_KEY + ["source_hash", "hidden_pass", "visible_verdict"]]
+    units = units.merge(last, on=UNIT_KEY, how="left", validate="one_to_one")
+    units["submitted_pass"] = units["hidden_pass"].eq(True)
+    units["submitted_visible_pass"] = [None if v is None or (isinstance(v, float) and np.isnan(v)) else v == "correct"
+                                       for v in units["visible_verdict"]]
+    oracle = candidates.groupby(UNIT_KEY)["hidden_pass"].any().rename("oracle_pass").reset_index()
+    units = units.merge(oracle, on=UNIT_KEY, how="left", validate="one_to_one")
+    units["oracle_pass"] = units["oracle_pass"].eq(True)
+    timed = evaluations[(evaluations["case_set"] == "hidden") & evaluations["has_timing"]]
+    timed = timed.drop_duplicates(["source_hash", "task"])[["source_hash", "task", "speedup", "speedup_vs_eager",
+                                                            "flagged"]]
+    units = units.merge(timed.rename(columns={"flagged": "speedup_flagged"}), on=["source_hash", "task"], how="left",
+                        validate="many_to_one")
+    for col in ("speedup", "speedup_vs_eager"):
+        units[col] = units[col].where(units["submitted_pass"]).astype(float)
+    units["speedup_flagged"] = units["speedup_flagged"].eq(True) & units["speedup"].notna()
+    return units[UNIT_COLS].reset_index(drop=True)
 
 
-def read_feedback(store: Store) -> pd.DataFrame:
-    cols = UNIT_KEY + ["feedback_index", "calls_used", "source_hash", "verdict"]
-    return _frame(store.query(f"SELECT {', '.join(cols)} FROM feedback ORDER BY method, task, repeat, feedback_index"),
-                  cols)
-
-
-def read_test_runs(store: Store) -> pd.DataFrame:
-    return _frame(store.query(f"SELECT {', '.join(TEST_RUN_COLS)} FROM test_runs "
-                              "ORDER BY method, task, repeat, test_run_index"), TEST_RUN_COLS)
-
-
-def read_runs(store: Store) -> pd.DataFrame:
-    """Independent runs the methods declared (`ctx.begin_run`): calls_end is NaN for a run
-    the budget cut short."""
-    cols = UNIT_KEY + ["run_index", "calls_start", "calls_end"]
-    df = _frame(store.query(f"SELECT {', '.join(cols)} FROM runs ORDER BY method, task, repeat, run_index"), cols)
-    df["calls_end"] = pd.to_numeric(df["calls_end"], errors="coerce").astype(float)
-    return df
-
-
-def _events(store: Store, table: str, index: str, hidden: dict[tuple[str, str], str],
+def _events(rows: list[dict[str, Any]], index: str, hidden: dict[tuple[str, str], str],
             feedback: pd.DataFrame, extra: tuple[str, ...] = ()) -> pd.DataFrame:
     cols = UNIT_KEY + [index, "calls_used", "tokens_used", "source_hash", *extra]
-    df = _frame(store.query(f"SELECT {', '.join(cols)} FROM {table} ORDER BY method, task, repeat, {index}"), cols)
+    df = _frame(rows, cols)
     df["hidden_verdict"] = [hidden.get((h, t)) for h, t in zip(df["source_hash"], df["task"], strict=True)]
     df["hidden_pass"] = df["hidden_verdict"] == "correct"
     first_fb = feedback.drop_duplicates(UNIT_KEY + ["source_hash"])[UNIT_KEY + ["source_hash", "verdict"]]
@@ -308,23 +305,35 @@ def _events(store: Store, table: str, index: str, hidden: dict[tuple[str, str], 
     return df
 
 
+CALL_COLS = UNIT_KEY + ["call_index", "role", "prompt_tokens", "completion_tokens", "charged", "cached", "error",
+                        "latency_s"]
+RUN_COLS = UNIT_KEY + ["run_index", "calls_start", "calls_end"]
+RAW_UNIT_COLS = UNIT_KEY + ["calls_used", "prompt_tokens", "completion_tokens", "feedback_evals", "error"]
+
+
 def _read_store(path: Path) -> dict[str, pd.DataFrame | int]:
     store = Store(path)
     try:
         evaluations, timings = read_evaluations(store)
         hidden = hidden_verdicts(evaluations)
-        feedback = read_feedback(store)
+        feedback = _frame(store.events("feedback"), UNIT_KEY + ["feedback_index", "calls_used", "source_hash",
+                                                                "verdict"])
+        candidates = _events(store.events("candidates"), "candidate_index", hidden, feedback, ("run_index",))
+        submissions = _events(store.events("submissions"), "submission_index", hidden, feedback)
+        runs = _frame(store.runs(), RUN_COLS)
+        runs["calls_end"] = pd.to_numeric(runs["calls_end"], errors="coerce").astype(float)
         frames: dict[str, pd.DataFrame | int] = {
-            "units": read_units(store),
-            "candidates": _events(store, "candidates", "candidate_index", hidden, feedback, ("run_index",)),
-            "submissions": _events(store, "submissions", "submission_index", hidden, feedback),
+            "units": unit_outcomes(_frame(store.units(done=True), RAW_UNIT_COLS), candidates, submissions,
+                                   evaluations),
+            "candidates": candidates,
+            "submissions": submissions,
             "feedback": feedback,
             "evaluations": evaluations,
             "timings": timings,
-            "calls": read_calls(store),
-            "runs": read_runs(store),
-            "test_runs": read_test_runs(store),
-            "unfinished": int(store.query("SELECT COUNT(*) FROM units WHERE status != 'done'")[0][0]),
+            "calls": _frame(store.calls(tuple(CALL_COLS)), CALL_COLS),
+            "runs": runs,
+            "test_runs": _frame(store.events("test_runs"), TEST_RUN_COLS),
+            "unfinished": len(store.units(done=False)),
         }
     finally:
         store.close()

@@ -16,8 +16,8 @@ from typing import Any
 
 from results.analysis import Analysis, analyse
 from results.figures import FigureResult, write_figures
+from results.labels import SIMULATED_BANNER
 from results.readers import RunData, load_runs
-from results.summary import SIMULATED_BANNER
 from results.tables import Table, build_tables, to_markdown, write_tables
 from results.verdicts import display, verdict_sentence
 

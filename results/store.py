@@ -2,10 +2,15 @@
 
 Every row is keyed by what it is, never by position: calls by (method, task, repeat,
 call_index), candidates and submissions by their index within a unit, evaluations by
-(source hash, task, case set, device). That is what makes resume exact (design invariant
-5): a resumed unit replays its recorded calls and evaluations by key, and primary keys make
-a duplicate row impossible rather than merely unlikely. Each write commits at once; WAL
-keeps committed rows through a SIGKILL of the writer.
+(source hash, task, case set, device, timed). That is what makes resume exact (design
+invariant 5): a resumed unit replays its recorded calls and evaluations by key, and primary
+keys make a duplicate row impossible rather than merely unlikely. Each write commits at
+once; WAL keeps committed rows through a SIGKILL of the writer.
+
+All SQL of the project lives here: the scheduler writes through the recording methods, and
+results/readers.py reads through the named reading methods below (plain dict rows, so this
+module needs no pandas). Stores written by older versions are brought up to date on open
+(`_migrate`), so old run folders still resume and report.
 """
 
 from __future__ import annotations
@@ -53,14 +58,22 @@ CREATE TABLE IF NOT EXISTS submissions (
     PRIMARY KEY (method, task, repeat, submission_index));
 CREATE TABLE IF NOT EXISTS evaluations (
     source_hash TEXT NOT NULL, task TEXT NOT NULL, case_set TEXT NOT NULL, device_key TEXT NOT NULL,
+    timed INTEGER NOT NULL DEFAULT 0,
     verdict TEXT NOT NULL, evaluation TEXT NOT NULL, created REAL NOT NULL,
-    PRIMARY KEY (source_hash, task, case_set, device_key));
+    PRIMARY KEY (source_hash, task, case_set, device_key, timed));
 CREATE TABLE IF NOT EXISTS units (
     method TEXT NOT NULL, task TEXT NOT NULL, repeat INTEGER NOT NULL, status TEXT NOT NULL,
     calls_used INTEGER NOT NULL, prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL,
     feedback_evals INTEGER NOT NULL, error TEXT,
     PRIMARY KEY (method, task, repeat));
 """
+
+
+#: Stores written before the `timed` column marked a timed evaluation by this suffix on the device key.
+LEGACY_TIMED_SUFFIX = "|timed"
+UNIT_KEY = ("method", "task", "repeat")
+EVENT_TABLES = {"candidates": "candidate_index", "feedback": "feedback_index", "test_runs": "test_run_index",
+                "submissions": "submission_index"}
 
 
 def source_hash(source: str) -> str:
@@ -76,15 +89,42 @@ class Store:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)
-        self._add_missing_columns()
+        self._migrate()
 
-    def _add_missing_columns(self) -> None:
-        """Stores written before a column existed gain it (with its default) on open, so they resume."""
+    def _columns(self, table: str) -> set[str]:
+        return {r[1] for r in self.query(f"PRAGMA table_info({table})")}
+
+    def _migrate(self) -> None:
+        """Stores written before a column existed gain it (with its default) on open, so they resume.
+
+        The `timed` flag of an evaluation was once a `|timed` suffix on its device key; since it
+        is part of the primary key, the table is rebuilt with the suffix moved into the column
+        (in one transaction: a failure leaves the old table as it was)."""
         for table, column, ddl in (("calls", "retries", "INTEGER NOT NULL DEFAULT 0"),
                                    ("candidates", "run_index", "INTEGER NOT NULL DEFAULT -1")):
-            have = {r[1] for r in self._db.execute(f"PRAGMA table_info({table})")}
-            if column not in have:
+            if column not in self._columns(table):
                 self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {ddl}")
+        if "timed" in self._columns("evaluations"):
+            return
+        n = len(LEGACY_TIMED_SUFFIX)
+        legacy = f"device_key LIKE '%{LEGACY_TIMED_SUFFIX}'"
+        create = SCHEMA[SCHEMA.index("CREATE TABLE IF NOT EXISTS evaluations"):]
+        create = create[:create.index(";") + 1].replace("IF NOT EXISTS evaluations", "evaluations_migrated")
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute(create)
+                self._db.execute(
+                    "INSERT INTO evaluations_migrated(source_hash, task, case_set, device_key, timed, verdict, "
+                    f"evaluation, created) SELECT source_hash, task, case_set, CASE WHEN {legacy} THEN "
+                    f"substr(device_key, 1, length(device_key) - {n}) ELSE device_key END, CASE WHEN {legacy} THEN 1 "
+                    "ELSE 0 END, verdict, evaluation, created FROM evaluations")
+                self._db.execute("DROP TABLE evaluations")
+                self._db.execute("ALTER TABLE evaluations_migrated RENAME TO evaluations")
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
 
     def close(self) -> None:
         with self._lock:
@@ -96,6 +136,7 @@ class Store:
             self._db.execute(sql, params)
 
     def query(self, sql: str, params: tuple | dict = ()) -> list[sqlite3.Row]:
+        """Raw SQL, for tests and ad-hoc inspection; library code uses the named methods."""
         with self._lock:
             return self._db.execute(sql, params).fetchall()
 
@@ -149,16 +190,20 @@ class Store:
                     (calls_end, method, task, repeat, run_index))
 
     # ------------------------------------------------------------------ evaluations
-    def evaluation(self, h: str, task: str, case_set: str, device_key: str) -> dict[str, Any] | None:
-        rows = self.query("SELECT evaluation FROM evaluations WHERE source_hash=? AND task=? AND case_set=? AND device_key=?",
-                          (h, task, case_set, device_key))
+    def evaluation(self, h: str, task: str, case_set: str, device_key: str, timed: bool = False) -> dict[str, Any] | None:
+        rows = self.query("SELECT evaluation FROM evaluations WHERE source_hash=? AND task=? AND case_set=? "
+                          "AND device_key=? AND timed=?", (h, task, case_set, device_key, int(timed)))
         return json.loads(rows[0][0]) if rows else None
 
-    def record_evaluation(self, h: str, task: str, case_set: str, device_key: str, evaluation: dict[str, Any]) -> None:
+    def record_evaluation(self, h: str, task: str, case_set: str, device_key: str, evaluation: dict[str, Any],
+                          timed: bool = False) -> None:
+        """One evaluation; `timed` when it also timed the candidate (a GPU's hidden or visible
+        run with timing), which is judged on the same cases as the untimed one."""
         self._write(
-            "INSERT OR IGNORE INTO evaluations(source_hash, task, case_set, device_key, verdict, evaluation, created) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (h, task, case_set, device_key, evaluation["verdict"]["kind"], json.dumps(evaluation), time.time()),
+            "INSERT OR IGNORE INTO evaluations(source_hash, task, case_set, device_key, timed, verdict, evaluation, "
+            "created) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (h, task, case_set, device_key, int(timed), evaluation["verdict"]["kind"], json.dumps(evaluation),
+             time.time()),
         )
 
     # ------------------------------------------------------------------ units
@@ -174,3 +219,52 @@ class Store:
             (method, task, repeat, status, calls, prompt_tokens, completion_tokens, feedback_evals, error),
         )
 
+
+    def unit_spend(self, method: str, task: str, repeat: int) -> dict[str, int] | None:
+        """A recorded unit's calls and tokens (None when the unit has no row)."""
+        rows = self.query("SELECT calls_used, prompt_tokens, completion_tokens FROM units "
+                          "WHERE method=? AND task=? AND repeat=?", (method, task, repeat))
+        return dict(rows[0]) if rows else None
+
+    def unit_candidate_hashes(self, method: str, task: str, repeat: int) -> list[str]:
+        """The distinct sources a unit proposed, in the order it first proposed them."""
+        rows = self.query("SELECT source_hash, MIN(candidate_index) AS first FROM candidates "
+                          "WHERE method=? AND task=? AND repeat=? GROUP BY source_hash ORDER BY first",
+                          (method, task, repeat))
+        return [str(r[0]) for r in rows]
+
+    def final_submission(self, method: str, task: str, repeat: int) -> str | None:
+        """The source hash a unit submitted last (None when it submitted nothing)."""
+        rows = self.query("SELECT source_hash FROM submissions WHERE method=? AND task=? AND repeat=? "
+                          "ORDER BY submission_index DESC LIMIT 1", (method, task, repeat))
+        return str(rows[0][0]) if rows else None
+
+    # ------------------------------------------------------------------ reading a whole run (results/readers.py)
+    def _rows(self, sql: str, params: tuple = ()) -> list[dict[str, Any]]:
+        return [dict(r) for r in self.query(sql, params)]
+
+    def units(self, done: bool = True) -> list[dict[str, Any]]:
+        """Unit rows, finished ones (`done`) or the others, in unit-key order."""
+        op = "=" if done else "!="
+        return self._rows(f"SELECT * FROM units WHERE status {op} 'done' ORDER BY method, task, repeat")
+
+    def events(self, table: str) -> list[dict[str, Any]]:
+        """Every row of an event table (candidates, feedback, test_runs, submissions), in unit and index order."""
+        index = EVENT_TABLES[table]
+        return self._rows(f"SELECT * FROM {table} ORDER BY method, task, repeat, {index}")
+
+    def runs(self) -> list[dict[str, Any]]:
+        return self._rows("SELECT * FROM runs ORDER BY method, task, repeat, run_index")
+
+    def calls(self, columns: tuple[str, ...]) -> list[dict[str, Any]]:
+        """Chosen columns of every call (the messages and responses are large: ask only for what is needed)."""
+        have = self._columns("calls")
+        unknown = [c for c in columns if c not in have]
+        if unknown:
+            raise ValueError(f"calls has no column(s) {unknown}")
+        return self._rows(f"SELECT {', '.join(columns)} FROM calls ORDER BY method, task, repeat, call_index")
+
+    def evaluations(self) -> list[dict[str, Any]]:
+        """Every evaluation: key (with `timed` as 0/1), verdict kind and the evaluation's JSON text."""
+        return self._rows("SELECT source_hash, task, case_set, device_key, timed, verdict, evaluation FROM evaluations "
+                          "ORDER BY source_hash, task, case_set, device_key, timed")

@@ -1,6 +1,7 @@
-"""summary.json and the end-of-run table, computed from the store alone.
+"""summary.json and the end-of-run table, computed from the run folder alone.
 
-Because it reads only the store, the summary of a resumed run is computed exactly as that
+Because it reads only the run folder (config.json and the store, through results.readers, the
+same frames the report reads), the summary of a resumed run is computed exactly as that
 of an uninterrupted one, and it holds no wall-clock fields, so the two compare equal.
 Stable fields (scripts rely on them): simulated, budget, budget_unit, and per method
 calls_used, tokens_used (per task, summed over repeats), submitted_pass, oracle_pass,
@@ -10,80 +11,14 @@ submitted_pass_ci, speedup_geomean.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
-from results.store import Store
+from results.labels import SIMULATED_BANNER
+from results.readers import RunData, load_run
 from stats import geomean, mean_ci
-
-SIMULATED_BANNER = ("SIMULATED MODEL: these results come from the built-in simulated model, "
-                    "not from a real LLM; they exercise the toolkit, they say nothing about any model.")
-
-
-@dataclass(frozen=True)
-class UnitOutcome:
-    method: str
-    task: str
-    repeat: int
-    calls_used: int
-    tokens_used: int
-    feedback_evals: int
-    submitted_pass: bool
-    oracle_pass: bool
-    submitted_visible_pass: bool | None
-    speedup: float | None
-
-
-def _hidden_verdicts(store: Store) -> dict[str, str]:
-    """source hash -> hidden verdict kind (untimed evaluation; the timed one agrees)."""
-    out: dict[str, str] = {}
-    for r in store.query("SELECT source_hash, verdict, device_key FROM evaluations WHERE case_set='hidden'"):
-        if not r["device_key"].endswith("|timed") or r["source_hash"] not in out:
-            out[r["source_hash"]] = r["verdict"]
-    return out
-
-
-def _speedups(store: Store) -> dict[str, float]:
-    import json
-
-    out = {}
-    for r in store.query("SELECT source_hash, evaluation FROM evaluations WHERE case_set='hidden' "
-                         "AND device_key LIKE '%|timed'"):
-        timing = json.loads(r["evaluation"]).get("timing")
-        if timing and timing.get("speedup_vs_baseline"):
-            out[r["source_hash"]] = float(timing["speedup_vs_baseline"])
-    return out
-
-
-def unit_outcomes(store: Store) -> list[UnitOutcome]:
-    hidden = _hidden_verdicts(store)
-    speed = _speedups(store)
-    visible = {r["source_hash"]: r["verdict"] for r in store.query("SELECT source_hash, verdict FROM feedback")}
-    # One pass over each table, grouped by unit (not one query per unit).
-    finals = {(r[0], r[1], r[2]): r[3] for r in store.query(
-        "SELECT s.method, s.task, s.repeat, s.source_hash FROM submissions s JOIN "
-        "(SELECT method, task, repeat, MAX(submission_index) AS last FROM submissions GROUP BY method, task, repeat) m "
-        "ON s.method=m.method AND s.task=m.task AND s.repeat=m.repeat AND s.submission_index=m.last")}
-    candidates: dict[tuple, list[str]] = {}
-    for r in store.query("SELECT method, task, repeat, source_hash FROM candidates"):
-        candidates.setdefault((r[0], r[1], r[2]), []).append(r[3])
-    outcomes = []
-    for u in store.query("SELECT * FROM units WHERE status='done' ORDER BY method, task, repeat"):
-        key = (u["method"], u["task"], u["repeat"])
-        cands = candidates.get(key, [])
-        final = finals.get(key)
-        submitted = final is not None and hidden.get(final) == "correct"
-        outcomes.append(UnitOutcome(
-            method=u["method"], task=u["task"], repeat=u["repeat"], calls_used=u["calls_used"],
-            tokens_used=u["prompt_tokens"] + u["completion_tokens"], feedback_evals=u["feedback_evals"],
-            submitted_pass=submitted, oracle_pass=any(hidden.get(h) == "correct" for h in cands),
-            submitted_visible_pass=(visible[final] == "correct") if final in visible else None,
-            speedup=speed.get(final) if submitted and final else None,
-        ))
-    return outcomes
 
 
 def _ci(scores: np.ndarray, seed: int) -> tuple[list[float], str]:
@@ -91,22 +26,27 @@ def _ci(scores: np.ndarray, seed: int) -> tuple[list[float], str]:
     return [float(est.lo), float(est.hi)], est.method
 
 
-def build_summary(store: Store, config: dict[str, Any], simulated: bool, model: str) -> dict[str, Any]:
-    outcomes = unit_outcomes(store)
-    df = pd.DataFrame([o.__dict__ for o in outcomes])
-    unit = config["budget_unit"]
+def build_summary(run_dir: Path) -> dict[str, Any]:
+    """summary.json's content for a run folder, from the frames the report reads (results.readers)."""
+    return summarize(load_run(run_dir))
+
+
+def summarize(data: RunData) -> dict[str, Any]:
+    info = data.first
+    df = data.units
+    unit = info.budget_unit
     summary: dict[str, Any] = {
-        "simulated": simulated,
-        "model": model,
-        "budget": config["budget"],
+        "simulated": info.simulated,
+        "model": info.model,
+        "budget": info.budget,
         "budget_unit": "calls" if unit == "calls" else "tokens",
         "tokens_counted": None if unit == "calls" else ("output" if unit == "output_tokens" else "total"),
-        "repeats": config["repeats"],
-        "seed": config["seed"],
+        "repeats": info.repeats,
+        "seed": info.seed,
         "methods": {},
     }
-    for method in config["methods"]:
-        rows = df[df["method"] == method] if len(df) else df
+    for method in info.methods:
+        rows = df[df["method"] == method]
         if not len(rows):
             summary["methods"][method] = {"calls_used": {}, "tokens_used": {}, "submitted_pass": None,
                                           "oracle_pass": None, "submitted_pass_ci": None, "speedup_geomean": None}
@@ -114,8 +54,8 @@ def build_summary(store: Store, config: dict[str, Any], simulated: bool, model: 
         per_task = rows.groupby("task").agg(
             submitted=("submitted_pass", "mean"), oracle=("oracle_pass", "mean"), calls=("calls_used", "sum"),
             tokens=("tokens_used", "sum"), evals=("feedback_evals", "sum"))
-        sub_ci, ci_method = _ci(per_task["submitted"].to_numpy(float), config["seed"])
-        ora_ci, _ = _ci(per_task["oracle"].to_numpy(float), config["seed"])
+        sub_ci, ci_method = _ci(per_task["submitted"].to_numpy(float), info.seed)
+        ora_ci, _ = _ci(per_task["oracle"].to_numpy(float), info.seed)
         speedups = rows["speedup"].dropna().to_numpy(float)
         vis = rows[rows["submitted_visible_pass"] == True]  # noqa: E712 - pandas elementwise comparison
         summary["methods"][method] = {

@@ -23,8 +23,8 @@ import pandas as pd
 
 from results.analysis import SMALL_SUITE, Analysis
 from results.curves import checkpoints, spend_at, unit_curves
+from results.labels import SIMULATED_BANNER
 from results.readers import UNIT_KEY, RunData, task_difficulty
-from results.summary import SIMULATED_BANNER
 from results.verdicts import display
 from stats import (
     DEFAULT_FAST_PS,
@@ -298,7 +298,7 @@ def latency_table(a: Analysis) -> Table | None:
     if not a.data.has_timings:
         return None
     lat = latency_frame(a.data)
-    ev = a.data.evaluations[a.data.evaluations["timed"]]
+    ev = a.data.evaluations[a.data.evaluations["has_timing"]]
     rows = []
     for task, g in lat.groupby("task", sort=True):
         e = ev[ev["task"] == task]

@@ -115,9 +115,9 @@ class CompareRun:
         pending = []
         for u in self.units:
             if self.store.unit_status(u.method, u.task, u.repeat) == "done":
-                row = self.store.query("SELECT calls_used, prompt_tokens, completion_tokens FROM units "
-                                       "WHERE method=? AND task=? AND repeat=?", (u.method, u.task, u.repeat))[0]
-                self.progress.add(units=1, spent=self._spent_from_row(row))
+                spend = self.store.unit_spend(u.method, u.task, u.repeat)
+                assert spend is not None  # a done unit has its row
+                self.progress.add(units=1, spent=self._spent_from_row(spend))
             else:
                 pending.append(u)
         concurrency = self.config.concurrency or max(2, 2 * self.executor.size)
@@ -135,8 +135,9 @@ class CompareRun:
                 self.executor.abort()
                 raise
 
-    def _spent_from_row(self, row: Any) -> int:
-        return {"calls": row[0], "output_tokens": row[2], "total_tokens": row[1] + row[2]}[self.ledger.unit]
+    def _spent_from_row(self, row: dict[str, int]) -> int:
+        return {"calls": row["calls_used"], "output_tokens": row["completion_tokens"],
+                "total_tokens": row["prompt_tokens"] + row["completion_tokens"]}[self.ledger.unit]
 
     def _run_unit(self, unit: Unit) -> None:
         task = get_task(unit.task)
@@ -158,20 +159,15 @@ class CompareRun:
         self.progress.add(units=1, spent=s.used(self.ledger.unit))
 
     def _judge_hidden(self, unit: Unit, task: Task) -> None:
-        key = (unit.method, unit.task, unit.repeat)
-        hashes = [r[0] for r in self.store.query(
-            "SELECT DISTINCT source_hash FROM candidates WHERE method=? AND task=? AND repeat=? ORDER BY candidate_index",
-            key)]
-        for h in hashes:
+        for h in self.store.unit_candidate_hashes(unit.method, unit.task, unit.repeat):
             self.evaluator.evaluate(task.id, self.store.source(h), "hidden")
-        final = self.store.query("SELECT source_hash FROM submissions WHERE method=? AND task=? AND repeat=? "
-                                 "ORDER BY submission_index DESC LIMIT 1", key)
-        if final and task.profile(GEAK_EVAL_PROFILE) is not None:
+        final = self.store.final_submission(unit.method, unit.task, unit.repeat)
+        if final is not None and task.profile(GEAK_EVAL_PROFILE) is not None:
             # The suite's own checker's view of the same answer (GEAK-eval's call and execution
             # accuracy), reported beside the strict hidden verdict.
-            self.evaluator.evaluate(profile_id(task.id, GEAK_EVAL_PROFILE), self.store.source(final[0][0]), "hidden")
-        if final and not self.target.interpreter:
-            self.evaluator.evaluate(task.id, self.store.source(final[0][0]), "hidden", timing=True)
+            self.evaluator.evaluate(profile_id(task.id, GEAK_EVAL_PROFILE), self.store.source(final), "hidden")
+        if final is not None and not self.target.interpreter:
+            self.evaluator.evaluate(task.id, self.store.source(final), "hidden", timing=True)
 
     def close(self) -> None:
         self.executor.close()
@@ -392,7 +388,7 @@ def run_compare(config: CompareConfig, options: CompareOptions | None = None) ->
                 run.run()
         except KeyboardInterrupt:
             raise CompareInterrupted(run_dir, run.progress.units_done, len(run.units)) from None
-        summary = build_summary(run.store, config.to_json(), client.simulated, client.model)
+        summary = build_summary(run_dir)
         RunFolder(run_dir).write_summary(summary)
     finally:
         run.close()

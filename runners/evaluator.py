@@ -26,9 +26,10 @@ class RunInterrupted(BaseException):
 class EvaluationStore(Protocol):
     def put_source(self, source: str) -> str: ...
 
-    def evaluation(self, h: str, task: str, case_set: str, device_key: str) -> dict[str, Any] | None: ...
+    def evaluation(self, h: str, task: str, case_set: str, device_key: str, timed: bool = False) -> dict[str, Any] | None: ...
 
-    def record_evaluation(self, h: str, task: str, case_set: str, device_key: str, evaluation: dict[str, Any]) -> None: ...
+    def record_evaluation(self, h: str, task: str, case_set: str, device_key: str, evaluation: dict[str, Any],
+                          timed: bool = False) -> None: ...
 
 
 class Evaluator:
@@ -48,11 +49,11 @@ class Evaluator:
             return self._locks.setdefault(key, threading.Lock())
 
     def _cached(self, source: str, task_id: str, case_set: str, device_key: str,
-                compute: Callable[[], Any]) -> dict[str, Any]:
+                compute: Callable[[], Any], timed: bool = False) -> dict[str, Any]:
         """The stored JSON of a result, computing and storing it at most once per key."""
         key = (self.store.put_source(source), task_id, case_set, device_key)
-        with self._lock(key):
-            cached = self.store.evaluation(*key)
+        with self._lock((*key, str(timed))):
+            cached = self.store.evaluation(*key, timed=timed)
             if cached is not None:
                 return cached
             if self.stopping.is_set():
@@ -61,16 +62,16 @@ class Evaluator:
             if self.stopping.is_set():  # the worker may have been killed under it: not a verdict to keep
                 raise RunInterrupted()
             self.executed += 1
-            self.store.record_evaluation(*key, result)
+            self.store.record_evaluation(*key, result, timed=timed)
             return result
 
     def evaluate(self, task_id: str, source: str, case_set: str, timing: bool = False) -> Evaluation:
         timed = timing and not self.target.interpreter
-        device_key = self.target.key + ("|timed" if timed else "")
         return Evaluation.from_json(self._cached(
-            source, task_id, case_set, device_key,
+            source, task_id, case_set, self.target.key,
             lambda: self.executor.evaluate(task_id, judged_source(task_id, source), case_set, timing=timed,
-                                           timing_policy=self.timing_policy)))
+                                           timing_policy=self.timing_policy),
+            timed=timed))
 
     def run_tests(self, task_id: str, source: str, tests: str) -> InternalTestReport:
         """A method's own tests against a candidate, in the sandboxed worker; cached under the

@@ -59,7 +59,7 @@ def test_readers_join_hidden_and_visible_verdicts(run_dir: Path) -> None:
     assert geak_flip["hidden_verdict"].tolist() == ["wrong_result", "compile_error"]
     assert geak_flip["visible_verdict"].tolist() == ["correct", "compile_error"]
     assert len(d.timings) == 2 * 11  # 11 timed evaluations x 2 cases
-    assert d.evaluations["timed"].sum() == 11 and d.evaluations["flagged"].sum() == 1
+    assert d.evaluations["timed"].sum() == d.evaluations["has_timing"].sum() == 11 and d.evaluations["flagged"].sum() == 1
 
 
 # ---------------------------------------------------------------------------- curves

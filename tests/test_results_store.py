@@ -1,0 +1,120 @@
+"""The run store: the timed flag is a column (stores that glued `|timed` onto the device key
+are migrated on open and still read, report and resume), and SQL lives in results/store.py only."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from results.readers import load_run
+from results.store import Store
+from tests.fixtures.synthetic_run import DEVICE, make_synthetic_run
+
+ROOT = Path(__file__).resolve().parents[1]
+
+LEGACY_EVALUATIONS = """CREATE TABLE evaluations (
+    source_hash TEXT NOT NULL, task TEXT NOT NULL, case_set TEXT NOT NULL, device_key TEXT NOT NULL,
+    verdict TEXT NOT NULL, evaluation TEXT NOT NULL, created REAL NOT NULL,
+    PRIMARY KEY (source_hash, task, case_set, device_key));"""
+
+
+def _make_legacy(store_path: Path) -> int:
+    """Rewrite a store's evaluations the way stores were written before the `timed` column:
+    timed rows carry `|timed` on the device key. Returns how many rows were timed."""
+    db = sqlite3.connect(store_path)
+    rows = db.execute("SELECT source_hash, task, case_set, device_key, timed, verdict, evaluation, created "
+                      "FROM evaluations").fetchall()
+    db.execute("DROP TABLE evaluations")
+    db.execute(LEGACY_EVALUATIONS)
+    db.executemany("INSERT INTO evaluations VALUES (?, ?, ?, ?, ?, ?, ?)",
+                   [(h, t, cs, dk + ("|timed" if timed else ""), v, ev, c) for h, t, cs, dk, timed, v, ev, c in rows])
+    db.commit()
+    db.close()
+    return sum(r[4] for r in rows)
+
+
+def test_legacy_store_is_migrated_on_open_and_reads_the_same(tmp_path: Path) -> None:
+    new = make_synthetic_run(tmp_path / "new")
+    old = make_synthetic_run(tmp_path / "old")
+    n_timed = _make_legacy(old / "store.sqlite")
+    assert n_timed == 11  # the fixture's timed evaluations (hidden finals and GEAK's timed visible runs)
+
+    before = load_run(new)
+    after = load_run(old)  # opening migrates
+    for name in ("units", "candidates", "submissions", "evaluations"):
+        a = getattr(before, name).drop(columns=["run"])
+        b = getattr(after, name).drop(columns=["run"])
+        pd.testing.assert_frame_equal(a, b, check_like=True)
+
+    db = sqlite3.connect(old / "store.sqlite")
+    cols = [r[1] for r in db.execute("PRAGMA table_info(evaluations)")]
+    keys = {r[0] for r in db.execute("SELECT DISTINCT device_key FROM evaluations")}
+    timed = db.execute("SELECT COUNT(*) FROM evaluations WHERE timed = 1").fetchone()[0]
+    db.close()
+    assert "timed" in cols and keys == {DEVICE} and timed == n_timed
+
+
+def test_migrated_store_answers_the_evaluator_cache(tmp_path: Path) -> None:
+    """A resumed legacy run finds its timed evaluations under the new key (nothing is re-judged)."""
+    run = make_synthetic_run(tmp_path / "r")
+    store = Store(run / "store.sqlite")
+    h, task = store.query("SELECT source_hash, task FROM evaluations WHERE timed = 1 AND case_set = 'hidden'")[0]
+    store.close()
+    _make_legacy(run / "store.sqlite")
+    store = Store(run / "store.sqlite")
+    try:
+        timed = store.evaluation(h, task, "hidden", DEVICE, timed=True)
+        untimed = store.evaluation(h, task, "hidden", DEVICE)
+        assert timed is not None and timed["timing"]["speedup_vs_baseline"] > 0
+        assert untimed is not None and untimed["timing"] is None
+        assert store.evaluation(h, task, "hidden", DEVICE + "|timed", timed=True) is None
+    finally:
+        store.close()
+
+
+def test_reopening_a_migrated_store_changes_nothing(tmp_path: Path) -> None:
+    run = make_synthetic_run(tmp_path / "r")
+    _make_legacy(run / "store.sqlite")
+    Store(run / "store.sqlite").close()
+    first = sqlite3.connect(run / "store.sqlite").execute("SELECT * FROM evaluations ORDER BY 1, 2, 3, 4, 5").fetchall()
+    Store(run / "store.sqlite").close()
+    again = sqlite3.connect(run / "store.sqlite").execute("SELECT * FROM evaluations ORDER BY 1, 2, 3, 4, 5").fetchall()
+    assert first == again and len(first) > 0
+
+
+SQL = re.compile(r"""["'f](SELECT|INSERT|UPDATE|DELETE|CREATE TABLE|ALTER TABLE|DROP TABLE)\b""")
+# modelio/replay.py reads a recorded store read-only from below the results layer (it may not import it).
+SQL_ALLOWED = {"results/store.py", "modelio/replay.py"}
+
+
+def test_sql_lives_in_the_store_module() -> None:
+    offenders = []
+    for path in sorted(ROOT.glob("*.py")) + sorted(ROOT.glob("*/**/*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel.startswith(("tests/", ".venv/", "benchmarks/", "scripts/")) or rel in SQL_ALLOWED:
+            continue
+        for i, line in enumerate(path.read_text().splitlines(), 1):
+            if SQL.search(line):
+                offenders.append(f"{rel}:{i}: {line.strip()}")
+    assert not offenders, "SQL outside results/store.py:\n" + "\n".join(offenders)
+
+
+def test_the_sql_check_finds_sql() -> None:
+    assert SQL.search('rows = store.query("SELECT method FROM units")')
+    assert SQL.search("db.execute(f'UPDATE runs SET x=1')")
+    assert not SQL.search("SELECTIONS = ('visible-best', 'first')")
+
+
+@pytest.mark.parametrize("table", ["candidates", "feedback", "test_runs", "submissions"])
+def test_event_reader_refuses_other_tables(tmp_path: Path, table: str) -> None:
+    store = Store(tmp_path / "s.sqlite")
+    try:
+        assert store.events(table) == []
+        with pytest.raises(KeyError):
+            store.events("units; DROP TABLE units")
+    finally:
+        store.close()
