@@ -1,7 +1,9 @@
-"""Everything the tables, figures and report show, computed once from a RunData.
+"""Everything the tables, figures, report and summary.json show, computed once from a RunData.
 
-Why: tables and figures must agree to the digit, so both read one Analysis instead of
-recomputing (and the bootstrap, seeded once here, is not run twice with different draws).
+Why: tables, figures and summary.json must agree to the digit, so all read one Analysis
+instead of recomputing (and the bootstrap, seeded once here, is not run twice with different
+draws). `headline` is the part summary.json needs (per-method figures and the paired
+comparisons); `analyse` adds budget curves, parallel scaling and the report's notes.
 """
 
 from __future__ import annotations
@@ -9,64 +11,102 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from results.curves import AXES, MethodCurves, MethodRuns, budget_curves, parallel_scaling
+from results.method_stats import SMALL_SUITE, MethodStats, method_stats, timed_baselines
 from results.readers import RunData
-from results.verdicts import Comparison, paired_comparisons, uncompared_speedups
+from results.verdicts import SIGN_FLIP_BELOW, Comparison, paired_comparisons, uncompared_speedups
 
-SMALL_SUITE = 50  # below this many tasks, Wilson and exact intervals are shown beside the bootstrap
+#: The bootstrap's defaults: summary.json uses them, so `report RUN` with default options reproduces it.
+N_RESAMPLES = 10_000
+BOOTSTRAP_SEED = 0
+
+__all__ = ["Analysis", "Headline", "analyse", "headline", "N_RESAMPLES", "BOOTSTRAP_SEED", "SMALL_SUITE"]
 
 
 @dataclass
-class Analysis:
+class Headline:
+    """Per-method figures and paired comparisons: what summary.json and the report's main tables say."""
+
     data: RunData
     n_resamples: int
     seed: int
-    curves: dict[str, dict[str, MethodCurves]]
-    runs: dict[str, MethodRuns]
+    methods: dict[str, MethodStats]
     comparisons: list[Comparison]
-    notes: list[str] = field(default_factory=list)
 
     @property
     def n_tasks(self) -> int:
         return int(self.data.units["task"].nunique())
 
 
-def analyse(data: RunData, n_resamples: int = 10_000, seed: int = 0) -> Analysis:
-    curves = {axis: budget_curves(data, axis, n_resamples, seed) for axis in AXES}
-    runs = parallel_scaling(data, n_resamples, seed)
-    comparisons = paired_comparisons(data, n_resamples, seed)
-    a = Analysis(data, n_resamples, seed, curves, runs, comparisons)
+@dataclass
+class Analysis(Headline):
+    curves: dict[str, dict[str, MethodCurves]] = field(default_factory=dict)
+    runs: dict[str, MethodRuns] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def headline(data: RunData, n_resamples: int = N_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> Headline:
+    u = data.units
+    baselines = timed_baselines(u)
+    methods = {m: method_stats(u[u["method"] == m], n_resamples, seed, baselines)
+               for m in data.methods if (u["method"] == m).any()}
+    return Headline(data, n_resamples, seed, methods, paired_comparisons(data, n_resamples, seed))
+
+
+def analyse(data: RunData, n_resamples: int = N_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> Analysis:
+    h = headline(data, n_resamples, seed)
+    a = Analysis(data, n_resamples, seed, h.methods, h.comparisons,
+                 curves={axis: budget_curves(data, axis, n_resamples, seed) for axis in AXES},
+                 runs=parallel_scaling(data, n_resamples, seed))
     a.notes.extend(_notes(a))
     return a
 
 
 def _notes(a: Analysis) -> list[str]:
     d = a.data
+    repeats = max((m.repeats[1] for m in a.methods.values()), default=1)
     notes = [
-        "Intervals are 95%. The resampling unit is the task: a method's per-task score is the mean over its "
-        f"repeats, and suite means are bootstrapped over tasks ({a.n_resamples} resamples, seed {a.seed}; BCa "
-        "for table values, percentile for the pointwise bands of budget curves).",
-        "Paired comparisons use the Student-t interval on per-task differences, with the paired BCa bootstrap "
-        "shown beside it: the project's coverage simulation (scripts/coverage_sim.py) found that percentile and "
-        "BCa bootstrap intervals for paired differences of pass@k under-cover at 30 tasks (0.87-0.90) while the "
-        "t interval holds (0.93-0.95).",
-        "McNemar's exact test pairs units by (task, repeat); Wilcoxon signed-rank tests on log speedup ratios use "
-        "zero_method='wilcox'. All p-values in this report are adjusted together with Holm's method.",
+        "What the intervals are about (the estimand): the population of tasks like these. A method's per-task "
+        "score is the mean over its repeats, and suite means are bootstrapped over tasks (95%, "
+        f"{a.n_resamples} resamples, seed {a.seed}; BCa for table values, percentile for the pointwise bands of "
+        "budget curves). Repeats are nested in tasks and never counted as independent."
+        + (" The variance table adds the fixed-suite interval (these tasks only: within-task sampling noise), "
+           "which is narrower, and splits each method's variance into between tasks and between repeats (ICC)."
+           if repeats > 1 else " With one repeat per task, within-task noise cannot be told apart from task "
+           "differences: run repeats for the fixed-suite interval and the variance split."),
+        "Which test answers which question: a difference between two methods is judged by the paired t-test on "
+        "per-task differences, and the Student-t interval on the same differences is printed beside it (they "
+        "agree); the project's coverage simulation (scripts/coverage_sim.py) found that percentile and BCa "
+        "bootstrap intervals for paired differences under-cover at 30 tasks while the t interval holds, so the "
+        "paired BCa bootstrap is shown only beside it. "
+        + (f"Below {SIGN_FLIP_BELOW} tasks the sign-flip permutation test on the same differences is shown "
+           "beside the t-test. " if a.n_tasks < SIGN_FLIP_BELOW else "")
+        + "Exact McNemar over (task, repeat) pairs treats repeats as independent, so its discordant pairs are "
+        "descriptive only. Speedups are compared on per-task log ratios with the same t-test, Wilcoxon "
+        "signed-rank (zero_method='wilcox') beside it. All verdict p-values are adjusted together with Holm's "
+        "method.",
+        "No detectable difference is not evidence of equivalence: each such verdict gives the smallest difference "
+        "its test could detect (power 0.8, two-sided alpha 0.05 before Holm's adjustment, so optimistic when "
+        "several comparisons are made), from the observed spread of per-task differences; "
+        "`python cli.py plan` sizes the next run.",
         "Submitted pass: the method's own pick, chosen from visible feedback only, passes the hidden cases. Oracle "
         "pass: any candidate generated within the budget passes them (an upper bound, not a fair score).",
     ]
-    if a.n_tasks < SMALL_SUITE:
+    if any(m.pooled for m in a.methods.values()):
         notes.append(
-            f"With {a.n_tasks} tasks (< {SMALL_SUITE}), Wilson and Clopper-Pearson (exact) intervals are shown "
-            "beside the bootstrap; they treat each unit (task, repeat) as an independent Bernoulli trial, so with "
-            "several repeats per task they ignore the correlation of repeats and are narrower than they should be.")
+            f"With {a.n_tasks} tasks (< {SMALL_SUITE}) and one repeat each, Wilson and Clopper-Pearson (exact) "
+            "intervals over the tasks' outcomes are shown beside the bootstrap (each task is one Bernoulli trial). "
+            "With repeats they would ignore the clustering of repeats in tasks, so they are left out.")
     if not d.has_timings:
         notes.append("No timed evaluations in this run (the CPU interpreter times nothing): speedup, fast_p and "
                      "latency tables and figures are left out.")
     else:
-        notes.append("Speedups are against the task's expert Triton baseline, timed interleaved with the candidate. "
-                     "The correct-only geometric mean is always shown beside the correct rate; the all-task "
-                     "geometric mean counts a failure as 1x (the user keeps the baseline); fast_p counts failures "
-                     "as not fast.")
+        notes.append("Speedups: the geometric mean is over correct submissions only, with the number of tasks it "
+                     "rests on (per-task geometric mean over correct repeats first); fast_p is the share of all "
+                     "tasks (per task: of its repeats) whose submission is correct and more than p times as fast "
+                     "as the baseline (failures are never fast), against the expert Triton kernel and against "
+                     "PyTorch eager (KernelBench's definition). No figure counts a failure as 1x. Timings flagged "
+                     "for moving clocks or throttling are left out of every average (their unit's speed is "
+                     "unknown); the speedup table's notes give the figures with them included.")
     for m, r in a.runs.items():
         if r.note:
             notes.append(r.note + ".")

@@ -23,9 +23,10 @@ import numpy as np
 import pandas as pd
 
 from results.analysis import Analysis
+from results.method_stats import REPORTED_FAST_PS
 from results.tables import latency_frame
 from results.verdicts import display
-from stats import DEFAULT_FAST_PS, fast_p, flagged_share, mean_ci_columns
+from stats import fast_p, flagged_share, mean_ci_columns
 
 _COLORS = {"direct": "#1f77b4", "reflexion": "#ff7f0e", "geak": "#2ca02c"}
 _STYLES = {"direct": "-", "reflexion": "--", "geak": "-."}
@@ -163,15 +164,19 @@ def parallel_figure(a: Analysis, out_dir: Path) -> FigureResult:
 
 # ---------------------------------------------------------------------------- speedups
 def _correct_speedups(units: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    correct = (units["submitted_pass"] & units["speedup"].notna()).to_numpy(bool)
-    return correct, units["speedup"].where(correct).to_numpy(float)
+    """Units whose speed is known (failures, and correct ones with an unflagged timing, as in
+    results/method_stats.py): whether each is correct, and its speedup (NaN when not correct)."""
+    usable = units["submitted_pass"] & units["speedup"].notna() & ~units["speedup_flagged"]
+    known = units[~units["submitted_pass"] | usable]
+    correct = known["submitted_pass"].to_numpy(bool)
+    return correct, known["speedup"].where(known["submitted_pass"]).to_numpy(float)
 
 
 def fast_p_figure(a: Analysis, out_dir: Path) -> FigureResult:
     name = "fast_p"
     caption = ("fast_p: share of ALL tasks whose submission is correct and more than p times as fast as the expert "
-               "baseline, against p (failures are never fast); 95% bootstrap bands over tasks; dotted lines at the "
-               "tabulated p.")
+               "baseline, against p (failures are never fast; flagged timings left out); 95% bootstrap bands over "
+               "tasks; dotted lines at the tabulated p.")
     if not a.data.has_timings:
         return FigureResult(name, caption, skipped="no timed evaluations (CPU interpreter)")
     plt = _plt()
@@ -186,13 +191,16 @@ def fast_p_figure(a: Analysis, out_dir: Path) -> FigureResult:
         per_task = []
         for _, g in units.groupby("task"):
             c, s = _correct_speedups(g)
-            per_task.append([fast_p(c, s, p) for p in ps])
+            if len(c):
+                per_task.append([fast_p(c, s, p) for p in ps])
+        if not per_task:
+            continue
         cols = mean_ci_columns(np.asarray(per_task), n_resamples=min(a.n_resamples, 2000), method="percentile",
                                seed=a.seed)
         col = color(m, a.data.methods)
         ax.plot(ps, cols.value, color=col, lw=2, ls=style(m), label=display(m), drawstyle="steps-post")
         ax.fill_between(ps, cols.lo, cols.hi, step="post", color=col, alpha=0.15, lw=0)
-    for p in DEFAULT_FAST_PS:
+    for p in REPORTED_FAST_PS:
         ax.axvline(p, color="grey", ls=":", lw=0.8)
     ax.set_xlabel("speedup threshold p (vs expert Triton baseline)")
     ax.set_ylabel("fast_p (share of all tasks)")
@@ -209,7 +217,8 @@ def speedup_figure(a: Analysis, out_dir: Path) -> FigureResult:
 
     name = "speedups"
     caption = ("Speedup of each correct, timed final submission over the expert baseline (one dot per unit, log "
-               "scale; box = quartiles when there are at least 5; dashed = geometric mean); the label under each method gives correct submissions out of all units.")
+               "scale; box = quartiles when there are at least 5; dashed = geometric mean over these units; flagged "
+               "timings left out); the label under each method gives correct submissions out of all units.")
     if not a.data.has_timings:
         return FigureResult(name, caption, skipped="no timed evaluations (CPU interpreter)")
     plt = _plt()

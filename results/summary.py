@@ -1,11 +1,19 @@
 """summary.json and the end-of-run table, computed from the run folder alone.
 
-Because it reads only the run folder (config.json and the store, through results.readers, the
-same frames the report reads), the summary of a resumed run is computed exactly as that
-of an uninterrupted one, and it holds no wall-clock fields, so the two compare equal.
+Because it reads only the run folder (config.json and the store, through results.readers,
+the frames the report reads) and takes every figure from results.analysis.headline (the
+code behind the report's tables and verdicts, with the report's default bootstrap: 10,000
+resamples, seed 0), summary.json and `report RUN` agree to the digit, and the summary of a
+resumed run is computed exactly as that of an uninterrupted one (it holds no wall-clock
+fields, so the two compare equal).
+
 Stable fields (scripts rely on them): simulated, budget, budget_unit, and per method
-calls_used, tokens_used (per task, summed over repeats), submitted_pass, oracle_pass,
-submitted_pass_ci, speedup_geomean.
+calls_used, tokens_used (per task, summed over repeats), submitted_pass, oracle_pass
+(means over tasks of per-task means over repeats), submitted_pass_ci (95% BCa bootstrap
+over tasks), speedup_geomean (geometric mean over tasks of each task's geometric mean over
+its correct, timed, unflagged repeats, against the expert Triton kernel; null when none).
+The per-method entry is built in one place (`method_entry`), so fields added later land
+beside these.
 """
 
 from __future__ import annotations
@@ -14,26 +22,78 @@ import math
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from results.labels import SIMULATED_BANNER
+from results.analysis import Headline, headline
+from results.labels import SIMULATED_BANNER, interval_text
+from results.method_stats import MethodStats, SpeedupStats
 from results.readers import RunData, load_run
-from stats import geomean, mean_ci
-
-
-def _ci(scores: np.ndarray, seed: int) -> tuple[list[float], str]:
-    est = mean_ci(scores, confidence=0.95, n_resamples=10_000, method="BCa", seed=seed)
-    return [float(est.lo), float(est.hi)], est.method
+from results.verdicts import Comparison
+from stats import Estimate
 
 
 def build_summary(run_dir: Path) -> dict[str, Any]:
-    """summary.json's content for a run folder, from the frames the report reads (results.readers)."""
-    return summarize(load_run(run_dir))
+    """summary.json's content for a run folder."""
+    return summarize(headline(load_run(run_dir)))
 
 
-def summarize(data: RunData) -> dict[str, Any]:
+def _num(x: float | None) -> float | None:
+    """JSON has no NaN: an undefined figure is null."""
+    return None if x is None or not math.isfinite(x) else float(x)
+
+
+def _ci(e: Estimate | None) -> list[float] | None:
+    if e is None or not math.isfinite(e.value):
+        return None
+    return [float(e.lo), float(e.hi)]
+
+
+def _p_key(p: float) -> str:
+    return f"{p:g}"
+
+
+def speedup_entry(s: SpeedupStats) -> dict[str, Any]:
+    return {
+        "geomean": _num(s.geomean.value), "geomean_ci": _ci(s.geomean), "tasks": s.n_tasks, "units": s.n_units,
+        "fast_p": {_p_key(p): _num(e.value) for p, e in s.fast_p.items()},
+        "fast_p_ci": {_p_key(p): _ci(e) for p, e in s.fast_p.items()},
+        "fast_p_tasks": s.fast_p_tasks, "excluded_units": s.excluded_units, "flagged_units": s.flagged_units,
+        "with_flagged": None if s.with_flagged is None else {"geomean": _num(s.with_flagged[0]),
+                                                              "fast_1": _num(s.with_flagged[1])},
+    }
+
+
+def method_entry(m: MethodStats) -> dict[str, Any]:
+    """One method's summary.json entry (see the module docstring for the stable fields)."""
+    expert = m.speedups.get("expert")
+    return {
+        "calls_used": m.calls,
+        "tokens_used": m.tokens,
+        "gpu_evals": m.gpu_evals,
+        "submitted_pass": float(m.submitted.value),
+        "oracle_pass": float(m.oracle.value),
+        "submitted_pass_ci": _ci(m.submitted),
+        "oracle_pass_ci": _ci(m.oracle),
+        "ci_method": f"bootstrap over {m.n_tasks} tasks ({m.submitted.method})",
+        "submitted_pass_fixed_suite_ci": _ci(m.submitted_fixed),
+        "icc": _num(m.variance.icc) if m.variance else None,
+        "visible_false_positive_rate": _num(m.visible_fp_rate),
+        "speedup_geomean": _num(expert.geomean.value) if expert else None,
+        "speedup_geomean_ci": _ci(expert.geomean) if expert else None,
+        "speedup_tasks": expert.n_tasks if expert else 0,
+        "speedup_correct_only": True,
+        "speedups": {b: speedup_entry(s) for b, s in m.speedups.items()},
+    }
+
+
+def comparison_entry(c: Comparison) -> dict[str, Any]:
+    return {"a": c.a, "b": c.b, "metric": c.metric, "tasks": c.n_tasks, "estimate": _num(c.value),
+            "ci": [_num(c.t_interval.lo), _num(c.t_interval.hi)], "test": c.test.method, "p": _num(c.test.pvalue),
+            "p_adjusted": _num(c.p_adjusted), "adjust_method": c.adjust_method, "significant": c.significant,
+            "mde": _num(c.mde.value)}
+
+
+def summarize(h: Headline) -> dict[str, Any]:
+    data: RunData = h.data
     info = data.first
-    df = data.units
     unit = info.budget_unit
     summary: dict[str, Any] = {
         "simulated": info.simulated,
@@ -43,34 +103,15 @@ def summarize(data: RunData) -> dict[str, Any]:
         "tokens_counted": None if unit == "calls" else ("output" if unit == "output_tokens" else "total"),
         "repeats": info.repeats,
         "seed": info.seed,
+        "bootstrap": {"resamples": h.n_resamples, "seed": h.seed},
         "methods": {},
+        "comparisons": [comparison_entry(c) for c in h.comparisons],
     }
     for method in info.methods:
-        rows = df[df["method"] == method]
-        if not len(rows):
-            summary["methods"][method] = {"calls_used": {}, "tokens_used": {}, "submitted_pass": None,
-                                          "oracle_pass": None, "submitted_pass_ci": None, "speedup_geomean": None}
-            continue
-        per_task = rows.groupby("task").agg(
-            submitted=("submitted_pass", "mean"), oracle=("oracle_pass", "mean"), calls=("calls_used", "sum"),
-            tokens=("tokens_used", "sum"), evals=("feedback_evals", "sum"))
-        sub_ci, ci_method = _ci(per_task["submitted"].to_numpy(float), info.seed)
-        ora_ci, _ = _ci(per_task["oracle"].to_numpy(float), info.seed)
-        speedups = rows["speedup"].dropna().to_numpy(float)
-        vis = rows[rows["submitted_visible_pass"] == True]  # noqa: E712 - pandas elementwise comparison
-        summary["methods"][method] = {
-            "calls_used": {t: int(v) for t, v in per_task["calls"].items()},
-            "tokens_used": {t: int(v) for t, v in per_task["tokens"].items()},
-            "gpu_evals": {t: int(v) for t, v in per_task["evals"].items()},
-            "submitted_pass": float(per_task["submitted"].mean()),
-            "oracle_pass": float(per_task["oracle"].mean()),
-            "submitted_pass_ci": sub_ci,
-            "oracle_pass_ci": ora_ci,
-            "ci_method": f"bootstrap over {len(per_task)} tasks ({ci_method})",
-            "speedup_geomean": float(geomean(speedups)) if len(speedups) else None,
-            "speedup_correct_only": True,
-            "visible_false_positive_rate": float((~vis["submitted_pass"].astype(bool)).mean()) if len(vis) else None,
-        }
+        m = h.methods.get(method)
+        summary["methods"][method] = method_entry(m) if m else {
+            "calls_used": {}, "tokens_used": {}, "submitted_pass": None, "oracle_pass": None,
+            "submitted_pass_ci": None, "speedup_geomean": None}
     return summary
 
 
@@ -80,21 +121,25 @@ def format_table(summary: dict[str, Any], interpreter: bool) -> str:
         lines.append(SIMULATED_BANNER)
     unit = summary["budget_unit"]
     lines.append(f"budget {summary['budget']} {unit} per (method, task, repeat); repeats {summary['repeats']}")
-    header = f"{'method':<12} {'submitted':>9} {'95% CI':>15} {'oracle':>7} {'calls':>7} {'tokens':>9} {'GPU evals':>9} {'speedup':>10}"
+    header = (f"{'method':<12} {'submitted pass, 95% CI over tasks':<40} {'oracle':>7} {'calls':>7} {'tokens':>9} "
+              f"{'GPU evals':>9}  {'speedup (correct only)':<24}")
     lines.append(header)
     lines.append("-" * len(header))
     for name, m in summary["methods"].items():
         if m["submitted_pass"] is None:
             lines.append(f"{name:<12} (no finished units)")
             continue
-        ci = m["submitted_pass_ci"]
+        n_tasks = len(m["calls_used"])
+        ci = m["submitted_pass_ci"] or [None, None]
+        sub = interval_text(m["submitted_pass"], ci[0], ci[1], n_tasks, digits=3, rate=True)
         calls = sum(m["calls_used"].values())
         tokens = sum(m["tokens_used"].values())
         evals = sum(m.get("gpu_evals", {}).values())
-        sp = m["speedup_geomean"]
-        speed = "n/a on CPU" if interpreter else ("n/a" if sp is None or math.isnan(sp) else f"{sp:.2f}x")
-        lines.append(f"{name:<12} {m['submitted_pass']:>9.3f} {f'[{ci[0]:.2f}, {ci[1]:.2f}]':>15} "
-                     f"{m['oracle_pass']:>7.3f} {calls:>7d} {tokens:>9d} {evals:>9d} {speed:>10}")
+        sp, n_sp = m["speedup_geomean"], m.get("speedup_tasks", 0)
+        speed = ("n/a on CPU" if interpreter else "no correct timed submission" if sp is None
+                 else f"{sp:.2f}x over {n_sp} task" + ("s" if n_sp != 1 else ""))
+        lines.append(f"{name:<12} {sub:<40} {m['oracle_pass']:>7.3f} {calls:>7d} {tokens:>9d} {evals:>9d}  {speed:<24}")
     lines.append("submitted: the method's own pick passes the hidden tests; oracle: any candidate it generated does. "
-                 "speedup: geometric mean over correct submissions vs the expert Triton baseline.")
+                 "speedup: geometric mean over correct submissions vs the expert Triton kernel (failures are not "
+                 "counted as 1x; `report` gives fast_p, which counts them).")
     return "\n".join(lines)

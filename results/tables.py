@@ -21,21 +21,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from results.analysis import SMALL_SUITE, Analysis
+from results.analysis import Analysis, Headline
 from results.curves import checkpoints, spend_at, unit_curves
-from results.labels import SIMULATED_BANNER
+from results.labels import SIMULATED_BANNER, interval_text
+from results.method_stats import MethodStats, method_stats, timed_baselines
 from results.readers import UNIT_KEY, RunData, task_difficulty
 from results.verdicts import display
 from stats import (
-    DEFAULT_FAST_PS,
     Estimate,
-    exact_ci,
-    fast_p,
-    geomean_ci,
     latency_stats,
     mean_ci,
     visible_false_positive_rate,
-    wilson_ci,
 )
 
 
@@ -54,87 +50,78 @@ def fmt(x: float, digits: int = 2) -> str:
     return "n/a" if x is None or not np.isfinite(x) else f"{x:.{digits}f}"
 
 
-def ci_text(e: Estimate | None, digits: int = 2, suffix: str = "") -> str:
-    if e is None or not np.isfinite(e.value):
+def ci_text(e: Estimate | None, digits: int = 2, suffix: str = "", rate: bool = False) -> str:
+    """"0.62 [0.41, 0.80]", or a zero-width interval said plainly (results.labels.interval_text)."""
+    if e is None:
         return "n/a"
-    return f"{e.value:.{digits}f}{suffix} [{e.lo:.{digits}f}, {e.hi:.{digits}f}]"
+    return interval_text(e.value, e.lo, e.hi, e.n, digits, suffix, rate)
 
 
-def _put(num: dict, txt: dict, label: str, key: str, e: Estimate | None, digits: int = 2, suffix: str = "") -> None:
+def _put(num: dict, txt: dict, label: str, key: str, e: Estimate | None, digits: int = 2, suffix: str = "",
+         rate: bool = False) -> None:
     nan = float("nan")
     num[key] = e.value if e else nan
     num[f"{key}_lo"] = e.lo if e else nan
     num[f"{key}_hi"] = e.hi if e else nan
-    txt[label] = ci_text(e, digits, suffix)
+    txt[label] = ci_text(e, digits, suffix, rate)
 
 
 def _boot(scores: np.ndarray, a: Analysis) -> Estimate:
     return mean_ci(scores, n_resamples=a.n_resamples, method="BCa", seed=a.seed)
 
 
-def _table(name: str, title: str, rows: list[tuple[dict, dict]], a: Analysis, notes: list[str] | None = None) -> Table:
+def _table(name: str, title: str, rows: list[tuple[dict, dict]], a: Headline, notes: list[str] | None = None) -> Table:
     return Table(name, title, pd.DataFrame([r[0] for r in rows]), pd.DataFrame([r[1] for r in rows]),
                  notes or [], a.data.simulated)
 
 
-def _budget_cols(num: dict, txt: dict, units: pd.DataFrame) -> None:
-    for key, label, col in (("calls", "calls/unit", "calls_used"), ("tokens", "tokens/unit", "tokens_used"),
-                            ("gpu_evals", "GPU evals/unit", "feedback_evals")):
-        num[key] = float(units[col].mean()) if len(units) else float("nan")
-        txt[label] = fmt(num[key], 1 if key != "tokens" else 0)
+def _budget_cols(num: dict, txt: dict, m: MethodStats) -> None:
+    per_unit = m.per_unit
+    for key, label, digits in (("calls", "calls/unit", 1), ("tokens", "tokens/unit", 0),
+                               ("gpu_evals", "GPU evals/unit", 1)):
+        num[key] = per_unit[key]
+        txt[label] = fmt(num[key], digits)
 
 
-def _binary_cells(num: dict, txt: dict, units: pd.DataFrame, col: str, label: str, a: Analysis,
-                  small: bool) -> None:
-    per_task = units.groupby("task")[col].mean().to_numpy(float)
-    _put(num, txt, label, col, _boot(per_task, a))
-    if small:
-        s, n = int(units[col].sum()), len(units)
-        _put(num, txt, f"{label} Wilson", f"{col}_wilson", wilson_ci(s, n))
-        _put(num, txt, f"{label} exact", f"{col}_exact", exact_ci(s, n))
+def _pass_cells(num: dict, txt: dict, m: MethodStats) -> None:
+    _put(num, txt, "submitted pass", "submitted_pass", m.submitted, rate=True)
+    for kind, e in m.pooled.items():
+        _put(num, txt, f"submitted pass {kind} (tasks as trials)", f"submitted_pass_{kind}", e, rate=True)
+    _put(num, txt, "oracle pass", "oracle_pass", m.oracle, rate=True)
 
 
-def _speedup_cells(num: dict, txt: dict, units: pd.DataFrame, a: Analysis) -> None:
-    """Correct-only geomean (per-task geomean over correct repeats, CI over those tasks) and
-    all-task geomean (a failure counts as 1x, CI over all tasks)."""
-    if not a.data.has_timings:
-        _put(num, txt, "speedup (correct only)", "speedup_correct", None)
-        _put(num, txt, "speedup (all tasks)", "speedup_all", None)
+def _speedup_cells(num: dict, txt: dict, m: MethodStats, timed: bool) -> None:
+    """The correct-only geometric mean against the expert kernel, with the tasks it rests on."""
+    s = m.speedups.get("expert")
+    if not timed or s is None:
         return
-    ok = units[units["submitted_pass"] & units["speedup"].notna()]
-    per_task = np.exp(np.log(ok["speedup"]).groupby(ok["task"]).mean()) if len(ok) else pd.Series(dtype=float)
-    est = geomean_ci(per_task.to_numpy(float), n_resamples=a.n_resamples, seed=a.seed) if len(per_task) else None
-    _put(num, txt, "speedup (correct only)", "speedup_correct", est, suffix="x")
-    filled = np.where(units["submitted_pass"] & units["speedup"].notna(), units["speedup"], 1.0)
-    all_task = np.exp(pd.Series(np.log(filled)).groupby(units["task"].to_numpy()).mean())
-    _put(num, txt, "speedup (all tasks)", "speedup_all",
-         geomean_ci(all_task.to_numpy(float), n_resamples=a.n_resamples, seed=a.seed), suffix="x")
+    _put(num, txt, "speedup (correct only)", "speedup_correct", s.geomean if s.n_tasks else None, suffix="x")
+    num["speedup_tasks"] = s.n_tasks
+    txt["speedup (correct only)"] += f", {s.n_tasks} task" + ("s" if s.n_tasks != 1 else "")
 
 
-def _method_units(a: Analysis) -> list[tuple[str, pd.DataFrame]]:
+def _method_units(a: Headline) -> list[tuple[str, pd.DataFrame]]:
     u = a.data.units
     return [(m, u[u["method"] == m]) for m in a.data.methods if (u["method"] == m).any()]
 
 
 # ---------------------------------------------------------------------------- tables
 def accuracy_table(a: Analysis) -> Table:
-    small = a.n_tasks < SMALL_SUITE
     rows = []
-    for m, units in _method_units(a):
-        num: dict = {"method": m, "tasks": units["task"].nunique(), "units": len(units)}
-        txt: dict = {"method": display(m), "tasks": str(num["tasks"]), "units": str(num["units"])}
-        _binary_cells(num, txt, units, "submitted_pass", "submitted pass", a, small)
-        _binary_cells(num, txt, units, "oracle_pass", "oracle pass", a, False)
-        vis = units["submitted_visible_pass"]
-        known = vis.notna()
-        num["visible_fp_rate"] = visible_false_positive_rate(vis[known].astype(bool).to_numpy(),
-                                                             units.loc[known, "submitted_pass"].to_numpy(bool)) \
-            if known.any() else float("nan")
-        txt["visible FP rate"] = fmt(num["visible_fp_rate"])
-        _speedup_cells(num, txt, units, a)
-        _budget_cols(num, txt, units)
+    for name, m in a.methods.items():
+        num: dict = {"method": name, "tasks": m.n_tasks, "units": m.n_units}
+        txt: dict = {"method": display(name), "tasks": str(m.n_tasks), "units": str(m.n_units)}
+        _pass_cells(num, txt, m)
+        num["visible_fp_rate"] = m.visible_fp_rate
+        txt["visible FP rate"] = fmt(m.visible_fp_rate)
+        _speedup_cells(num, txt, m, a.data.has_timings)
+        _budget_cols(num, txt, m)
         rows.append((num, txt))
-    return _table("accuracy", f"Accuracy and speedup per method at {a.data.budget} {_unit(a.data)}", rows, a)
+    return _table("accuracy", f"Accuracy and speedup per method at {a.data.budget} {_unit(a.data)}", rows, a,
+                  ["Submitted and oracle pass: mean over tasks of the per-task pass rate over repeats, 95% BCa "
+                   "bootstrap over tasks (tasks like these). Speedup: geometric mean over correct submissions only, "
+                   "against the expert Triton kernel, with the number of tasks it rests on; see the speedup table "
+                   "for fast_p, which counts failures."])
 
 
 def _unit(data: RunData) -> str:
@@ -144,19 +131,18 @@ def _unit(data: RunData) -> str:
 def difficulty_table(a: Analysis) -> Table:
     diff = task_difficulty(a.data, sorted(a.data.units["task"].unique()))
     rows = []
-    for m, units in _method_units(a):
+    for name, units in _method_units(a):
         levels = units["task"].map(lambda t: diff.get(t))
         known = sorted({int(v) for v in levels if not pd.isna(v)})
         for level in known + ([None] if levels.isna().any() else []):
             sub = units[levels.isna()] if level is None else units[levels == level]
-            n_tasks = sub["task"].nunique()
-            num: dict = {"method": m, "difficulty": level, "tasks": n_tasks}
-            txt: dict = {"method": display(m), "difficulty": "unknown" if level is None else str(level),
-                         "tasks": str(n_tasks)}
-            _binary_cells(num, txt, sub, "submitted_pass", "submitted pass", a, n_tasks < SMALL_SUITE)
-            _binary_cells(num, txt, sub, "oracle_pass", "oracle pass", a, False)
-            _speedup_cells(num, txt, sub, a)
-            _budget_cols(num, txt, sub)
+            m = method_stats(sub, a.n_resamples, a.seed, timed_baselines(a.data.units))
+            num: dict = {"method": name, "difficulty": level, "tasks": m.n_tasks}
+            txt: dict = {"method": display(name), "difficulty": "unknown" if level is None else str(level),
+                         "tasks": str(m.n_tasks)}
+            _pass_cells(num, txt, m)
+            _speedup_cells(num, txt, m, a.data.has_timings)
+            _budget_cols(num, txt, m)
             rows.append((num, txt))
     return _table("difficulty", "Accuracy and speedup by task difficulty (bench registry levels)", rows, a,
                   ["Few tasks per level give wide intervals; levels are the bench registry's (1 easiest)."])
@@ -176,7 +162,7 @@ def sequential_table(a: Analysis) -> Table:
             txt: dict = {"method": display(m), "calls": str(b)}
             for kind, label in (("submitted", "submitted pass"), ("oracle", "oracle pass")):
                 vals = pd.Series([c[b] for c in cm[kind]], index=cm["task"].to_numpy()).groupby(level=0).mean()
-                _put(num, txt, label, kind, _boot(vals.to_numpy(float), a))
+                _put(num, txt, label, kind, _boot(vals.to_numpy(float), a), rate=True)
             sp = spend[(spend["method"] == m) & (spend["budget"] == b)]
             num["tokens"], num["gpu_evals"] = float(sp["tokens"].mean()), float(sp["gpu_evals"].mean())
             txt["tokens/unit"], txt["GPU evals/unit"] = fmt(num["tokens"], 0), fmt(num["gpu_evals"], 1)
@@ -208,7 +194,7 @@ def parallel_table(a: Analysis) -> Table:
             num = {"method": m, "k": k, "runs_derived_as": r.derivation, "min_runs_per_task": min_runs,
                    "calls": float(c.cost[j]), "tokens": k * r.tokens_per_run, "gpu_evals": k * r.evals_per_run}
             txt = {"method": display(m), "k": str(k)}
-            _put(num, txt, "pass@k over runs", "pass_at_k", est)
+            _put(num, txt, "pass@k over runs", "pass_at_k", est, rate=True)
             txt.update({"runs": f"{r.derivation}; >= {min_runs} per task", "calls": fmt(num["calls"], 0),
                         "tokens": fmt(num["tokens"], 0), "GPU evals": fmt(num["gpu_evals"], 1)})
             rows.append((num, txt))
@@ -218,23 +204,76 @@ def parallel_table(a: Analysis) -> Table:
                    "repeats; percentile band over tasks; tokens and GPU evaluations are k x the mean per run."])
 
 
-def fast_p_table(a: Analysis) -> Table | None:
+def speedup_table(a: Analysis) -> Table | None:
+    """Per method and baseline: correct rate, geometric mean over correct submissions (with its
+    n), fast_p at p = 0, 1, 1.5, 2 with intervals over tasks."""
     if not a.data.has_timings:
         return None
     rows = []
-    for m, units in _method_units(a):
-        num: dict = {"method": m}
-        txt: dict = {"method": display(m)}
-        correct = units["submitted_pass"] & units["speedup"].notna()
-        speed = units["speedup"].where(correct)
-        for p in DEFAULT_FAST_PS:
-            per_task = [fast_p(correct[g.index].to_numpy(bool), speed[g.index].to_numpy(float), p)
-                        for _, g in units.groupby("task")]
-            _put(num, txt, f"fast_{p:g}", f"fast_{p:g}", _boot(np.asarray(per_task), a))
-        _budget_cols(num, txt, units)
+    sensitivity = []
+    for name, m in a.methods.items():
+        for against, s in m.speedups.items():
+            num: dict[str, Any] = {"method": name, "against": against}
+            txt: dict[str, str] = {"method": display(name), "against": s.label}
+            _put(num, txt, "correct rate", "correct_rate", m.submitted, rate=True)
+            _put(num, txt, "geomean over correct", "geomean", s.geomean if s.n_tasks else None, suffix="x")
+            num.update({"geomean_tasks": s.n_tasks, "geomean_units": s.n_units})
+            txt["geomean rests on"] = f"{s.n_tasks} tasks, {s.n_units} units"
+            for p, e in s.fast_p.items():
+                _put(num, txt, f"fast_{p:g}", f"fast_{p:g}", e)
+            num.update({"fast_p_tasks": s.fast_p_tasks, "excluded_units": s.excluded_units,
+                        "flagged_units": s.flagged_units})
+            txt["left out (flagged or untimed)"] = str(s.excluded_units)
+            rows.append((num, txt))
+            if s.with_flagged is not None:
+                sensitivity.append(f"{display(name)} vs {s.label}, including {s.flagged_units} flagged timing(s): "
+                                   f"geomean {fmt(s.with_flagged[0])}x, fast_1 {fmt(s.with_flagged[1])}.")
+    notes = ["fast_p: share of tasks (per task: of its repeats) whose submission is correct and more than p x as "
+             "fast as the baseline; a failure is never fast; fast_0 is the correct share among units whose speed "
+             "is known. Against PyTorch eager this is KernelBench's fast_p. Correct submissions whose timing was "
+             "flagged (moving clocks, throttling) or missing are left out of both figures."]
+    notes += sensitivity or ["No timing was flagged."]
+    return _table("speedups", "Speedups without a reward for failing: geometric mean over correct submissions and "
+                  "fast_p, against the expert Triton kernel and PyTorch eager", rows, a, notes)
+
+
+def variance_table(a: Analysis) -> Table | None:
+    """Between-task and between-repeat variance of submitted pass, the ICC, the fixed-suite
+    interval beside the population one, and what more repeats or more tasks would buy."""
+    rows = []
+    for name, m in a.methods.items():
+        if m.variance is None:
+            continue
+        v = m.variance
+        num: dict[str, Any] = {"method": name, "tasks": m.n_tasks, "repeats_mean": v.mean_repeats,
+                               "between_task_var": v.between, "within_task_var": v.within, "icc": v.icc}
+        txt: dict[str, str] = {"method": display(name), "tasks": str(m.n_tasks), "repeats/task": fmt(v.mean_repeats, 1),
+                               "between tasks (var)": fmt(v.between, 3), "between repeats (var)": fmt(v.within, 3),
+                               "ICC": fmt(v.icc)}
+        _put(num, txt, "tasks like these (bootstrap)", "population", m.submitted, rate=True)
+        _put(num, txt, "these tasks only (fixed suite)", "fixed_suite", m.submitted_fixed, rate=True)
+        share = v.within_share_of_mean_variance()
+        now = v.mean_variance(m.n_tasks, v.mean_repeats)
+        num["within_share"] = share
+        num["se_change_double_repeats"] = _se_change(now, v.mean_variance(m.n_tasks, 2 * v.mean_repeats))
+        num["se_change_double_tasks"] = _se_change(now, v.mean_variance(2 * m.n_tasks, v.mean_repeats))
+        txt["repeat noise share"] = _pct(share)
+        txt["SE with 2x repeats"] = _pct(num["se_change_double_repeats"], signed=True)
+        txt["SE with 2x tasks"] = _pct(num["se_change_double_tasks"], signed=True)
         rows.append((num, txt))
-    return _table("fast_p", "fast_p: share of ALL tasks whose submission is correct and faster than p x the baseline",
-                  rows, a, ["Failures count as not fast; fast_0 is the share of correct, timed submissions."])
+    if not rows:
+        return None
+    return _table("variance", "Where the uncertainty of submitted pass comes from: tasks or repeats", rows, a,
+                  ["Variance components of one unit's pass/fail outcome (one-way random-effects ANOVA): between "
+                   "tasks (how much tasks differ) and between repeats of a task (luck); ICC = between / (between + "
+                   "within). The suite mean's variance is between/T + within/(T R): repeats shrink only the second "
+                   "part, so with a high ICC buy tasks, with a low one repeats help. 'tasks like these' is the "
+                   "report's estimand (task bootstrap); 'these tasks only' covers within-task sampling alone and is "
+                   "narrower: it says how sure we are about this suite, not about tasks in general."])
+
+
+def _se_change(now: float, then: float) -> float:
+    return float("nan") if now <= 0 else float(np.sqrt(then / now) - 1)
 
 
 def _own_test_outcomes(data: RunData, method: str) -> tuple[np.ndarray, np.ndarray]:
@@ -316,34 +355,53 @@ def latency_table(a: Analysis) -> Table | None:
                    "evaluations flagged for clock changes or throttling."])
 
 
-def _pct(x: float) -> str:
-    return "n/a" if not np.isfinite(x) else f"{100 * x:.1f}%"
+def _pct(x: float, signed: bool = False) -> str:
+    return "n/a" if not np.isfinite(x) else (f"{100 * x:+.1f}%" if signed else f"{100 * x:.1f}%")
 
 
-def comparisons_table(a: Analysis) -> Table:
+def comparisons_table(a: Headline) -> Table:
     rows = []
     for c in a.comparisons:
-        scale = 100.0 if c.metric == "submitted pass" else 1.0
-        suffix = " pts" if c.metric == "submitted pass" else "x"
+        is_pass = c.metric == "submitted pass"
+        scale = 100.0 if is_pass else 1.0
+        suffix = " pts" if is_pass else "x"
+        flip, mc, wil = c.beside_test("sign-flip"), c.beside_test("mcnemar"), c.beside_test("wilcoxon")
         num = {"a": c.a, "b": c.b, "metric": c.metric, "tasks": c.n_tasks, "value": c.value * scale,
                "t_lo": c.t_interval.lo * scale, "t_hi": c.t_interval.hi * scale,
                "boot_lo": c.boot_interval.lo * scale, "boot_hi": c.boot_interval.hi * scale,
-               "test": c.test.method, "statistic": c.test.statistic, "n_a_wins": c.test.n10, "n_b_wins": c.test.n01,
-               "p": c.test.pvalue, "p_adjusted": c.p_adjusted, "adjust_method": c.adjust_method}
-        d = 1 if c.metric == "submitted pass" else 2
-        estimate = (f"{num['value']:+.{d}f}{suffix}" if c.metric == "submitted pass" else f"{num['value']:.{d}f}{suffix}")
+               "test": c.test.method, "statistic": c.test.statistic, "tasks_a_better": c.test.n10,
+               "tasks_b_better": c.test.n01, "p": c.test.pvalue, "p_adjusted": c.p_adjusted,
+               "adjust_method": c.adjust_method, "p_sign_flip": flip.pvalue if flip else float("nan"),
+               "p_wilcoxon": wil.pvalue if wil else float("nan"),
+               "discordant_a": mc.n10 if mc else np.nan, "discordant_b": mc.n01 if mc else np.nan,
+               "p_mcnemar_one_repeat": mc.pvalue if mc and c.one_repeat else float("nan"),
+               "mde": c.mde.value * scale if is_pass else c.mde.value}
+        d = 1 if is_pass else 2
+        estimate = f"{num['value']:+.{d}f}{suffix}" if is_pass else f"{num['value']:.{d}f}{suffix}"
+        mde = c.mde.value
         txt = {"comparison": f"{display(c.a)} vs {display(c.b)}", "metric": c.metric, "tasks": str(c.n_tasks),
                "estimate (a - b; a/b for speedup)": estimate,
                "95% t CI": f"[{num['t_lo']:.{d}f}, {num['t_hi']:.{d}f}]",
                "95% paired bootstrap": f"[{num['boot_lo']:.{d}f}, {num['boot_hi']:.{d}f}]",
-               "test": c.test.method, "wins a/b": f"{c.test.n10}/{c.test.n01}", "p": _pv(c.test.pvalue),
+               "tasks better a/b": f"{c.test.n10}/{c.test.n01}", "paired t p": _pv(c.test.pvalue),
                f"p ({c.adjust_method})": _pv(c.p_adjusted),
-               "verdict": "detectable" if c.significant else "no detectable difference"}
+               "sign-flip p": _pv(flip.pvalue) if flip else "-",
+               "beside": (f"McNemar discordant {mc.n10}/{mc.n01}" + (f", p {_pv(mc.pvalue)}" if c.one_repeat else
+                                                                    " (descriptive: repeats)") if mc else
+                          f"Wilcoxon p {_pv(wil.pvalue)}" if wil else "-"),
+               "verdict": "detectable" if c.significant else "no detectable difference",
+               "detectable from": ("n/a" if not np.isfinite(mde) else
+                                   f"{100 * mde:.0f} pts" if is_pass else f"{mde:.2f}x")}
         rows.append((num, txt))
     return _table("comparisons", f"Paired comparisons at {a.data.budget} {_unit(a.data)} (every method pair)", rows, a,
-                  ["Pass differences in percentage points with the t interval on per-task differences (the one to "
-                   "read; see notes) and the paired BCa bootstrap; speedups as geometric-mean ratios; "
-                   "p-values adjusted together (Holm)."])
+                  ["Tasks are the unit: pass differences in percentage points are means of per-task differences "
+                   "(each method's per-task pass averaged over repeats). The verdict is the paired t-test on those "
+                   "differences, with the t interval on the same differences (they agree) and the paired BCa "
+                   "bootstrap beside it; p-values adjusted together (Holm). The sign-flip permutation test on the "
+                   "same differences is shown for small suites. McNemar over (task, repeat) pairs treats repeats as "
+                   "independent: its counts are descriptive, its p-value shown only with one repeat. Speedups as "
+                   "geometric-mean ratios on tasks where both are correct (unflagged timings). 'detectable from': the "
+                   "smallest difference the test detects with power 0.8 at alpha 0.05 (before adjustment)."])
 
 
 def _pv(p: float) -> str:
@@ -388,9 +446,10 @@ def suite_check_table(a: Analysis) -> Table | None:
             continue
         num: dict = {"method": m, "tasks": mu["task"].nunique(), "units": len(mu)}
         txt: dict = {"method": display(m), "tasks": str(num["tasks"]), "units": str(num["units"])}
-        _binary_cells(num, txt, mu, "suite_call", "call accuracy", a, False)
-        _binary_cells(num, txt, mu, "suite_exec", "GEAK-eval exec accuracy", a, False)
-        _binary_cells(num, txt, mu, "submitted_pass", "strict pass", a, False)
+        for col, label in (("suite_call", "call accuracy"), ("suite_exec", "GEAK-eval exec accuracy"),
+                           ("submitted_pass", "strict pass")):
+            per_task = mu.groupby("task")[col].mean().to_numpy(float)  # tasks are the unit, as everywhere
+            _put(num, txt, label, col, _boot(per_task, a), rate=True)
         rows.append((num, txt))
     notes = ["Of the final submission on adapted GEAK-eval tasks. Call accuracy: the code imports and its entry "
              "point runs on the suite's own calls. GEAK-eval exec accuracy: correct on the suite's own calls at "
@@ -430,8 +489,8 @@ def new_shapes_table(a: Analysis) -> Table | None:
 
 
 def build_tables(a: Analysis) -> list[Table]:
-    tables = [accuracy_table(a), suite_check_table(a), new_shapes_table(a), difficulty_table(a), sequential_table(a), parallel_table(a),
-              fast_p_table(a), false_positive_table(a), latency_table(a),
+    tables = [accuracy_table(a), variance_table(a), suite_check_table(a), new_shapes_table(a), difficulty_table(a),
+              sequential_table(a), parallel_table(a), speedup_table(a), false_positive_table(a), latency_table(a),
               comparisons_table(a) if a.comparisons else None]
     return [t for t in tables if t is not None]
 

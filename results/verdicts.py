@@ -2,24 +2,30 @@
 
 Why: "is the agent better than sampling at the same cost, by how much, with what
 uncertainty?" is answered pair by pair on the same tasks (pairing removes shared task
-difficulty). For submitted pass at the full budget:
+difficulty), with the task as the unit (design invariant 11): repeats are nested in tasks,
+never counted as independent, so adding copies of a run changes nothing.
 
-* the difference is the mean over tasks of per-task differences (each method's per-task
-  score is the mean over its repeats), in percentage points;
-* its interval is the Student-t interval on the per-task differences (stats.t_ci), with
-  the paired BCa bootstrap beside it. The t interval leads because the project's coverage
-  simulation (scripts/coverage_sim.py) found percentile/BCa bootstrap intervals for paired
-  differences under-cover at 30 tasks (0.87-0.90) while the t interval holds (0.93-0.95);
-* the test is exact McNemar on units paired by (task, repeat); under "no difference"
-  both methods have the same success probability on a task, so a discordant pair is a fair
-  coin whichever repeats are paired.
+Which test answers which question:
 
-Where both methods' final submissions were timed, speedups are compared on log ratios
-(per-task geometric mean over correct repeats, tasks where both are correct): t interval
-and bootstrap on the mean log ratio, reported as a ratio, and the Wilcoxon signed-rank test
-(zero_method="wilcox": tasks with equal speedups carry no sign and are dropped).
+* submitted pass at the full budget: the estimate is the mean over tasks of per-task
+  differences d_i (each method's per-task score is the mean over its repeats), in points.
+  The verdict is the paired t-test on the d_i; the Student-t interval on the d_i printed
+  beside it agrees with it by construction (the interval excludes 0 exactly when p < 0.05
+  before adjustment). The coverage simulation (scripts/coverage_sim.py) found the t interval
+  holds at 30 tasks where percentile/BCa bootstrap intervals of paired differences
+  under-cover; the paired BCa bootstrap is shown beside it. For small suites the sign-flip
+  permutation test on the same d_i (exact up to 16 tasks) is shown beside the t-test.
+  Exact McNemar over (task, repeat) pairs treats repeats as independent, so it is only a
+  description (discordant pairs), with its p-value shown only when every task has one repeat;
+* speedup, on the tasks where both methods' final submissions are correct and timed
+  (unflagged): per-task mean log speedup, differences, the same paired t-test and t interval
+  (reported as ratios), the BCa bootstrap and Wilcoxon signed-rank (zero_method="wilcox")
+  beside them;
+* "no detectable difference" always comes with the minimum detectable difference (power
+  0.8, alpha 0.05, the same paired t-test, stats/power.py) from the observed spread of the
+  d_i (from the assumed variance model when every d_i is equal).
 
-All p-values of a report form one family, adjusted with Holm's method (named explicitly).
+All verdict p-values of a report form one family, adjusted with Holm's method (named explicitly).
 """
 
 from __future__ import annotations
@@ -33,19 +39,26 @@ import pandas as pd
 
 from results.readers import RunData
 from stats import (
+    ALPHA,
+    TARGET_POWER,
     Estimate,
     PairedTest,
+    PassVarianceModel,
     adjust_pvalues,
     mcnemar_exact,
+    minimum_detectable_difference,
     paired_diff_ci,
+    paired_t_test,
+    sign_flip_test,
     t_ci,
     wilcoxon_log_ratio,
 )
 
-ALPHA = 0.05
 ADJUST = "holm"
 ZERO_METHOD = "wilcox"
 MIN_SPEEDUP_TASKS = 2  # fewer tasks where both are correct: no interval, no test (not in the Holm family)
+SIGN_FLIP_BELOW = 50  # tasks: below this the sign-flip permutation test is shown beside the t-test
+SIGN_FLIP_RESAMPLES = 2 ** 16  # sign patterns: exact (every pattern) up to 16 tasks
 DISPLAY = {"direct": "direct prompting", "reflexion": "Reflexion", "geak": "GEAK"}
 
 
@@ -54,13 +67,29 @@ def display(method: str) -> str:
 
 
 @dataclass(frozen=True)
+class MinimumDetectable:
+    """The smallest true difference the comparison's test detects with power 0.8 at alpha 0.05.
+
+    value: on the comparison's scale (a fraction for pass; a ratio >= 1 for speedup); NaN
+    when not estimable. source: "observed spread of per-task differences" or the assumed
+    variance model's description."""
+
+    value: float
+    source: str
+
+
+@dataclass(frozen=True)
 class Comparison:
     """One paired comparison of method a against method b (positive = a better/faster).
 
     metric: "submitted pass" (difference in points) or "speedup" (ratio a/b).
     value: mean per-task difference (pass, as a fraction) or geometric mean ratio (speedup).
-    t_interval / boot_interval: on the same scale as value. test: the paired test.
-    p_adjusted: after the report-wide adjustment (`adjust_method`).
+    t_interval / boot_interval: on the same scale as value. test: the verdict's test (paired
+    t on per-task differences). p_adjusted: after the report-wide adjustment.
+    beside: tests shown next to it, outside the adjusted family (sign-flip permutation for
+    small suites; McNemar over (task, repeat) pairs for pass, descriptive; Wilcoxon for speedup).
+    one_repeat: every task has one unit per method (McNemar's p-value is then meaningful).
+    mde: the minimum detectable difference of the verdict's test.
     """
 
     a: str
@@ -73,6 +102,9 @@ class Comparison:
     t_interval: Estimate
     boot_interval: Estimate
     test: PairedTest
+    beside: tuple[PairedTest, ...] = ()
+    one_repeat: bool = True
+    mde: MinimumDetectable = MinimumDetectable(float("nan"), "")
     p_adjusted: float = float("nan")
     adjust_method: str = ADJUST
     note: str = ""
@@ -81,14 +113,31 @@ class Comparison:
     def significant(self) -> bool:
         return bool(self.p_adjusted < ALPHA)
 
+    def beside_test(self, prefix: str) -> PairedTest | None:
+        return next((t for t in self.beside if t.method.startswith(prefix)), None)
+
 
 def _per_task(units: pd.DataFrame, method: str, col: str) -> pd.Series:
     return units[units["method"] == method].groupby("task")[col].mean()
 
 
-def _log_speedup_per_task(units: pd.DataFrame, method: str) -> pd.Series:
-    rows = units[(units["method"] == method) & units["submitted_pass"] & units["speedup"].notna()]
+def log_speedup_per_task(units: pd.DataFrame, method: str) -> pd.Series:
+    """Per task: mean log speedup over the method's correct repeats with an unflagged timing."""
+    rows = units[(units["method"] == method) & units["submitted_pass"] & units["speedup"].notna()
+                 & ~units["speedup_flagged"]]
     return np.log(rows["speedup"]).groupby(rows["task"]).mean()
+
+
+def _mde_pass(d: np.ndarray, repeats: float) -> MinimumDetectable:
+    if d.size < 2:
+        return MinimumDetectable(float("nan"), "one task: no test")
+    sd = float(np.std(d, ddof=1))
+    if sd > 0:
+        return MinimumDetectable(minimum_detectable_difference(sd, d.size), "observed spread of per-task differences")
+    model = PassVarianceModel.from_icc()
+    sd = model.difference_sd(0.5, max(1, round(repeats)))
+    return MinimumDetectable(minimum_detectable_difference(sd, d.size),
+                             f"every per-task difference is equal, so {model.source}, pass rate 0.5")
 
 
 def _pass_comparison(data: RunData, a: str, b: str, n_resamples: int, seed: int) -> Comparison | None:
@@ -98,13 +147,21 @@ def _pass_comparison(data: RunData, a: str, b: str, n_resamples: int, seed: int)
     if not tasks:
         return None
     x, y = sa.loc[tasks].to_numpy(float), sb.loc[tasks].to_numpy(float)
-    t_est = _clip(t_ci(x - y))
+    d = x - y
+    test = paired_t_test(d, SIGN_FLIP_RESAMPLES, seed)
     boot = paired_diff_ci(x, y, n_resamples=n_resamples, method="BCa", seed=seed)
-    pairs = u[u["method"] == a][["task", "repeat", "submitted_pass"]].merge(
-        u[u["method"] == b][["task", "repeat", "submitted_pass"]], on=["task", "repeat"], suffixes=("_a", "_b"))
-    test = mcnemar_exact(pairs["submitted_pass_a"].to_numpy(bool), pairs["submitted_pass_b"].to_numpy(bool))
-    return Comparison(a, b, "submitted pass", data.budget, data.budget_unit, len(tasks), float(np.mean(x - y)),
-                      t_est, boot, test, note=test.note)
+    beside: list[PairedTest] = []
+    if len(tasks) < SIGN_FLIP_BELOW:
+        beside.append(sign_flip_test(d, SIGN_FLIP_RESAMPLES, seed))
+    ua, ub = u[u["method"] == a], u[u["method"] == b]
+    pairs = ua[["task", "repeat", "submitted_pass"]].merge(ub[["task", "repeat", "submitted_pass"]],
+                                                           on=["task", "repeat"], suffixes=("_a", "_b"))
+    beside.append(mcnemar_exact(pairs["submitted_pass_a"].to_numpy(bool), pairs["submitted_pass_b"].to_numpy(bool)))
+    sizes = pd.concat([ua.groupby("task").size(), ub.groupby("task").size()])
+    repeats = float(pd.concat([ua, ub]).groupby(["method", "task"]).size().mean())
+    return Comparison(a, b, "submitted pass", data.budget, data.budget_unit, len(tasks), float(np.mean(d)),
+                      _clip(t_ci(d)), boot, test, tuple(beside), bool((sizes == 1).all()), _mde_pass(d, repeats),
+                      note=test.note)
 
 
 def _clip(est: Estimate) -> Estimate:
@@ -122,16 +179,23 @@ def _exp(est: Estimate) -> Estimate:
 
 
 def _speedup_comparison(data: RunData, a: str, b: str, n_resamples: int, seed: int) -> Comparison | None:
-    la, lb = _log_speedup_per_task(data.units, a), _log_speedup_per_task(data.units, b)
+    la, lb = log_speedup_per_task(data.units, a), log_speedup_per_task(data.units, b)
     tasks = sorted(set(la.index) & set(lb.index))
     if len(tasks) < MIN_SPEEDUP_TASKS:
         return None
     x, y = la.loc[tasks].to_numpy(float), lb.loc[tasks].to_numpy(float)
     d = x - y
-    test = wilcoxon_log_ratio(np.exp(x), np.exp(y), zero_method=ZERO_METHOD)
+    test = paired_t_test(d, SIGN_FLIP_RESAMPLES, seed)
     boot = paired_diff_ci(x, y, n_resamples=n_resamples, method="BCa", seed=seed)
+    beside = [wilcoxon_log_ratio(np.exp(x), np.exp(y), zero_method=ZERO_METHOD)]
+    if len(tasks) < SIGN_FLIP_BELOW:
+        beside.insert(0, sign_flip_test(d, SIGN_FLIP_RESAMPLES, seed))
+    sd = float(np.std(d, ddof=1))
+    mde = (MinimumDetectable(math.exp(minimum_detectable_difference(sd, len(tasks))),
+                             "observed spread of per-task log ratios") if sd > 0
+           else MinimumDetectable(float("nan"), "every per-task log ratio is equal"))
     return Comparison(a, b, "speedup", data.budget, data.budget_unit, len(tasks), math.exp(float(np.mean(d))),
-                      _exp(t_ci(d)), _exp(boot), test, note=test.note)
+                      _exp(t_ci(d)), _exp(boot), test, tuple(beside), mde=mde, note=test.note)
 
 
 def uncompared_speedups(data: RunData) -> list[str]:
@@ -141,17 +205,17 @@ def uncompared_speedups(data: RunData) -> list[str]:
     present = [m for m in data.methods if (data.units["method"] == m).any()]
     out = []
     for b, a in combinations(present, 2):
-        n = len(set(_log_speedup_per_task(data.units, a).index) & set(_log_speedup_per_task(data.units, b).index))
+        n = len(set(log_speedup_per_task(data.units, a).index) & set(log_speedup_per_task(data.units, b).index))
         if n < MIN_SPEEDUP_TASKS:
             out.append(f"Speedups of {display(a)} and {display(b)} are not compared: {n} task(s) where both "
-                       f"submissions are correct and timed (at least {MIN_SPEEDUP_TASKS} needed).")
+                       f"submissions are correct and timed without a flag (at least {MIN_SPEEDUP_TASKS} needed).")
     return out
 
 
 def paired_comparisons(data: RunData, n_resamples: int = 10_000, seed: int = 0,
                        adjust: str = ADJUST) -> list[Comparison]:
     """Every pair (later method in the run's order vs earlier), pass and (when timed) speedup,
-    with p-values adjusted together by `adjust` ("holm" by default)."""
+    with the verdict p-values adjusted together by `adjust` ("holm" by default)."""
     present = [m for m in data.methods if (data.units["method"] == m).any()]
     out: list[Comparison] = []
     for b, a in combinations(present, 2):
@@ -165,43 +229,68 @@ def paired_comparisons(data: RunData, n_resamples: int = 10_000, seed: int = 0,
     return out
 
 
-def _p(p: float) -> str:
-    return f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
+def p_text(p: float) -> str:
+    return "n/a" if not math.isfinite(p) else (f"{p:.3f}" if p >= 0.001 else f"{p:.1e}")
 
 
 def _adj_name(method: str) -> str:
     return {"holm": "Holm", "fdr_bh": "BH", "bonferroni": "Bonferroni"}.get(method, method)
 
 
+def mde_text(c: Comparison) -> str:
+    """The minimum detectable difference as a clause: what this comparison could have seen."""
+    m = c.mde
+    power = f"power {TARGET_POWER:g} at alpha {ALPHA:g} before adjustment"
+    if not math.isfinite(m.value):
+        return f"the smallest detectable difference is not estimable ({m.source})"
+    if c.metric == "submitted pass":
+        if m.value >= 1:
+            return (f"with {c.n_tasks} tasks no difference of pass rates could be detected ({power}; the smallest "
+                    f"detectable would be {100 * m.value:.0f} points, more than the 100 possible; {m.source})")
+        return (f"the smallest difference this comparison could detect is about {100 * m.value:.0f} points "
+                f"({power}; {m.source})")
+    return (f"the smallest speedup ratio this comparison could detect is about {m.value:.2f}x either way "
+            f"({power}; {m.source})")
+
+
 def verdict_sentence(c: Comparison) -> str:
-    """The comparison in one plain sentence, with its interval and adjusted p-value."""
+    """The comparison in one plain sentence, with its interval, adjusted p-value and, when no
+    difference is detected, the minimum detectable difference."""
     A, B = display(c.a), display(c.b)
     unit = "calls" if c.budget_unit == "calls" else "tokens"
-    adj = f"{_adj_name(c.adjust_method)}-adjusted p = {_p(c.p_adjusted)}"
+    adj = f"{_adj_name(c.adjust_method)}-adjusted p = {p_text(c.p_adjusted)}"
     t, bt = c.t_interval, c.boot_interval
+    flip = c.beside_test("sign-flip")
+    flip_text = f"; sign-flip permutation p = {p_text(flip.pvalue)}" if flip else ""
     if c.metric == "submitted pass":
         pts = 100 * c.value
-        ci = f"95% CI [{100 * t.lo:+.1f}, {100 * t.hi:+.1f}] (t on per-task differences; paired bootstrap [{100 * bt.lo:+.1f}, {100 * bt.hi:+.1f}])"
-        test = f"exact McNemar {adj}; discordant (task, repeat) pairs {c.test.n10} for {A}, {c.test.n01} for {B}"
+        ci = (f"95% CI [{100 * t.lo:+.1f}, {100 * t.hi:+.1f}] (t on per-task differences; paired bootstrap "
+              f"[{100 * bt.lo:+.1f}, {100 * bt.hi:+.1f}])")
+        test = f"paired t-test on {c.n_tasks} per-task differences, {adj}{flip_text}"
+        mc = c.beside_test("mcnemar")
+        if mc is not None:
+            test += f"; discordant (task, repeat) pairs {mc.n10} for {A}, {mc.n01} for {B}"
         if c.significant:
             verb = "exceeds" if pts > 0 else "falls short of"
             s = (f"At {c.budget} {unit}, {A}'s submitted pass {verb} {B}'s by {abs(pts):.1f} points over "
                  f"{c.n_tasks} tasks, {ci}; {test}.")
         else:
             s = (f"At {c.budget} {unit}, no detectable difference in submitted pass between {A} and {B} over "
-                 f"{c.n_tasks} tasks: {A} minus {B} = {pts:+.1f} points, {ci}; {test}.")
+                 f"{c.n_tasks} tasks: {A} minus {B} = {pts:+.1f} points, {ci}; {test}; {mde_text(c)}.")
         excludes_zero = t.lo > 0 or t.hi < 0
     else:
         ci = (f"95% CI [{t.lo:.2f}, {t.hi:.2f}] (t on per-task log ratios; paired bootstrap "
               f"[{bt.lo:.2f}, {bt.hi:.2f}])")
-        test = f"Wilcoxon signed-rank ({ZERO_METHOD}) {adj}"
+        wil = c.beside_test("wilcoxon")
+        test = f"paired t-test on log ratios, {adj}{flip_text}" + (
+            f"; Wilcoxon signed-rank p = {p_text(wil.pvalue)}" if wil else "")
         if c.significant:
             verb = "faster" if c.value > 1 else "slower"
             s = (f"At {c.budget} {unit}, on the {c.n_tasks} tasks where both submissions are correct, {A}'s kernels "
                  f"are {verb} than {B}'s: speedup ratio {c.value:.2f}x, {ci}; {test}.")
         else:
             s = (f"At {c.budget} {unit}, on the {c.n_tasks} tasks where both submissions are correct, no detectable "
-                 f"difference in speedup between {A} and {B}: ratio {c.value:.2f}x, {ci}; {test}.")
+                 f"difference in speedup between {A} and {B}: ratio {c.value:.2f}x, {ci}; {test}; {mde_text(c)}.")
         excludes_zero = t.lo > 1 or t.hi < 1
     degenerate = t.lo == t.hi
     if c.significant and not excludes_zero:

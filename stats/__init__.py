@@ -4,9 +4,11 @@ Arrays / pandas objects in, numbers and frozen dataclasses out. Imports nothing 
 rest of the project (only numpy, scipy, statsmodels, pandas and the standard library).
 
 Modules: ``passk`` (unbiased pass@k), ``intervals`` (bootstrap / Wilson / exact CIs),
-``paired`` (paired bootstrap, McNemar, Wilcoxon, p-value adjustment), ``speedup``
-(geomean, fast_p), ``latency`` (timing noise), ``falsepos`` (visible-test false positives),
-``curves`` (budget curves and pass@k over runs).
+``paired`` (paired t and sign-flip tests on per-task differences, paired bootstrap,
+McNemar, Wilcoxon, p-value adjustment), ``power`` (power and minimum detectable difference
+of the paired comparison), ``variance`` (between- and within-task variance, ICC, the
+fixed-suite interval), ``speedup`` (geomean, fast_p), ``latency`` (timing noise),
+``falsepos`` (visible-test false positives), ``curves`` (budget curves and pass@k over runs).
 """
 
 from __future__ import annotations
@@ -40,9 +42,20 @@ from .paired import (
     adjust_pvalues,
     mcnemar_exact,
     paired_diff_ci,
+    paired_t_test,
+    sign_flip_test,
     wilcoxon_log_ratio,
 )
 from .passk import pass_at_k, pass_at_k_table
+from .power import (
+    ALPHA,
+    DEFAULT_ICC,
+    DEFAULT_METHOD_CORRELATION,
+    TARGET_POWER,
+    PassVarianceModel,
+    minimum_detectable_difference,
+    paired_power,
+)
 from .speedup import (
     DEFAULT_FAST_PS,
     SpeedupSummary,
@@ -52,6 +65,7 @@ from .speedup import (
     geomean_ci,
     speedup_summary,
 )
+from .variance import VarianceComponents, fixed_suite_ci, variance_components
 
 __all__ = [
     # passk
@@ -71,9 +85,23 @@ __all__ = [
     "PairedTest",
     "ADJUST_METHODS",
     "paired_diff_ci",
+    "paired_t_test",
+    "sign_flip_test",
     "mcnemar_exact",
     "wilcoxon_log_ratio",
     "adjust_pvalues",
+    # power
+    "ALPHA",
+    "TARGET_POWER",
+    "DEFAULT_ICC",
+    "DEFAULT_METHOD_CORRELATION",
+    "PassVarianceModel",
+    "paired_power",
+    "minimum_detectable_difference",
+    # variance
+    "VarianceComponents",
+    "variance_components",
+    "fixed_suite_ci",
     # speedup
     "SpeedupSummary",
     "DEFAULT_FAST_PS",

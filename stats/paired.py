@@ -1,9 +1,13 @@
 """Paired comparisons of two methods evaluated on the SAME tasks, and multiplicity control.
 
 Why: when two methods run on the same tasks, task difficulty is shared; pairing removes
-that variance (Miller 2024), so intervals and tests are built on per-task *differences*:
-the bootstrap of mean(a - b), exact McNemar for one binary outcome per task, and the
-Wilcoxon signed-rank test on log speedup ratios. Several comparisons are then adjusted
+that variance (Miller 2024), so intervals and tests are built on per-task *differences*
+d_i (each method's per-task score is the mean over its repeats, so repeats are nested in
+tasks and never counted as independent): the paired t-test and the t interval on d (they
+agree by construction), the sign-flip permutation test on d (exact for small suites), the
+bootstrap of mean(d), and the Wilcoxon signed-rank test on log speedup ratios. Exact
+McNemar is for one binary outcome per task (one repeat): over (task, repeat) pairs it
+treats repeats as independent and its p-value shrinks as copies of a run are added. Several comparisons are then adjusted
 with Holm or Benjamini-Hochberg, always passing the method explicitly (statsmodels'
 ``multipletests`` default is Holm-Sidak, which is easy to report by mistake).
 
@@ -26,6 +30,8 @@ from .intervals import Estimate, mean_ci
 __all__ = [
     "PairedTest",
     "paired_diff_ci",
+    "paired_t_test",
+    "sign_flip_test",
     "mcnemar_exact",
     "wilcoxon_log_ratio",
     "adjust_pvalues",
@@ -96,6 +102,68 @@ def paired_diff_ci(
         n=est.n,
         confidence=est.confidence,
     )
+
+
+def _differences(d: npt.ArrayLike) -> np.ndarray:
+    x = np.asarray(d, dtype=float)
+    if x.ndim != 1:
+        raise ValueError("differences must be 1-D (one value per task)")
+    if x.size == 0:
+        raise ValueError("no tasks")
+    if not np.all(np.isfinite(x)):
+        raise ValueError("differences contain NaN or inf")
+    return x
+
+
+def sign_flip_test(d: npt.ArrayLike, n_resamples: int = 10_000,
+                   seed: int | np.random.Generator | None = 0) -> PairedTest:
+    """Sign-flip permutation test of ``mean(d) = 0`` on per-task differences.
+
+    Why: under "no difference" each task's difference is as likely to be +d_i as -d_i, so
+    flipping signs gives the null distribution of the mean without assuming normality;
+    for small suites it is the check beside the t-test.
+
+    Computed: ``scipy.stats.permutation_test((d,), mean, permutation_type="samples")``
+    (one sample: signs are flipped), two-sided; exact (all 2^n sign patterns) when
+    ``2^n <= n_resamples``, else ``n_resamples`` random patterns. All zero: p = 1 (noted).
+    """
+    x = _differences(d)
+    n10, n01 = int(np.sum(x > 0)), int(np.sum(x < 0))
+    exact = x.size <= 30 and 2 ** x.size <= n_resamples
+    method = "sign-flip permutation" + (" (exact)" if exact else f" ({n_resamples} random sign patterns)")
+    if n10 + n01 == 0:
+        return PairedTest(0.0, 1.0, 0, 0, int(x.size), method, "every difference is zero")
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    res = sps.permutation_test((x,), np.mean, permutation_type="samples", n_resamples=int(n_resamples),
+                               alternative="two-sided", vectorized=True, rng=rng)
+    return PairedTest(float(res.statistic), float(min(1.0, res.pvalue)), n01, n10, int(x.size), method)
+
+
+def paired_t_test(d: npt.ArrayLike, n_resamples: int = 10_000,
+                  seed: int | np.random.Generator | None = 0) -> PairedTest:
+    """Paired t-test of ``mean(d) = 0`` on per-task differences (one value per task).
+
+    Why: it is the test that agrees with the Student-t interval printed beside it (the
+    interval excludes 0 exactly when p < 1 - confidence), and its unit is the task, so
+    adding copies of a repeat leaves it unchanged.
+
+    Computed: ``scipy.stats.ttest_1samp(d, 0)``, two-sided, n - 1 degrees of freedom.
+    Degenerate input: every difference zero gives p = 1; every difference equal and
+    non-zero (zero spread: t is infinite) gives the exact sign-flip p-value instead,
+    ``2 / 2^n``, with a note; one task gives p = 1 (no test).
+    """
+    x = _differences(d)
+    n10, n01 = int(np.sum(x > 0)), int(np.sum(x < 0))
+    if n10 + n01 == 0:
+        return PairedTest(0.0, 1.0, 0, 0, int(x.size), "paired t", "every difference is zero")
+    if x.size == 1:
+        return PairedTest(float("nan"), 1.0, n01, n10, 1, "paired t", "one task: no test")
+    if np.ptp(x) == 0:
+        flip = sign_flip_test(x, n_resamples, seed)
+        return PairedTest(float("inf") * np.sign(x[0]), flip.pvalue, n01, n10, int(x.size), "paired t",
+                          "every difference is the same: t is infinite, p from the exact sign-flip test")
+    res = sps.ttest_1samp(x, 0.0)
+    return PairedTest(float(res.statistic), float(res.pvalue), n01, n10, int(x.size), "paired t")
 
 
 def _as_bool(x: npt.ArrayLike, name: str) -> np.ndarray:

@@ -138,9 +138,13 @@ def test_accuracy_table_by_hand(tables) -> None:
     t = tables["accuracy"]
     d, g, r = (_row(t, m) for m in ("direct", "geak", "reflexion"))
     assert (d["submitted_pass"], g["submitted_pass"], r["submitted_pass"]) == (0.75, 0.5, 0.5)
-    assert d["speedup_correct"] == pytest.approx(3 ** (1 / 3)) and d["speedup_all"] == pytest.approx(3 ** 0.25)
-    assert g["speedup_correct"] == pytest.approx(3.6 ** 0.5) and g["speedup_all"] == pytest.approx(3.6 ** 0.25)
-    assert r["speedup_correct"] == pytest.approx(1.32 ** 0.5)
+    # correct-only geometric means; GEAK's 3.0x on vector_add was timed under a clock change: left out
+    assert d["speedup_correct"] == pytest.approx(3 ** (1 / 3)) and d["speedup_tasks"] == 3
+    assert g["speedup_correct"] == pytest.approx(1.2) and g["speedup_tasks"] == 1
+    assert r["speedup_correct"] == pytest.approx(1.32 ** 0.5) and r["speedup_tasks"] == 2
+    assert not any("speedup_all" in c for c in t.numeric.columns)  # no figure counts a failure as 1x
+    text = t.text.set_index("method")
+    assert text.loc["GEAK", "speedup (correct only)"] == "1.20x (1 task; no interval), 1 task"
     assert d["visible_fp_rate"] == pytest.approx(0.25) and g["visible_fp_rate"] == pytest.approx(1 / 3)
     assert (d["calls"], d["tokens"], d["gpu_evals"], g["gpu_evals"]) == (4, 400, 4, 2)
     # Wilson score interval for 3 of 4, by its formula
@@ -153,11 +157,18 @@ def test_accuracy_table_by_hand(tables) -> None:
     assert d["submitted_pass_exact_lo"] == pytest.approx(sps.beta.ppf(0.025, 3, 2))
 
 
-def test_fast_p_false_positive_and_latency_tables(tables) -> None:
-    f = tables["fast_p"]
-    assert [_row(f, "direct")[f"fast_{p:g}"] for p in (0, 0.5, 0.8, 1, 1.5, 2)] == [.75, .75, .5, .5, .25, .25]
-    assert [_row(f, "geak")[f"fast_{p:g}"] for p in (0, 0.5, 0.8, 1, 1.5, 2)] == [.5, .5, .5, .5, .25, .25]
-    assert [_row(f, "reflexion")[f"fast_{p:g}"] for p in (0, 1, 1.5)] == [.5, .5, 0]
+def test_speedup_fast_p_false_positive_and_latency_tables(tables) -> None:
+    f = tables["speedups"]
+    assert set(f.numeric["against"]) == {"expert"}  # the fixture has no eager timings: no eager rows
+    ps = (0, 1, 1.5, 2)
+    assert [_row(f, "direct")[f"fast_{p:g}"] for p in ps] == [.75, .5, .25, .25]
+    # GEAK's vector_add timing is flagged: that task's speed is unknown, so fast_p is over the other 3 tasks
+    assert [_row(f, "geak")[f"fast_{p:g}"] for p in ps] == pytest.approx([1 / 3, 1 / 3, 0, 0])
+    g = _row(f, "geak")
+    assert (g["excluded_units"], g["flagged_units"], g["geomean_tasks"]) == (1, 1, 1)
+    assert any("GEAK vs expert Triton kernel, including 1 flagged timing(s): geomean 1.90x, fast_1 0.50" in n
+               for n in f.notes)
+    assert [_row(f, "reflexion")[f"fast_{p:g}"] for p in ps] == [.5, .5, 0, 0]
     fp = tables["false_positives"]
     d = _row(fp, "direct")
     assert (d["submissions_visible_pass"], d["submissions_hidden_fail"], d["candidates_visible_pass"],
@@ -211,7 +222,7 @@ def test_renderers_carry_the_simulated_label(tables, tmp_path: Path) -> None:
     assert md.count("\n| ") >= 4 and "| direct prompting |" in md
     assert tex.startswith("% SIMULATED MODEL") and "\\caption{Accuracy and speedup per method at 4 calls (SIMULATED MODEL)}" in tex
     assert "\\begin{tabular}" in tex and tex.count("\\\\") == 4  # header + 3 methods
-    assert "fast\\_0.5" in to_latex(tables["fast_p"])  # underscores escaped
+    assert "fast\\_1.5" in to_latex(tables["speedups"])  # underscores escaped
     back = pd.read_csv(io.StringIO(csv), comment="#")
     assert back["submitted_pass"].tolist() == [0.75, 0.5, 0.5]
     paths = write_tables(list(tables.values()), tmp_path / "tables")
@@ -236,8 +247,8 @@ def test_paired_comparisons_by_hand(analysis) -> None:
     assert "no detectable difference in submitted pass between GEAK and direct prompting" in verdict_sentence(c)
 
 
-def test_detectable_difference_sentence_and_holm(tmp_path: Path) -> None:
-    """12 tasks: GEAK passes all, direct passes 2 -> McNemar p = 2 * 0.5**10; Holm over 2 p-values."""
+def _twelve_tasks(tmp_path: Path, repeats: int = 1) -> Path:
+    """12 tasks: GEAK passes all (2.0x), direct passes 2 (1.0x); every unit copied `repeats` times."""
     spec = {}
     tasks = tuple(f"t{i:02d}" for i in range(12))
     for i, t in enumerate(tasks):
@@ -247,22 +258,61 @@ def test_detectable_difference_sentence_and_holm(tmp_path: Path) -> None:
                                        speedup=1.0 if ok else None)
         spec[("geak", t)] = UnitSpec(("generator", "reflector"), (Cand(1, "correct", "correct", 1.0),), ((2, 0),),
                                      speedup=2.0)
-    d = load_run(write_run(tmp_path / "r", spec, tasks=tasks, budget=2, simulated=False, model="m"))
+    return write_run(tmp_path / f"r{repeats}", spec, tasks=tasks, budget=2, simulated=False, model="m",
+                     repeats=repeats)
+
+
+def test_detectable_difference_sentence_and_holm(tmp_path: Path) -> None:
+    """Paired t-test on the 12 per-task differences [1] * 10 + [0] * 2; Holm over 2 p-values."""
+    d = load_run(_twelve_tasks(tmp_path))
     comps = paired_comparisons(d, n_resamples=RES)
     assert [(c.metric, c.n_tasks) for c in comps] == [("submitted pass", 12), ("speedup", 2)]
-    p_pass = 2 * 0.5 ** 10
-    assert comps[0].test.pvalue == pytest.approx(p_pass)
+    diffs = [1.0] * 10 + [0.0] * 2
+    p_pass = sps.ttest_1samp(diffs, 0.0).pvalue
+    assert comps[0].test.method == "paired t" and comps[0].test.pvalue == pytest.approx(p_pass)
+    # beside it, not in the family: the exact sign-flip test (2 / 2^10) and McNemar (one repeat: its p shown)
+    assert comps[0].beside_test("sign-flip").pvalue == pytest.approx(2 * 0.5 ** 10)
+    assert comps[0].beside_test("mcnemar").pvalue == pytest.approx(2 * 0.5 ** 10) and comps[0].one_repeat
+    # speedup: both tasks 2.0 / 1.0, every log ratio equal: t is infinite, p is the exact sign-flip 2 / 2^2
+    assert comps[1].test.pvalue == pytest.approx(0.5) and "exact sign-flip" in comps[1].test.note
     assert comps[0].p_adjusted == pytest.approx(2 * p_pass)  # Holm: smallest of 2 p-values times 2
-    assert comps[1].p_adjusted == pytest.approx(max(2 * p_pass, comps[1].test.pvalue))
-    half = sps.t.ppf(0.975, 11) * np.std([1] * 10 + [0] * 2, ddof=1) / math.sqrt(12)
+    assert comps[1].p_adjusted == pytest.approx(0.5)
+    half = sps.t.ppf(0.975, 11) * np.std(diffs, ddof=1) / math.sqrt(12)
     assert comps[0].t_interval.lo == pytest.approx(10 / 12 - half) and comps[0].t_interval.hi == 1.0
     s = verdict_sentence(comps[0])
     assert s.startswith("At 2 calls, GEAK's submitted pass exceeds direct prompting's by 83.3 points over 12 tasks")
-    assert "Holm-adjusted p = 0.004" in s and f"[{100 * (10 / 12 - half):+.1f}, +100.0]" in s
+    assert f"Holm-adjusted p = {2 * p_pass:.1e}" in s and f"[{100 * (10 / 12 - half):+.1f}, +100.0]" in s
+    assert "paired t-test on 12 per-task differences" in s and "smallest difference" not in s
+    no_diff = verdict_sentence(comps[1])
+    assert "no detectable difference in speedup" in no_diff
+    assert "smallest speedup ratio this comparison could detect is not estimable" not in no_diff
+    assert "not estimable (every per-task log ratio is equal)" in no_diff
     a = analyse(d, n_resamples=RES)
     assert not a.data.simulated
     diff = {t.name: t for t in build_tables(a)}["difficulty"].text
     assert diff["difficulty"].tolist() == ["unknown", "unknown"]  # tasks the bench registry does not know
+
+
+def test_copies_of_repeats_leave_the_verdict_unchanged(tmp_path: Path) -> None:
+    """The task is the unit: 8 identical copies of each unit give the same per-task means, so the
+    same p-value and interval as 1 copy (McNemar over (task, repeat) pairs would shrink)."""
+    one = {c.metric: c for c in paired_comparisons(load_run(_twelve_tasks(tmp_path, 1)), n_resamples=200)}
+    eight = {c.metric: c for c in paired_comparisons(load_run(_twelve_tasks(tmp_path, 8)), n_resamples=200)}
+    for metric in ("submitted pass", "speedup"):
+        a, b = one[metric], eight[metric]
+        assert b.test.pvalue == a.test.pvalue and b.p_adjusted == a.p_adjusted
+        assert (b.t_interval.lo, b.t_interval.hi) == (a.t_interval.lo, a.t_interval.hi)
+        assert b.mde.value == a.mde.value or (math.isnan(a.mde.value) and math.isnan(b.mde.value))
+    assert eight["submitted pass"].beside_test("mcnemar").n10 == 8 * one["submitted pass"].beside_test("mcnemar").n10
+    assert not eight["submitted pass"].one_repeat
+    assert "McNemar discordant 80/0 (descriptive: repeats)" in comparisons_text(tmp_path)
+
+
+def comparisons_text(tmp_path: Path) -> str:
+    from results.analysis import headline
+    from results.tables import comparisons_table
+
+    return to_markdown(comparisons_table(headline(load_run(tmp_path / "r8"), n_resamples=200)))
 
 
 # ---------------------------------------------------------------------------- combining runs
@@ -273,8 +323,13 @@ def test_combined_runs_add_repeats(run_dir: Path, tmp_path: Path) -> None:
     assert set(d.units["run"]) == {"run-a", "run-b"}
     c = budget_curves(d, "calls", n_resamples=RES)["direct"]
     np.testing.assert_allclose(c.submitted.mean, [0, .25, .5, .5, .75])  # same events twice: same means
+    single = {(x.a, x.b, x.metric): x for x in paired_comparisons(load_run(run_dir), n_resamples=RES)}
+    for x in paired_comparisons(d, n_resamples=RES):  # the same events twice: per-task means and verdicts unchanged
+        assert x.test.pvalue == single[(x.a, x.b, x.metric)].test.pvalue
     comp = [x for x in paired_comparisons(d, n_resamples=RES) if (x.a, x.b, x.metric) == ("geak", "direct", "submitted pass")]
-    assert (comp[0].test.n10, comp[0].test.n01) == (2, 4)
+    assert (comp[0].test.n10, comp[0].test.n01) == (1, 2)  # tasks
+    mc = comp[0].beside_test("mcnemar")
+    assert mc is not None and (mc.n10, mc.n01) == (2, 4)  # (task, repeat) pairs, descriptive
     runs = independent_runs(d, "direct", n_resamples=RES)
     assert runs.runs.groupby("task").size().tolist() == [8, 8, 8, 8]
 
@@ -325,3 +380,50 @@ def test_figures_with_timings(analysis, tmp_path: Path) -> None:
         png, pdf = f.files
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and pdf.read_bytes()[:5] == b"%PDF-"
         assert png.stat().st_size > 10_000
+
+
+# ---------------------------------------------------------------------------- one pipeline: summary.json = report
+@pytest.mark.slow
+def test_summary_and_report_agree_on_a_run_with_repeats(tmp_path: Path) -> None:
+    """summary.json (build_summary) and the report's table files give the same figures, on a
+    random run with 3 repeats that differ, timings against the expert kernel and eager, and
+    flagged timings; the speedup geomean is the per-task one, not pooled over repeats."""
+    from results.report import write_report
+    from results.summary import build_summary
+    from tests.fixtures.synthetic_run import make_random_run
+
+    run = make_random_run(tmp_path / "run", n_tasks=8, budget=6, repeats=3, seed=3)
+    summary = build_summary(run)
+    write_report([run], tmp_path / "report")
+    tables = tmp_path / "report" / "tables"
+    acc = pd.read_csv(tables / "accuracy.csv", comment="#").set_index("method")
+    spd = pd.read_csv(tables / "speedups.csv", comment="#").set_index(["method", "against"])
+    var = pd.read_csv(tables / "variance.csv", comment="#").set_index("method")
+    comps = pd.read_csv(tables / "comparisons.csv", comment="#")
+    units = load_run(run).units
+    for method, m in summary["methods"].items():
+        assert m["submitted_pass"] == pytest.approx(acc.loc[method, "submitted_pass"], abs=1e-12)
+        assert m["submitted_pass_ci"] == pytest.approx([acc.loc[method, "submitted_pass_lo"],
+                                                        acc.loc[method, "submitted_pass_hi"]], abs=1e-12)
+        assert m["oracle_pass"] == pytest.approx(acc.loc[method, "oracle_pass"], abs=1e-12)
+        assert m["speedup_geomean"] == pytest.approx(acc.loc[method, "speedup_correct"], abs=1e-12)
+        assert m["speedup_tasks"] == acc.loc[method, "speedup_tasks"]
+        assert m["icc"] == pytest.approx(var.loc[method, "icc"], abs=1e-12)
+        assert m["submitted_pass_fixed_suite_ci"] == pytest.approx(
+            [var.loc[method, "fixed_suite_lo"], var.loc[method, "fixed_suite_hi"]], abs=1e-12)
+        for against in ("expert", "eager"):
+            s = m["speedups"][against]
+            assert s["geomean"] == pytest.approx(spd.loc[(method, against), "geomean"], abs=1e-12)
+            for p in ("0", "1", "1.5", "2"):
+                assert s["fast_p"][p] == pytest.approx(spd.loc[(method, against), f"fast_{p}"], abs=1e-12)
+                assert s["fast_p_ci"][p] == pytest.approx([spd.loc[(method, against), f"fast_{p}_lo"],
+                                                           spd.loc[(method, against), f"fast_{p}_hi"]], abs=1e-12)
+        # by hand: per task, the geometric mean over correct repeats with an unflagged timing; then over tasks
+        u = units[(units["method"] == method) & units["submitted_pass"] & ~units["speedup_flagged"]]
+        per_task = np.log(u["speedup"]).groupby(u["task"]).mean()
+        assert m["speedup_geomean"] == pytest.approx(math.exp(per_task.mean()))
+        assert m["speedup_tasks"] == len(per_task) and len(u) > len(per_task)  # repeats were pooled per task
+    for entry in summary["comparisons"]:
+        row = comps[(comps["a"] == entry["a"]) & (comps["b"] == entry["b"]) & (comps["metric"] == entry["metric"])]
+        assert entry["p"] == pytest.approx(row["p"].iloc[0], abs=1e-12)
+        assert entry["p_adjusted"] == pytest.approx(row["p_adjusted"].iloc[0], abs=1e-12)
