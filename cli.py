@@ -389,12 +389,30 @@ def figures_command(run_dirs: tuple[Path, ...], out: Path | None, resamples: int
         click.echo(f"{f.name}: " + (", ".join(str(p) for p in f.files) if not f.skipped else f"not drawn ({f.skipped})"))
 
 
+# ---------------------------------------------------------------------------- plan
+@cli.command("plan")
+@click.option("--tasks", "n_tasks", type=int, required=True, help="Number of tasks the run will have.")
+@click.option("--repeats", type=int, default=1, show_default=True, help="Repeats per (method, task).")
+@click.option("--baseline", type=float, default=None,
+              help="Expected pass rate of the methods (0-1) [default with --pilot: the pilot's].")
+@click.option("--pilot", type=click.Path(path_type=Path), default=None,
+              help="A run folder (with repeats) to estimate the variances from, instead of assuming them.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def plan_command(n_tasks: int, repeats: int, baseline: float | None, pilot: Path | None, as_json: bool) -> None:
+    """Minimum detectable difference in pass rate and power of a comparison run (paired t-test over tasks)."""
+    from results.planning import make_plan
+
+    plan = make_plan(n_tasks, repeats, baseline, pilot)
+    click.echo(json.dumps(plan.to_json(), indent=2) if as_json else plan.text())
+
+
 # ---------------------------------------------------------------------------- entry point
 def main() -> None:
     """Run the CLI, turning the library's bad-input errors into one line and exit status 2."""
     from bench.registry import UnknownTaskError
     from methods.registry import UnknownMethodError
     from modelio.replay import ReplayMiss
+    from results.planning import PlanError
     from results.run_folder import RunFolderError
     from runners.config import ConfigError
 
@@ -409,7 +427,7 @@ def main() -> None:
             sys.exit(EXIT_BAD_INPUT)
         exc.show()
         sys.exit(exc.exit_code)
-    except (ConfigError, UnknownTaskError, UnknownMethodError, ReplayMiss, RunFolderError) as exc:
+    except (ConfigError, UnknownTaskError, UnknownMethodError, ReplayMiss, RunFolderError, PlanError) as exc:
         _say(f"error: {exc}")
         sys.exit(EXIT_BAD_INPUT)
     except KeyboardInterrupt:

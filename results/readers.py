@@ -7,8 +7,11 @@ source hash), never by position, and hidden verdicts are joined on the source ha
 
 Several runs can be read as one when they asked the same question: the same tasks,
 budget, budget unit, model and method options (different seeds or repeat counts simply
-add repeats). Repeats are renumbered run after run so (method, task, repeat) stays a
-unique unit key; the original folder and repeat stay in the `run` and `run_repeat` columns.
+add repeats). Runs with the same seed and the same options are refused: every unit's seed
+derives from the run seed, so their repeats would be copies of each other, not independent
+draws, and combining them would shrink intervals and p-values for nothing. Repeats are
+renumbered run after run so (method, task, repeat) stays a unique unit key; the original
+folder and repeat stay in the `run` and `run_repeat` columns.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ class RunInfo:
     device_name: str
     task_difficulty: dict[str, int] = field(default_factory=dict)  # empty for runs recorded before it was
     new_shape_slots: dict[str, int] = field(default_factory=dict)  # adapted tasks' new-shape hidden cases, declared
+    options: dict[str, Any] = field(default_factory=dict)  # the recorded options that shape a unit (run_options)
 
     @property
     def name(self) -> str:
@@ -174,7 +178,33 @@ def read_run_info(path: Path) -> RunInfo:
         device_name=str(resolved.target.get("device_name", "")),
         task_difficulty=resolved.task_difficulty,
         new_shape_slots=resolved.new_shape_slots,
+        options=run_options(config),
     )
+
+
+#: Options of config.json that cannot change what a unit does (how many units, where and how
+#: fast they run, how the endpoint is reached), left out when deciding whether two runs are copies.
+OPERATIONAL_OPTIONS = ("repeats", "methods", "tasks", "suite", "workers", "concurrency", "job_timeout_s",
+                       "worker_user", "device", "method_modules", "task_sources")
+OPERATIONAL_ENDPOINT = ("api_key_env", "max_concurrency", "timeout_s", "max_retries")
+
+
+def run_options(config: dict[str, Any]) -> dict[str, Any]:
+    """The recorded options that shape what a unit does (seed included): config.json's
+    `config` without the operational ones."""
+    out = {k: v for k, v in config.items() if k not in OPERATIONAL_OPTIONS}
+    if isinstance(out.get("endpoint"), dict):
+        out["endpoint"] = {k: v for k, v in out["endpoint"].items() if k not in OPERATIONAL_ENDPOINT}
+    return out
+
+
+def check_not_copies(infos: list[RunInfo]) -> None:
+    """Refuse two runs with the same seed and options: their repeats are the same draws."""
+    for i, a in enumerate(infos):
+        for b in infos[i + 1:]:
+            if a.seed == b.seed and a.options == b.options:
+                raise RunError(f"cannot combine {a.name} and {b.name}: same seed ({a.seed}) and options, so their "
+                               "repeats are copies, not independent draws; re-run one with another --seed")
 
 
 def check_compatible(infos: list[RunInfo]) -> None:
@@ -200,6 +230,7 @@ def check_compatible(infos: list[RunInfo]) -> None:
         for m in set(ref.method_options) & set(info.method_options):
             if ref.method_options[m] != info.method_options[m]:
                 raise RunError(f"cannot combine {ref.name} and {info.name}: options of method {m} differ")
+    check_not_copies(infos)
 
 
 def _short(x: Any) -> str:

@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 from statsmodels.stats.power import TTestPower
 
 __all__ = ["PassVarianceModel", "DEFAULT_ICC", "DEFAULT_METHOD_CORRELATION", "paired_power",
@@ -88,8 +89,8 @@ def paired_power(delta: float, sd: float, n_tasks: int, alpha: float = ALPHA) ->
     _check(sd, n_tasks, alpha)
     if delta == 0:
         return float(alpha)
-    return float(TTestPower().power(effect_size=abs(delta) / sd, nobs=n_tasks, alpha=alpha,
-                                    alternative="two-sided"))
+    power = TTestPower().power(effect_size=abs(delta) / sd, nobs=n_tasks, alpha=alpha, alternative="two-sided")
+    return float(np.asarray(power).ravel()[0])
 
 
 def minimum_detectable_difference(sd: float, n_tasks: int, alpha: float = ALPHA, power: float = TARGET_POWER) -> float:
@@ -99,4 +100,4 @@ def minimum_detectable_difference(sd: float, n_tasks: int, alpha: float = ALPHA,
         raise ValueError(f"power must be in (alpha, 1), got {power!r}")
     effect = TTestPower().solve_power(effect_size=None, nobs=n_tasks, alpha=alpha, power=power,
                                       alternative="two-sided")
-    return float(effect) * sd
+    return float(np.asarray(effect).ravel()[0]) * sd

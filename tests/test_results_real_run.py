@@ -138,3 +138,18 @@ def test_difficulty_comes_from_the_run_folder(real_run: Path, tmp_path: Path) ->
     (copy / "config.json").write_text(json.dumps(cfg))
     diff = {t.name: t for t in build_tables(analyse(load_run(copy), n_resamples=RES))}["difficulty"].numeric
     assert set(diff["difficulty"]) == {4}
+
+
+def test_report_refuses_two_runs_of_one_command(real_run: Path, tmp_path: Path) -> None:
+    """A second run of the same command (here: a copy of the folder, as the same seed gives) is
+    not an independent repeat: report and figures refuse to combine them, one line, exit 2."""
+    import shutil
+
+    again = tmp_path / "again"
+    shutil.copytree(real_run, again)
+    for command in ("report", "figures"):
+        proc = run_cli(command, str(real_run), str(again), "--resamples", "200", timeout=180)
+        assert proc.returncode == 2, proc.stderr
+        (line,) = proc.stderr.strip().splitlines()
+        assert line == (f"error: cannot combine {real_run.name} and again: same seed (0) and options, so their "
+                        "repeats are copies, not independent draws; re-run one with another --seed")

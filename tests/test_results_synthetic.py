@@ -345,6 +345,15 @@ def test_incompatible_runs_are_refused(run_dir: Path, tmp_path: Path, change: di
         load_runs([run_dir, other])
 
 
+def test_runs_with_the_same_seed_and_options_are_refused(run_dir: Path, tmp_path: Path) -> None:
+    """Two runs of one command (same seed, same options) hold the same draws: combining them would
+    double every discordant pair and shrink p-values for nothing."""
+    twin = make_synthetic_run(tmp_path / "twin")
+    with pytest.raises(RunError, match=r"cannot combine run-a and twin: same seed \(0\) and options"):
+        load_runs([run_dir, twin])
+    assert len(load_runs([run_dir, make_synthetic_run(tmp_path / "seed-1", seed=1)]).units) == 24  # other seed: fine
+
+
 def test_bad_folders_are_refused(run_dir: Path, tmp_path: Path) -> None:
     with pytest.raises(RunError, match="given twice"):
         load_runs([run_dir, run_dir])
@@ -357,14 +366,18 @@ def test_bad_folders_are_refused(run_dir: Path, tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_cli_refusals_are_one_line_exit_2(run_dir: Path, tmp_path: Path) -> None:
     other = make_synthetic_run(tmp_path / "b5", budget=5)
+    twin = make_synthetic_run(tmp_path / "twin")
     cases = [("report", str(run_dir), str(other)), ("report", str(tmp_path / "missing")),
-             ("figures", str(tmp_path)), ("report",)]
+             ("figures", str(tmp_path)), ("report",), ("report", str(run_dir), str(twin)),
+             ("figures", str(twin), str(run_dir))]
     for args in cases:
         proc = run_cli(*args, timeout=120)
         assert proc.returncode == 2, (args, proc.stderr)
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: "), (args, proc.stderr)
     assert "budget differ" in run_cli("report", str(run_dir), str(other)).stderr
+    same = run_cli("report", str(run_dir), str(twin)).stderr
+    assert f"{run_dir.name} and twin: same seed (0) and options" in same
 
 
 # ---------------------------------------------------------------------------- figures
