@@ -223,6 +223,8 @@ def time_case(fns: dict[str, Callable[[], Any]], case_name: str, policy: TimingP
         method=runners["candidate"].method,
         candidate_wall_ms=wall["candidate"],
         baseline_wall_ms=wall["baseline"],
+        clocks_before=clocks_before,
+        clocks_after=clocks_after,
     ), clocks_before, clocks_after
 
 
@@ -340,4 +342,5 @@ def time_candidate(task: Task, candidate: Callable[..., Any], baseline: Callable
         speedup_ci=ci,
         speedup_vs_eager=eager,
         candidate_ms=cand_ms,
+        clocks_locked=locked,
     )

@@ -98,6 +98,10 @@ class CaseTiming:
     method: str = "events"
     candidate_wall_ms: float | None = None  # synchronised wall clock per call (side-stream check)
     baseline_wall_ms: float | None = None
+    # Clock readings (judge/clocks.py) just before and after this case's samples: the clock
+    # state each sample set was taken under. Empty in records written before they were kept.
+    clocks_before: dict[str, Any] = field(default_factory=dict)
+    clocks_after: dict[str, Any] = field(default_factory=dict)
 
     def median(self, which: str = "candidate") -> float:
         import statistics
@@ -117,6 +121,7 @@ class Timing:
     speedup_ci: tuple[float, float] | None = None
     speedup_vs_eager: float | None = None
     candidate_ms: float | None = None
+    clocks_locked: bool | None = None  # clocks locked by --lock-clocks while timing; None: not recorded
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

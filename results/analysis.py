@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import pandas as pd
+
 from results.curves import AXES, MethodCurves, MethodRuns, budget_curves, parallel_scaling
+from results.latency import CASE_COLS, case_frame
 from results.method_stats import SMALL_SUITE, MethodStats, method_stats, timed_baselines
 from results.readers import RunData
 from results.verdicts import SIGN_FLIP_BELOW, Comparison, paired_comparisons, uncompared_speedups
@@ -41,6 +44,7 @@ class Headline:
 class Analysis(Headline):
     curves: dict[str, dict[str, MethodCurves]] = field(default_factory=dict)
     runs: dict[str, MethodRuns] = field(default_factory=dict)
+    latency: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=CASE_COLS))  # results.latency
     notes: list[str] = field(default_factory=list)
 
 
@@ -56,7 +60,7 @@ def analyse(data: RunData, n_resamples: int = N_RESAMPLES, seed: int = BOOTSTRAP
     h = headline(data, n_resamples, seed)
     a = Analysis(data, n_resamples, seed, h.methods, h.comparisons,
                  curves={axis: budget_curves(data, axis, n_resamples, seed) for axis in AXES},
-                 runs=parallel_scaling(data, n_resamples, seed))
+                 runs=parallel_scaling(data, n_resamples, seed), latency=case_frame(data.timings, seed))
     a.notes.extend(_notes(a))
     return a
 

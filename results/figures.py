@@ -24,7 +24,6 @@ import pandas as pd
 
 from results.analysis import Analysis
 from results.method_stats import REPORTED_FAST_PS
-from results.tables import latency_frame
 from results.verdicts import display
 from stats import fast_p, flagged_share, mean_ci_columns
 
@@ -264,48 +263,60 @@ def speedup_figure(a: Analysis, out_dir: Path) -> FigureResult:
     return _done(fig, out_dir, name, caption)
 
 
+_STATE_MARKERS = {"locked": ("o", "#2ca02c"), "not locked": ("o", "#1f77b4"), "lock not recorded": ("o", "#7f7f7f")}
+
+
+def _state_style(state: str) -> tuple[str, str, bool]:
+    base, _, flag = state.partition(", ")
+    marker, col = _STATE_MARKERS.get(base, ("o", "#7f7f7f"))
+    return ("x" if flag else marker), ("#d62728" if flag else col), bool(flag)
+
+
 def latency_figure(a: Analysis, out_dir: Path) -> FigureResult:
     name = "latency_noise"
-    caption = ("Latency noise per task: coefficient of variation of the raw samples of every timed case, candidate "
-               "(dots) and interleaved baseline (crosses); the title gives the share of timed evaluations flagged "
-               "for clock changes or throttling.")
-    if not a.data.has_timings:
+    caption = ("Latency noise per task and clock state: IQR/median of the raw candidate samples of every timed case "
+               "(one point per case; colour = clock lock state; red crosses = timings flagged for moving clocks or "
+               "throttling, left out of every average); the title gives the share of timed cases flagged.")
+    lat = a.latency
+    if not len(lat):
         return FigureResult(name, caption, skipped="no timed evaluations (CPU interpreter)")
     plt = _plt()
-    lat = latency_frame(a.data)
     tasks = sorted(lat["task"].unique())
+    states = sorted(lat["clock_state"].unique())
     many = len(tasks) > 40
-    if many:  # one summary per task, sorted, unlabelled: hundreds of names cannot be read
-        med = lat.groupby("task")[["cv", "baseline_cv"]].median().sort_values("cv")
-        q = lat.groupby("task")["cv"].quantile([0.25, 0.75]).unstack().loc[med.index]
-        x = np.arange(len(med))
+    if many:  # one summary per task and state, sorted, unlabelled: hundreds of names cannot be read
         fig, ax = plt.subplots(figsize=(10, 4.2))
-        ax.vlines(x, 100 * q[0.25], 100 * q[0.75], color="#1f77b4", alpha=0.5, lw=1)
-        ax.scatter(x, 100 * med["cv"], s=10, color="#1f77b4", label="candidate (median, IQR over cases)")
-        ax.scatter(x, 100 * med["baseline_cv"], s=12, marker="x", color="#d62728", label="baseline (median)")
-        ax.set_xlabel(f"{len(tasks)} tasks, sorted by the candidate's median CV")
+        order = lat[~lat["flagged"]].groupby("task")["rel_iqr"].median().sort_values().index.tolist()
+        order += [t for t in tasks if t not in order]
+        pos = {t: i for i, t in enumerate(order)}
+        for state in states:
+            g = lat[lat["clock_state"] == state].groupby("task")["rel_iqr"].median()
+            marker, col, _ = _state_style(state)
+            ax.scatter([pos[t] for t in g.index], 100 * g.to_numpy(float), s=10, marker=marker, color=col,
+                       label=f"{state} (median over cases)")
+        ax.set_xlabel(f"{len(tasks)} tasks, sorted by the median IQR/median of unflagged cases")
         ax.set_xticks([])
     else:
         fig, ax = plt.subplots(figsize=(min(12.0, max(6.0, 0.45 * len(tasks) + 3)), 4.2))
         rng = np.random.default_rng(0)
-        for i, t in enumerate(tasks):
-            g = lat[lat["task"] == t]
-            ax.scatter(i - 0.15 + rng.uniform(-0.08, 0.08, len(g)), 100 * g["cv"], s=14, color="#1f77b4",
-                       alpha=0.6, label="candidate" if i == 0 else None)
-            ax.scatter(i + 0.15 + rng.uniform(-0.08, 0.08, len(g)), 100 * g["baseline_cv"], s=18, marker="x",
-                       color="#d62728", alpha=0.6, label="baseline" if i == 0 else None)
+        width = 0.6 / max(1, len(states))
+        for j, state in enumerate(states):
+            marker, col, _ = _state_style(state)
+            g = lat[lat["clock_state"] == state]
+            x = np.array([tasks.index(t) for t in g["task"]], dtype=float) - 0.3 + (j + 0.5) * width
+            ax.scatter(x + rng.uniform(-width / 4, width / 4, len(g)), 100 * g["rel_iqr"].to_numpy(float), s=16,
+                       marker=marker, color=col, alpha=0.7, label=state)
         rotate = len(tasks) > 6
         ax.set_xticks(range(len(tasks)), tasks, rotation=60 if rotate else 0, ha="right" if rotate else "center",
                       fontsize=8 if rotate else 9)
         ax.set_xlim(-0.6, len(tasks) - 0.4)
-    ax.set_ylabel("CV of latency samples per case (%)")
+    ax.set_ylabel("IQR / median of latency samples per case (%)")
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3, axis="y")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
-    ev = a.data.evaluations[a.data.evaluations["has_timing"]]
-    share = flagged_share(ev["flagged"].to_numpy(bool))
-    ax.set_title(_title(a, "Latency noise per task") + f"\n({len(ev)} timed evaluations, {100 * share:.0f}% flagged)",
-                 fontsize=11)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False, title="clock state")
+    share = flagged_share(lat["flagged"].to_numpy(bool))
+    ax.set_title(_title(a, "Latency noise per task and clock state")
+                 + f"\n({len(lat)} timed cases, {100 * share:.0f}% flagged)", fontsize=11)
     fig.tight_layout()
     return _done(fig, out_dir, name, caption)
 

@@ -83,7 +83,11 @@ class RunData:
         speedup_hi, speedup_vs_eager, candidate_ms, flagged, flag_reasons, skip_reasons
         (cases the judge skipped, with why).
     timings: one row per (timed evaluation, case): run, source_hash, task, case_set,
-        case, candidate_ms (tuple of raw samples), baseline_ms, launches_per_sample, flagged.
+        case, candidate_ms, baseline_ms and eager_ms (tuples of raw samples),
+        launches_per_sample, flagged and flag_reasons (the evaluation's), clocks_locked (None
+        when not recorded), clocks_before / clocks_after (the case's readings, or the
+        timing's first and last when the record predates per-case readings: case_clocks
+        False), and the evaluation's speedup with its interval (speedup_lo, speedup_hi).
     calls: one row per model call: unit key, call_index, role, prompt_tokens,
         completion_tokens, charged, cached, error, latency_s.
     runs: independent runs the methods declared: unit key, run_index, calls_start,
@@ -246,8 +250,9 @@ def _frame(rows: list[dict[str, Any]], columns: list[str]) -> pd.DataFrame:
 EVALUATION_COLS = ["source_hash", "task", "case_set", "device_key", "timed", "has_timing", "verdict", "speedup",
                    "speedup_lo", "speedup_hi", "speedup_vs_eager", "candidate_ms", "flagged", "flag_reasons",
                    "skip_reasons"]
-TIMING_COLS = ["source_hash", "task", "case_set", "case", "candidate_ms", "baseline_ms", "launches_per_sample",
-               "flagged"]
+TIMING_COLS = ["source_hash", "task", "case_set", "case", "candidate_ms", "baseline_ms", "eager_ms",
+               "launches_per_sample", "flagged", "flag_reasons", "clocks_locked", "clocks_before", "clocks_after",
+               "case_clocks", "speedup", "speedup_lo", "speedup_hi"]
 
 
 def read_evaluations(store: Store) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -266,11 +271,19 @@ def read_evaluations(store: Store) -> tuple[pd.DataFrame, pd.DataFrame]:
             "skip_reasons": tuple((ev.get("verdict") or {}).get("skip_reasons", ())),
         })
         for case in t.get("cases", ()):
+            per_case = bool(case.get("clocks_before") or case.get("clocks_after"))
             t_rows.append({
                 "source_hash": r["source_hash"], "task": r["task"], "case_set": r["case_set"],
                 "case": case["case"], "candidate_ms": tuple(case["candidate_ms"]),
-                "baseline_ms": tuple(case["baseline_ms"]), "launches_per_sample": case.get("launches_per_sample", 1),
-                "flagged": bool(t.get("flagged", False)),
+                "baseline_ms": tuple(case["baseline_ms"]), "eager_ms": tuple(case.get("eager_ms", ())),
+                "launches_per_sample": case.get("launches_per_sample", 1),
+                "flagged": bool(t.get("flagged", False)), "flag_reasons": tuple(t.get("flag_reasons", ())),
+                "clocks_locked": t.get("clocks_locked"),
+                # the case's own readings; older records have only the timing's first and last
+                "clocks_before": dict(case.get("clocks_before") or t.get("clocks_before") or {}),
+                "clocks_after": dict(case.get("clocks_after") or t.get("clocks_after") or {}),
+                "case_clocks": per_case,
+                "speedup": _num(t.get("speedup_vs_baseline")), "speedup_lo": _num(ci[0]), "speedup_hi": _num(ci[1]),
             })
     return pd.DataFrame(ev_rows, columns=EVALUATION_COLS), pd.DataFrame(t_rows, columns=TIMING_COLS)
 

@@ -71,7 +71,12 @@ def build_blocks(a: Analysis, tables: list[Table], figures: list[FigureResult], 
         blocks.append(Block("p", "Only one method: nothing to compare."))
     blocks.append(Block("h2", "Tables"))
     for t in tables:
-        blocks.append(Block("table", t))
+        if t.in_report:
+            blocks.append(Block("table", t))
+    files_only = [t.name for t in tables if not t.in_report]
+    if files_only:
+        blocks.append(Block("p", "Written as table files only (long): " + ", ".join(
+            f"{name} (tables/{name}.csv, .md, .tex)" for name in files_only) + "."))
     blocks.append(Block("h2", "Figures"))
     for f in figures:
         if f.skipped:

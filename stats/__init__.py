@@ -35,7 +35,7 @@ from .intervals import (
     t_ci,
     wilson_ci,
 )
-from .latency import LatencyStats, flagged_share, latency_stats
+from .latency import LatencyStats, flagged_share, latency_stats, median_ci
 from .paired import (
     ADJUST_METHODS,
     PairedTest,
@@ -113,6 +113,7 @@ __all__ = [
     # latency
     "LatencyStats",
     "latency_stats",
+    "median_ci",
     "flagged_share",
     # false positives
     "visible_false_positive_rate",

@@ -174,12 +174,22 @@ def test_speedup_fast_p_false_positive_and_latency_tables(tables) -> None:
     assert (d["submissions_visible_pass"], d["submissions_hidden_fail"], d["candidates_visible_pass"],
             d["candidates_hidden_fail"]) == (4, 1, 8, 1)
     assert d["candidate_fp_rate"] == pytest.approx(0.125)
-    lat = tables["latency"].numeric.set_index("task")
+    lat = tables["latency"].numeric.set_index(["task", "clock_state"])
     cv_a = np.std([1.0, 1.1, 0.9, 1.0], ddof=1) / 1.0
     cv_b = np.std([1.0, 1.0, 1.0, 1.2], ddof=1) / 1.05
-    assert lat.loc["softmax", "cv_median"] == pytest.approx((cv_a + cv_b) / 2)
-    assert lat.loc["vector_add", "timed_evaluations"] == 5 and lat.loc["vector_add", "flagged_share"] == 0.2
-    assert lat.loc["flip", "flagged_share"] == 0.0
+    soft = lat.loc[("softmax", "lock not recorded")]  # GEAK's final and its timed visible candidate: 4 cases
+    assert soft["cases"] == 4 and soft["cv_median"] == pytest.approx((cv_a + cv_b) / 2)
+    assert soft["rel_iqr_median"] == pytest.approx(0.05)  # IQR/median 0.05 in both patterns
+    assert soft["rel_mad_median"] == pytest.approx(0.025)  # MAD/median 0.05 and 0.0
+    # vector_add: 5 timed evaluations x 2 cases; GEAK's final was flagged: its own row, out of the averages
+    assert lat.loc[("vector_add", "lock not recorded"), "cases"] == 8
+    assert lat.loc[("vector_add", "lock not recorded, flagged"), "cases"] == 2
+    assert any("with the 2 flagged case(s) included" in n for n in tables["latency"].notes)
+    cases = tables["latency_cases"]
+    assert not cases.in_report and len(cases.numeric) == 22
+    assert "1.500x [1.350, 1.650]" in set(cases.text["speedup [95% CI]"])  # the per-timing interval, reported
+    med = cases.numeric.iloc[0]
+    assert med["median_lo"] <= med["median_ms"] <= med["median_hi"]
 
 
 def test_own_test_false_positives(run_dir: Path) -> None:
@@ -225,7 +235,7 @@ def test_renderers_carry_the_simulated_label(tables, tmp_path: Path) -> None:
     assert "fast\\_1.5" in to_latex(tables["speedups"])  # underscores escaped
     back = pd.read_csv(io.StringIO(csv), comment="#")
     assert back["submitted_pass"].tolist() == [0.75, 0.5, 0.5]
-    paths = write_tables(list(tables.values()), tmp_path / "tables")
+    paths = write_tables(list(tables.values()), tmp_path / "tables")  # every table as files, long ones too
     assert {p.suffix for p in paths} == {".md", ".tex", ".csv"} and len(paths) == 3 * len(tables)
 
 
