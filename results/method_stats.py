@@ -21,7 +21,7 @@ figures with those timings included.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -116,6 +116,13 @@ class MethodStats:
                 "gpu_evals": sum(self.gpu_evals.values()) / n}
 
 
+def _clip_rate(e: Estimate) -> Estimate:
+    """A pass rate lies in [0, 1]; the t-based fixed-suite interval can reach past it with few
+    tasks, so it is intersected with that range (coverage is kept) and says so."""
+    lo, hi = max(e.lo, 0.0), min(e.hi, 1.0)
+    return e if (lo, hi) == (e.lo, e.hi) else replace(e, lo=lo, hi=hi, method=f"{e.method} (clipped to [0, 1])")
+
+
 def _by_task(units: pd.DataFrame, col: str) -> list[np.ndarray]:
     return [g.to_numpy(float) for _, g in units.groupby("task")[col]]
 
@@ -140,7 +147,7 @@ def method_stats(units: pd.DataFrame, n_resamples: int, seed: int, baselines: tu
     if len(sizes) >= 2 and sizes.max() >= 2:
         groups = _by_task(units, "submitted_pass")
         comps = variance_components(groups)
-        fixed = fixed_suite_ci(groups)
+        fixed = _clip_rate(fixed_suite_ci(groups))
     pooled: dict[str, Estimate] = {}
     if sizes.max() == 1 and len(sizes) < SMALL_SUITE:
         s, n = int(units["submitted_pass"].sum()), len(units)

@@ -450,3 +450,19 @@ def test_summary_and_report_agree_on_a_run_with_repeats(tmp_path: Path) -> None:
         row = comps[(comps["a"] == entry["a"]) & (comps["b"] == entry["b"]) & (comps["metric"] == entry["metric"])]
         assert entry["p"] == pytest.approx(row["p"].iloc[0], abs=1e-12)
         assert entry["p_adjusted"] == pytest.approx(row["p_adjusted"].iloc[0], abs=1e-12)
+
+
+def test_fixed_suite_interval_and_variance_with_repeats(tmp_path: Path) -> None:
+    """Two tasks, two repeats each, one pass and one fail per task: the fixed-suite t interval
+    (2 degrees of freedom) would reach past [0, 1] and is clipped; no between-task variance."""
+    from results.method_stats import method_stats
+
+    ok, bad = (UnitSpec(("generator",), (Cand(1, k, k),), ((1, 0),), speedup=1.0 if k == "correct" else None)
+               for k in ("correct", "wrong_result"))
+    spec = {("direct", t): (ok, bad) for t in ("vector_add", "flip")}
+    units = load_run(write_run(tmp_path / "r", spec, tasks=("vector_add", "flip"), budget=1, repeats=2)).units
+    m = method_stats(units, 500, 0, ())
+    assert m.submitted.value == 0.5 and m.repeats == (2, 2) and not m.pooled  # repeats: no Wilson/exact
+    assert m.variance is not None and m.variance.between == 0.0 and m.variance.within == pytest.approx(0.5)
+    assert m.submitted_fixed is not None and (m.submitted_fixed.lo, m.submitted_fixed.hi) == (0.0, 1.0)
+    assert m.submitted_fixed.method.endswith("(clipped to [0, 1])")
