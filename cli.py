@@ -104,11 +104,16 @@ def cli() -> None:
               help="Re-run a recorded run folder from its recorded model responses, with no network.")
 @click.option("--lock-clocks", "lock_spec", default=None, metavar="auto|SM[,MEM]",
               help="Lock GPU clocks for the run (needs root; restored on exit and Ctrl-C). Off by default.")
+@click.option("--eval-budget", type=int, default=None, metavar="N",
+              help="GPU evaluations per unit (visible feedback and a method's own test runs), enforced like calls.")
+@click.option("--oneshot-corpus", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="One-shot example corpus (GEAK-v1 train_crawl.json layout) [default: the built-in expert kernels].")
 def compare(budget: int | None, budget_unit: str | None, methods: str | None, tasks: str | None, suite: str | None,
             sources: tuple[str, ...], repeats: int | None, seed: int | None, config_path: Path | None,
             out: Path | None, resume: Path | None, base_url: str | None, model: str | None, api_key_env: str | None,
             device: str | None, workers: int | None, worker_user: str | None, quiet: bool,
-            max_concurrency: int | None, dry_run: bool, replay: Path | None, lock_spec: str | None) -> None:
+            max_concurrency: int | None, dry_run: bool, replay: Path | None, lock_spec: str | None,
+            eval_budget: int | None, oneshot_corpus: Path | None) -> None:
     """Run every method on every task under one budget ledger, then judge on hidden tests."""
     from runners.compare import (
         CompareInterrupted,
@@ -123,7 +128,8 @@ def compare(budget: int | None, budget_unit: str | None, methods: str | None, ta
         raise BadInput("--replay and --resume cannot be combined")
     flags = {"budget": budget, "budget_unit": budget_unit, "methods": _split(methods), "tasks": _split(tasks),
              "suite": suite, "repeats": repeats, "seed": seed, "device": device, "workers": workers,
-             "worker_user": worker_user, "task_sources": _sources(sources)}
+             "worker_user": worker_user, "task_sources": _sources(sources), "eval_budget": eval_budget,
+             "oneshot_corpus": str(oneshot_corpus) if oneshot_corpus else None}
     endpoint = {"base_url": base_url, "model": model, "api_key_env": api_key_env, "max_concurrency": max_concurrency}
     config = compose_config({**flags, **endpoint}, config_path, recorded_options(replay) if replay else None)
     if dry_run:

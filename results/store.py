@@ -36,8 +36,12 @@ CREATE TABLE IF NOT EXISTS candidates (
     PRIMARY KEY (method, task, repeat, candidate_index));
 CREATE TABLE IF NOT EXISTS runs (
     method TEXT NOT NULL, task TEXT NOT NULL, repeat INTEGER NOT NULL, run_index INTEGER NOT NULL,
-    calls_start INTEGER NOT NULL, calls_end INTEGER,
+    calls_start INTEGER NOT NULL, calls_end INTEGER, independent INTEGER NOT NULL DEFAULT 1,
     PRIMARY KEY (method, task, repeat, run_index));
+CREATE TABLE IF NOT EXISTS examples (
+    method TEXT NOT NULL, task TEXT NOT NULL, repeat INTEGER NOT NULL, call_index INTEGER NOT NULL,
+    program TEXT NOT NULL, query_by TEXT NOT NULL, similarity REAL NOT NULL,
+    PRIMARY KEY (method, task, repeat, call_index, program));
 CREATE TABLE IF NOT EXISTS feedback (
     method TEXT NOT NULL, task TEXT NOT NULL, repeat INTEGER NOT NULL, feedback_index INTEGER NOT NULL,
     calls_used INTEGER NOT NULL, source_hash TEXT NOT NULL, verdict TEXT NOT NULL,
@@ -81,7 +85,8 @@ class Store:
     def _add_missing_columns(self) -> None:
         """Stores written before a column existed gain it (with its default) on open, so they resume."""
         for table, column, ddl in (("calls", "retries", "INTEGER NOT NULL DEFAULT 0"),
-                                   ("candidates", "run_index", "INTEGER NOT NULL DEFAULT -1")):
+                                   ("candidates", "run_index", "INTEGER NOT NULL DEFAULT -1"),
+                                   ("runs", "independent", "INTEGER NOT NULL DEFAULT 1")):
             have = {r[1] for r in self._db.execute(f"PRAGMA table_info({table})")}
             if column not in have:
                 self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {ddl}")
@@ -129,20 +134,23 @@ class Store:
         return str(self.query("SELECT source FROM sources WHERE source_hash=?", (h,))[0][0])
 
     def record_event(self, table: str, row: dict[str, Any]) -> None:
-        """Candidates, feedback, a method's own test runs and submissions. A resumed unit
+        """Candidates, feedback, a method's own test runs, submissions and the one-shot examples
+        each call showed (with their similarity to the task's answer). A resumed unit
         replays the same events with the same keys; OR IGNORE keeps the first copy and makes
         the replay a no-op."""
-        assert table in ("candidates", "feedback", "test_runs", "submissions")
+        assert table in ("candidates", "feedback", "test_runs", "submissions", "examples")
         cols = ", ".join(row)
         marks = ", ".join(f":{k}" for k in row)
         self._write(f"INSERT OR IGNORE INTO {table}({cols}) VALUES ({marks})", row)
 
     # ------------------------------------------------------------------ independent runs
-    def begin_run(self, method: str, task: str, repeat: int, run_index: int, calls_start: int) -> None:
-        """A method's independent run (GEAK run, Reflexion trial, direct sample) starts; its
-        `calls_end` stays NULL until it is known to have finished (a budget cut leaves it NULL)."""
-        self._write("INSERT OR IGNORE INTO runs(method, task, repeat, run_index, calls_start) VALUES (?, ?, ?, ?, ?)",
-                    (method, task, repeat, run_index, calls_start))
+    def begin_run(self, method: str, task: str, repeat: int, run_index: int, calls_start: int,
+                  independent: bool = True) -> None:
+        """A method's run (GEAK run, Reflexion trial, direct sample) starts; its `calls_end`
+        stays NULL until it is known to have finished (a budget cut leaves it NULL).
+        `independent` is the method's declaration that its runs are independent draws."""
+        self._write("INSERT OR IGNORE INTO runs(method, task, repeat, run_index, calls_start, independent) "
+                    "VALUES (?, ?, ?, ?, ?, ?)", (method, task, repeat, run_index, calls_start, int(independent)))
 
     def end_run(self, method: str, task: str, repeat: int, run_index: int, calls_end: int) -> None:
         self._write("UPDATE runs SET calls_end=? WHERE method=? AND task=? AND repeat=? AND run_index=?",

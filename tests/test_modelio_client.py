@@ -10,7 +10,7 @@ import time
 import pytest
 
 from bench.registry import get_task
-from methods.templates import render, system_prompt, task_block
+from methods.templates import answer_request, render, system_prompt, task_block
 from modelio.ledger import Ledger, ModelCallFailed
 from modelio.openai_client import EndpointCallFailed, EndpointUnreachable, OpenAIClient
 from modelio.server import ServerOptions, SimServer, request_from_body
@@ -23,7 +23,7 @@ from results.store import Store
 def direct_prompt(task_id: str = "vector_add") -> tuple[Message, ...]:
     task = get_task(task_id).view()
     return (Message("system", system_prompt("nvidia", True)),
-            Message("user", render("direct_generate", task=task_block(task, True), oneshot="")))
+            Message("user", render("direct_generate", task=task_block(task, True), oneshot="", answer=answer_request("fenced"))))
 
 
 def fast_client(server: SimServer, **kw: object) -> OpenAIClient:
