@@ -306,3 +306,31 @@ def test_no_example_shown_to_any_method_on_any_builtin_task_is_a_near_copy(tmp_p
         assert r["program"] != f"task:{r['task']}"
         assert similarity(programs[r["program"]], expert) < 0.5, r
         assert r["similarity"] < 0.5
+
+
+def test_a_resume_refuses_a_changed_oneshot_corpus(tmp_path: Path) -> None:
+    import json
+
+    from bench.oneshot import file_digest
+    from runners.compare import prepare_run
+    from runners.config import CompareConfig, ConfigError
+
+    corpus = tmp_path / "crawl.json"
+    corpus.write_text(json.dumps([{"code": "def f(x):\n    return x\n", "description_1": "identity"}]))
+    config = CompareConfig(oneshot_corpus=str(corpus), tasks=["vector_add"])
+    config.validate()
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps({"config": config.to_json(),
+                                                 "resolved": {"oneshot": {"sha256": file_digest(corpus)}}}))
+    resumed, _, was_resumed = prepare_run(CompareConfig(), None, run)
+    assert was_resumed and resumed.oneshot_corpus == str(corpus.resolve())
+    corpus.write_text(json.dumps([{"code": "def g(x):\n    return -x\n"}]))
+    with pytest.raises(ConfigError, match="changed since this run started"):
+        prepare_run(CompareConfig(), None, run)
+    with pytest.raises(ConfigError, match="oneshot_threshold"):
+        CompareConfig(oneshot_threshold=1.5).validate()
+    with pytest.raises(ConfigError, match="needs answer_format: json"):
+        CompareConfig(json_mode=True).validate()
+    with pytest.raises(ConfigError, match="eval_budget"):
+        CompareConfig(eval_budget=0).validate()

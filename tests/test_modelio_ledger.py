@@ -232,3 +232,48 @@ def test_a_store_from_before_the_retries_column_gains_it_and_still_records(tmp_p
     account = Ledger(SimulatedModel(), store, budget=1).account("direct", "vector_add", 0)
     spend_all(account, direct_prompt())
     assert [tuple(r) for r in store.query("SELECT call_index, retries FROM calls")] == [(0, 0)]
+
+
+class CapturingModel:
+    """The simulated model, keeping every request it was sent."""
+
+    simulated = True
+    model = "capturing"
+
+    def __init__(self, exact: bool) -> None:
+        self.inner = SimulatedModel()
+        self.requests: list[Request] = []
+        if exact:
+            self.count_prompt_tokens = self.inner.count_prompt_tokens
+
+    def complete(self, request: Request) -> Completion:
+        self.requests.append(request)
+        return self.inner.complete(request)
+
+
+@pytest.mark.parametrize("unit,exact", [("calls", True), ("output_tokens", True), ("total_tokens", True),
+                                        ("total_tokens", False)])
+def test_max_tokens_is_the_smaller_of_the_cap_and_what_is_left(unit: str, exact: bool) -> None:
+    client = CapturingModel(exact)
+    prompt = direct_prompt()
+    text = "\n\n".join(m.content for m in prompt)
+    budget = {"calls": 3, "output_tokens": 1000, "total_tokens": 4 * len(text.encode())}[unit]
+    account = Ledger(client, MemoryRecorder(), budget=budget, unit=unit).account("m", "t", 0)
+    completions = spend_all(account, prompt, max_tokens=600)
+    assert completions and account.spend.used(unit) <= budget
+    spent = 0
+    for request, completion in zip(client.requests, completions, strict=True):
+        if unit == "calls":
+            assert request.max_tokens == 600  # the method's cap, sent as is
+        elif unit == "output_tokens":
+            assert request.max_tokens == min(600, budget - spent)
+            spent += completion.completion_tokens
+        else:
+            bound = count_tokens(text) if exact else None
+            if bound is not None:
+                assert request.max_tokens == min(600, budget - spent - bound)
+            spent += completion.total_tokens
+    if unit == "total_tokens":  # the next prompt could not fit: refused before sending
+        with pytest.raises(BudgetExhausted, match="cannot fit|spent"):
+            account.complete(prompt, temperature=1.0, role="generator", max_tokens=600)
+        assert len(client.requests) == len(completions)
