@@ -337,7 +337,11 @@ def score_command(output_dir: Path, suite: str, sources: tuple[str, ...], worker
 @click.option("--faults", default="429,500,drop", show_default=True,
               help="Fault kinds to draw from: 429, 500, drop, timeout.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the fault generator.")
-def serve_sim(host: str, port: int, latency: float, fail_rate: float, faults: str, seed: int) -> None:
+@click.option("--reject-json-mode", is_flag=True, help="Answer HTTP 400 to every request asking for JSON mode.")
+@click.option("--reject-every", type=int, default=0, show_default=True, metavar="N",
+              help="Answer HTTP 400 (context length exceeded) to every N-th chat request; 0: never.")
+def serve_sim(host: str, port: int, latency: float, fail_rate: float, faults: str, seed: int,
+              reject_json_mode: bool = False, reject_every: int = 0) -> None:
     """Serve the simulated model as an OpenAI-compatible endpoint (/v1/chat/completions, /v1/models)."""
     from modelio.server import ServerOptions, serve
 
@@ -349,7 +353,7 @@ def serve_sim(host: str, port: int, latency: float, fail_rate: float, faults: st
 
     try:
         options = ServerOptions(latency_s=latency, fail_rate=fail_rate, fault_kinds=tuple(_split(faults) or ()),
-                                seed=seed)
+                                seed=seed, reject_json_mode=reject_json_mode, reject_every=reject_every)
         serve(host, port, options, on_ready=ready)
     except ValueError as exc:
         raise BadInput(str(exc)) from None
