@@ -59,6 +59,11 @@ CREATE TABLE IF NOT EXISTS evaluations (
     source_hash TEXT NOT NULL, task TEXT NOT NULL, case_set TEXT NOT NULL, device_key TEXT NOT NULL,
     verdict TEXT NOT NULL, evaluation TEXT NOT NULL, created REAL NOT NULL,
     PRIMARY KEY (source_hash, task, case_set, device_key));
+CREATE TABLE IF NOT EXISTS retried_calls (
+    method TEXT NOT NULL, task TEXT NOT NULL, repeat INTEGER NOT NULL, call_index INTEGER NOT NULL,
+    attempt INTEGER NOT NULL, role TEXT NOT NULL, error TEXT NOT NULL, charged INTEGER NOT NULL,
+    retries INTEGER NOT NULL, created REAL NOT NULL,
+    PRIMARY KEY (method, task, repeat, call_index, attempt));
 CREATE TABLE IF NOT EXISTS units (
     method TEXT NOT NULL, task TEXT NOT NULL, repeat INTEGER NOT NULL, status TEXT NOT NULL,
     calls_used INTEGER NOT NULL, prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL,
@@ -173,6 +178,33 @@ class Store:
     def unit_status(self, method: str, task: str, repeat: int) -> str | None:
         rows = self.query("SELECT status FROM units WHERE method=? AND task=? AND repeat=?", (method, task, repeat))
         return str(rows[0][0]) if rows else None
+
+    def errored_units(self) -> list[tuple[str, str, int]]:
+        """Finished units that ended on an error (a model call that failed for good)."""
+        return [(r[0], r[1], int(r[2])) for r in self.query(
+            "SELECT method, task, repeat FROM units WHERE error IS NOT NULL ORDER BY method, task, repeat")]
+
+    def reopen_errored_unit(self, method: str, task: str, repeat: int) -> None:
+        """Make an errored unit run again (`--resume --retry-errors`): its failed calls move to
+        `retried_calls` (kept, and still counted as failed calls), so the resumed unit replays
+        its good calls from the record and sends the failed ones again; its unit row goes, so
+        it is no longer done. Candidates and evaluations stay: the replay meets them again."""
+        key = (method, task, repeat)
+        with self._lock:
+            self._db.execute("BEGIN")
+            try:
+                self._db.execute(
+                    "INSERT INTO retried_calls(method, task, repeat, call_index, attempt, role, error, charged, retries, "
+                    "created) SELECT c.method, c.task, c.repeat, c.call_index, "
+                    "(SELECT COUNT(*) FROM retried_calls r WHERE r.method=c.method AND r.task=c.task AND "
+                    "r.repeat=c.repeat AND r.call_index=c.call_index), c.role, c.error, c.charged, c.retries, c.created "
+                    "FROM calls c WHERE c.method=? AND c.task=? AND c.repeat=? AND c.error IS NOT NULL", key)
+                self._db.execute("DELETE FROM calls WHERE method=? AND task=? AND repeat=? AND error IS NOT NULL", key)
+                self._db.execute("DELETE FROM units WHERE method=? AND task=? AND repeat=?", key)
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
 
     def finish_unit(self, method: str, task: str, repeat: int, status: str, calls: int, prompt_tokens: int,
                     completion_tokens: int, feedback_evals: int, error: str | None = None) -> None:

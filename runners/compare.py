@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -103,7 +103,8 @@ class Progress:
 
 class CompareRun:
     def __init__(self, config: CompareConfig, run_dir: Path, client: ModelClient, target: Target,
-                 progress: Callable[[Progress], None] | None = None, executor: Executor | None = None):
+                 progress: Callable[[Progress], None] | None = None, executor: Executor | None = None,
+                 retry_errors: bool = False):
         self.config = config
         self.run_dir = run_dir
         self.client = client
@@ -119,9 +120,13 @@ class CompareRun:
         self.oneshot = open_oneshot(config)
         self.units = [Unit(m, t.id, r) for m in config.methods for t in self.tasks for r in range(config.repeats)]
         self.progress = Progress(len(self.units), len(self.units) * config.budget, progress)
+        self.retry_errors = retry_errors
 
     def run(self) -> None:
         self.executor.warm_up()
+        if self.retry_errors:
+            for key in self.store.errored_units():
+                self.store.reopen_errored_unit(*key)
         pending = []
         for u in self.units:
             if self.store.unit_status(u.method, u.task, u.repeat) == "done":
@@ -296,6 +301,7 @@ class CompareOptions:
     on_message: Message = lambda _m: None  # one line for the user (the CLI prints them on stderr)
     on_start: Callable[[RunStarted], None] = lambda _s: None
     on_progress: Callable[[Progress], None] | None = None
+    retry_errors: bool = False  # with resume: run the units that ended on a failed model call again
 
 
 @dataclass(frozen=True)
@@ -306,6 +312,7 @@ class RunResult:
     target: Target
     endpoint_stats: Any | None  # modelio.openai_client.ClientStats for an HTTP endpoint; None otherwise
     wall_s: float
+    errored_units: list[tuple[str, str, int]] = field(default_factory=list)  # (method, task, repeat) that ended on an error
 
     @property
     def summary_path(self) -> Path:
@@ -412,8 +419,11 @@ def run_compare(config: CompareConfig, options: CompareOptions | None = None) ->
     if clock_lock is None:
         clock_lock = _clock_lock(target, opts.lock_clocks, opts.on_message)
     started = time.perf_counter()
+    if opts.retry_errors and not resumed:
+        raise ConfigError("--retry-errors goes with --resume RUN_DIR")
     run = CompareRun(config, run_dir, client, target, progress=opts.on_progress,
-                     executor=local_executor(config, target, clocks_locked=opts.lock_clocks is not None))
+                     executor=local_executor(config, target, clocks_locked=opts.lock_clocks is not None),
+                     retry_errors=opts.retry_errors)
     try:
         record_run_files(run, resumed, opts.command_line)
         opts.on_message(f"run folder: {run_dir}" + (" (resumed)" if resumed else ""))
@@ -433,11 +443,12 @@ def run_compare(config: CompareConfig, options: CompareOptions | None = None) ->
             raise CompareInterrupted(run_dir, run.progress.units_done, len(run.units)) from None
         summary = build_summary(run.store, config.to_json(), client.simulated, client.model)
         RunFolder(run_dir).write_summary(summary)
+        errored = run.store.errored_units()
     finally:
         run.close()
     stats = getattr(client, "stats", None)
     return RunResult(run_dir, resumed, summary, target, stats() if callable(stats) else None,
-                     time.perf_counter() - started)
+                     time.perf_counter() - started, errored)
 
 
 def estimate_compare(config: CompareConfig) -> DryRunEstimate:
