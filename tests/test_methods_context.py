@@ -312,6 +312,7 @@ def test_a_resume_refuses_a_changed_oneshot_corpus(tmp_path: Path) -> None:
     import json
 
     from bench.oneshot import file_digest
+    from results.run_folder import ResolvedRun, RunFolder
     from runners.compare import prepare_run
     from runners.config import CompareConfig, ConfigError
 
@@ -321,8 +322,9 @@ def test_a_resume_refuses_a_changed_oneshot_corpus(tmp_path: Path) -> None:
     config.validate()
     run = tmp_path / "run"
     run.mkdir()
-    (run / "config.json").write_text(json.dumps({"config": config.to_json(),
-                                                 "resolved": {"oneshot": {"sha256": file_digest(corpus)}}}))
+    RunFolder(run).write_config(config.to_json(), ResolvedRun(
+        tasks=("vector_add",), method_options={}, budget_unit="calls", model="m", simulated=True,
+        target={"vendor": "cpu"}, oneshot={"sha256": file_digest(corpus)}))
     resumed, _, was_resumed = prepare_run(CompareConfig(), None, run)
     assert was_resumed and resumed.oneshot_corpus == str(corpus.resolve())
     corpus.write_text(json.dumps([{"code": "def g(x):\n    return -x\n"}]))
