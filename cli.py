@@ -28,6 +28,7 @@ from typing import Any
 import click
 
 EXIT_BAD_INPUT = 2
+EXIT_ERRORED_UNITS = 3  # the run finished, but some units ended on a failed model call (see the warning line)
 EXIT_INTERRUPTED = 130
 
 
@@ -104,12 +105,23 @@ def cli() -> None:
               help="Re-run a recorded run folder from its recorded model responses, with no network.")
 @click.option("--lock-clocks", "lock_spec", default=None, metavar="auto|SM[,MEM]",
               help="Lock GPU clocks for the run (needs root; restored on exit and Ctrl-C). Off by default.")
+@click.option("--eval-budget", type=int, default=None, metavar="N",
+              help="GPU evaluations per unit (visible feedback and a method's own test runs), enforced like calls.")
+@click.option("--oneshot-corpus", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="One-shot example corpus (GEAK-v1 train_crawl.json layout) [default: the built-in expert kernels].")
+@click.option("--retry-errors", is_flag=True,
+              help="With --resume: run errored units again (their good calls replayed, their failed calls resent).")
 def compare(budget: int | None, budget_unit: str | None, methods: str | None, tasks: str | None, suite: str | None,
             sources: tuple[str, ...], repeats: int | None, seed: int | None, config_path: Path | None,
             out: Path | None, resume: Path | None, base_url: str | None, model: str | None, api_key_env: str | None,
             device: str | None, workers: int | None, worker_user: str | None, quiet: bool,
-            max_concurrency: int | None, dry_run: bool, replay: Path | None, lock_spec: str | None) -> None:
-    """Run every method on every task under one budget ledger, then judge on hidden tests."""
+            max_concurrency: int | None, dry_run: bool, replay: Path | None, lock_spec: str | None,
+            eval_budget: int | None, oneshot_corpus: Path | None, retry_errors: bool) -> None:
+    """Run every method on every task under one budget ledger, then judge on hidden tests.
+
+    Exit status: 0 when every unit finished cleanly; 3 when the run finished but some units
+    ended on a model call that failed for good (a warning line names them; finish them with
+    --resume RUN_DIR --retry-errors); 2 for bad input; 130 when interrupted."""
     from runners.compare import (
         CompareInterrupted,
         CompareOptions,
@@ -121,9 +133,12 @@ def compare(budget: int | None, budget_unit: str | None, methods: str | None, ta
 
     if replay is not None and resume is not None:
         raise BadInput("--replay and --resume cannot be combined")
+    if retry_errors and resume is None:
+        raise BadInput("--retry-errors goes with --resume RUN_DIR")
     flags = {"budget": budget, "budget_unit": budget_unit, "methods": _split(methods), "tasks": _split(tasks),
              "suite": suite, "repeats": repeats, "seed": seed, "device": device, "workers": workers,
-             "worker_user": worker_user, "task_sources": _sources(sources)}
+             "worker_user": worker_user, "task_sources": _sources(sources), "eval_budget": eval_budget,
+             "oneshot_corpus": str(oneshot_corpus) if oneshot_corpus else None}
     endpoint = {"base_url": base_url, "model": model, "api_key_env": api_key_env, "max_concurrency": max_concurrency}
     config = compose_config({**flags, **endpoint}, config_path, recorded_options(replay) if replay else None)
     if dry_run:
@@ -151,7 +166,8 @@ def compare(budget: int | None, budget_unit: str | None, methods: str | None, ta
             bar.set_postfix_str(f"spent {p.spent}/{p.budget_total} {unit}", refresh=True)
 
     options = CompareOptions(out=out, resume=resume, replay=replay, lock_clocks=_parse_lock_spec(lock_spec),
-                             command_line=list(sys.argv), on_message=_say, on_start=on_start, on_progress=on_progress)
+                             command_line=list(sys.argv), on_message=_say, on_start=on_start, on_progress=on_progress,
+                             retry_errors=retry_errors)
     try:
         result = run_compare(config, options)
     except CompareInterrupted as stop:
@@ -172,6 +188,12 @@ def compare(budget: int | None, budget_unit: str | None, methods: str | None, ta
         click.echo(f"endpoint: {s.calls} calls, {s.failed_calls} failed, {s.retries} retries; "
                    f"{s.prompt_tokens} prompt + {s.completion_tokens} completion tokens; estimated cost {cost}")
     click.echo(f"wall time {result.wall_s:.1f} s; summary: {result.summary_path}")
+    if result.errored_units:
+        errored = result.errored_units
+        names = ", ".join(f"{m}/{t}/{r}" for m, t, r in errored[:5]) + (" ..." if len(errored) > 5 else "")
+        _say(f"warning: {len(errored)} unit(s) ended on a failed model call ({names}); the report lists their "
+             f"errors; retry them with: python cli.py compare --resume {result.run_dir} --retry-errors")
+        raise SystemExit(EXIT_ERRORED_UNITS)
 
 
 def _parse_lock_spec(spec: str | None) -> tuple[int | None, int | None] | None:
@@ -331,7 +353,11 @@ def score_command(output_dir: Path, suite: str, sources: tuple[str, ...], worker
 @click.option("--faults", default="429,500,drop", show_default=True,
               help="Fault kinds to draw from: 429, 500, drop, timeout.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the fault generator.")
-def serve_sim(host: str, port: int, latency: float, fail_rate: float, faults: str, seed: int) -> None:
+@click.option("--reject-json-mode", is_flag=True, help="Answer HTTP 400 to every request asking for JSON mode.")
+@click.option("--reject-every", type=int, default=0, show_default=True, metavar="N",
+              help="Answer HTTP 400 (context length exceeded) to every N-th chat request; 0: never.")
+def serve_sim(host: str, port: int, latency: float, fail_rate: float, faults: str, seed: int,
+              reject_json_mode: bool = False, reject_every: int = 0) -> None:
     """Serve the simulated model as an OpenAI-compatible endpoint (/v1/chat/completions, /v1/models)."""
     from modelio.server import ServerOptions, serve
 
@@ -343,7 +369,7 @@ def serve_sim(host: str, port: int, latency: float, fail_rate: float, faults: st
 
     try:
         options = ServerOptions(latency_s=latency, fail_rate=fail_rate, fault_kinds=tuple(_split(faults) or ()),
-                                seed=seed)
+                                seed=seed, reject_json_mode=reject_json_mode, reject_every=reject_every)
         serve(host, port, options, on_ready=ready)
     except ValueError as exc:
         raise BadInput(str(exc)) from None

@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.registry import get_task  # noqa: E402
-from methods.templates import render, system_prompt, task_block  # noqa: E402
+from methods.templates import answer_request, render, system_prompt, task_block  # noqa: E402
 from modelio.ledger import BudgetExhausted, Ledger  # noqa: E402
 from modelio.openai_client import OpenAIClient  # noqa: E402
 from modelio.server import ServerOptions, SimServer  # noqa: E402
@@ -38,7 +38,7 @@ GOAL = 25.0
 def prompt() -> tuple[Message, ...]:
     task = get_task("vector_add").view()
     return (Message("system", system_prompt("nvidia", True)),
-            Message("user", render("direct_generate", task=task_block(task, True), oneshot="")))
+            Message("user", render("direct_generate", task=task_block(task, True), oneshot="", answer=answer_request("fenced"))))
 
 
 def drain(ledger: Ledger, name: str, messages: tuple[Message, ...]) -> int:

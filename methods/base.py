@@ -22,10 +22,11 @@ Rules the scheduler relies on:
   store each under the attribute of the same name, so the resolved options (defaults included)
   are recorded in the run's config.json. Every option needs a default.
 - `run(task, ctx)` sees the task only through a `TaskView` (no reference, no hidden cases) and
-  the world only through `ctx`: the model (`ask`, through the budget ledger), code it proposes
-  (`propose`), visible feedback (`feedback`), its own tests run on a candidate (`run_tests`),
-  and its answer (`submit`, to be called again whenever the answer changes, so budget curves
-  come from one run). It never runs code, touches the GPU or the store itself.
+  the world only through `ctx`: the model (`ask`, through the budget ledger), one-shot examples
+  (`example`), code it proposes (`propose`), visible feedback (`feedback`), its own tests run on
+  a candidate (`run_tests`), and its answer (`submit`, to be called again whenever the answer
+  changes, so budget curves come from one run). It never runs code, touches the GPU or the
+  store itself.
 - The loop ends when `ctx.ask` raises `BudgetExhausted`; let it propagate. A method needs no
   budget arithmetic of its own (it may read `ctx.remaining()`), and may also return early
   (the unspent remainder is then recorded as such).
@@ -35,8 +36,10 @@ Rules the scheduler relies on:
   (recorded in config.json; `$KMC_METHOD_MODULES` gives its default) or simply imported by
   the caller (as tests do).
 - Shared helpers: methods/templates.py (prompt files under methods/prompts/, knowledge prompt
-  per vendor, task block), methods/extract.py (code, JSON and test extraction that never
-  passes on truncated code), methods/retrieval.py (the BM25 one-shot example).
+  per vendor, task block, the one answer request every code prompt ends with),
+  methods/extract.py (one tolerant code extractor: JSON, fenced or bare code, never truncated
+  code; test extraction). One-shot examples come from `ctx.example`, which excludes
+  near-copies of the task's answer before a method ever sees them.
 """
 
 from __future__ import annotations
@@ -109,27 +112,58 @@ class Feedback:
 
 
 class MethodContext(Protocol):
-    vendor: str
+    """Everything a method can reach: read-only facts and verbs, nothing else. The scheduler's
+    context (runners/context.py) is sealed: no evaluator, task, store, account or model client
+    is reachable through its attributes (docs/ARCHITECTURE.md lists what a method can reach)."""
+
+    @property
+    def vendor(self) -> str:
+        """The target's vendor ("nvidia", "amd", "cpu"), for the knowledge prompt."""
+        ...
+
+    @property
+    def answer_format(self) -> str:
+        """How every code-writing prompt asks for code: "fenced" or "json" (the run's option)."""
+        ...
 
     def ask(self, messages: list[Message], *, temperature: float, role: str, max_tokens: int | None = None,
-            json_mode: bool = False) -> Completion: ...
+            wants_code: bool = False) -> Completion:
+        """One model call through the budget ledger. `max_tokens` is the method's cap for this
+        call (the ledger sends the smaller of it and what the budget has left); `wants_code`
+        marks a call whose reply is code, which the run's `json_mode` (constrained JSON
+        decoding, for every method or none) applies to. Raises BudgetExhausted when the budget
+        cannot pay for the call; let it propagate."""
+        ...
+
+    def example(self, query: str, by: str) -> str | None:
+        """A one-shot example program (bench/oneshot.py): the best BM25 match for `query`
+        against the corpus descriptions (`by="description"`) or code (`by="code"`) among the
+        programs that are not near-copies of this task's answer; None when none is left."""
+        ...
 
     def propose(self, source: str) -> Candidate: ...
 
-    def feedback(self, candidate: Candidate, timing: bool = True) -> Feedback: ...
+    def feedback(self, candidate: Candidate) -> Feedback:
+        """The candidate judged on the task's visible cases: the same information for every
+        method (verdict, failing case, error text capped in length; latency on a GPU). Counts
+        against the run's GPU-evaluation budget when it has one (BudgetExhausted past it)."""
+        ...
 
     def run_tests(self, candidate: Candidate, tests: str) -> Feedback:
         """Run the method's own test functions (`tests`: Python source of `def test_*()`
         functions calling the entry point, which is a global there, as is `DEVICE`) against
-        the candidate, in the sandboxed evaluation worker. Never uses the task's cases."""
+        the candidate, in the sandboxed evaluation worker. Never uses the task's cases.
+        Counts against the GPU-evaluation budget like `feedback`."""
         ...
 
     def submit(self, candidate: Candidate) -> None: ...
 
-    def begin_run(self) -> None:
-        """Declare that an independent run starts (a sample, a trial, a parallel run): the
-        previous one is then complete. Recorded so pass@k over runs needs no guessing; a
-        method that never calls it is treated as one run."""
+    def begin_run(self, independent: bool = True) -> None:
+        """Declare that a run starts (a sample, a trial, a parallel run): the previous one is
+        then complete. Recorded so pass@k over runs needs no guessing; a method that never
+        calls it is treated as one run. `independent=False` says the runs are not independent
+        draws (e.g. temperature 0 with a deterministic model): pass@k over them is then not
+        computed, and the report says so."""
         ...
 
     def calls_used(self) -> int: ...

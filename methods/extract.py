@@ -1,5 +1,11 @@
-"""Getting code and tests out of model replies. A reply with no complete code is a failed
-generation: truncated or half-parsed code is never passed on as if it were the model's answer."""
+"""Getting code and tests out of model replies: one tolerant extractor for every method.
+
+Every built-in method asks for code the same way (methods/templates.py `answer_request`) and
+reads the reply with `extract_code`, which accepts the three shapes models actually answer
+in: a JSON object with a "code" field, fenced code blocks, or bare code (with or without a
+line of prose before it). A reply with no complete code is a failed generation: truncated or
+half-parsed code is never passed on as if it were the model's answer.
+"""
 
 from __future__ import annotations
 
@@ -8,24 +14,53 @@ import json
 import re
 from dataclasses import dataclass
 
-_FENCED = re.compile(r"```(?:python|py|Python)?[ \t]*\n(.*?)```", re.DOTALL)
+_FENCED = re.compile(r"```(?:python|py|Python|python3)?[ \t]*\n(.*?)```", re.DOTALL)
 _FENCE = re.compile(r"^[ \t]*```", re.MULTILINE)
+_CODE_START = re.compile(r"^(?:import |from \S+ import |@|def |class )", re.MULTILINE)
 
 
 def extract_code(text: str) -> str | None:
-    """The last fenced code block, else None. An odd number of fences means the reply was cut
-    off inside a block (the last block is truncated), so nothing is returned, not an earlier
-    block that merely happens to be complete."""
-    if len(_FENCE.findall(text)) % 2:
+    """The code of a reply, whatever shape it came in, else None:
+    1. a JSON object with a non-empty string "code" (bare, fenced as json, or inside prose);
+    2. fenced blocks: the last one that defines something (a top-level def, class or
+       decorator), else the last one; an odd number of fences means the reply was cut off
+       inside a block, so nothing is returned, not an earlier block that happens to be complete;
+    3. bare code: from the first line that starts a module (import, from, def, class, @) to
+       the end, if that parses as Python (cut-off code does not)."""
+    _, code = extract_json_code(text)
+    if code is not None:
+        return code
+    if _FENCE.search(text):
+        if len(_FENCE.findall(text)) % 2:
+            return None
+        blocks = [b for b in _FENCED.findall(text) if b.strip()]
+        if not blocks:
+            return None
+        defining = [b for b in blocks if _defines_something(b)]
+        return (defining or blocks)[-1]
+    return _bare_code(text)
+
+
+def _defines_something(code: str) -> bool:
+    return re.search(r"^(?:def |class |@|async def )", code, re.MULTILINE) is not None
+
+
+def _bare_code(text: str) -> str | None:
+    match = _CODE_START.search(text)
+    if match is None:
         return None
-    blocks = _FENCED.findall(text)
-    return blocks[-1] if blocks else None
+    code = text[match.start():].rstrip() + "\n"
+    try:
+        ast.parse(code)
+    except SyntaxError:
+        return None
+    return code if _defines_something(code) else None
 
 
 def _unfence(code: str) -> str:
     """Code fields sometimes wrap the module in one fenced block; unwrap exactly that case."""
     stripped = code.strip()
-    match = re.fullmatch(r"```(?:python|py|Python)?[ \t]*\n(.*?)\n?```", stripped, re.DOTALL)
+    match = re.fullmatch(r"```(?:python|py|Python|python3)?[ \t]*\n(.*?)\n?```", stripped, re.DOTALL)
     return match.group(1) + "\n" if match else code
 
 
@@ -116,7 +151,7 @@ def extract_tests(text: str, n: int) -> TestSuite:
     functions are kept so the tests can use them; every other top-level statement is dropped
     (nothing runs at import)."""
     body = extract_code(text)
-    if body is None:
+    if body is None:  # unfenced tests with one broken function: filtered piece by piece below
         body = text if "def test_" in text and not _FENCE.search(text) else ""
     kept: list[str] = []
     names: list[str] = []

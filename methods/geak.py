@@ -1,22 +1,27 @@
 """GEAK (arXiv 2507.23194), the GEAK-v1 loop, run as N independent runs of T iterations.
 
 Per iteration exactly two model calls and at most one visible evaluation:
-1. generator (JSON {"thought", "code"} reply, temperature 1.0):
+1. generator (temperature 1.0; the reply format is the run's one answer request, GEAK-v1's
+   JSON {"thought", "code"} with `answer_format: json`, read by the one tolerant extractor):
    - optimise branch when the ancestor pool is non-empty and (the last generation was
      correct or `perf_debug_num >= max_perf_debug_num`); it resets the counter. The prompt
      holds the ancestors from slowest to fastest, each with code, latency, speedup and its
      analysis, plus the strategy keywords and "generate better code";
    - first branch (the run's first iteration): task and one-shot example;
    - debug branch otherwise: one-shot example (retrieved by the previous code), previous
-     code, the raw error of running it, previous reflection. It increments `perf_debug_num`
+     code (or, after a reply with no code, that reply), the raw error of running it,
+     previous reflection. It increments `perf_debug_num`
      only when ancestors exist (the debugging-trap guard counts only once a correct kernel
      is in the pool; on a GPU every correct kernel is timed, and on the CPU interpreter,
      where nothing is timed, correct kernels still enter the pool with unknown latency);
-2. evaluation on the visible cases (latency only for correct code, on a GPU). A malformed
-   reply (no complete JSON object with a non-empty "code") is a failed generation: it is
-   never evaluated, and counts as an incorrect last generation;
+2. evaluation on the visible cases (latency only for correct code, on a GPU), and the
+   answer rule below applied at once, so a budget that ends at the reflector call still
+   leaves the last evaluated candidate submitted. A reply with no complete code is a failed
+   generation: it is never evaluated, and counts as an incorrect last generation;
 3. reflector: on failing code, the error and "what went wrong"; on correct code, the
    latency and a request for an optimisation strategy.
+Reply caps: `code_max_tokens` 15000 for the generator and `text_max_tokens` 5000 for the
+reflector, as GEAK-v1 sent them.
 The ancestor pool keeps at most `ancestor_num` correct kernels sorted by latency; a new
 correct kernel replaces the worst when faster.
 
@@ -29,7 +34,8 @@ runnable, else the last generated.
 
 Budget: T = `iterations` per run (default 10, i.e. 20 calls); `runs` = N runs, or (default)
 as many as the budget allows, so N = budget / (2 T) when it divides; otherwise the last run
-is cut short by the budget. With `runs` set, the budget beyond N x 2T is left unspent.
+is cut short by the budget. With `runs` set, the budget beyond N x 2T is left unspent. Runs
+are declared independent when the temperature is above 0.
 """
 
 from __future__ import annotations
@@ -38,17 +44,24 @@ from dataclasses import dataclass
 
 from bench.task import TaskView
 from methods.base import Candidate, Feedback, MethodContext
-from methods.extract import extract_json_code
+from methods.extract import extract_code
 from methods.registry import register_method
-from methods.retrieval import retrieve
-from methods.templates import fenced, oneshot_block, render, system_prompt, task_block
+from methods.templates import (
+    CODE_MAX_TOKENS,
+    TEXT_MAX_TOKENS,
+    answer_request,
+    fenced,
+    oneshot_block,
+    render,
+    system_prompt,
+    task_block,
+)
 from modelio.types import Message
 
 FIX_REQUEST = "Reflect on what went wrong and how to fix it."
 OPTIMISE_REQUEST = ("Analyse this correct kernel's performance and propose an optimisation strategy and ideas "
                     "to make it faster.")
-MALFORMED = ("failed generation: the reply was not one complete JSON object with a non-empty \"code\" field, "
-             "so nothing was run")
+MALFORMED = "failed generation: no complete code was found in the reply, so nothing was run"
 
 
 @dataclass(frozen=True)
@@ -67,7 +80,8 @@ class RunState:
     """One GEAK run's memory, rebuilt for every run."""
 
     ancestors: list[Attempt]
-    last_code: str | None = None
+    last_code: str | None = None  # the last generated code; after a reply without code, that reply
+    last_shown: str | None = None  # what the debug prompt shows under "Previous code"
     last_result: str = ""
     last_reflection: str = "(none)"
     last_correct: bool = False
@@ -78,7 +92,8 @@ class RunState:
 class Geak:
     def __init__(self, iterations: int = 10, runs: int | None = None, ancestor_num: int = 5,
                  max_perf_debug_num: int = 5, temperature: float = 1.0, knowledge: bool = True,
-                 oneshot: bool = True):
+                 oneshot: bool = True, code_max_tokens: int | None = CODE_MAX_TOKENS,
+                 text_max_tokens: int | None = TEXT_MAX_TOKENS):
         if iterations < 1:
             raise ValueError("iterations must be at least 1")
         if runs is not None and runs < 1:
@@ -92,14 +107,16 @@ class Geak:
         self.temperature = temperature
         self.knowledge = knowledge
         self.oneshot = oneshot
+        self.code_max_tokens = code_max_tokens
+        self.text_max_tokens = text_max_tokens
         self.branches: list[str] = []  # the generator branch of every iteration, in order (tests read it)
 
     def run(self, task: TaskView, ctx: MethodContext) -> None:
         history: list[Attempt] = []  # across runs, for the answer rule
-        first_example = retrieve(task.id, task.instruction, "description") if self.oneshot else None
+        first_example = ctx.example(task.instruction, "description") if self.oneshot else None
         done = 0
         while self.runs is None or done < self.runs:
-            ctx.begin_run()  # each of the N parallel runs is one independent run
+            ctx.begin_run(independent=self.temperature > 0)  # each of the N parallel runs is one run
             self._one_run(task, ctx, history, first_example)
             done += 1
 
@@ -108,47 +125,50 @@ class Geak:
         block = task_block(task, self.knowledge)
         state = RunState(ancestors=[])
         for _ in range(self.iterations):
-            branch, prompt = self._generator_prompt(task, block, state, first_example)
+            branch, prompt = self._generator_prompt(ctx, block, state, first_example)
             reply = ctx.ask([system, Message("user", prompt)], temperature=self.temperature, role="generator",
-                            json_mode=True)
+                            max_tokens=self.code_max_tokens, wants_code=True)
             self.branches.append(branch)
-            _, code = extract_json_code(reply.text)
+            code = extract_code(reply.text)
             if code is None:
-                state.last_correct = False
-                state.last_result = MALFORMED
                 shown = f"```text\n{reply.text.strip()[:4000]}\n```"
+                state.last_code, state.last_shown = reply.text, shown
+                state.last_correct, state.last_result = False, MALFORMED
                 state.last_reflection = self._reflect(ctx, system, block, shown, MALFORMED, FIX_REQUEST)
                 continue
             candidate = ctx.propose(code)
             fb = ctx.feedback(candidate)
+            history.append(Attempt(candidate, fb, ""))
+            self._submit(ctx, history)  # before the reflector call, which the budget may refuse
             reflection = self._reflect(ctx, system, block, fenced(code), fb.describe(),
                                        OPTIMISE_REQUEST if fb.correct else FIX_REQUEST)
             attempt = Attempt(candidate, fb, reflection)
-            history.append(attempt)
+            history[-1] = attempt
             if fb.correct:
                 self._admit(state.ancestors, attempt)
-            state.last_code, state.last_result = code, fb.describe()
+            state.last_code, state.last_shown, state.last_result = code, fenced(code), fb.describe()
             state.last_reflection, state.last_correct = reflection, fb.correct
-            self._submit(ctx, history)
 
-    def _generator_prompt(self, task: TaskView, block: str, state: RunState,
+    def _generator_prompt(self, ctx: MethodContext, block: str, state: RunState,
                           first_example: str | None) -> tuple[str, str]:
+        answer = answer_request(ctx.answer_format)
         optimise = bool(state.ancestors) and (state.last_correct or state.perf_debug_num >= self.max_perf_debug_num)
         if optimise:
             state.perf_debug_num = 0
-            return "optimise", render("geak_optimise", task=block, ancestors=self._describe(state.ancestors))
-        if state.last_code is None and not state.last_result:
-            return "first", render("geak_first", task=block, oneshot=oneshot_block(first_example))
+            return "optimise", render("geak_optimise", task=block, ancestors=self._describe(state.ancestors),
+                                      answer=answer)
+        if state.last_code is None:
+            return "first", render("geak_first", task=block, oneshot=oneshot_block(first_example), answer=answer)
         if state.ancestors:
             state.perf_debug_num += 1
-        example = retrieve(task.id, state.last_code, "code") if self.oneshot and state.last_code else first_example
-        code = fenced(state.last_code) if state.last_code else "(no code has been produced yet)"
-        return "debug", render("geak_debug", task=block, oneshot=oneshot_block(example if self.oneshot else None),
-                               code=code, feedback=state.last_result, reflection=state.last_reflection)
+        example = ctx.example(state.last_code, "code") if self.oneshot else None
+        return "debug", render("geak_debug", task=block, oneshot=oneshot_block(example), code=state.last_shown or "",
+                               feedback=state.last_result, reflection=state.last_reflection, answer=answer)
 
     def _reflect(self, ctx: MethodContext, system: Message, block: str, shown: str, result: str, request: str) -> str:
         prompt = render("geak_reflect", task=block, code=shown, feedback=result, request=request)
-        return ctx.ask([system, Message("user", prompt)], temperature=self.temperature, role="reflector").text
+        return ctx.ask([system, Message("user", prompt)], temperature=self.temperature, role="reflector",
+                       max_tokens=self.text_max_tokens).text
 
     def _admit(self, ancestors: list[Attempt], attempt: Attempt) -> None:
         if len(ancestors) < self.ancestor_num:

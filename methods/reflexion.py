@@ -22,13 +22,16 @@ judges every candidate on the hidden cases anyway.
 `feedback="visible"`: the harness's visible cases replace the self-written tests (no
 test-writing call; a trial costs 1 + 2 x (iterations - 1) calls).
 
-Trials repeat until the budget is spent (the last trial may be cut short by it), so pass@k
-over trials is defined. At `impl_temperature` 0 a deterministic model writes the same first
-implementation in every trial; trials then differ through their tests and reflections
-(temperature 0.2). Raise `impl_temperature` for more diverse trials. Submission rule: the final implementation of the latest trial whose
-implementation passed its own feedback; before any passes, the latest implementation.
+Trials repeat until the budget is spent (the last trial may be cut short by it). Trials are
+independent runs only when `impl_temperature` is above 0: at the paper's 0 a deterministic
+model writes the same first implementation in every trial, so the trials are declared not
+independent (`ctx.begin_run(independent=False)`) and pass@k over them is not computed; the
+matched preset (configs/matched.yaml) samples implementations at 1.0, like the other methods.
+Submission rule: the final implementation of the latest trial whose implementation passed
+its own feedback; before any passes, the latest implementation.
 Context: `knowledge` and `oneshot` (an example matched on the instruction, shown in the
-implementation prompts) as for every method.
+implementation prompts) as for every method. Reply caps: `code_max_tokens` for the test and
+implementation calls, `text_max_tokens` for reflections (GEAK-v1's 15000 and 5000).
 """
 
 from __future__ import annotations
@@ -39,11 +42,20 @@ from bench.task import TaskView
 from methods.base import Candidate, Feedback, MethodContext
 from methods.extract import TestSuite, extract_code, extract_tests
 from methods.registry import register_method
-from methods.retrieval import retrieve
-from methods.templates import fenced, oneshot_block, render, system_prompt, task_block
+from methods.templates import (
+    CODE_MAX_TOKENS,
+    TEXT_MAX_TOKENS,
+    answer_request,
+    fenced,
+    oneshot_block,
+    render,
+    system_prompt,
+    task_block,
+)
 from modelio.types import Message
 
 FEEDBACK_MODES = ("internal", "visible")
+NO_CODE = "failed generation: no complete code was found in the reply, so nothing was run"
 
 
 @dataclass(frozen=True)
@@ -59,13 +71,14 @@ class Implementation:
         return self.feedback is not None and self.feedback.correct
 
     def feedback_text(self) -> str:
-        return self.feedback.describe() if self.feedback else "no complete ```python code block found in the reply"
+        return self.feedback.describe() if self.feedback else NO_CODE
 
 
 @register_method("reflexion")
 class Reflexion:
     def __init__(self, max_iters: int = 5, impl_temperature: float = 0.0, reflect_temperature: float = 0.2,
-                 feedback: str = "internal", n_tests: int = 5, knowledge: bool = True, oneshot: bool = True):
+                 feedback: str = "internal", n_tests: int = 5, knowledge: bool = True, oneshot: bool = True,
+                 code_max_tokens: int | None = CODE_MAX_TOKENS, text_max_tokens: int | None = TEXT_MAX_TOKENS):
         if feedback not in FEEDBACK_MODES:
             raise ValueError(f"feedback must be internal or visible, not {feedback!r}")
         if max_iters < 1:
@@ -79,15 +92,17 @@ class Reflexion:
         self.n_tests = n_tests
         self.knowledge = knowledge
         self.oneshot = oneshot
+        self.code_max_tokens = code_max_tokens
+        self.text_max_tokens = text_max_tokens
         self.trial_calls: list[int] = []  # calls each finished trial used (tests read it)
 
     def run(self, task: TaskView, ctx: MethodContext) -> None:
         system = Message("system", system_prompt(ctx.vendor, self.knowledge))
         block = task_block(task, self.knowledge)
-        example = oneshot_block(retrieve(task.id, task.instruction, "description") if self.oneshot else None)
+        example = oneshot_block(ctx.example(task.instruction, "description") if self.oneshot else None)
         passed_any = False
         while True:
-            ctx.begin_run()  # each trial is one independent run
+            ctx.begin_run(independent=self.impl_temperature > 0)  # each trial is one run
             start = ctx.calls_used()
             passed_any = self._trial(task, ctx, system, block, example, passed_any)
             self.trial_calls.append(ctx.calls_used() - start)
@@ -96,12 +111,15 @@ class Reflexion:
                passed_any: bool) -> bool:
         tests: TestSuite | None = None
         if self.feedback == "internal":
-            reply = ctx.ask([system, Message("user", render("reflexion_tests", task=block, n=str(self.n_tests),
-                                                            entry_point=task.entry_point))],
-                            temperature=self.reflect_temperature, role="tests")
+            prompt = render("reflexion_tests", task=block, n=str(self.n_tests), entry_point=task.entry_point,
+                            answer=answer_request(ctx.answer_format, "the tests"))
+            reply = ctx.ask([system, Message("user", prompt)], temperature=self.reflect_temperature, role="tests",
+                            max_tokens=self.code_max_tokens, wants_code=True)
             tests = extract_tests(reply.text, self.n_tests)
-        reply = ctx.ask([system, Message("user", render("direct_generate", task=block, oneshot=example))],
-                        temperature=self.impl_temperature, role="implement")
+        answer = answer_request(ctx.answer_format)
+        reply = ctx.ask([system, Message("user", render("direct_generate", task=block, oneshot=example, answer=answer))],
+                        temperature=self.impl_temperature, role="implement", max_tokens=self.code_max_tokens,
+                        wants_code=True)
         impl = self._judge(ctx, extract_code(reply.text), tests)
         passed_any = self._maybe_submit(ctx, impl, passed_any)
         iterations = 1
@@ -109,10 +127,13 @@ class Reflexion:
             shown = fenced(impl.code) if impl.code else "(no code was produced)"
             fb_text = impl.feedback_text()
             reflection = ctx.ask([system, Message("user", render("reflexion_reflect", code=shown, feedback=fb_text))],
-                                 temperature=self.reflect_temperature, role="reflect").text
+                                 temperature=self.reflect_temperature, role="reflect",
+                                 max_tokens=self.text_max_tokens).text
             reply = ctx.ask([system, Message("user", render("reflexion_reimplement", task=block, oneshot=example,
-                                                            code=shown, feedback=fb_text, reflection=reflection))],
-                            temperature=self.impl_temperature, role="implement")
+                                                            code=shown, feedback=fb_text, reflection=reflection,
+                                                            answer=answer))],
+                            temperature=self.impl_temperature, role="implement", max_tokens=self.code_max_tokens,
+                            wants_code=True)
             iterations += 1
             code = extract_code(reply.text)
             # A reply without code is a failed re-implementation; the next round still shows the last code.
@@ -125,12 +146,8 @@ class Reflexion:
             return Implementation(None, None, None)
         candidate = ctx.propose(code)
         if tests is None:
-            return Implementation(code, candidate, ctx.feedback(candidate, timing=False))
-        run_tests = getattr(ctx, "run_tests", None)
-        if run_tests is None:
-            raise TypeError(f"{type(ctx).__name__} has no run_tests(candidate, tests), which "
-                                      "feedback='internal' needs; use feedback='visible' with this context")
-        return Implementation(code, candidate, run_tests(candidate, tests.source))
+            return Implementation(code, candidate, ctx.feedback(candidate))
+        return Implementation(code, candidate, ctx.run_tests(candidate, tests.source))
 
     @staticmethod
     def _maybe_submit(ctx: MethodContext, impl: Implementation, passed_any: bool) -> bool:

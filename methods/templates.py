@@ -3,7 +3,12 @@ under methods/prompts/, filled with string.Template so braces in code need no es
 
 Context switches shared by every method: `knowledge` (the vendor's hardware rules as the
 system prompt, and the exact signature in the task block; off: a plain system prompt and
-only the entry point's name) and `oneshot` (a retrieved example program, methods/retrieval.py).
+only the entry point's name) and `oneshot` (an example program from `ctx.example`, which the
+scheduler has already cleared of near-copies of the task's answer).
+
+One output contract: every prompt that asks for code ends with `answer_request(format, what)`,
+the same words for every method ("fenced": one ```python block; "json": GEAK-v1's JSON object
+{"thought", "code"}), so no method's replies are parsed under easier rules than another's.
 tests/snapshots/ holds every role's rendered prompt for each vendor; a test keeps them current."""
 
 from __future__ import annotations
@@ -32,6 +37,24 @@ def system_prompt(vendor: str, knowledge: bool) -> str:
     if not knowledge:
         return render("system_plain")
     return render("knowledge_amd" if vendor == "amd" else "knowledge_nvidia")
+
+
+ANSWER_FORMATS = ("fenced", "json")
+# Reply caps (`max_tokens`) as GEAK-v1 sent them: 15000 for the generator (OptimAgent), 5000
+# for every other call (its OpenAI client's default, which the reflector used). Every built-in
+# method takes them as its defaults for code-writing and prose calls; the ledger sends the
+# smaller of the cap and what a token budget has left.
+CODE_MAX_TOKENS = 15000
+TEXT_MAX_TOKENS = 5000
+
+
+def answer_request(answer_format: str, what: str = "the complete module") -> str:
+    """The one sentence every code-writing prompt ends with (`what`: the module, or the tests)."""
+    if answer_format == "json":
+        return render("answer_json", what=what).strip()
+    if answer_format == "fenced":
+        return render("answer_fenced", what=what).strip()
+    raise ValueError(f"answer format must be fenced or json, not {answer_format!r}")
 
 
 def fenced(code: str) -> str:

@@ -17,6 +17,7 @@ How the figures are made, so a user can judge them:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,24 +37,33 @@ class _StopAtFirstCall(Exception):
 class _FirstCallContext:
     """A MethodContext that ends the method at its first model call, keeping the prompt."""
 
-    def __init__(self, vendor: str, budget: int):
+    def __init__(self, vendor: str, budget: int, answer_format: str = "fenced", retriever: Any = None):
         self.vendor = vendor
+        self.answer_format = answer_format
         self._budget = budget
+        self._retriever = retriever
 
     def ask(self, messages: list[Message], *, temperature: float, role: str, max_tokens: int | None = None,
-            json_mode: bool = False) -> Completion:
+            wants_code: bool = False) -> Completion:
         raise _StopAtFirstCall(list(messages))
+
+    def example(self, query: str, by: str) -> str | None:
+        shown = self._retriever.best(query, by) if self._retriever is not None else None
+        return shown.program.code if shown is not None else None
 
     def propose(self, source: str) -> Any:
         raise RuntimeError("a method proposed code before its first model call")
 
-    def feedback(self, candidate: Any, timing: bool = True) -> Any:
+    def feedback(self, candidate: Any) -> Any:
         raise RuntimeError("a method asked for feedback before its first model call")
+
+    def run_tests(self, candidate: Any, tests: str) -> Any:
+        raise RuntimeError("a method ran tests before its first model call")
 
     def submit(self, candidate: Any) -> None:
         raise RuntimeError("a method submitted before its first model call")
 
-    def begin_run(self) -> None:
+    def begin_run(self, independent: bool = True) -> None:
         pass  # declaring a run costs nothing and spends nothing
 
     def calls_used(self) -> int:
@@ -63,10 +73,12 @@ class _FirstCallContext:
         return self._budget
 
 
-def first_prompt_tokens(method: Any, task_view: Any, vendor: str, budget: int) -> int | None:
-    """Tokens of the method's first prompt on this task; None if it never calls the model."""
+def first_prompt_tokens(method: Any, task_view: Any, vendor: str, budget: int, answer_format: str = "fenced",
+                        retriever: Any = None) -> int | None:
+    """Tokens of the method's first prompt on this task; None if it never calls the model.
+    `retriever` (bench/oneshot.py GuardedRetriever) supplies the task's one-shot examples."""
     try:
-        method.run(task_view, _FirstCallContext(vendor, budget))
+        method.run(task_view, _FirstCallContext(vendor, budget, answer_format, retriever))
     except _StopAtFirstCall as stop:
         return count_tokens("\n\n".join(m.content for m in stop.messages))
     except Exception as exc:  # noqa: BLE001 - a broken method is reported as one line, not a traceback
@@ -149,9 +161,11 @@ def _money(cost: float | None) -> str:
 
 def estimate(budget: int, unit: str, methods: dict[str, Any], task_views: list[Any], repeats: int, vendor: str,
              model: str, simulated: bool, completion_tokens: int = DEFAULT_COMPLETION_TOKENS,
-             prices: dict[str, Price] | None = None) -> DryRunEstimate:
+             prices: dict[str, Price] | None = None, answer_format: str = "fenced",
+             retrievers: Callable[[str], Any] | None = None) -> DryRunEstimate:
     """`methods` maps a method name to a fresh instance (options resolved); `task_views` are
-    TaskViews. Pure apart from running each method up to its first model call."""
+    TaskViews; `retrievers` maps a task id to its guarded one-shot retriever (none: no
+    examples). Pure apart from running each method up to its first model call."""
     if completion_tokens < 1:
         raise ValueError("the completion-length assumption must be at least 1 token")
     from modelio.prices import price_for
@@ -163,7 +177,8 @@ def estimate(budget: int, unit: str, methods: dict[str, Any], task_views: list[A
         units = calls = inp = out = 0
         per_call: list[int] = []
         for view in task_views:
-            prompt = first_prompt_tokens(method, view, vendor, budget)
+            prompt = first_prompt_tokens(method, view, vendor, budget, answer_format,
+                                         retrievers(view.id) if retrievers else None)
             units += repeats
             if prompt is None:
                 continue

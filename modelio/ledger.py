@@ -13,17 +13,23 @@ the endpoint reports having produced, when it produced any, and otherwise only i
 was made with `charge_failed_calls=True`. The default keeps an outage from eating a
 method's budget while still charging any tokens that were really generated.
 
-Token budgets: a call is sent with `max_tokens` capped to what the account has left, so an
-endpoint that honours `max_tokens` can never overdraw an `output_tokens` budget. For
-`total_tokens` the prompt's size must be known before sending; it is estimated with
-modelio/tokens.count_tokens plus the chat format's per-message overhead, scaled by the largest
-ratio of reported to estimated prompt tokens this account has seen (its endpoint's
-tokenizer may count more tokens than our rule). The ratio is per account, not per ledger,
-so the requests a unit sends never depend on other threads' timing, which keeps runs,
-resumes and replays identical.
+Token budgets that hold: a call is sent with `max_tokens` = the smaller of the caller's cap
+(each method's per-call cap, GEAK-v1's 15000 / 5000 by default) and what the account has
+left, so an endpoint that honours `max_tokens` never overdraws an `output_tokens` budget.
+For `total_tokens` the prompt is counted *before* sending and the call is refused
+(`BudgetExhausted`) when prompt plus at least one reply token cannot fit: exactly, when the
+client counts prompts itself (`count_prompt_tokens`, as the simulated model does); otherwise
+with a bound. The first call of an account is bounded by the prompt's UTF-8 bytes plus the
+chat format's per-message overhead (a BPE token is never shorter than one byte); later calls
+by the modelio/tokens estimate scaled by the largest ratio of reported to estimated prompt
+tokens this account has seen, plus a 10% margin (never above the byte bound). The ratio is per
+account, not per ledger, so the requests a unit sends never depend on other threads' timing,
+which keeps runs, resumes and replays identical.
 
-Thread safety: an Account belongs to one unit and is used from one thread at a time; many
-accounts run concurrently. The ledger's run-wide totals are guarded by a lock; the
+Thread safety: an Account may be called from several threads (a method that fans out); its
+calls are serialised by a per-account lock, so the budget check, the call and its charge are
+one step and two threads can never both pass the check for the last affordable call. Many
+accounts run concurrently; the ledger's run-wide totals are guarded by their own lock; the
 recorder (the run store) serialises its own writes.
 """
 
@@ -70,10 +76,12 @@ class CallRecorder(Protocol):
     def record_call(self, row: dict[str, Any]) -> None: ...
 
 
-# The chat format's overhead per message and per reply (OpenAI's documented accounting),
-# added to the prompt estimate so that a total_tokens budget is not overdrawn by it.
-TOKENS_PER_MESSAGE = 4
+# The chat format's overhead per message and per reply (OpenAI's documented accounting is 4 and
+# 3; chat templates of open models add up to about 8 per message), added to the prompt bound
+# so that a total_tokens budget is not overdrawn by it.
+TOKENS_PER_MESSAGE = 8
 TOKENS_PER_REPLY = 3
+CALIBRATION_MARGIN = 1.10
 
 
 @dataclass
@@ -118,15 +126,24 @@ class Account:
         self.spend = Spend()
         self.next_index = 0
         self.seed = stable_seed(ledger.run_seed, method, task, repeat)
-        self.prompt_ratio = 1.0  # largest reported/estimated prompt tokens seen (>= 1)
+        self.prompt_ratio: float | None = None  # largest reported/estimated prompt tokens seen; None: no call yet
+        self.lock = threading.RLock()  # held for a whole call (module docstring); callers may nest it
 
     def remaining(self) -> int:
         return self.ledger.budget - self.spend.used(self.ledger.unit)
 
-    def estimate_prompt_tokens(self, messages: tuple[Message, ...]) -> int:
-        """An upper estimate of what the endpoint will count for this prompt."""
-        raw = count_tokens("\n\n".join(m.content for m in messages))
-        return math.ceil(raw * self.prompt_ratio) + TOKENS_PER_MESSAGE * len(messages) + TOKENS_PER_REPLY
+    def prompt_bound(self, messages: tuple[Message, ...]) -> int:
+        """What the endpoint will count for this prompt at most (module docstring)."""
+        exact = getattr(self.ledger.client, "count_prompt_tokens", None)
+        if callable(exact):
+            return int(exact(messages))
+        text = "\n\n".join(m.content for m in messages)
+        overhead = TOKENS_PER_MESSAGE * len(messages) + TOKENS_PER_REPLY
+        by_bytes = len(text.encode()) + overhead
+        if self.prompt_ratio is None:
+            return by_bytes
+        calibrated = math.ceil(count_tokens(text) * self.prompt_ratio * CALIBRATION_MARGIN) + overhead
+        return min(by_bytes, calibrated)
 
     def _affordable_max_tokens(self, messages: tuple[Message, ...], max_tokens: int | None) -> int | None:
         unit, left = self.ledger.unit, self.remaining()
@@ -134,30 +151,37 @@ class Account:
             raise BudgetExhausted(f"{unit} budget of {self.ledger.budget} spent")
         if unit == "calls":
             return max_tokens
-        cap = left if unit == "output_tokens" else left - self.estimate_prompt_tokens(messages)
-        if cap <= 0:
-            raise BudgetExhausted(f"the prompt alone would exceed the remaining {left} tokens")
+        if unit == "output_tokens":
+            cap = left
+        else:
+            prompt = self.prompt_bound(messages)
+            cap = left - prompt
+            if cap < 1:
+                raise BudgetExhausted(f"the prompt (up to {prompt} tokens) cannot fit in the {left} tokens left")
         return cap if max_tokens is None else min(max_tokens, cap)
 
     def _observe_prompt(self, request: Request, prompt_tokens: int) -> None:
         raw = count_tokens(request.prompt_text())
         if prompt_tokens > 0 and raw > 0:
-            self.prompt_ratio = max(self.prompt_ratio, prompt_tokens / raw)
+            self.prompt_ratio = max(self.prompt_ratio or 0.0, prompt_tokens / raw)
 
     def complete(self, messages: list[Message] | tuple[Message, ...], *, temperature: float, role: str,
                  max_tokens: int | None = None, json_mode: bool = False) -> Completion:
+        if max_tokens is not None and max_tokens < 1:
+            raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
         messages = tuple(messages)
-        request = Request(
-            messages=messages, temperature=temperature, seed=self.seed, sample_index=self.next_index,
-            json_mode=json_mode, max_tokens=self._affordable_max_tokens(messages, max_tokens),
-        )
-        recorded = self.ledger.recorder.recorded_call(self.method, self.task, self.repeat, self.next_index)
-        if recorded is not None:
-            completion = self._replay(recorded, request)
-        else:
-            completion = self._live(request, role)
-        self.next_index += 1
-        return completion
+        with self.lock:
+            request = Request(
+                messages=messages, temperature=temperature, seed=self.seed, sample_index=self.next_index,
+                json_mode=json_mode, max_tokens=self._affordable_max_tokens(messages, max_tokens),
+            )
+            recorded = self.ledger.recorder.recorded_call(self.method, self.task, self.repeat, self.next_index)
+            if recorded is not None:
+                completion = self._replay(recorded, request)
+            else:
+                completion = self._live(request, role)
+            self.next_index += 1
+            return completion
 
     def _replay(self, row: Any, request: Request) -> Completion:
         if row["messages_hash"] != request.messages_hash():

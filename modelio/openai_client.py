@@ -10,7 +10,10 @@ HTTP attempt, released during back-off so waiting calls do not block others).
 Retries are ours (tenacity), not the SDK's (which is set to 0), so that each retry is
 counted (`Completion.retries`, the calls table, `stats()`): retried are 429, 408/409, 5xx,
 timeouts and dropped or refused connections, with exponential back-off plus jitter, honouring
-a `Retry-After` header up to the back-off cap. Anything else (400, 401, 404) fails at once.
+a `Retry-After` header up to the back-off cap. Anything else (400, 401, 404) fails at once,
+and its error names the HTTP status and carries the server's own message (a 400 for an
+unsupported option or a prompt beyond the context window says which), so the run's record
+and report show why a call failed.
 
 Sampling on the wire: the seed sent is `request.seed + request.sample_index`, so a seeded
 backend (vLLM, SGLang, OpenAI's best-effort `seed`) draws a *different* sample for each
@@ -78,6 +81,20 @@ class ClientStats:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float | None = 0.0
+
+
+def _describe(exc: BaseException) -> str:
+    """"HTTP <status>: <the server's message>" for a status error, else the exception's first line."""
+    status = getattr(exc, "status_code", None)
+    if status is None:
+        return _one_line(exc)
+    body = getattr(exc, "body", None)
+    message = None
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        message = inner.get("message") if isinstance(inner, dict) else None
+    text = str(message if message else getattr(exc, "message", "") or exc).strip().replace("\n", " ")
+    return f"HTTP {status}: {text[:1000]}"
 
 
 def _one_line(exc: BaseException) -> str:
@@ -178,7 +195,7 @@ class OpenAIClient:
         except self._openai.OpenAIError as exc:
             self._count_failure()
             how = f"after {retries} retries" if retries else "without retry"
-            raise EndpointCallFailed(f"{self.base_url} {how}: {_one_line(exc)}", retries, self._kind(exc)) from exc
+            raise EndpointCallFailed(f"{self.base_url} {how}: {_describe(exc)}", retries, self._kind(exc)) from exc
         return self._completion(request, response, retries, time.perf_counter() - started)
 
     def _completion(self, request: Request, response: Any, retries: int, latency_s: float) -> Completion:

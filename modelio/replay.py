@@ -22,7 +22,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from modelio.types import Completion, Request
+from modelio.tokens import count_tokens
+from modelio.types import Completion, Message, Request
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,10 @@ def _row_key(row: sqlite3.Row) -> CallKey:
     temperature = row["temperature"]
     return CallKey(row["model"] or "", row["messages_hash"], None if temperature is None else float(temperature),
                    row["max_tokens"], row["seed"], row["sample_index"])
+
+
+def _count_prompt_tokens(messages: tuple[Message, ...]) -> int:
+    return count_tokens("\n\n".join(m.content for m in messages))
 
 
 class ReplayMiss(LookupError):
@@ -93,6 +98,10 @@ class ReplayClient:
         self._rows: dict[CallKey, sqlite3.Row] = {}
         for r in rows:  # first row wins: a cache answers one key with one response
             self._rows.setdefault(_row_key(r), r)
+        if meta.get("prompt_counting") == "count_tokens":
+            # The recorded client counted prompts exactly (the simulated model's rule), so the
+            # ledger sized every request with it; the replay must size them the same way.
+            self.count_prompt_tokens = _count_prompt_tokens
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0

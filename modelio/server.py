@@ -6,8 +6,12 @@ accounting) is exercised on loopback, in tests and by users, with no real model.
 clients: latency (`latency_s` per chat request) and faults (`fail_rate`: each chat request
 independently, from a seeded generator, becomes a 429, a 500 or a dropped connection;
 `fault_script` forces faults on the first requests, in order, for deterministic tests; a
-"timeout" fault holds the request for `stall_s` so the client's timeout fires). /v1/models
-never faults, so a client's start-up check is not disturbed.
+"timeout" fault holds the request for `stall_s` so the client's timeout fires), and the two
+HTTP 400s that silently zeroed a method before (issue 13): `reject_json_mode` answers every
+request asking for JSON mode (`response_format`) with 400 "not supported", as endpoints
+without constrained decoding do, and `reject_every` answers every n-th chat request with 400
+"maximum context length exceeded", as an endpoint does for a prompt too long for its window.
+/v1/models never faults, so a client's start-up check is not disturbed.
 
 Request mapping (see modelio/openai_client.py, which sends it): `messages`, `temperature`,
 `max_tokens` (or `max_completion_tokens`), `response_format` json_object/json_schema ->
@@ -50,6 +54,8 @@ class ServerOptions:
     seed: int = 0
     include_usage: bool = True
     model_names: tuple[str, ...] = ("sim", SIM_MODEL_NAME)
+    reject_json_mode: bool = False
+    reject_every: int = 0  # 0: never; n: every n-th chat request answers 400 (context length)
 
     def __post_init__(self) -> None:
         if self.latency_s < 0:
@@ -61,6 +67,8 @@ class ServerOptions:
             raise ValueError(f"unknown fault kind(s) {', '.join(bad)}; known: {', '.join(FAULT_KINDS)}")
         if self.fail_rate > 0 and not self.fault_kinds:
             raise ValueError("a positive fail rate needs at least one fault kind")
+        if self.reject_every < 0:
+            raise ValueError(f"reject_every must be >= 0, got {self.reject_every}")
 
 
 @dataclass
@@ -192,6 +200,22 @@ class SimServer:
         with self._lock:
             self._counters.in_flight -= 1
 
+    def _rejection(self, body: dict[str, Any]) -> str | None:
+        """The message of a 400 this request gets (module docstring), else None."""
+        fmt = body.get("response_format")
+        if self.options.reject_json_mode and isinstance(fmt, dict) and fmt.get("type") in ("json_object", "json_schema"):
+            reason = "response_format of type json_object is not supported by this model"
+        else:
+            with self._lock:
+                n = self._counters.chat_requests
+            if not (self.options.reject_every and n % self.options.reject_every == 0):
+                return None
+            reason = ("This model's maximum context length is 8192 tokens; your request (messages plus "
+                      "max_tokens) exceeds it")
+        with self._lock:
+            self._counters.faults["400"] = self._counters.faults.get("400", 0) + 1
+        return reason
+
     def _draw_fault(self) -> str | None:
         with self._lock:
             if self._script:
@@ -290,6 +314,10 @@ def _make_handler(server: SimServer) -> type[BaseHTTPRequestHandler]:
                 return
             if server.options.latency_s:
                 time.sleep(server.options.latency_s)
+            rejected = server._rejection(body)
+            if rejected is not None:
+                self._send(400, _error(rejected, "invalid_request_error"))
+                return
             fault = server._draw_fault()
             if fault == "429":
                 self._send(429, _error("simulated rate limit", "rate_limit_error"))

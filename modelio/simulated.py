@@ -41,7 +41,7 @@ from typing import Any
 from bench.registry import all_tasks
 from bench.task import Case, Mutation, Task
 from modelio.tokens import count_tokens
-from modelio.types import Completion, Request
+from modelio.types import Completion, Message, Request
 
 SIM_MODEL_NAME = "simulated-kernel-writer-v1"
 
@@ -140,6 +140,11 @@ class SimulatedModel:
         return min(0.95, base + (p.bonus_knowledge if knowledge else 0.0) + (p.bonus_oneshot if oneshot else 0.0))
 
     # ------------------------------------------------------------------ protocol
+    @staticmethod
+    def count_prompt_tokens(messages: tuple[Message, ...]) -> int:
+        """Exactly the prompt tokens `complete` will report (the ledger counts before sending)."""
+        return count_tokens("\n\n".join(m.content for m in messages))
+
     def complete(self, request: Request) -> Completion:
         rng = random.Random(self._rng_seed(request))
         last = request.messages[-1].content if request.messages else ""

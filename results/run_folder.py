@@ -53,6 +53,9 @@ class ResolvedRun:
     target: dict[str, Any]  # judge.device.Target.to_json(): vendor, interpreter, device_name, device_count
     task_difficulty: dict[str, int] = field(default_factory=dict)  # empty for runs recorded before it was
     new_shape_slots: dict[str, int] = field(default_factory=dict)  # adapted tasks' new-shape hidden cases, declared
+    # The one-shot corpus (runners/compare.py oneshot_record): source, size, file digest, guard
+    # threshold and similarity measure; empty for runs recorded before it was.
+    oneshot: dict[str, Any] = field(default_factory=dict)
 
     @property
     def vendor(self) -> str:
@@ -75,6 +78,7 @@ class ResolvedRun:
             target=dict(d.get("target") or {}),
             task_difficulty={str(t): int(v) for t, v in d.get("task_difficulty", {}).items()},
             new_shape_slots={str(t): int(v) for t, v in d.get("new_shape_slots", {}).items()},
+            oneshot=dict(d.get("oneshot") or {}),
         )
 
 

@@ -41,8 +41,12 @@ CREATE TABLE IF NOT EXISTS candidates (
     PRIMARY KEY (method, task, repeat, candidate_index));
 CREATE TABLE IF NOT EXISTS runs (
     method TEXT NOT NULL, task TEXT NOT NULL, repeat INTEGER NOT NULL, run_index INTEGER NOT NULL,
-    calls_start INTEGER NOT NULL, calls_end INTEGER,
+    calls_start INTEGER NOT NULL, calls_end INTEGER, independent INTEGER NOT NULL DEFAULT 1,
     PRIMARY KEY (method, task, repeat, run_index));
+CREATE TABLE IF NOT EXISTS examples (
+    method TEXT NOT NULL, task TEXT NOT NULL, repeat INTEGER NOT NULL, call_index INTEGER NOT NULL,
+    program TEXT NOT NULL, query_by TEXT NOT NULL, similarity REAL NOT NULL,
+    PRIMARY KEY (method, task, repeat, call_index, program));
 CREATE TABLE IF NOT EXISTS feedback (
     method TEXT NOT NULL, task TEXT NOT NULL, repeat INTEGER NOT NULL, feedback_index INTEGER NOT NULL,
     calls_used INTEGER NOT NULL, source_hash TEXT NOT NULL, verdict TEXT NOT NULL,
@@ -61,6 +65,11 @@ CREATE TABLE IF NOT EXISTS evaluations (
     timed INTEGER NOT NULL DEFAULT 0,
     verdict TEXT NOT NULL, evaluation TEXT NOT NULL, created REAL NOT NULL,
     PRIMARY KEY (source_hash, task, case_set, device_key, timed));
+CREATE TABLE IF NOT EXISTS retried_calls (
+    method TEXT NOT NULL, task TEXT NOT NULL, repeat INTEGER NOT NULL, call_index INTEGER NOT NULL,
+    attempt INTEGER NOT NULL, role TEXT NOT NULL, error TEXT NOT NULL, charged INTEGER NOT NULL,
+    retries INTEGER NOT NULL, created REAL NOT NULL,
+    PRIMARY KEY (method, task, repeat, call_index, attempt));
 CREATE TABLE IF NOT EXISTS units (
     method TEXT NOT NULL, task TEXT NOT NULL, repeat INTEGER NOT NULL, status TEXT NOT NULL,
     calls_used INTEGER NOT NULL, prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL,
@@ -101,7 +110,8 @@ class Store:
         is part of the primary key, the table is rebuilt with the suffix moved into the column
         (in one transaction: a failure leaves the old table as it was)."""
         for table, column, ddl in (("calls", "retries", "INTEGER NOT NULL DEFAULT 0"),
-                                   ("candidates", "run_index", "INTEGER NOT NULL DEFAULT -1")):
+                                   ("candidates", "run_index", "INTEGER NOT NULL DEFAULT -1"),
+                                   ("runs", "independent", "INTEGER NOT NULL DEFAULT 1")):
             if column not in self._columns(table):
                 self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {ddl}")
         if "timed" in self._columns("evaluations"):
@@ -170,20 +180,23 @@ class Store:
         return str(self.query("SELECT source FROM sources WHERE source_hash=?", (h,))[0][0])
 
     def record_event(self, table: str, row: dict[str, Any]) -> None:
-        """Candidates, feedback, a method's own test runs and submissions. A resumed unit
+        """Candidates, feedback, a method's own test runs, submissions and the one-shot examples
+        each call showed (with their similarity to the task's answer). A resumed unit
         replays the same events with the same keys; OR IGNORE keeps the first copy and makes
         the replay a no-op."""
-        assert table in ("candidates", "feedback", "test_runs", "submissions")
+        assert table in ("candidates", "feedback", "test_runs", "submissions", "examples")
         cols = ", ".join(row)
         marks = ", ".join(f":{k}" for k in row)
         self._write(f"INSERT OR IGNORE INTO {table}({cols}) VALUES ({marks})", row)
 
     # ------------------------------------------------------------------ independent runs
-    def begin_run(self, method: str, task: str, repeat: int, run_index: int, calls_start: int) -> None:
-        """A method's independent run (GEAK run, Reflexion trial, direct sample) starts; its
-        `calls_end` stays NULL until it is known to have finished (a budget cut leaves it NULL)."""
-        self._write("INSERT OR IGNORE INTO runs(method, task, repeat, run_index, calls_start) VALUES (?, ?, ?, ?, ?)",
-                    (method, task, repeat, run_index, calls_start))
+    def begin_run(self, method: str, task: str, repeat: int, run_index: int, calls_start: int,
+                  independent: bool = True) -> None:
+        """A method's run (GEAK run, Reflexion trial, direct sample) starts; its `calls_end`
+        stays NULL until it is known to have finished (a budget cut leaves it NULL).
+        `independent` is the method's declaration that its runs are independent draws."""
+        self._write("INSERT OR IGNORE INTO runs(method, task, repeat, run_index, calls_start, independent) "
+                    "VALUES (?, ?, ?, ?, ?, ?)", (method, task, repeat, run_index, calls_start, int(independent)))
 
     def end_run(self, method: str, task: str, repeat: int, run_index: int, calls_end: int) -> None:
         self._write("UPDATE runs SET calls_end=? WHERE method=? AND task=? AND repeat=? AND run_index=?",
@@ -210,6 +223,33 @@ class Store:
     def unit_status(self, method: str, task: str, repeat: int) -> str | None:
         rows = self.query("SELECT status FROM units WHERE method=? AND task=? AND repeat=?", (method, task, repeat))
         return str(rows[0][0]) if rows else None
+
+    def errored_units(self) -> list[tuple[str, str, int]]:
+        """Finished units that ended on an error (a model call that failed for good)."""
+        return [(r[0], r[1], int(r[2])) for r in self.query(
+            "SELECT method, task, repeat FROM units WHERE error IS NOT NULL ORDER BY method, task, repeat")]
+
+    def reopen_errored_unit(self, method: str, task: str, repeat: int) -> None:
+        """Make an errored unit run again (`--resume --retry-errors`): its failed calls move to
+        `retried_calls` (kept, and still counted as failed calls), so the resumed unit replays
+        its good calls from the record and sends the failed ones again; its unit row goes, so
+        it is no longer done. Candidates and evaluations stay: the replay meets them again."""
+        key = (method, task, repeat)
+        with self._lock:
+            self._db.execute("BEGIN")
+            try:
+                self._db.execute(
+                    "INSERT INTO retried_calls(method, task, repeat, call_index, attempt, role, error, charged, retries, "
+                    "created) SELECT c.method, c.task, c.repeat, c.call_index, "
+                    "(SELECT COUNT(*) FROM retried_calls r WHERE r.method=c.method AND r.task=c.task AND "
+                    "r.repeat=c.repeat AND r.call_index=c.call_index), c.role, c.error, c.charged, c.retries, c.created "
+                    "FROM calls c WHERE c.method=? AND c.task=? AND c.repeat=? AND c.error IS NOT NULL", key)
+                self._db.execute("DELETE FROM calls WHERE method=? AND task=? AND repeat=? AND error IS NOT NULL", key)
+                self._db.execute("DELETE FROM units WHERE method=? AND task=? AND repeat=?", key)
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
 
     def finish_unit(self, method: str, task: str, repeat: int, status: str, calls: int, prompt_tokens: int,
                     completion_tokens: int, feedback_evals: int, error: str | None = None) -> None:

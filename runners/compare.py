@@ -14,10 +14,11 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.oneshot import CorpusError, OneShotLibrary, open_library
 from bench.registry import get_task, load_sources, profile_id, suite_tasks
 from bench.task import GEAK_EVAL_PROFILE, Task
 from judge.device import Target, detect_target, environment_info
@@ -67,6 +68,14 @@ def resolve_methods(config: CompareConfig) -> dict[str, dict[str, Any]]:
     return resolved
 
 
+def open_oneshot(config: CompareConfig) -> OneShotLibrary:
+    """The run's one-shot corpus behind its leak guard (bench/oneshot.py)."""
+    try:
+        return open_library(config.oneshot_corpus, config.oneshot_threshold)
+    except (CorpusError, ValueError) as exc:
+        raise ConfigError(str(exc)) from None
+
+
 def local_executor(config: CompareConfig, target: Target, clocks_locked: bool = False) -> LocalPool:
     """The run's worker pool, its workers told the run's task sources (and whether clocks are locked)."""
     return LocalPool(target, workers=config.workers, job_timeout=config.job_timeout_s, worker_user=config.worker_user,
@@ -94,7 +103,8 @@ class Progress:
 
 class CompareRun:
     def __init__(self, config: CompareConfig, run_dir: Path, client: ModelClient, target: Target,
-                 progress: Callable[[Progress], None] | None = None, executor: Executor | None = None):
+                 progress: Callable[[Progress], None] | None = None, executor: Executor | None = None,
+                 retry_errors: bool = False):
         self.config = config
         self.run_dir = run_dir
         self.client = client
@@ -107,11 +117,16 @@ class CompareRun:
         self.executor: Executor = executor or local_executor(config, target)
         self.stopping = threading.Event()
         self.evaluator = Evaluator(self.executor, self.store, target, config.timing_policy, self.stopping)
+        self.oneshot = open_oneshot(config)
         self.units = [Unit(m, t.id, r) for m in config.methods for t in self.tasks for r in range(config.repeats)]
         self.progress = Progress(len(self.units), len(self.units) * config.budget, progress)
+        self.retry_errors = retry_errors
 
     def run(self) -> None:
         self.executor.warm_up()
+        if self.retry_errors:
+            for key in self.store.errored_units():
+                self.store.reopen_errored_unit(*key)
         pending = []
         for u in self.units:
             if self.store.unit_status(u.method, u.task, u.repeat) == "done":
@@ -142,11 +157,14 @@ class CompareRun:
     def _run_unit(self, unit: Unit) -> None:
         task = get_task(unit.task)
         account = self.ledger.account(unit.method, unit.task, unit.repeat)
-        ctx = UnitContext(task, account, self.evaluator, self.store, self.target.vendor)
+        ctx = UnitContext(task, account, self.evaluator, self.store, self.target.vendor,
+                          examples=self.oneshot.for_task(task), answer_format=self.config.answer_format,
+                          json_mode=self.config.json_mode, eval_budget=self.config.eval_budget)
         method = create_method(unit.method, self.method_opts[unit.method])
         status, error = "done", None
         try:
-            method.run(task.view(), ctx)
+            with ctx.sealed() as sealed:
+                method.run(task.view(), sealed)
             ctx.close_run()  # returned by itself: its last run is complete
         except BudgetExhausted:
             pass  # the run in progress was cut by the budget and stays open
@@ -155,7 +173,7 @@ class CompareRun:
         self._judge_hidden(unit, task)
         s = account.spend
         self.store.finish_unit(unit.method, unit.task, unit.repeat, status, s.calls, s.prompt_tokens,
-                               s.completion_tokens, ctx.n_feedback + ctx.n_test_runs, error)
+                               s.completion_tokens, ctx.evaluations_used, error)
         self.progress.add(units=1, spent=s.used(self.ledger.unit))
 
     def _judge_hidden(self, unit: Unit, task: Task) -> None:
@@ -183,6 +201,7 @@ def prepare_run(config: CompareConfig, out: Path | None, resume: Path | None) ->
             raise ConfigError(str(exc)) from None
         config = CompareConfig.from_json(recorded.config)
         config.validate()
+        _check_same_corpus(config, recorded.resolved.oneshot)
         return config, Path(resume), True
     config.validate()
     _check_names(config)
@@ -193,9 +212,20 @@ def prepare_run(config: CompareConfig, out: Path | None, resume: Path | None) ->
     return config, folder.path, False
 
 
+def _check_same_corpus(config: CompareConfig, recorded: dict[str, Any]) -> None:
+    """A resumed run must show the examples the interrupted one showed: same corpus file."""
+    from bench.oneshot import file_digest
+
+    if config.oneshot_corpus and recorded.get("sha256") and file_digest(config.oneshot_corpus) != recorded["sha256"]:
+        raise ConfigError(f"the one-shot corpus {config.oneshot_corpus} changed since this run started "
+                          "(its sha256 differs from config.json's); restore it to resume")
+
+
 def _check_names(config: CompareConfig) -> None:
     """Unknown methods, options, tasks or suites fail before a run folder is made."""
     resolve_methods(config)
+    if config.oneshot_corpus is not None:
+        open_oneshot(config)  # a malformed corpus file fails before a run folder exists
     for task_id in config.tasks or []:
         get_task(task_id)
     if config.suite and not config.tasks:
@@ -219,11 +249,25 @@ def record_run_files(run: CompareRun, resumed: bool, command_line: list[str] | N
             model=run.client.model, simulated=run.client.simulated, target=run.target.to_json(),
             task_difficulty={t.id: int(t.difficulty) for t in run.tasks},
             new_shape_slots={t.id: n for t in run.tasks
-                             if (n := sum("shape" in c.dims for c in t.hidden(run.target.interpreter)))}))
+                             if (n := sum("shape" in c.dims for c in t.hidden(run.target.interpreter)))},
+            oneshot=oneshot_record(run)))
         folder.write_env(environment_info(run.target), command_line)
     else:
         folder.record_resume(command_line)
     run.store.set_meta("simulated", run.client.simulated)
+    counts = callable(getattr(run.client, "count_prompt_tokens", None))
+    run.store.set_meta("prompt_counting", "count_tokens" if counts else "bound")
+
+
+def oneshot_record(run: CompareRun) -> dict[str, Any]:
+    """What config.json says about the one-shot corpus: where it came from, its size, the
+    file's digest (so a resume can tell a changed corpus), the guard's threshold and measure."""
+    from bench.oneshot import SIMILARITY_MEASURE, file_digest
+
+    cfg = run.config
+    return {"corpus": cfg.oneshot_corpus or "builtin", "programs": len(run.oneshot.corpus),
+            "sha256": file_digest(cfg.oneshot_corpus) if cfg.oneshot_corpus else None,
+            "threshold": cfg.oneshot_threshold, "similarity": SIMILARITY_MEASURE}
 
 
 # ---------------------------------------------------------------------------- the `compare` command as a library call
@@ -253,6 +297,7 @@ class CompareOptions:
     on_message: Message = lambda _m: None  # one line for the user (the CLI prints them on stderr)
     on_start: Callable[[RunStarted], None] = lambda _s: None
     on_progress: Callable[[Progress], None] | None = None
+    retry_errors: bool = False  # with resume: run the units that ended on a failed model call again
 
 
 @dataclass(frozen=True)
@@ -263,6 +308,7 @@ class RunResult:
     target: Target
     endpoint_stats: Any | None  # modelio.openai_client.ClientStats for an HTTP endpoint; None otherwise
     wall_s: float
+    errored_units: list[tuple[str, str, int]] = field(default_factory=list)  # (method, task, repeat) that ended on an error
 
     @property
     def summary_path(self) -> Path:
@@ -369,8 +415,11 @@ def run_compare(config: CompareConfig, options: CompareOptions | None = None) ->
     if clock_lock is None:
         clock_lock = _clock_lock(target, opts.lock_clocks, opts.on_message)
     started = time.perf_counter()
+    if opts.retry_errors and not resumed:
+        raise ConfigError("--retry-errors goes with --resume RUN_DIR")
     run = CompareRun(config, run_dir, client, target, progress=opts.on_progress,
-                     executor=local_executor(config, target, clocks_locked=opts.lock_clocks is not None))
+                     executor=local_executor(config, target, clocks_locked=opts.lock_clocks is not None),
+                     retry_errors=opts.retry_errors)
     try:
         record_run_files(run, resumed, opts.command_line)
         opts.on_message(f"run folder: {run_dir}" + (" (resumed)" if resumed else ""))
@@ -390,11 +439,12 @@ def run_compare(config: CompareConfig, options: CompareOptions | None = None) ->
             raise CompareInterrupted(run_dir, run.progress.units_done, len(run.units)) from None
         summary = build_summary(run_dir)
         RunFolder(run_dir).write_summary(summary)
+        errored = run.store.errored_units()
     finally:
         run.close()
     stats = getattr(client, "stats", None)
     return RunResult(run_dir, resumed, summary, target, stats() if callable(stats) else None,
-                     time.perf_counter() - started)
+                     time.perf_counter() - started, errored)
 
 
 def estimate_compare(config: CompareConfig) -> DryRunEstimate:
@@ -405,8 +455,11 @@ def estimate_compare(config: CompareConfig) -> DryRunEstimate:
     target = start_target(config)
     tasks = resolve_tasks(config, target)
     methods = {name: create_method(name, opts) for name, opts in resolve_methods(config).items()}
+    library = open_oneshot(config)
+    by_id = {t.id: t for t in tasks}
     try:
         return estimate(config.budget, config.budget_unit, methods, [t.view() for t in tasks], config.repeats,
-                        target.vendor, config.endpoint.model or "", config.endpoint.simulated)
+                        target.vendor, config.endpoint.model or "", config.endpoint.simulated,
+                        answer_format=config.answer_format, retrievers=lambda tid: library.for_task(by_id[tid]))
     except ValueError as exc:
         raise ConfigError(str(exc)) from None

@@ -80,6 +80,19 @@ class CompareConfig:
     # External task suites, `ADAPTER:PATH` (bench/adapters); $KMC_TASK_SOURCES gives the default.
     # Recorded with absolute paths, loaded by this process and handed to every evaluation worker.
     task_sources: list[str] = field(default_factory=_default_task_sources)
+    # What every method is shown and asked, the same for all (issue 13): the one-shot corpus
+    # (None: the built-in tasks' expert kernels; else a file in GEAK-v1's train_crawl.json
+    # layout, bench/oneshot.py) and the similarity at or above which an example counts as a
+    # near-copy of the task's answer and is never shown; how every code prompt asks for code
+    # ("fenced" or GEAK-v1's "json" object); constrained JSON decoding for every code-writing
+    # call of every method, or none (needs answer_format json).
+    oneshot_corpus: str | None = None
+    oneshot_threshold: float = 0.5
+    answer_format: str = "fenced"
+    json_mode: bool = False
+    # GPU evaluations per unit (visible feedback plus runs of a method's own tests), enforced
+    # like the call budget; None: counted and reported, not capped.
+    eval_budget: int | None = None
 
     def validate(self) -> None:
         if not isinstance(self.budget, int) or isinstance(self.budget, bool) or self.budget <= 0:
@@ -88,6 +101,23 @@ class CompareConfig:
             raise ConfigError(f"repeats must be at least 1, got {self.repeats}")
         if not self.methods:
             raise ConfigError("no methods chosen")
+        if not isinstance(self.oneshot_threshold, (int, float)) or isinstance(self.oneshot_threshold, bool) \
+                or not 0.0 < self.oneshot_threshold <= 1.0:
+            raise ConfigError(f"oneshot_threshold must be a similarity in (0, 1], got {self.oneshot_threshold!r}")
+        if self.oneshot_corpus is not None:
+            if not Path(self.oneshot_corpus).is_file():
+                raise ConfigError(f"oneshot_corpus {self.oneshot_corpus} is not a file")
+            self.oneshot_corpus = str(Path(self.oneshot_corpus).resolve())  # recorded so a resume finds it
+        if self.answer_format not in ("fenced", "json"):
+            raise ConfigError(f"answer_format must be fenced or json, got {self.answer_format!r}")
+        if not isinstance(self.json_mode, bool):
+            raise ConfigError(f"json_mode must be true or false, got {self.json_mode!r}")
+        if self.json_mode and self.answer_format != "json":
+            raise ConfigError("json_mode (constrained JSON decoding) needs answer_format: json, so every prompt "
+                              "asks for the JSON object the decoder enforces")
+        if self.eval_budget is not None and (not isinstance(self.eval_budget, int) or isinstance(self.eval_budget, bool)
+                                             or self.eval_budget < 1):
+            raise ConfigError(f"eval_budget must be a positive integer or null, got {self.eval_budget!r}")
         if self.device not in ("auto", "cpu"):
             raise ConfigError(f"device must be auto or cpu, got {self.device!r}")
         if self.worker_user is not None:

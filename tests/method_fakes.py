@@ -63,6 +63,8 @@ class Call:
     temperature: float
     json_mode: bool
     messages: list[Message]
+    max_tokens: int | None = None
+    wants_code: bool = False
 
 
 @dataclass
@@ -75,12 +77,17 @@ class FakeContext:
     visible: Any = None
     tests: Any = None
     vendor: str = "nvidia"
+    answer_format: str = "fenced"
+    json_mode: bool = False
+    examples: Any = None  # a bench.oneshot GuardedRetriever, or a callable (query, by) -> code; None: no examples
     calls: list[Call] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)
     submissions: list[Candidate] = field(default_factory=list)
     visible_runs: list[Candidate] = field(default_factory=list)
     test_runs: list[tuple[Candidate, str]] = field(default_factory=list)
     run_starts: list[int] = field(default_factory=list)  # calls used when each declared run began
+    run_independent: list[bool] = field(default_factory=list)
+    example_queries: list[tuple[str, str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.recorder = MemoryRecorder()
@@ -88,11 +95,21 @@ class FakeContext:
         self.account = self.ledger.account("method", "vector_add", 0)
 
     def ask(self, messages: list[Message], *, temperature: float, role: str, max_tokens: int | None = None,
-            json_mode: bool = False) -> Completion:
+            wants_code: bool = False) -> Completion:
+        json_mode = self.json_mode and wants_code
         completion = self.account.complete(messages, temperature=temperature, role=role, max_tokens=max_tokens,
                                            json_mode=json_mode)
-        self.calls.append(Call(role, temperature, json_mode, list(messages)))
+        self.calls.append(Call(role, temperature, json_mode, list(messages), max_tokens, wants_code))
         return completion
+
+    def example(self, query: str, by: str) -> str | None:
+        self.example_queries.append((by, query))
+        if self.examples is None:
+            return None
+        if callable(self.examples):
+            return self.examples(query, by)  # type: ignore[no-any-return]
+        shown = self.examples.best(query, by)
+        return shown.program.code if shown is not None else None
 
     def propose(self, source: str) -> Candidate:
         candidate = Candidate(len(self.candidates), source, self.account.spend.calls)
@@ -107,7 +124,7 @@ class FakeContext:
             return script(i, candidate)
         return script[min(i, len(script) - 1)]
 
-    def feedback(self, candidate: Candidate, timing: bool = True) -> Feedback:
+    def feedback(self, candidate: Candidate) -> Feedback:
         fb = self._scripted(self.visible, len(self.visible_runs), candidate, feedback("correct"))
         self.visible_runs.append(candidate)
         return fb
@@ -117,8 +134,9 @@ class FakeContext:
         self.test_runs.append((candidate, tests))
         return fb
 
-    def begin_run(self) -> None:
+    def begin_run(self, independent: bool = True) -> None:
         self.run_starts.append(self.account.spend.calls)
+        self.run_independent.append(independent)
 
     def submit(self, candidate: Candidate) -> None:
         if not self.submissions or self.submissions[-1].source != candidate.source:

@@ -317,3 +317,14 @@ def test_every_baseline_passes_its_hidden_cases_on_the_gpu() -> None:
     for row in report["tasks"]:
         assert row["cases_skipped"] == 0, "nothing is skipped on a GPU"
         assert row["perf"] and all(p["median_ms"] > 0 and p["roofline_fraction"] > 0 for p in row["perf"])
+
+
+@pytest.mark.parametrize("task", TASKS, ids=IDS)
+def test_hidden_scoring_includes_everything_a_method_could_see(task: Task) -> None:
+    """hidden ⊇ visible ∪ perf on a GPU (timed visible feedback re-checks the perf cases, so a
+    kernel wrong only at perf sizes must never count as correct); on the CPU interpreter no
+    perf case runs for anyone, and hidden ⊇ visible."""
+    gpu = set(task.cases("hidden", interpreter=False))
+    cpu = set(task.cases("hidden", interpreter=True))
+    assert set(task.visible) | set(task.perf) <= gpu
+    assert set(task.visible) <= cpu and not set(task.perf) & cpu

@@ -16,11 +16,11 @@ import pytest
 import methods.direct
 import methods.geak
 import methods.reflexion
+from bench.oneshot import Corpus, GuardedRetriever, Program, builtin_programs, similarity, task_answers
 from bench.registry import all_tasks, get_task
 from methods.extract import extract_code, extract_json_code, extract_tests
 from methods.registry import create_method, method_names, method_options
-from methods.retrieval import Corpus, Program, corpus_programs, normalise, retrieve
-from methods.templates import render, system_prompt, task_block
+from methods.templates import answer_request, render, system_prompt, task_block
 from modelio.ledger import BudgetExhausted
 from modelio.simulated import SimParams, SimulatedModel
 from modelio.types import Message, Request
@@ -28,6 +28,13 @@ from tests.method_fakes import FakeContext, ScriptedClient, feedback, json_code_
 
 VIEW = get_task("vector_add").view()
 SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
+FENCED = answer_request("fenced")
+ANSWER_ASK = re.compile(r"Reply with (the complete module|the tests|a JSON object)")
+
+
+def asks_for_code(request: Request) -> bool:
+    """Whether a prompt ends with the one answer request every code-writing prompt carries."""
+    return ANSWER_ASK.search(request.messages[-1].content.strip().splitlines()[-1]) is not None
 
 
 def run_until_spent(method: object, ctx: FakeContext, view: object = VIEW) -> None:
@@ -36,8 +43,11 @@ def run_until_spent(method: object, ctx: FakeContext, view: object = VIEW) -> No
 
 
 def always_json(code: str = "def vector_add(x, y):\n    return x\n") -> ScriptedClient:
-    """A model that always writes well-formed code: JSON when asked for it, else a fence."""
+    """A model that always writes well-formed code when asked for code (JSON under JSON mode,
+    else a fence) and prose otherwise."""
     def reply(request: Request) -> str:
+        if not asks_for_code(request):
+            return "analysis"
         return json_code_reply(code) if request.json_mode else f"```python\n{code}```\n"
     return ScriptedClient(reply)
 
@@ -83,7 +93,9 @@ def test_geak_makes_two_calls_and_one_evaluation_per_iteration() -> None:
     geak = create_method("geak", {"iterations": 10})
     run_until_spent(geak, ctx)
     assert ctx.roles == ["generator", "reflector"] * 30
-    assert all(c.json_mode for c in ctx.calls if c.role == "generator")
+    assert all(c.wants_code and c.max_tokens == 15000 for c in ctx.calls if c.role == "generator")
+    assert all(not c.wants_code and c.max_tokens == 5000 for c in ctx.calls if c.role == "reflector")
+    assert not any(c.json_mode for c in ctx.calls)  # json_mode is the run's option, off by default
     assert all(c.temperature == 1.0 for c in ctx.calls)
     assert len(ctx.visible_runs) == 30 and len(geak.branches) == 30  # type: ignore[attr-defined]
     assert geak.branches[0::10] == ["first"] * 3  # type: ignore[attr-defined]  # three runs of ten
@@ -143,7 +155,7 @@ def test_geak_ancestor_pool_and_answer_rule() -> None:
     fastest correct kernel across runs, else the latest runnable."""
     latencies = [5.0, 3.0, 4.0, 1.0, 2.0]
     codes = iter(f"def vector_add(x, y):\n    return x  # v{i}\n" for i in range(100))
-    client = ScriptedClient(lambda r: json_code_reply(next(codes)) if r.json_mode else "analysis")
+    client = ScriptedClient(lambda r: json_code_reply(next(codes)) if asks_for_code(r) else "analysis")
     script = [feedback("wrong_result")] + [feedback("correct", lat) for lat in latencies]
     ctx = FakeContext(2 * 7, client=client, visible=script + [feedback("runtime_error")])
     run_until_spent(create_method("geak", {"iterations": 7, "ancestor_num": 3, "oneshot": False}), ctx)
@@ -268,60 +280,119 @@ def test_knowledge_prompts_cover_the_injection_rules(vendor: str, must: list[str
         assert phrase not in text, phrase
 
 
-# ---------------------------------------------------------------- retrieval
+# ---------------------------------------------------------------- retrieval (bench/oneshot.py)
 
 
-def test_retrieval_never_returns_the_tasks_own_reference() -> None:
-    for task in all_tasks():
-        own = normalise(task.baseline_source())
-        for by, query in (("description", task.instruction), ("code", task.baseline_source())):
-            found = retrieve(task.id, query, by)
-            assert found is not None, (task.id, by)
-            assert normalise(found) != own, (task.id, by)
+@pytest.mark.slow
+def test_the_guard_never_lets_a_near_copy_of_any_tasks_answer_through() -> None:
+    """Over all 31 built-in tasks and every program of the built-in corpus: a program the guard
+    allows for a task is never the task's own and is less than 0.5 similar to the task's expert
+    kernel (recomputed here, independently of the guard's cache), and retrieval returns only
+    allowed programs, so no example shown to any method in any call is a near-copy. About 20 s
+    (difflib on 31 x 31 kernel pairs)."""
+    tasks = [t for t in all_tasks() if t.source == "builtin"]
+    assert len(tasks) == 31
+    corpus = Corpus(builtin_programs())
+    for task in tasks:
+        guard = GuardedRetriever(corpus, task.id, task_answers(task), threshold=0.5)
+        expert = task.baseline_source()
+        allowed = [i for i in range(len(corpus)) if guard.allowed(i)]
+        assert len(allowed) >= 10, task.id  # the guarded corpus still has examples to show
+        for i, program in enumerate(corpus.programs):
+            if i in allowed:
+                assert program.name != f"task:{task.id}" and similarity(program.code, expert) < 0.5, (task.id, i)
+        for by, query in (("description", task.instruction), ("code", expert)):
+            shown = guard.best(query, by)
+            assert shown is not None and corpus.programs.index(shown.program) in allowed, (task.id, by)
+            assert shown.similarity < 0.5
 
 
-def test_retrieval_excludes_other_tasks_sharing_the_reference(monkeypatch: pytest.MonkeyPatch) -> None:
-    import bench.registry
-
-    a, b = get_task("vector_add"), get_task("flip")
-    twin = type("Twin", (), {"id": "vector_add_twin", "instruction": a.instruction,
-                             "baseline_source": lambda self: a.baseline_source() + "\n\n"})()
-    monkeypatch.setattr(bench.registry, "all_tasks", lambda: [a, b, twin])
-    ids = [p.task_id for p in corpus_programs("vector_add")]
-    assert ids == ["flip"]  # the twin's program equals vector_add's reference: excluded too
-    assert [p.task_id for p in corpus_programs("flip")] == ["vector_add", "vector_add_twin"]
+def test_the_guard_excludes_the_near_answers_the_leak_was_found_with() -> None:
+    corpus = Corpus(builtin_programs())
+    for task_id, sibling in (("row_sum", "row_max"), ("softmax", "log_softmax"), ("layer_norm", "rms_norm"),
+                             ("matmul", "matmul_bias_relu")):
+        task = get_task(task_id)
+        guard = GuardedRetriever(corpus, task_id, task_answers(task), threshold=0.5)
+        index = next(i for i, p in enumerate(corpus.programs) if p.name == f"task:{sibling}")
+        assert guard.similarity_of(index) >= 0.7 and not guard.allowed(index), (task_id, sibling)
+    # An exact copy under another name is excluded at any threshold, 1.0 included.
+    twin = Program("elsewhere:0", "anything", get_task("vector_add").baseline_source())
+    guard = GuardedRetriever(Corpus([twin, *corpus.programs]), "vector_add", task_answers(get_task("vector_add")),
+                             threshold=1.0)
+    assert not guard.allowed(0)
+    with pytest.raises(ValueError, match="threshold"):
+        GuardedRetriever(corpus, "vector_add", (), threshold=0.0)
 
 
 def test_bm25_top1_by_description_and_by_code() -> None:
-    # (BM25Okapi's idf is zero for a term in half the documents, so a two-program corpus ties.)
     corpus = Corpus([Program("p", "row softmax of a matrix", "x = tl.exp(x)"),
                      Program("q", "elementwise sum of vectors", "z = x + y\ntl.store(out_ptr, z)"),
                      Program("r", "cumulative sum along rows", "carry += tl.sum(x, axis=0)"),
                      Program("s", "matrix multiplication with tiles", "acc = tl.dot(a, b, acc)")])
-    assert corpus.best("compute softmax over each row", "description").task_id == "p"  # type: ignore[union-attr]
-    assert corpus.best("tl.store(out_ptr, z)", "code").task_id == "q"  # type: ignore[union-attr]
-    assert Corpus([]).best("anything", "code") is None
+    guard = GuardedRetriever(corpus, "none", (), threshold=0.5)
+    assert guard.best("compute softmax over each row", "description").program.name == "p"  # type: ignore[union-attr]
+    assert guard.best("tl.store(out_ptr, z)", "code").program.name == "q"  # type: ignore[union-attr]
+    assert GuardedRetriever(Corpus([]), "none", ()).best("anything", "code") is None
     with pytest.raises(ValueError):
-        corpus.best("x", "title")
+        corpus.ranking("x", "title")
 
 
-def test_geak_retrieves_by_instruction_first_and_by_code_on_debug(monkeypatch: pytest.MonkeyPatch) -> None:
-    queries: list[tuple[str, str]] = []
+def test_bm25_tokens_are_split_on_single_spaces_as_upstream() -> None:
+    from bench.oneshot import tokenize
 
-    def fake(task_id: str, query: str, by: str) -> str:
-        assert task_id == VIEW.id
-        queries.append((by, query))
+    assert tokenize("a  b\nc") == ["a", "", "b\nc"]  # GEAK-v1's text.split(" "), not text.split()
+
+
+def test_external_corpus_in_geak_train_crawl_layout(tmp_path: Path) -> None:
+    from bench.oneshot import CorpusError, load_corpus_file, open_library
+
+    entries = [{"code": "import triton\n@triton.jit\ndef k(x_ptr):\n    pass\n", "description_1": "a kernel",
+                "repo": "x/y"},
+               {"code": "def wrapper(x):\n    return x\n", "description": "a wrapper"},
+               {"code": "def other(y):\n    return y\n", "instruction": "something else entirely"}]
+    as_list = tmp_path / "train_crawl.json"
+    as_list.write_text(json.dumps(entries))
+    as_lines = tmp_path / "crawl.jsonl"
+    as_lines.write_text("\n".join(json.dumps(e) for e in entries) + "\n\n")
+    for path in (as_list, as_lines):
+        programs = load_corpus_file(path)
+        assert [p.description for p in programs] == ["a kernel", "a wrapper", "something else entirely"]
+        assert programs[0].name == f"{path.name}:0" and programs[1].code == entries[1]["code"]
+    library = open_library(as_list, threshold=0.5)
+    shown = library.for_task(get_task("vector_add")).best("a wrapper", "description")
+    assert shown is not None and shown.program.name == "train_crawl.json:1"
+    bad = tmp_path / "bad.json"
+    for text, message in (("[{\"code\": 3}]", "entry 0"), ("[", "cannot parse"), ("[]", "no programs"),
+                          ('{"code": "x"}\nnot json', "line 2")):
+        bad.write_text(text)
+        with pytest.raises(CorpusError, match=message):
+            load_corpus_file(bad)
+    with pytest.raises(CorpusError, match="cannot read"):
+        load_corpus_file(tmp_path / "missing.json")
+
+
+def test_methods_ask_for_examples_through_the_context() -> None:
+    """Every method retrieves by the instruction once; GEAK also by the previous code on each
+    debug round; the example the context returns is what the prompt shows."""
+    def examples(query: str, by: str) -> str:
         return f"EXAMPLE-BY-{by.upper()}"
 
-    monkeypatch.setattr(methods.geak, "retrieve", fake)
     ctx = FakeContext(6, client=always_json("def vector_add(x, y):\n    return x  # mine\n"),
-                      visible=[feedback("wrong_result")])
+                      visible=[feedback("wrong_result")], examples=examples)
     run_until_spent(create_method("geak", {}), ctx)
-    assert queries[0] == ("description", VIEW.instruction)
+    assert ctx.example_queries[0] == ("description", VIEW.instruction)
     # Iterations 2 and 3 debug (the 4th prompt is built, then the budget refuses its call).
-    assert [b for b, _ in queries[1:3]] == ["code", "code"] and "# mine" in queries[1][1]
+    assert [b for b, _ in ctx.example_queries[1:3]] == ["code", "code"] and "# mine" in ctx.example_queries[1][1]
     gens = [c.messages[-1].content for c in ctx.calls if c.role == "generator"]
     assert "EXAMPLE-BY-DESCRIPTION" in gens[0] and "EXAMPLE-BY-CODE" in gens[1]
+    for name in ("direct", "reflexion"):
+        ctx = FakeContext(2, examples=examples)
+        run_until_spent(create_method(name, {}), ctx)
+        assert ctx.example_queries == [("description", VIEW.instruction)], name
+        assert any("EXAMPLE-BY-DESCRIPTION" in c.messages[-1].content for c in ctx.calls), name
+    ctx = FakeContext(2, examples=examples)
+    run_until_spent(create_method("geak", {"oneshot": False}), ctx)
+    assert ctx.example_queries == []
 
 
 # ---------------------------------------------------------------- reply parsing
@@ -425,17 +496,18 @@ def test_simulated_model_answers_each_role_in_kind() -> None:
     code = get_task("vector_add").baseline_source()
     # re-implementation: code, even though the prompt contains "reflection"
     reimpl = render("reflexion_reimplement", task=block, oneshot="", code=f"```python\n{code}```",
-                    feedback="Tests failed: test_a", reflection="Reflection: something")
+                    feedback="Tests failed: test_a", reflection="Reflection: something", answer=FENCED)
     assert extract_code(_ask_sim([system, Message("user", reimpl)])) is not None
     # GEAK debug: JSON code, even though the prompt contains "Previous reflection"
     debug = render("geak_debug", task=block, oneshot="", code=f"```python\n{code}```", feedback="wrong_result",
-                   reflection="Reflection: something")
+                   reflection="Reflection: something", answer=answer_request("json"))
     assert extract_json_code(_ask_sim([system, Message("user", debug)], json_mode=True))[1] is not None
+    assert extract_json_code(_ask_sim([system, Message("user", debug)]))[1] is not None  # asked in the prompt only
     # reflection: prose, no code
     reflect = render("reflexion_reflect", code=f"```python\n{code}```", feedback="Tests failed: test_a")
     assert extract_code(_ask_sim([system, Message("user", reflect)])) is None
     # tests
-    tests = render("reflexion_tests", task=block, n="4", entry_point="vector_add")
+    tests = render("reflexion_tests", task=block, n="4", entry_point="vector_add", answer=answer_request("fenced", "the tests"))
     suite = extract_tests(_ask_sim([system, Message("user", tests)], params=SimParams(p_test_without_assert=0)), 4)
     assert len(suite.names) == 4 and "vector_add(" in suite.source and "DEVICE" in suite.source
 
@@ -443,7 +515,7 @@ def test_simulated_model_answers_each_role_in_kind() -> None:
 def test_simulated_model_ignores_a_oneshot_example_of_another_task() -> None:
     flip = get_task("flip").baseline_source()
     prompt = render("direct_generate", task=task_block(VIEW, True),
-                    oneshot=methods.direct.oneshot_block(flip))
+                    oneshot=methods.direct.oneshot_block(flip), answer=FENCED)
     for sample in range(5):
         code = extract_code(_ask_sim([Message("user", prompt)], sample=sample))
         assert code is not None and "def vector_add(" in code
@@ -465,7 +537,7 @@ def test_simulated_model_reads_knowledge_and_oneshot_context() -> None:
     for knowledge in (False, True):
         for oneshot in (False, True):
             prompt = render("direct_generate", task=task_block(VIEW, knowledge),
-                            oneshot=methods.direct.oneshot_block(flip) if oneshot else "")
+                            oneshot=methods.direct.oneshot_block(flip) if oneshot else "", answer=FENCED)
             messages = (Message("system", system_prompt("nvidia", knowledge)), Message("user", prompt))
             clean = sum("Plan: one program per block" in sim.complete(Request(messages, sample_index=i)).text
                         for i in range(n))
@@ -481,7 +553,8 @@ def test_simulated_model_writes_parseable_tests_for_every_task() -> None:
     # Built-in tasks: adapted ones other tests registered in this process may take only integers
     # (an entry point that draws its own inputs), with no tensor to put on DEVICE.
     for task in (t for t in all_tasks() if t.source == "builtin"):
-        prompt = render("reflexion_tests", task=task_block(task.view(), True), n="3", entry_point=task.entry_point)
+        prompt = render("reflexion_tests", task=task_block(task.view(), True), n="3", entry_point=task.entry_point,
+                        answer=answer_request("fenced", "the tests"))
         reply = sim.complete(Request((Message("user", prompt),), temperature=0.2, sample_index=1)).text
         suite = extract_tests(reply, 3)
         assert len(suite.names) == 3, task.id
@@ -500,7 +573,8 @@ def test_simulated_tests_pass_or_fail_the_expert_kernel_at_the_documented_rate(
     from judge.oracle import load_module
 
     task = get_task(task_id)
-    prompt = render("reflexion_tests", task=task_block(task.view(), True), n="3", entry_point=task.entry_point)
+    prompt = render("reflexion_tests", task=task_block(task.view(), True), n="3", entry_point=task.entry_point,
+                    answer=answer_request("fenced", "the tests"))
     reply = _ask_sim([Message("user", prompt)], params=SimParams(p_wrong_test=p_wrong, p_test_without_assert=0))
     suite = extract_tests(reply, 3)
     path = tmp_path / f"{task_id}.py"
@@ -535,25 +609,34 @@ def _fmt(messages: list[Message]) -> str:
 def render_snapshots(vendor: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     """Every role's prompt, captured from the methods themselves on vector_add, knowledge on,
     with a fixed one-shot example (so adding a task to the corpus does not move them)."""
-    for module in (methods.direct, methods.reflexion, methods.geak):
-        monkeypatch.setattr(module, "retrieve", lambda task_id, query, by: f"# example retrieved by {by}\n")
+    def examples(query: str, by: str) -> str:
+        return f"# example retrieved by {by}\n"
+
     client = ScriptedClient(_snapshot_reply)
     out: dict[str, str] = {}
 
-    ctx = FakeContext(1, client=client, vendor=vendor)
+    ctx = FakeContext(1, client=client, vendor=vendor, examples=examples)
     run_until_spent(create_method("direct"), ctx)
     out["direct_generate"] = _fmt(ctx.calls[0].messages)
 
-    ctx = FakeContext(4, client=client, vendor=vendor, tests=[suite_result(False)])
+    ctx = FakeContext(1, client=client, vendor=vendor, examples=examples)
+    run_until_spent(create_method("direct", {"prompt_style": "geak-direct", "knowledge": False, "oneshot": False}), ctx)
+    out["direct_geak-direct"] = _fmt(ctx.calls[0].messages)  # the paper preset's prompt: GEAK's DirectPrompt
+
+    ctx = FakeContext(4, client=client, vendor=vendor, tests=[suite_result(False)], examples=examples)
     run_until_spent(create_method("reflexion"), ctx)
     for i, role in enumerate(("tests", "implement", "reflect", "reimplement")):
         out[f"reflexion_{role}"] = _fmt(ctx.calls[i].messages)
 
-    ctx = FakeContext(6, client=client, vendor=vendor,
+    ctx = FakeContext(6, client=client, vendor=vendor, examples=examples,
                       visible=[feedback("wrong_result"), feedback("correct", 0.0123)])
     run_until_spent(create_method("geak"), ctx)
     for i, role in enumerate(("first", "reflect-fix", "debug", "reflect-optimise", "optimise")):
         out[f"geak_{role}"] = _fmt(ctx.calls[i].messages)
+
+    ctx = FakeContext(1, client=client, vendor=vendor, examples=examples, answer_format="json")
+    run_until_spent(create_method("geak"), ctx)
+    out["geak_first-json"] = _fmt(ctx.calls[0].messages)  # answer_format json: GEAK-v1's JSON object
     return {f"{key}_{vendor}": text for key, text in out.items()}
 
 
@@ -562,7 +645,7 @@ def test_prompt_snapshots(vendor: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Rendered prompts equal tests/snapshots/<method>_<role>_<vendor>.txt; with
     KMC_UPDATE_SNAPSHOTS=1 the files are rewritten instead (review the diff)."""
     rendered = render_snapshots(vendor, monkeypatch)
-    assert len(rendered) == 10
+    assert len(rendered) == 12
     update = os.environ.get("KMC_UPDATE_SNAPSHOTS") == "1"
     if update:
         SNAPSHOTS.mkdir(exist_ok=True)
@@ -589,8 +672,139 @@ def test_configs_parse_and_resolve() -> None:
         assert set(resolved) == {"direct", "reflexion", "geak"}
     m = resolve_methods(matched)
     assert {(k, m[k]["knowledge"], m[k]["oneshot"]) for k in m} == {(k, True, True) for k in m}
+    assert m["reflexion"]["impl_temperature"] > 0  # matched: trials are independent draws
+    assert all(m[k]["code_max_tokens"] == 15000 for k in m) and matched.json_mode is False
+    assert matched.answer_format == "fenced" and matched.oneshot_threshold == 0.5
     p = resolve_methods(paper)
     assert p["direct"]["max_samples"] == 1 and p["direct"]["temperature"] == 0.0
     assert p["direct"]["knowledge"] is False and p["direct"]["oneshot"] is False
+    assert p["direct"]["prompt_style"] == "geak-direct" and paper.answer_format == "json" and not paper.json_mode
     assert p["geak"]["iterations"] * p["geak"]["runs"] * 2 == paper.budget == 200
     assert json.dumps(m) and json.dumps(p)  # recordable in config.json
+
+
+# ---------------------------------------------------------------- one output contract (issue 13, item 3)
+
+
+CHATTY_CODE = "import torch\n\n\ndef vector_add(x, y):\n    return x + y\n"
+CHATTY_REPLIES = [
+    f"Sure! Here is the kernel.\n\n```python\n{CHATTY_CODE}```\n\nExample usage:\n```python\nprint(vector_add(a, b))\n```\n",
+    json.dumps({"thought": "simple", "code": CHATTY_CODE}),
+    f"Of course. Here you go:\n```json\n{json.dumps({'thought': 't', 'code': CHATTY_CODE})}\n```\nHope it helps.",
+    f"Here is the code:\n{CHATTY_CODE}",
+    f"```py\n{CHATTY_CODE}```",
+    '{"thought": "t", "code": "```python\\n' + CHATTY_CODE.replace("\n", "\\n") + '```"}',
+]
+
+
+@pytest.mark.parametrize("reply", CHATTY_REPLIES)
+def test_every_method_extracts_the_same_code_from_the_same_chatty_reply(reply: str) -> None:
+    """Fenced with a usage block after it, bare JSON, fenced JSON in prose, bare code after a
+    line of prose, a ```py fence, JSON whose code is fenced: every method proposes exactly the
+    module, through the one extractor."""
+    client = ScriptedClient(lambda r: reply if asks_for_code(r) else "analysis")
+    proposed = {}
+    for name in ("direct", "reflexion", "geak"):
+        ctx = FakeContext(2, client=client, tests=[suite_result(False)], visible=[feedback("wrong_result")])
+        options = {"feedback": "visible"} if name == "reflexion" else {}
+        run_until_spent(create_method(name, options), ctx)
+        assert ctx.candidates, name
+        proposed[name] = ctx.candidates[0].source
+    assert {code.strip() for code in proposed.values()} == {CHATTY_CODE.strip()}, proposed
+
+
+@pytest.mark.parametrize("reply", [
+    "```python\nimport torch\ndef vector_add(x, y):\n    return x +",  # cut off inside a block
+    '{"thought": "t", "code": "import torch\\ndef vector_add(',       # cut off inside JSON
+    "import torch\n\ndef vector_add(x, y):\n    return (x +",         # bare code, cut off
+    "I cannot help with that.",
+])
+def test_no_method_passes_on_a_truncated_or_empty_reply(reply: str) -> None:
+    assert extract_code(reply) is None
+    for name in ("direct", "reflexion", "geak"):
+        ctx = FakeContext(2, client=ScriptedClient(lambda r: reply))
+        options = {"feedback": "visible"} if name == "reflexion" else {}
+        run_until_spent(create_method(name, options), ctx)
+        assert not ctx.candidates, name
+
+
+@pytest.mark.parametrize("answer_format,json_mode", [("fenced", False), ("json", False), ("json", True)])
+def test_every_method_asks_for_code_the_same_way_and_json_mode_applies_to_all(answer_format: str,
+                                                                             json_mode: bool) -> None:
+    asks = {}
+    for name in ("direct", "reflexion", "geak"):
+        ctx = FakeContext(6, client=always_json(), answer_format=answer_format, json_mode=json_mode,
+                          tests=[suite_result(False)], visible=[feedback("wrong_result")])
+        run_until_spent(create_method(name), ctx)
+        code_calls = [c for c in ctx.calls if c.wants_code]
+        assert code_calls and all(c.json_mode == json_mode for c in code_calls), name
+        assert not any(c.json_mode for c in ctx.calls if not c.wants_code), name  # prose is never constrained
+        asks[name] = {c.messages[-1].content.strip().splitlines()[-1].split(". ")[-1] for c in code_calls
+                      if c.role != "tests"}
+    assert asks["direct"] == asks["reflexion"] == asks["geak"] == {answer_request(answer_format)}
+
+
+# ---------------------------------------------------------------- reply caps and budgets (item 7)
+
+
+def test_reply_caps_are_per_method_options_with_geak_v1_defaults() -> None:
+    for name in ("direct", "reflexion", "geak"):
+        opts = method_options(create_method(name))
+        assert opts["code_max_tokens"] == 15000, name
+    assert method_options(create_method("reflexion"))["text_max_tokens"] == 5000
+    assert method_options(create_method("geak"))["text_max_tokens"] == 5000
+    ctx = FakeContext(4, tests=[suite_result(False)])
+    run_until_spent(create_method("reflexion", {"code_max_tokens": 900, "text_max_tokens": 300}), ctx)
+    assert [(c.role, c.max_tokens) for c in ctx.calls] == [("tests", 900), ("implement", 900), ("reflect", 300),
+                                                           ("implement", 900)]
+
+
+@pytest.mark.parametrize("budget", [1, 3, 21])
+def test_geak_submits_the_last_evaluated_candidate_when_the_budget_ends_at_the_reflector(budget: int) -> None:
+    codes = iter(f"def vector_add(x, y):\n    return x  # v{i}\n" for i in range(100))
+    client = ScriptedClient(lambda r: json_code_reply(next(codes)) if asks_for_code(r) else "analysis")
+    ctx = FakeContext(budget, client=client, visible=[feedback("wrong_result")])
+    run_until_spent(create_method("geak", {"oneshot": False}), ctx)
+    assert ctx.calls[-1].role == "generator"  # the budget ended before this candidate's reflection
+    assert ctx.submissions[-1].source == ctx.visible_runs[-1].source == ctx.candidates[-1].source
+
+
+def test_geak_debug_prompt_after_a_reply_without_code_shows_that_reply_not_older_code() -> None:
+    replies = iter([json_code_reply("def vector_add(x, y):\n    return x  # OLD-CODE\n"), "reflection one",
+                    "I am not sure how to do this.", "reflection two", json_code_reply("def vector_add(x, y):\n"
+                                                                                       "    return x\n")])
+    ctx = FakeContext(5, client=ScriptedClient(lambda r: next(replies)), visible=[feedback("wrong_result")])
+    run_until_spent(create_method("geak", {"oneshot": False}), ctx)
+    debug = ctx.calls[4].messages[-1].content
+    assert "I am not sure how to do this." in debug and "OLD-CODE" not in debug
+    assert "failed generation" in debug
+
+
+# ---------------------------------------------------------------- independent runs (item 6)
+
+
+def test_runs_are_declared_independent_only_when_sampled_above_temperature_zero() -> None:
+    cases = [("direct", {}, True), ("direct", {"temperature": 0.0}, False), ("geak", {"iterations": 2}, True),
+             ("geak", {"iterations": 2, "temperature": 0.0}, False),
+             ("reflexion", {}, False),  # the paper's impl_temperature 0
+             ("reflexion", {"impl_temperature": 1.0}, True)]
+    for name, options, independent in cases:
+        ctx = FakeContext(12, client=always_json(), tests=[suite_result(True)])
+        run_until_spent(create_method(name, options), ctx)
+        assert len(ctx.run_independent) >= 2 and set(ctx.run_independent) == {independent}, (name, options)
+
+
+# ---------------------------------------------------------------- paper preset's direct prompt (item 9)
+
+
+def test_geak_direct_prompt_is_geaks_direct_prompt_and_refuses_extras() -> None:
+    ctx = FakeContext(1)
+    run_until_spent(create_method("direct", {"prompt_style": "geak-direct", "knowledge": False,
+                                             "oneshot": False}), ctx)
+    (message,) = ctx.calls[0].messages
+    assert message.role == "user"
+    assert message.content == (VIEW.instruction + "\nPlease output the codes only without explanation, "
+                               "which we can run directly.\n")
+    assert ctx.example_queries == []
+    with pytest.raises(ValueError, match="knowledge and oneshot must be false"):
+        create_method("direct", {"prompt_style": "geak-direct"})

@@ -112,3 +112,48 @@ def test_plugin_module_named_in_the_environment_runs_from_the_cli(tmp_path: Path
     bad = run_cli("compare", "--budget", "3", "--methods", "direct", "--out", str(tmp_path / "bad"),
                   env=cli_env(KMC_METHOD_MODULES="no_such_plugin_module"))
     assert bad.returncode == 2 and "no_such_plugin_module" in bad.stderr and "Traceback" not in bad.stderr
+
+
+# ---------------------------------------------------------------- a hostile plugin (issue 13, item 8)
+
+
+@pytest.fixture(scope="module")
+def hostile_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Store]:
+    import tests.hostile_plugin as plugin
+
+    mp = pytest.MonkeyPatch()
+    try:
+        target = _cpu_target(mp)  # type: ignore[arg-type]
+        config = CompareConfig(budget=20, methods=["hostile_reach"], tasks=["vector_add"], workers=1, device="cpu")
+        store, _ = _run(config, tmp_path_factory.mktemp("hostile") / "run", target)
+    finally:
+        mp.undo()
+    return plugin.FINDINGS["vector_add"], store
+
+
+@pytest.mark.slow
+def test_a_hostile_plugin_reaches_nothing_through_the_context_and_cannot_overdraw(
+        hostile_run: tuple[dict[str, Any], Store]) -> None:
+    found, store = hostile_run
+    assert found["attributes"] == [] and found["through_methods"] == [] and found["replaced"] == []
+    assert sum(found["calls_by_thread"]) == 20  # twelve threads, one budget, not one call over
+    assert [r[0] for r in store.query("SELECT call_index FROM calls ORDER BY call_index")] == list(range(20))
+    unit = dict(store.query("SELECT * FROM units")[0])
+    assert unit["calls_used"] == 20 and unit["error"] is None
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(reason="needs the judge rewrite (issue 12, branch judge): a method's tests must run in a "
+                          "candidate-side process that cannot import the task registry; today the worker can",
+                   strict=False)
+def test_a_hostile_plugins_own_tests_cannot_read_hidden_cases_or_the_reference(
+        hostile_run: tuple[dict[str, Any], Store]) -> None:
+    from bench.registry import get_task
+
+    found, _ = hostile_run
+    task = get_task("vector_add")
+    probe = found["probe"]
+    assert probe, "the probe test reported nothing"
+    leaked = [c.name for c in task.hidden_cpu + task.hidden_gpu if c.name in probe]
+    assert not leaked, f"hidden cases readable from a method's tests: {leaked[:3]}"
+    assert task.baseline_source()[:120] not in probe

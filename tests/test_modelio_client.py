@@ -10,7 +10,7 @@ import time
 import pytest
 
 from bench.registry import get_task
-from methods.templates import render, system_prompt, task_block
+from methods.templates import answer_request, render, system_prompt, task_block
 from modelio.ledger import Ledger, ModelCallFailed
 from modelio.openai_client import EndpointCallFailed, EndpointUnreachable, OpenAIClient
 from modelio.server import ServerOptions, SimServer, request_from_body
@@ -23,7 +23,7 @@ from results.store import Store
 def direct_prompt(task_id: str = "vector_add") -> tuple[Message, ...]:
     task = get_task(task_id).view()
     return (Message("system", system_prompt("nvidia", True)),
-            Message("user", render("direct_generate", task=task_block(task, True), oneshot="")))
+            Message("user", render("direct_generate", task=task_block(task, True), oneshot="", answer=answer_request("fenced"))))
 
 
 def fast_client(server: SimServer, **kw: object) -> OpenAIClient:
@@ -156,3 +156,29 @@ def test_max_concurrency_caps_requests_in_flight() -> None:
         counters = server.counters()
     assert counters.answered == 9
     assert counters.max_in_flight == 3
+
+
+def test_http_400s_fail_at_once_with_the_servers_message() -> None:
+    """An endpoint that rejects JSON mode, and one that rejects every 3rd request as too long:
+    the call fails without retry, and its error names the status and quotes the server."""
+    with SimServer(options=ServerOptions(reject_json_mode=True)) as server:
+        client = fast_client(server)
+        client.complete(Request(messages=direct_prompt(), temperature=1.0))  # plain requests are answered
+        with pytest.raises(EndpointCallFailed) as info:
+            client.complete(Request(messages=direct_prompt(), temperature=1.0, json_mode=True))
+        assert info.value.kind == "400" and info.value.retries == 0
+        assert "HTTP 400: response_format of type json_object is not supported" in str(info.value)
+    with SimServer(options=ServerOptions(reject_every=3)) as server:
+        client = fast_client(server)
+        outcomes = []
+        for _ in range(6):
+            try:
+                client.complete(Request(messages=direct_prompt(), temperature=1.0))
+                outcomes.append("ok")
+            except EndpointCallFailed as exc:
+                assert "HTTP 400: This model's maximum context length is 8192 tokens" in str(exc)
+                outcomes.append("400")
+        assert outcomes == ["ok", "ok", "400", "ok", "ok", "400"]
+        assert server.counters().faults == {"400": 2}
+    with pytest.raises(ValueError, match="reject_every"):
+        ServerOptions(reject_every=-1)

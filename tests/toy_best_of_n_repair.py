@@ -15,7 +15,7 @@ from bench.task import TaskView
 from methods.base import Candidate, Feedback, MethodContext
 from methods.extract import extract_code
 from methods.registry import register_method
-from methods.templates import fenced, render, system_prompt, task_block
+from methods.templates import answer_request, fenced, render, system_prompt, task_block
 from modelio.types import Message
 
 
@@ -32,19 +32,21 @@ class BestOfNWithRepair:
     def run(self, task: TaskView, ctx: MethodContext) -> None:
         system = Message("system", system_prompt(ctx.vendor, self.knowledge))
         block = task_block(task, self.knowledge)
-        sample_prompt = [system, Message("user", render("direct_generate", task=block, oneshot=""))]
+        answer = answer_request(ctx.answer_format)
+        sample_prompt = [system, Message("user", render("direct_generate", task=block, oneshot="", answer=answer))]
         best: tuple[float, Candidate] | None = None
         while True:
             failing: list[tuple[Candidate, Feedback]] = []
             for _ in range(self.n):
-                code = extract_code(ctx.ask(sample_prompt, temperature=self.temperature, role="sample").text)
+                code = extract_code(ctx.ask(sample_prompt, temperature=self.temperature, role="sample",
+                                            wants_code=True).text)
                 best = self._consider(ctx, code, best, failing)
             for candidate, fb in failing[: self.repairs]:
                 repair = (f"{block}\nThis implementation failed:\n{fenced(candidate.source)}\n\n"
                           f"Result: {fb.describe()}\n\n"
-                          "Fix it and write the complete module in one ```python code block.")
+                          f"Fix it. {answer}")
                 code = extract_code(ctx.ask([system, Message("user", repair)], temperature=self.temperature,
-                                            role="repair").text)
+                                            role="repair", wants_code=True).text)
                 best = self._consider(ctx, code, best, [])
 
     @staticmethod

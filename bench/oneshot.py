@@ -1,0 +1,247 @@
+"""The one-shot corpus and its leak guard: example Triton programs a method may be shown.
+
+Why here and not in methods/: the guard must compare every example with the task's own
+answer (its expert kernel, or an adapted suite's reference code), which a method must never
+hold. So retrieval runs on the scheduler's side of the method context (`ctx.example`), and a
+method only ever receives the code of an example that passed the guard.
+
+Retrieval is GEAK-v1's: `rank_bm25.BM25Okapi` over tokens split on single spaces
+(`text.split(" ")`, as upstream), top 1; a query is matched against the programs'
+descriptions (`by="description"`: the instruction, once at the start) or their code
+(`by="code"`: the previous code, on a debug round). Ties go to the earlier program in corpus
+order, so runs are reproducible.
+
+Leak guard: a program is never shown for a task when it is that task's own program (the
+built-in corpus holds every task's expert kernel) or when its similarity to the task's answer
+is at or above `threshold` (default 0.5). Similarity is `difflib.SequenceMatcher(None,
+example, answer).ratio()` on the raw source text (the measure the leak was found with; 1.0
+means identical). The guard is applied lazily, down the BM25 ranking, so a corpus of
+thousands of programs costs a few comparisons per retrieval, each cached per (task, program).
+The similarity of every example actually shown is returned, and the scheduler records it.
+
+Corpora: the built-in one is every registered task's expert kernel, described by its task's
+instruction. An external corpus (`oneshot_corpus:` in a run's config) is a file in the layout
+of GEAK-v1's `train_crawl.json` (TritonBench's ~4k GitHub Triton programs): a JSON list of
+objects, or JSON lines, one program per entry, its source under "code" and its description
+under "description_1" (GEAK's key), else "description" or "instruction".
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+BY = ("description", "code")
+DEFAULT_THRESHOLD = 0.5
+SIMILARITY_MEASURE = "difflib.SequenceMatcher(None, example, answer).ratio() on raw source text"
+DESCRIPTION_KEYS = ("description_1", "description", "instruction")
+
+
+class CorpusError(ValueError):
+    """An unreadable or malformed corpus file: one line for the user."""
+
+
+@dataclass(frozen=True)
+class Program:
+    """One example program: `name` says where it came from (`task:<id>` for the built-in
+    corpus, `<file>:<entry>` for a file)."""
+
+    name: str
+    description: str
+    code: str
+
+
+@dataclass(frozen=True)
+class Shown:
+    """An example that passed the guard: the program and its similarity to the task's answer."""
+
+    program: Program
+    similarity: float
+
+
+def similarity(example: str, answer: str) -> float:
+    return difflib.SequenceMatcher(None, example, answer).ratio()
+
+
+def tokenize(text: str) -> list[str]:
+    """Tokens split on single spaces, exactly as GEAK-v1's retriever (`text.split(" ")`)."""
+    return text.split(" ")
+
+
+# ---------------------------------------------------------------- corpora
+
+
+def builtin_programs() -> list[Program]:
+    """Every registered task's expert kernel, in task-id order (a task without a readable
+    baseline contributes nothing)."""
+    from bench.registry import all_tasks
+
+    programs = []
+    for task in sorted(all_tasks(), key=lambda t: t.id):
+        try:
+            code = task.baseline_source()
+        except OSError:
+            continue
+        if code.strip():
+            programs.append(Program(f"task:{task.id}", task.instruction, code))
+    return programs
+
+
+def load_corpus_file(path: str | Path) -> list[Program]:
+    """Programs from a JSON list or JSON-lines file (module docstring); entries without a
+    non-empty string "code" are refused with their position, never skipped silently."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CorpusError(f"cannot read one-shot corpus {path}: {exc.strerror or exc}") from None
+    entries = _parse_entries(text, path)
+    programs = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict) or not isinstance(entry.get("code"), str) or not entry["code"].strip():
+            raise CorpusError(f"one-shot corpus {path}: entry {i} has no non-empty string \"code\"")
+        description = next((entry[k] for k in DESCRIPTION_KEYS if isinstance(entry.get(k), str)), "")
+        programs.append(Program(f"{path.name}:{i}", description, entry["code"]))
+    if not programs:
+        raise CorpusError(f"one-shot corpus {path} holds no programs")
+    return programs
+
+
+def _parse_entries(text: str, path: Path) -> list[Any]:
+    stripped = text.strip()
+    if stripped.startswith("["):
+        try:
+            data = json.loads(stripped)
+        except json.JSONDecodeError as exc:
+            raise CorpusError(f"cannot parse one-shot corpus {path}: {exc}") from None
+        return list(data)
+    entries = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            entries.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise CorpusError(f"cannot parse one-shot corpus {path} line {n}: {exc.msg}") from None
+    return entries
+
+
+def file_digest(path: str | Path) -> str:
+    """The corpus file's sha256, recorded with the run so a resume uses the same corpus."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+# ---------------------------------------------------------------- retrieval
+
+
+class Corpus:
+    """BM25 indexes over the descriptions and over the code of a fixed list of programs."""
+
+    def __init__(self, programs: list[Program]):
+        from rank_bm25 import BM25Okapi
+
+        self.programs = list(programs)
+        self._index: dict[str, Any] = {}
+        if self.programs:
+            self._index["description"] = BM25Okapi([tokenize(p.description) for p in self.programs])
+            self._index["code"] = BM25Okapi([tokenize(p.code) for p in self.programs])
+
+    def __len__(self) -> int:
+        return len(self.programs)
+
+    def ranking(self, query: str, by: str) -> list[int]:
+        """Program indices from the best BM25 score down; ties in corpus order."""
+        if by not in BY:
+            raise ValueError(f"retrieval by {by!r}: choose description or code")
+        if not self.programs:
+            return []
+        scores = self._index[by].get_scores(tokenize(query))
+        return sorted(range(len(self.programs)), key=lambda i: (-scores[i], i))
+
+
+class GuardedRetriever:
+    """Retrieval for one task: the best program that is not the task's own and is less than
+    `threshold` similar to every one of the task's answers (its expert kernel, its reference
+    code). Thread-safe: units of one task share it, and its similarity cache."""
+
+    def __init__(self, corpus: Corpus, task_id: str, answers: tuple[str, ...], threshold: float = DEFAULT_THRESHOLD):
+        if not 0.0 < threshold <= 1.0:
+            raise ValueError(f"the one-shot similarity threshold must be in (0, 1], got {threshold}")
+        self.corpus = corpus
+        self.task_id = task_id
+        self.answers = tuple(a for a in answers if a.strip())
+        self.threshold = threshold
+        self._similarity: dict[int, float] = {}
+        self._lock = threading.Lock()
+
+    def similarity_of(self, index: int) -> float:
+        """The program's highest similarity to any of the task's answers (cached)."""
+        with self._lock:
+            cached = self._similarity.get(index)
+        if cached is None:
+            code = self.corpus.programs[index].code
+            cached = max((similarity(code, a) for a in self.answers), default=0.0)
+            with self._lock:
+                self._similarity[index] = cached
+        return cached
+
+    def allowed(self, index: int) -> bool:
+        if self.corpus.programs[index].name == f"task:{self.task_id}":
+            return False
+        return self.similarity_of(index) < self.threshold
+
+    def best(self, query: str, by: str) -> Shown | None:
+        for i in self.corpus.ranking(query, by):
+            if self.allowed(i):
+                return Shown(self.corpus.programs[i], self.similarity_of(i))
+        return None
+
+
+def task_answers(task: Any) -> tuple[str, ...]:
+    """What a task's examples must not resemble: its expert kernel (an adapted suite's
+    reference code) and, where it has one, the source of its reference function."""
+    import inspect
+
+    answers = []
+    try:
+        answers.append(task.baseline_source())
+    except OSError:
+        pass
+    try:
+        answers.append(inspect.getsource(task.reference))
+    except (OSError, TypeError):
+        pass
+    return tuple(answers)
+
+
+class OneShotLibrary:
+    """One corpus for a whole run, and a guarded retriever per task (made on first use)."""
+
+    def __init__(self, programs: list[Program], threshold: float = DEFAULT_THRESHOLD, source: str = "builtin"):
+        if not 0.0 < threshold <= 1.0:
+            raise ValueError(f"the one-shot similarity threshold must be in (0, 1], got {threshold}")
+        self.corpus = Corpus(programs)
+        self.threshold = threshold
+        self.source = source
+        self._retrievers: dict[str, GuardedRetriever] = {}
+        self._lock = threading.Lock()
+
+    def for_task(self, task: Any) -> GuardedRetriever:
+        with self._lock:
+            retriever = self._retrievers.get(task.id)
+            if retriever is None:
+                retriever = GuardedRetriever(self.corpus, task.id, task_answers(task), self.threshold)
+                self._retrievers[task.id] = retriever
+            return retriever
+
+
+def open_library(corpus_path: str | Path | None = None, threshold: float = DEFAULT_THRESHOLD) -> OneShotLibrary:
+    """The built-in corpus, or the programs of `corpus_path`."""
+    if corpus_path is None:
+        return OneShotLibrary(builtin_programs(), threshold, "builtin")
+    return OneShotLibrary(load_corpus_file(corpus_path), threshold, str(corpus_path))
