@@ -51,7 +51,8 @@ class Analysis(Headline):
 def headline(data: RunData, n_resamples: int = N_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> Headline:
     u = data.units
     baselines = timed_baselines(u)
-    methods = {m: method_stats(u[u["method"] == m], n_resamples, seed, baselines)
+    methods = {m: method_stats(u[u["method"] == m], n_resamples, seed, baselines,
+                               data.examples[data.examples["method"] == m], data.runs[data.runs["method"] == m])
                for m in data.methods if (u["method"] == m).any()}
     return Headline(data, n_resamples, seed, methods, paired_comparisons(data, n_resamples, seed))
 

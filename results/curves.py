@@ -30,6 +30,13 @@ a failure would bias pass@k down). Because Reflexion trials that succeed are sho
 the number of complete trials depends on their outcomes; the estimate over complete trials
 is then a ratio estimator, slightly optimistic for small numbers of trials.
 Other method names have no known run structure: they get no parallel-scaling curve.
+pass@k over runs is computed only from runs their method declared independent
+(`ctx.begin_run(independent=...)`); a method that declares its runs not independent (code
+at temperature 0) gets no curve and a note that says why.
+
+Budget curves are drawn against three axes: calls, tokens (prompt + completion) and GPU
+evaluations (visible feedback plus runs of a method's own tests), each event placed at the
+spend recorded with it.
 """
 
 from __future__ import annotations
@@ -44,7 +51,8 @@ import pandas as pd
 from results.readers import UNIT_KEY, RunData
 from stats import CurveBand, PassAtKCurve, aggregate_curves, oracle_curve, runs_pass_at_k, submitted_curve
 
-AXES = ("calls", "tokens")
+AXES = ("calls", "tokens", "evaluations")
+AXIS_COLUMNS = {"calls": "calls_used", "tokens": "tokens_used", "evaluations": "evals_used"}
 RAN_VERDICTS = ("correct", "wrong_result", "no_kernel")
 
 
@@ -85,8 +93,9 @@ def axis_grid(data: RunData, axis: str, points: int = 101) -> np.ndarray:
     """x values at which curves are evaluated.
 
     Calls: every integer 0..B (B = the budget for a calls budget, else the most calls any
-    unit spent). Tokens: `points` evenly spaced integer values from 0 to the token budget
-    (token budgets) or to the most tokens any unit spent (calls budgets).
+    unit spent). Evaluations: every integer up to the most GPU evaluations any unit asked
+    for. Tokens: `points` evenly spaced integer values from 0 to the token budget (token
+    budgets) or to the most tokens any unit spent (calls budgets).
     """
     if axis not in AXES:
         raise ValueError(f"axis must be one of {AXES}")
@@ -94,6 +103,8 @@ def axis_grid(data: RunData, axis: str, points: int = 101) -> np.ndarray:
     if axis == "calls":
         top = data.budget if data.budget_unit == "calls" else int(units["calls_used"].max())
         return np.arange(int(top) + 1)
+    if axis == "evaluations":
+        return np.arange(int(units["feedback_evals"].max()) + 1)
     top = data.budget if data.budget_unit != "calls" else int(units["tokens_used"].max())
     return np.unique(np.round(np.linspace(0, int(top), points)).astype(np.int64))
 
@@ -106,7 +117,7 @@ def _grid_index(values: np.ndarray, grid: np.ndarray) -> np.ndarray:
 def unit_curves(data: RunData, axis: str = "calls", grid: np.ndarray | None = None) -> pd.DataFrame:
     """One row per finished unit: method, task, repeat, submitted (array), oracle (array)."""
     grid = axis_grid(data, axis) if grid is None else np.asarray(grid)
-    col = "calls_used" if axis == "calls" else "tokens_used"
+    col = AXIS_COLUMNS[axis]
     last = len(grid) - 1
     subs = {k: g for k, g in data.submissions.groupby(UNIT_KEY, sort=False)}
     cands = {k: g for k, g in data.candidates.groupby(UNIT_KEY, sort=False)}
@@ -298,6 +309,11 @@ def independent_runs(data: RunData, method: str, n_resamples: int = 10_000, seed
     units = data.units[data.units["method"] == method]
     opts = data.method_options.get(method, {})
     declared = _has_declared_runs(data, units)
+    mine = data.runs[data.runs["method"] == method]
+    if declared and not mine["independent"].all():
+        return MethodRuns(method, float("nan"), "declared not independent", pd.DataFrame(columns=RUN_COLS), None,
+                          f"{method}: its runs are declared not independent (e.g. code generated at temperature 0 "
+                          "repeats itself), so pass@k over them is not computed", float("nan"), float("nan"))
     if declared and method == "direct":
         runs, per_run, how = _runs_declared(data, units, _last_pass), 1.0, "each sample is one declared run"
     elif declared and method == "geak" and "iterations" in opts:

@@ -89,6 +89,11 @@ def _subtitle(a: Analysis) -> str:
 
 
 # ---------------------------------------------------------------------------- budget curves
+SPENT_COLUMNS = {"calls": "calls_used", "tokens": "tokens_used", "evaluations": "feedback_evals"}
+AXIS_LABELS = {"calls": "LLM calls spent", "tokens": "tokens spent (thousands, prompt + completion)",
+               "evaluations": "GPU evaluations spent (visible feedback + own test runs)"}
+
+
 def budget_figure(a: Analysis, axis: str, out_dir: Path) -> FigureResult:
     plt = _plt()
     curves = a.curves[axis]
@@ -102,7 +107,7 @@ def budget_figure(a: Analysis, axis: str, out_dir: Path) -> FigureResult:
         for m, c in curves.items():
             band = getattr(c, kind)
             # Stop each curve at the most any unit of the method spent: beyond it nothing was spent.
-            spent = a.data.units.loc[a.data.units["method"] == m, "calls_used" if axis == "calls" else "tokens_used"]
+            spent = a.data.units.loc[a.data.units["method"] == m, SPENT_COLUMNS[axis]]
             n = min(len(c.grid), int(np.searchsorted(c.grid, float(spent.max()), side="left")) + 1)
             x = c.grid[:n] / scale
             col = color(m, a.data.methods)
@@ -110,7 +115,7 @@ def budget_figure(a: Analysis, axis: str, out_dir: Path) -> FigureResult:
             ax.fill_between(x, band.lo[:n], band.hi[:n], step="post", color=col, alpha=0.14, lw=0)
             ax.plot(x[-1:], band.mean[n - 1:n], marker="|", ms=10, mew=2, color=col)
         ax.set_title(label)
-        ax.set_xlabel("LLM calls spent" if axis == "calls" else "tokens spent (thousands, prompt + completion)")
+        ax.set_xlabel(AXIS_LABELS[axis])
         ax.set_ylim(-0.03, 1.03)
         ax.set_xlim(0, float(next(iter(curves.values())).grid[-1]) / scale)
         ax.grid(alpha=0.3)
@@ -323,5 +328,6 @@ def latency_figure(a: Analysis, out_dir: Path) -> FigureResult:
 
 def write_figures(a: Analysis, out_dir: Path) -> list[FigureResult]:
     """Draw every figure into out_dir (PNG and PDF); skipped ones say why."""
-    return [budget_figure(a, "calls", out_dir), budget_figure(a, "tokens", out_dir), parallel_figure(a, out_dir),
+    return [budget_figure(a, "calls", out_dir), budget_figure(a, "tokens", out_dir),
+            budget_figure(a, "evaluations", out_dir), parallel_figure(a, out_dir),
             fast_p_figure(a, out_dir), speedup_figure(a, out_dir), latency_figure(a, out_dir)]

@@ -22,6 +22,7 @@ figures with those timings included.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -91,6 +92,11 @@ class MethodStats:
     not, and these intervals are left out). visible_fp_rate: P(hidden fail | the last
     submission passed the visible cases). calls/tokens/gpu_evals: per task, summed over
     repeats. speedups: per baseline; empty when nothing was timed.
+    errored_units / failed_calls: units that ended on a model call that failed for good, and
+    the calls that did (design invariant 10); errors: (task, repeat, error) of each errored
+    unit. examples: one-shot examples shown (one per call and program), with the largest and
+    mean similarity to the task's answer (NaN when none was shown). runs_independent: the
+    method's declaration for its runs (None when it declared none).
     """
 
     method: str
@@ -107,6 +113,13 @@ class MethodStats:
     tokens: dict[str, int]
     gpu_evals: dict[str, int]
     speedups: dict[str, SpeedupStats] = field(default_factory=dict)
+    errored_units: int = 0
+    failed_calls: int = 0
+    errors: tuple[tuple[str, int, str], ...] = ()
+    examples: int = 0
+    example_similarity_max: float = float("nan")
+    example_similarity_mean: float = float("nan")
+    runs_independent: bool | None = None
 
     @property
     def per_unit(self) -> dict[str, float]:
@@ -132,9 +145,11 @@ def timed_baselines(units: pd.DataFrame) -> tuple[str, ...]:
     return tuple(b for b, (col, _) in BASELINES.items() if units[col].notna().any())
 
 
-def method_stats(units: pd.DataFrame, n_resamples: int, seed: int, baselines: tuple[str, ...]) -> MethodStats:
+def method_stats(units: pd.DataFrame, n_resamples: int, seed: int, baselines: tuple[str, ...],
+                 examples: pd.DataFrame | None = None, runs: pd.DataFrame | None = None) -> MethodStats:
     """The figures of one method (`units`: its rows of the units frame; `baselines`: those the run
-    has timings against, `timed_baselines` of the whole run's units)."""
+    has timings against, `timed_baselines` of the whole run's units; `examples` and `runs`: its
+    rows of those frames)."""
     if not len(units):
         raise ValueError("no units")
     method = str(units["method"].iloc[0])
@@ -165,7 +180,24 @@ def method_stats(units: pd.DataFrame, n_resamples: int, seed: int, baselines: tu
         tokens={str(t): int(v) for t, v in sums["tokens_used"].items()},
         gpu_evals={str(t): int(v) for t, v in sums["feedback_evals"].items()},
         speedups={b: speedup_stats(units, b, n_resamples, seed) for b in baselines},
+        **_failures(units), **_examples(examples),
+        runs_independent=None if runs is None or not len(runs) else bool(runs["independent"].all()),
     )
+
+
+def _failures(units: pd.DataFrame) -> dict[str, Any]:
+    errored = units[units["error"].notna()].sort_values(["task", "repeat"])
+    return {"errored_units": len(errored), "failed_calls": int(units["failed_calls"].sum()),
+            "errors": tuple((str(t), int(r), str(e)) for t, r, e in
+                            errored[["task", "repeat", "error"]].itertuples(index=False, name=None))}
+
+
+def _examples(examples: pd.DataFrame | None) -> dict[str, Any]:
+    if examples is None or not len(examples):
+        return {}
+    sim = examples["similarity"].to_numpy(float)
+    return {"examples": len(sim), "example_similarity_max": float(sim.max()),
+            "example_similarity_mean": float(sim.mean())}
 
 
 def _speedup_figures(units: pd.DataFrame, col: str, include_flagged: bool, n_resamples: int,

@@ -30,6 +30,7 @@ from results.store import Store
 UNIT_KEY = ["method", "task", "repeat"]
 TEST_RUN_COLS = UNIT_KEY + ["test_run_index", "calls_used", "source_hash", "tests_hash", "verdict", "tests_passed",
                             "tests_total"]
+EXAMPLE_COLS = UNIT_KEY + ["call_index", "program", "query_by", "similarity"]
 
 
 class RunError(RunFolderError):
@@ -55,6 +56,7 @@ class RunInfo:
     task_difficulty: dict[str, int] = field(default_factory=dict)  # empty for runs recorded before it was
     new_shape_slots: dict[str, int] = field(default_factory=dict)  # adapted tasks' new-shape hidden cases, declared
     options: dict[str, Any] = field(default_factory=dict)  # the recorded options that shape a unit (run_options)
+    oneshot: dict[str, Any] = field(default_factory=dict)  # the one-shot corpus and guard (config.json resolved.oneshot)
 
     @property
     def name(self) -> str:
@@ -67,14 +69,20 @@ class RunData:
 
     units: one row per finished unit (`unit_outcomes`): method, task, repeat, run,
         run_repeat, calls_used, prompt_tokens, completion_tokens, tokens_used,
-        feedback_evals, error, submitted_pass, oracle_pass, submitted_visible_pass,
+        feedback_evals (GPU evaluations: visible feedback plus runs of its own tests), error
+        (why the unit ended early: a model call that failed for good; None when it did not),
+        failed_calls (its model calls that failed for good, those a `--retry-errors` sent
+        again included), submitted_pass, oracle_pass, submitted_visible_pass,
         speedup and speedup_vs_eager (final submission, hidden cases, timed; NaN when not
         correct or not timed), speedup_flagged (that timing was flagged).
     candidates: one row per candidate of a finished unit: unit key, candidate_index,
-        calls_used and tokens_used when it was proposed, source_hash, hidden_verdict,
-        hidden_pass, visible_verdict (its first visible feedback in that unit, or None).
+        calls_used, tokens_used and evals_used (GPU evaluations) when it was proposed,
+        source_hash, hidden_verdict, hidden_pass, visible_verdict (its first visible feedback
+        in that unit, or None).
     submissions: the anytime submission timeline: unit key, submission_index, calls_used,
-        tokens_used, source_hash, hidden_verdict, hidden_pass, visible_verdict.
+        tokens_used, evals_used, source_hash, hidden_verdict, hidden_pass, visible_verdict.
+        (Stores written before evals_used was recorded get it counted from the evaluation
+        events at or before the same call.)
     feedback: visible evaluations a method asked for: unit key, feedback_index, calls_used,
         source_hash, verdict.
     evaluations: one row per stored evaluation: run, source_hash, task, case_set,
@@ -90,9 +98,12 @@ class RunData:
         False), and the evaluation's speedup with its interval (speedup_lo, speedup_hi).
     calls: one row per model call: unit key, call_index, role, prompt_tokens,
         completion_tokens, charged, cached, error, latency_s.
-    runs: independent runs the methods declared: unit key, run_index, calls_start,
-        calls_end (NaN when the budget cut the run short). Candidates carry run_index
-        (-1 when the method declared no runs).
+    runs: runs the methods declared: unit key, run_index, calls_start, calls_end (NaN when
+        the budget cut the run short), independent (the method's declaration that its runs
+        are independent draws; stores from before it was recorded read True). Candidates
+        carry run_index (-1 when the method declared no runs).
+    examples: one-shot examples shown, one row per (call, program): unit key, call_index,
+        program (bench/oneshot.py name), query_by, similarity (to the task's answer).
     test_runs: a method's own tests run against its candidates (Reflexion's internal
         feedback): unit key, test_run_index, calls_used, source_hash, tests_hash, verdict,
         tests_passed, tests_total. Empty for stores written before the table existed.
@@ -108,6 +119,7 @@ class RunData:
     calls: pd.DataFrame
     runs: pd.DataFrame
     test_runs: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=TEST_RUN_COLS))
+    examples: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=EXAMPLE_COLS))
     unfinished_units: int = 0
     notes: list[str] = field(default_factory=list)
 
@@ -183,6 +195,7 @@ def read_run_info(path: Path) -> RunInfo:
         task_difficulty=resolved.task_difficulty,
         new_shape_slots=resolved.new_shape_slots,
         options=run_options(config),
+        oneshot=dict(resolved.oneshot),
     )
 
 
@@ -293,9 +306,14 @@ def _num(x: Any) -> float:
 
 
 def hidden_verdicts(evaluations: pd.DataFrame) -> dict[tuple[str, str], str]:
-    """(source hash, task) -> hidden verdict; the untimed evaluation wins over the timed one
-    (both judge the same cases)."""
-    hidden = evaluations[evaluations["case_set"] == "hidden"].sort_values("timed", kind="stable")
+    """(source hash, task) -> hidden verdict. A final submission on a GPU has two hidden
+    evaluations, untimed and timed; both judge the hidden cases (which include the perf cases
+    on a GPU), and the timed one also re-checks the output after timing, so they can differ
+    (a kernel with a race, say). A candidate counts as correct only when every hidden
+    evaluation of it says so: a failing one wins, then the untimed one."""
+    hidden = evaluations[evaluations["case_set"] == "hidden"].copy()
+    hidden["_fails"] = hidden["verdict"] != "correct"
+    hidden = hidden.sort_values(["_fails", "timed"], ascending=[False, True], kind="stable")
     out: dict[tuple[str, str], str] = {}
     for h, task, verdict in zip(hidden["source_hash"], hidden["task"], hidden["verdict"], strict=True):
         out.setdefault((h, task), verdict)
@@ -304,7 +322,7 @@ def hidden_verdicts(evaluations: pd.DataFrame) -> dict[tuple[str, str], str]:
 
 UNIT_COLS = UNIT_KEY + ["calls_used", "tokens_used", "feedback_evals", "submitted_pass", "oracle_pass",
                         "submitted_visible_pass", "speedup", "speedup_vs_eager", "speedup_flagged", "prompt_tokens",
-                        "completion_tokens", "error"]
+                        "completion_tokens", "error", "failed_calls"]
 
 
 def unit_outcomes(raw: pd.DataFrame, candidates: pd.DataFrame, submissions: pd.DataFrame,
@@ -317,6 +335,9 @@ def unit_outcomes(raw: pd.DataFrame, candidates: pd.DataFrame, submissions: pd.D
     timed hidden evaluation of a passing last submission (NaN / False otherwise)."""
     units = raw.copy()
     units["tokens_used"] = units["prompt_tokens"] + units["completion_tokens"]
+    if "failed_calls" not in units.columns:
+        units["failed_calls"] = 0
+    units["error"] = units["error"].astype(object).where(units["error"].notna(), None)
     last = submissions.sort_values("submission_index").groupby(UNIT_KEY, sort=False).tail(1)
     last = last[UNIT_KEY + ["source_hash", "hidden_pass", "visible_verdict"]]
     units = units.merge(last, on=UNIT_KEY, how="left", validate="one_to_one")
@@ -351,7 +372,7 @@ def _events(rows: list[dict[str, Any]], index: str, hidden: dict[tuple[str, str]
 
 CALL_COLS = UNIT_KEY + ["call_index", "role", "prompt_tokens", "completion_tokens", "charged", "cached", "error",
                         "latency_s"]
-RUN_COLS = UNIT_KEY + ["run_index", "calls_start", "calls_end"]
+RUN_COLS = UNIT_KEY + ["run_index", "calls_start", "calls_end", "independent"]
 RAW_UNIT_COLS = UNIT_KEY + ["calls_used", "prompt_tokens", "completion_tokens", "feedback_evals", "error"]
 
 
@@ -362,26 +383,58 @@ def _read_store(path: Path) -> dict[str, pd.DataFrame | int]:
         hidden = hidden_verdicts(evaluations)
         feedback = _frame(store.events("feedback"), UNIT_KEY + ["feedback_index", "calls_used", "source_hash",
                                                                 "verdict"])
-        candidates = _events(store.events("candidates"), "candidate_index", hidden, feedback, ("run_index",))
-        submissions = _events(store.events("submissions"), "submission_index", hidden, feedback)
+        test_runs = _frame(store.events("test_runs"), TEST_RUN_COLS)
+        candidates = _events(store.events("candidates"), "candidate_index", hidden, feedback,
+                             ("run_index", "evals_used"))
+        submissions = _events(store.events("submissions"), "submission_index", hidden, feedback, ("evals_used",))
+        for events in (candidates, submissions):
+            _fill_evals_used(events, feedback, test_runs)
         runs = _frame(store.runs(), RUN_COLS)
         runs["calls_end"] = pd.to_numeric(runs["calls_end"], errors="coerce").astype(float)
+        runs["independent"] = runs["independent"].astype(bool)
+        calls = _frame(store.calls(tuple(CALL_COLS)), CALL_COLS)
+        raw_units = _frame(store.units(done=True), RAW_UNIT_COLS)
+        raw_units["failed_calls"] = _failed_calls(raw_units, calls, store.retried_calls())
         frames: dict[str, pd.DataFrame | int] = {
-            "units": unit_outcomes(_frame(store.units(done=True), RAW_UNIT_COLS), candidates, submissions,
-                                   evaluations),
+            "units": unit_outcomes(raw_units, candidates, submissions, evaluations),
             "candidates": candidates,
             "submissions": submissions,
             "feedback": feedback,
             "evaluations": evaluations,
             "timings": timings,
-            "calls": _frame(store.calls(tuple(CALL_COLS)), CALL_COLS),
+            "calls": calls,
             "runs": runs,
-            "test_runs": _frame(store.events("test_runs"), TEST_RUN_COLS),
+            "test_runs": test_runs,
+            "examples": _frame(store.events("examples"), EXAMPLE_COLS),
             "unfinished": len(store.units(done=False)),
         }
     finally:
         store.close()
     return frames
+
+
+def _fill_evals_used(events: pd.DataFrame, feedback: pd.DataFrame, test_runs: pd.DataFrame) -> None:
+    """Stores written before evals_used was recorded (-1): the GPU evaluations the unit had
+    asked for at or before the event's call count (an upper bound by at most the one
+    evaluation of that call's own candidate)."""
+    missing = events["evals_used"] < 0
+    if not missing.any():
+        return
+    evals = pd.concat([feedback[UNIT_KEY + ["calls_used"]], test_runs[UNIT_KEY + ["calls_used"]]])
+    at = {k: np.sort(g["calls_used"].to_numpy(np.int64)) for k, g in evals.groupby(UNIT_KEY, sort=False)}
+    events.loc[missing, "evals_used"] = [
+        int(np.searchsorted(at.get((m, t, r), np.zeros(0, np.int64)), c, side="right"))
+        for m, t, r, c in events.loc[missing, UNIT_KEY + ["calls_used"]].itertuples(index=False, name=None)]
+
+
+def _failed_calls(units: pd.DataFrame, calls: pd.DataFrame, retried: list[dict[str, Any]]) -> list[int]:
+    """Per unit, its model calls that failed for good: recorded failures plus those a
+    `--retry-errors` moved aside when it sent them again."""
+    failed = calls[calls["error"].notna()].groupby(UNIT_KEY).size().to_dict()
+    for r in retried:
+        key = (r["method"], r["task"], r["repeat"])
+        failed[key] = failed.get(key, 0) + 1
+    return [int(failed.get(k, 0)) for k in units[UNIT_KEY].itertuples(index=False, name=None)]
 
 
 # ---------------------------------------------------------------------------- public entry points
@@ -393,7 +446,7 @@ def load_runs(paths: list[Path] | tuple[Path, ...]) -> RunData:
     check_compatible(infos)
     parts: dict[str, list[pd.DataFrame]] = {k: [] for k in
                                             ("units", "candidates", "submissions", "feedback", "evaluations",
-                                             "timings", "calls", "runs", "test_runs")}
+                                             "timings", "calls", "runs", "test_runs", "examples")}
     unfinished = 0
     offset = 0
     labels = [info.name for info in infos]
@@ -415,7 +468,7 @@ def load_runs(paths: list[Path] | tuple[Path, ...]) -> RunData:
     # Only finished units are reported on; events of a unit still running (or killed) are left out.
     units = frames_all["units"]
     done = unit_index(units)
-    for name in ("candidates", "submissions", "feedback", "calls", "runs", "test_runs"):
+    for name in ("candidates", "submissions", "feedback", "calls", "runs", "test_runs", "examples"):
         df = frames_all[name]
         frames_all[name] = df[unit_index(df).isin(done)].reset_index(drop=True)
     data = RunData(infos=infos, unfinished_units=unfinished, units=units.reset_index(drop=True),

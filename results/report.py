@@ -69,6 +69,7 @@ def build_blocks(a: Analysis, tables: list[Table], figures: list[FigureResult], 
         blocks.append(Block("list", [verdict_sentence(c) for c in a.comparisons]))
     else:
         blocks.append(Block("p", "Only one method: nothing to compare."))
+    blocks += failure_blocks(a) + example_blocks(a)
     blocks.append(Block("h2", "Tables"))
     for t in tables:
         if t.in_report:
@@ -87,6 +88,41 @@ def build_blocks(a: Analysis, tables: list[Table], figures: list[FigureResult], 
     blocks.append(Block("h2", "Notes"))
     blocks.append(Block("list", a.notes + d.notes))
     return blocks
+
+
+def failure_blocks(a: Analysis) -> list[Block]:
+    """Design invariant 10: every unit that ended on a failed model call, with its error."""
+    blocks = [Block("h2", "Failed model calls")]
+    errored = [(name, t, r, e) for name, m in a.methods.items() for t, r, e in m.errors]
+    counts = "; ".join(f"{display(name)}: {m.errored_units} errored unit(s), {m.failed_calls} failed call(s)"
+                       for name, m in a.methods.items())
+    if not errored:
+        blocks.append(Block("p", f"No unit ended on a model call that failed for good ({counts})."))
+        return blocks
+    blocks.append(Block("p", f"{len(errored)} unit(s) ended on a model call that failed for good ({counts}); each "
+                             "is scored on what it had submitted by then. `python cli.py compare --resume RUN "
+                             "--retry-errors` runs them again from their recorded calls."))
+    blocks.append(Block("list", [f"{display(name)} / {t} / repeat {r}: {e}" for name, t, r, e in errored]))
+    return blocks
+
+
+def example_blocks(a: Analysis) -> list[Block]:
+    """What the one-shot leak guard let through: per method, the examples calls showed and
+    their largest and mean similarity to the task's answer."""
+    guard = a.data.first.oneshot
+    if not any(m.examples for m in a.methods.values()) and not guard:
+        return []
+    where = (f"corpus {guard.get('corpus', 'builtin')} ({guard.get('programs', '?')} programs), examples at or above "
+             f"similarity {guard.get('threshold')} to the task's answer never shown; similarity: "
+             f"{guard.get('similarity')}") if guard else "corpus and guard not recorded (an older run)"
+    lines = []
+    for name, m in a.methods.items():
+        if m.examples:
+            lines.append(f"{display(name)}: {m.examples} example(s) shown; similarity to the task's answer max "
+                         f"{m.example_similarity_max:.3f}, mean {m.example_similarity_mean:.3f}")
+        else:
+            lines.append(f"{display(name)}: no one-shot example shown")
+    return [Block("h2", "One-shot examples"), Block("p", where + "."), Block("list", lines)]
 
 
 def render_markdown(blocks: list[Block]) -> str:

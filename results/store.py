@@ -37,7 +37,7 @@ CREATE TABLE IF NOT EXISTS sources (source_hash TEXT PRIMARY KEY, source TEXT NO
 CREATE TABLE IF NOT EXISTS candidates (
     method TEXT NOT NULL, task TEXT NOT NULL, repeat INTEGER NOT NULL, candidate_index INTEGER NOT NULL,
     calls_used INTEGER NOT NULL, tokens_used INTEGER NOT NULL, source_hash TEXT NOT NULL,
-    run_index INTEGER NOT NULL DEFAULT -1,
+    run_index INTEGER NOT NULL DEFAULT -1, evals_used INTEGER NOT NULL DEFAULT -1,
     PRIMARY KEY (method, task, repeat, candidate_index));
 CREATE TABLE IF NOT EXISTS runs (
     method TEXT NOT NULL, task TEXT NOT NULL, repeat INTEGER NOT NULL, run_index INTEGER NOT NULL,
@@ -59,6 +59,7 @@ CREATE TABLE IF NOT EXISTS test_runs (
 CREATE TABLE IF NOT EXISTS submissions (
     method TEXT NOT NULL, task TEXT NOT NULL, repeat INTEGER NOT NULL, submission_index INTEGER NOT NULL,
     calls_used INTEGER NOT NULL, tokens_used INTEGER NOT NULL, source_hash TEXT NOT NULL,
+    evals_used INTEGER NOT NULL DEFAULT -1,
     PRIMARY KEY (method, task, repeat, submission_index));
 CREATE TABLE IF NOT EXISTS evaluations (
     source_hash TEXT NOT NULL, task TEXT NOT NULL, case_set TEXT NOT NULL, device_key TEXT NOT NULL,
@@ -82,7 +83,7 @@ CREATE TABLE IF NOT EXISTS units (
 LEGACY_TIMED_SUFFIX = "|timed"
 UNIT_KEY = ("method", "task", "repeat")
 EVENT_TABLES = {"candidates": "candidate_index", "feedback": "feedback_index", "test_runs": "test_run_index",
-                "submissions": "submission_index"}
+                "submissions": "submission_index", "examples": "call_index"}
 
 
 def source_hash(source: str) -> str:
@@ -111,7 +112,9 @@ class Store:
         (in one transaction: a failure leaves the old table as it was)."""
         for table, column, ddl in (("calls", "retries", "INTEGER NOT NULL DEFAULT 0"),
                                    ("candidates", "run_index", "INTEGER NOT NULL DEFAULT -1"),
-                                   ("runs", "independent", "INTEGER NOT NULL DEFAULT 1")):
+                                   ("runs", "independent", "INTEGER NOT NULL DEFAULT 1"),
+                                   ("candidates", "evals_used", "INTEGER NOT NULL DEFAULT -1"),
+                                   ("submissions", "evals_used", "INTEGER NOT NULL DEFAULT -1")):
             if column not in self._columns(table):
                 self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {ddl}")
         if "timed" in self._columns("evaluations"):
@@ -184,7 +187,7 @@ class Store:
         each call showed (with their similarity to the task's answer). A resumed unit
         replays the same events with the same keys; OR IGNORE keeps the first copy and makes
         the replay a no-op."""
-        assert table in ("candidates", "feedback", "test_runs", "submissions", "examples")
+        assert table in EVENT_TABLES
         cols = ", ".join(row)
         marks = ", ".join(f":{k}" for k in row)
         self._write(f"INSERT OR IGNORE INTO {table}({cols}) VALUES ({marks})", row)
@@ -211,7 +214,9 @@ class Store:
     def record_evaluation(self, h: str, task: str, case_set: str, device_key: str, evaluation: dict[str, Any],
                           timed: bool = False) -> None:
         """One evaluation; `timed` when it also timed the candidate (a GPU's hidden or visible
-        run with timing), which is judged on the same cases as the untimed one."""
+        run with timing). A timed evaluation judges the same case set and then re-checks the
+        output after timing, so its verdict can differ from the untimed one's
+        (results/readers.py `hidden_verdicts` counts a candidate correct only when both say so)."""
         self._write(
             "INSERT OR IGNORE INTO evaluations(source_hash, task, case_set, device_key, timed, verdict, evaluation, "
             "created) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -259,7 +264,6 @@ class Store:
             (method, task, repeat, status, calls, prompt_tokens, completion_tokens, feedback_evals, error),
         )
 
-
     def unit_spend(self, method: str, task: str, repeat: int) -> dict[str, int] | None:
         """A recorded unit's calls and tokens (None when the unit has no row)."""
         rows = self.query("SELECT calls_used, prompt_tokens, completion_tokens FROM units "
@@ -289,9 +293,14 @@ class Store:
         return self._rows(f"SELECT * FROM units WHERE status {op} 'done' ORDER BY method, task, repeat")
 
     def events(self, table: str) -> list[dict[str, Any]]:
-        """Every row of an event table (candidates, feedback, test_runs, submissions), in unit and index order."""
+        """Every row of an event table (candidates, feedback, test_runs, submissions, examples), in unit
+        and index order."""
         index = EVENT_TABLES[table]
         return self._rows(f"SELECT * FROM {table} ORDER BY method, task, repeat, {index}")
+
+    def retried_calls(self) -> list[dict[str, Any]]:
+        """Failed calls that `--retry-errors` sent again (their failures, kept)."""
+        return self._rows("SELECT * FROM retried_calls ORDER BY method, task, repeat, call_index, attempt")
 
     def runs(self) -> list[dict[str, Any]]:
         return self._rows("SELECT * FROM runs ORDER BY method, task, repeat, run_index")

@@ -12,8 +12,12 @@ calls_used, tokens_used (per task, summed over repeats), submitted_pass, oracle_
 (means over tasks of per-task means over repeats), submitted_pass_ci (95% BCa bootstrap
 over tasks), speedup_geomean (geometric mean over tasks of each task's geometric mean over
 its correct, timed, unflagged repeats, against the expert Triton kernel; null when none).
-The per-method entry is built in one place (`method_entry`), so fields added later land
-beside these.
+Also per method: errored_units and failed_calls (ints: units that ended on a model call
+that failed for good, and those calls; design invariant 10), oneshot_examples (how many
+one-shot examples calls showed, and their largest and mean similarity to the task's answer,
+null when none), runs_independent (the method's declaration for its runs; pass@k over runs
+is computed only when true). The per-method entry is built in one place (`method_entry`), so
+fields added later land beside these.
 """
 
 from __future__ import annotations
@@ -81,6 +85,11 @@ def method_entry(m: MethodStats) -> dict[str, Any]:
         "speedup_tasks": expert.n_tasks if expert else 0,
         "speedup_correct_only": True,
         "speedups": {b: speedup_entry(s) for b, s in m.speedups.items()},
+        "errored_units": m.errored_units,
+        "failed_calls": m.failed_calls,
+        "oneshot_examples": {"shown": m.examples, "similarity_max": _num(m.example_similarity_max),
+                             "similarity_mean": _num(m.example_similarity_mean)},
+        "runs_independent": m.runs_independent,
     }
 
 
@@ -111,7 +120,7 @@ def summarize(h: Headline) -> dict[str, Any]:
         m = h.methods.get(method)
         summary["methods"][method] = method_entry(m) if m else {
             "calls_used": {}, "tokens_used": {}, "submitted_pass": None, "oracle_pass": None,
-            "submitted_pass_ci": None, "speedup_geomean": None}
+            "submitted_pass_ci": None, "speedup_geomean": None, "errored_units": 0, "failed_calls": 0}
     return summary
 
 
@@ -122,7 +131,7 @@ def format_table(summary: dict[str, Any], interpreter: bool) -> str:
     unit = summary["budget_unit"]
     lines.append(f"budget {summary['budget']} {unit} per (method, task, repeat); repeats {summary['repeats']}")
     header = (f"{'method':<12} {'submitted pass, 95% CI over tasks':<40} {'oracle':>7} {'calls':>7} {'tokens':>9} "
-              f"{'GPU evals':>9}  {'speedup (correct only)':<24}")
+              f"{'GPU evals':>9} {'errored/failed':>14}  {'speedup (correct only)':<24}")
     lines.append(header)
     lines.append("-" * len(header))
     for name, m in summary["methods"].items():
@@ -138,8 +147,11 @@ def format_table(summary: dict[str, Any], interpreter: bool) -> str:
         sp, n_sp = m["speedup_geomean"], m.get("speedup_tasks", 0)
         speed = ("n/a on CPU" if interpreter else "no correct timed submission" if sp is None
                  else f"{sp:.2f}x over {n_sp} task" + ("s" if n_sp != 1 else ""))
-        lines.append(f"{name:<12} {sub:<40} {m['oracle_pass']:>7.3f} {calls:>7d} {tokens:>9d} {evals:>9d}  {speed:<24}")
+        errors = f"{m.get('errored_units', 0)}/{m.get('failed_calls', 0)}"
+        lines.append(f"{name:<12} {sub:<40} {m['oracle_pass']:>7.3f} {calls:>7d} {tokens:>9d} {evals:>9d} "
+                     f"{errors:>14}  {speed:<24}")
     lines.append("submitted: the method's own pick passes the hidden tests; oracle: any candidate it generated does. "
                  "speedup: geometric mean over correct submissions vs the expert Triton kernel (failures are not "
-                 "counted as 1x; `report` gives fast_p, which counts them).")
+                 "counted as 1x; `report` gives fast_p, which counts them). errored/failed: units that ended on a "
+                 "model call that failed for good / such calls (`report` lists them).")
     return "\n".join(lines)

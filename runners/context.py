@@ -141,7 +141,7 @@ class UnitContext:
             self.store.record_event("candidates", {**self._key, "candidate_index": candidate.index,
                                                    "calls_used": candidate.calls_used,
                                                    "tokens_used": self.account.spend.total_tokens, "source_hash": h,
-                                                   "run_index": self.run_index})
+                                                   "run_index": self.run_index, "evals_used": self.evaluations_used})
             self.n_candidates += 1
         return candidate
 
@@ -192,7 +192,8 @@ class UnitContext:
             self._submitted_hash = h
             self.store.record_event("submissions", {**self._key, "submission_index": self.n_submissions,
                                                     "calls_used": self.account.spend.calls,
-                                                    "tokens_used": self.account.spend.total_tokens, "source_hash": h})
+                                                    "tokens_used": self.account.spend.total_tokens, "source_hash": h,
+                                                    "evals_used": self.evaluations_used})
             self.n_submissions += 1
 
     # ------------------------------------------------------------------ runs

@@ -157,3 +157,28 @@ def test_a_hostile_plugins_own_tests_cannot_read_hidden_cases_or_the_reference(
     leaked = [c.name for c in task.hidden_cpu + task.hidden_gpu if c.name in probe]
     assert not leaked, f"hidden cases readable from a method's tests: {leaked[:3]}"
     assert task.baseline_source()[:120] not in probe
+
+
+@pytest.mark.slow
+def test_a_run_reports_examples_independence_and_curves_against_evaluations(tmp_path: Path) -> None:
+    """Through the library call and the report: every example shown is below the guard's
+    threshold, Reflexion at the paper's temperature 0 declares its trials not independent
+    (no pass@k over them), and budget curves are drawn against GPU evaluations too."""
+    from results.report import write_report
+    from runners.compare import CompareOptions, run_compare
+
+    config = CompareConfig(budget=6, methods=["direct", "reflexion", "geak"], tasks=["vector_add", "add_relu"], workers=1,
+                           device="cpu", method_options={"geak": {"iterations": 2}})
+    result = run_compare(config, CompareOptions(out=tmp_path / "runs"))
+    methods = result.summary["methods"]
+    for name in ("direct", "reflexion", "geak"):
+        shown = methods[name]["oneshot_examples"]
+        assert shown["shown"] > 0 and shown["similarity_max"] < 0.5, (name, shown)
+    assert methods["reflexion"]["runs_independent"] is False and methods["geak"]["runs_independent"] is True
+    recorded = json.loads((result.run_dir / "config.json").read_text())["resolved"]["oneshot"]
+    assert recorded["corpus"] == "builtin" and recorded["threshold"] == 0.5 and recorded["programs"] >= 31
+    files = write_report([result.run_dir], tmp_path / "report", n_resamples=200)
+    text = files.report.read_text()
+    assert "## One-shot examples" in text and "## Failed model calls" in text
+    assert "reflexion: its runs are declared not independent" in text
+    assert any(f.name == "budget_evaluations" and not f.skipped for f in files.figures)

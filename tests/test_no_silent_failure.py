@@ -48,6 +48,11 @@ def test_an_endpoint_that_rejects_json_mode_errors_every_method_alike_and_says_s
     assert all("HTTP 400: response_format of type json_object is not supported" in e for _, e in units)
     failed = rows(db, "SELECT method, call_index, charged FROM calls WHERE error IS NOT NULL ORDER BY method")
     assert failed == [("direct", 0, 0), ("geak", 0, 0), ("reflexion", 0, 0)]  # nothing produced, nothing charged
+    summary = json.loads((db.parent / "summary.json").read_text())
+    assert {m: (e["errored_units"], e["failed_calls"]) for m, e in summary["methods"].items()} == \
+        {"direct": (1, 1), "reflexion": (1, 1), "geak": (1, 1)}
+    table_rows = [line for line in proc.stdout.splitlines() if line.startswith(("direct ", "reflexion ", "geak "))]
+    assert len(table_rows) == 3 and all(" 1/1 " in line for line in table_rows), proc.stdout
 
 
 def test_every_7th_request_rejected_then_retry_errors_finishes_the_run(tmp_path: Path) -> None:
@@ -61,6 +66,9 @@ def test_every_7th_request_rejected_then_retry_errors_finishes_the_run(tmp_path:
         errored = rows(db, "SELECT method, task, repeat FROM units WHERE error IS NOT NULL")
         failed = rows(db, "SELECT method, task, repeat, error FROM calls WHERE error IS NOT NULL")
         assert rejected >= 2 and len(failed) == rejected and len(errored) == rejected  # one failure ends its unit
+        summary = json.loads((run / "summary.json").read_text())
+        assert sum(m["errored_units"] for m in summary["methods"].values()) == len(errored)
+        assert sum(m["failed_calls"] for m in summary["methods"].values()) == rejected
         assert all("maximum context length" in e for *_, e in failed)
         assert {(m, t, r) for m, t, r, _ in failed} == set(errored)
 
@@ -81,4 +89,5 @@ def test_every_7th_request_rejected_then_retry_errors_finishes_the_run(tmp_path:
     # The retried units replayed their good calls from the store: only the rest were sent.
     assert answered == 6 * len(errored) - good
     summary = json.loads((run / "summary.json").read_text())
-    assert set(summary["methods"]) == {"direct", "reflexion", "geak"}
+    assert sum(m["errored_units"] for m in summary["methods"].values()) == 0
+    assert sum(m["failed_calls"] for m in summary["methods"].values()) == rejected  # the failures still count

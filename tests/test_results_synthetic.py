@@ -466,3 +466,86 @@ def test_fixed_suite_interval_and_variance_with_repeats(tmp_path: Path) -> None:
     assert m.variance is not None and m.variance.between == 0.0 and m.variance.within == pytest.approx(0.5)
     assert m.submitted_fixed is not None and (m.submitted_fixed.lo, m.submitted_fixed.hi) == (0.0, 1.0)
     assert m.submitted_fixed.method.endswith("(clipped to [0, 1])")
+
+
+# ---------------------------------------------------------------------------- issue 13: resources, independence, failures
+def test_budget_curves_against_gpu_evaluations(run_dir: Path) -> None:
+    """Direct asks for one visible evaluation per sample, so against evaluations its curve is
+    its curve against calls; the fixture's events carry no evals_used (an older store), so
+    they are counted from the evaluation events at or before each event's call."""
+    d = load_run(run_dir)
+    calls = budget_curves(d, "calls", n_resamples=RES)["direct"]
+    evals = budget_curves(d, "evaluations", n_resamples=RES)["direct"]
+    assert evals.grid.tolist() == list(range(int(d.units["feedback_evals"].max()) + 1))
+    np.testing.assert_allclose(evals.submitted.mean[:5], calls.submitted.mean)
+    np.testing.assert_allclose(evals.oracle.mean[:5], calls.oracle.mean)
+    assert (d.candidates["evals_used"] >= 0).all() and (d.submissions["evals_used"] >= 0).all()
+
+
+def test_runs_declared_not_independent_get_no_pass_at_k(tmp_path: Path) -> None:
+    from results.store import Store
+
+    run = make_synthetic_run(tmp_path / "run")
+    store = Store(run / "store.sqlite")
+    try:
+        for task in ("vector_add", "softmax", "flip", "rms_norm"):
+            for i, (start, end) in enumerate(((0, 2), (2, 4))):
+                store.begin_run("geak", task, 0, i, start, independent=False)
+                store.end_run("geak", task, 0, i, end)
+    finally:
+        store.close()
+    a = analyse(load_run(run), n_resamples=RES, seed=0)
+    geak = a.runs["geak"]
+    assert geak.curve is None and "declared not independent" in geak.note
+    assert a.methods["geak"].runs_independent is False and a.methods["direct"].runs_independent is None
+    assert any("declared not independent" in n for n in a.notes)
+
+
+def test_a_failing_hidden_evaluation_wins_over_a_correct_one() -> None:
+    from results.readers import EVALUATION_COLS, hidden_verdicts
+
+    rows = [{c: None for c in EVALUATION_COLS} | {"source_hash": h, "task": "t", "case_set": "hidden", "timed": timed,
+                                                  "verdict": v}
+            for h, timed, v in (("a", False, "correct"), ("a", True, "wrong_result"),
+                                ("b", False, "correct"), ("b", True, "correct"), ("c", True, "runtime_error"))]
+    out = hidden_verdicts(pd.DataFrame(rows, columns=EVALUATION_COLS))
+    assert out == {("a", "t"): "wrong_result", ("b", "t"): "correct", ("c", "t"): "runtime_error"}
+
+
+def test_errored_units_and_failed_calls_reach_summary_table_and_report(tmp_path: Path) -> None:
+    from results.report import write_report
+    from results.store import Store
+    from results.summary import build_summary, format_table
+
+    run = make_synthetic_run(tmp_path / "run")
+    store = Store(run / "store.sqlite")
+    try:
+        store.record_call({"method": "geak", "task": "flip", "repeat": 0, "call_index": 99, "role": "generator",
+                           "messages_hash": "x", "messages": "[]", "response": None, "prompt_tokens": 0,
+                           "completion_tokens": 0, "cached": 0, "error": "EndpointCallFailed: HTTP 400: too long",
+                           "charged": 0})
+        store._write("UPDATE units SET error=? WHERE method='geak' AND task='flip'",
+                     ("model call failed: HTTP 400: too long",))
+        store._write("INSERT INTO retried_calls(method, task, repeat, call_index, attempt, role, error, charged, "
+                     "retries, created) VALUES ('direct', 'softmax', 0, 3, 0, 'generator', 'HTTP 400', 0, 0, 0)", ())
+        store.record_event("examples", {"method": "geak", "task": "flip", "repeat": 0, "call_index": 0,
+                                        "program": "task:vector_add", "query_by": "description", "similarity": 0.31})
+        store.record_event("examples", {"method": "geak", "task": "flip", "repeat": 0, "call_index": 2,
+                                        "program": "task:softmax", "query_by": "code", "similarity": 0.11})
+    finally:
+        store.close()
+    summary = build_summary(run)
+    geak, direct = summary["methods"]["geak"], summary["methods"]["direct"]
+    assert (geak["errored_units"], geak["failed_calls"]) == (1, 1)
+    assert (direct["errored_units"], direct["failed_calls"]) == (0, 1)  # a retried failure still counts
+    assert geak["oneshot_examples"] == {"shown": 2, "similarity_max": 0.31, "similarity_mean": pytest.approx(0.21)}
+    assert direct["oneshot_examples"]["shown"] == 0 and direct["oneshot_examples"]["similarity_max"] is None
+    table = format_table(summary, interpreter=False)
+    assert "errored/failed" in table
+    import re
+
+    assert re.search(r"^geak .* 1/1  ", table, re.M) and re.search(r"^direct .* 0/1  ", table, re.M)
+    files = write_report([run], tmp_path / "report", n_resamples=200)
+    text = files.report.read_text()
+    assert "## Failed model calls" in text and "GEAK / flip / repeat 0: model call failed: HTTP 400: too long" in text
+    assert "## One-shot examples" in text and "max 0.310, mean 0.210" in text
