@@ -225,6 +225,7 @@ def speedup_table(a: Analysis) -> Table | None:
             num.update({"fast_p_tasks": s.fast_p_tasks, "excluded_units": s.excluded_units,
                         "flagged_units": s.flagged_units})
             txt["left out (flagged or untimed)"] = str(s.excluded_units)
+            _budget_cols(num, txt, m)
             rows.append((num, txt))
             if s.with_flagged is not None:
                 sensitivity.append(f"{display(name)} vs {s.label}, including {s.flagged_units} flagged timing(s): "
@@ -261,6 +262,7 @@ def variance_table(a: Analysis) -> Table | None:
         txt["repeat noise share"] = _pct(share)
         txt["SE with 2x repeats"] = _pct(num["se_change_double_repeats"], signed=True)
         txt["SE with 2x tasks"] = _pct(num["se_change_double_tasks"], signed=True)
+        _budget_cols(num, txt, m)
         rows.append((num, txt))
     if not rows:
         return None
@@ -313,6 +315,7 @@ def false_positive_table(a: Analysis) -> Table:
                "candidates passing own tests": str(num["candidates_own_tests_pass"]),
                "own-test passes failing hidden": str(num["candidates_own_tests_hidden_fail"]),
                "own-test FP rate": fmt(num["own_tests_fp_rate"])}
+        _budget_cols(num, txt, a.methods[m])
         rows.append((num, txt))
     return _table("false_positives", "False positives of the feedback a method saw: passes it, fails hidden", rows, a,
                   ["Rate = P(hidden fail | pass); final submissions (one per unit) and every candidate that got "

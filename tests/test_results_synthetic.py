@@ -549,3 +549,11 @@ def test_errored_units_and_failed_calls_reach_summary_table_and_report(tmp_path:
     text = files.report.read_text()
     assert "## Failed model calls" in text and "GEAK / flip / repeat 0: model call failed: HTTP 400: too long" in text
     assert "## One-shot examples" in text and "max 0.310, mean 0.210" in text
+
+
+def test_every_per_method_table_shows_calls_tokens_and_gpu_evaluations(tables) -> None:
+    for name in ("accuracy", "difficulty", "speedups", "false_positives"):
+        cols = set(tables[name].text.columns)
+        assert {"calls/unit", "tokens/unit", "GPU evals/unit"} <= cols, (name, cols)
+    assert {"tokens/unit", "GPU evals/unit"} <= set(tables["sequential"].text.columns)
+    assert {"calls", "tokens", "GPU evals"} <= set(tables["parallel"].text.columns)
