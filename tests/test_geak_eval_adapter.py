@@ -9,6 +9,7 @@ worker path is covered in test_bench_adapters.py.
 
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,40 @@ def test_output_arguments_are_learnt_from_the_reference() -> None:
     assert _suite(TB / "gather_rows_into.py").output_spec() == OutputArgs(written=(2,), poisoned=(2,))
     assert _suite(TB / "cache_rows.py").output_spec() == OutputArgs(written=(2,), poisoned=())
     assert _suite(TB / "add_vectors.py").output_spec() == OutputArgs()
+
+
+def test_the_reference_is_probed_on_the_device_the_cases_run_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Recorded calls are kept on the CPU; a compiled kernel refuses CPU tensors, so on a GPU
+    every probe (which arguments it writes, which new shapes it runs on) must first move the
+    call to the GPU, or the probes fail and the adapter learns nothing (seen on an H200: 21
+    TritonBench references rejected as 'input N was modified in place')."""
+    from bench.adapters import geak_record
+
+    devices: list[str] = []
+
+    def record_device(value: Any, device: str) -> Any:
+        devices.append(device)
+        return geak_record._to_cpu(value).clone() if hasattr(value, "clone") else value
+
+    monkeypatch.setattr(geak_record, "_to_device", record_device)
+    monkeypatch.setattr(GeakSuite, "run_device", lambda self: "cuda")  # as on a GPU
+    suite = _suite(TB / "gather_rows_into.py")
+    assert suite.output_spec() == OutputArgs(written=(2,), poisoned=(2,))
+    assert devices and set(devices) == {"cuda"}
+
+
+@pytest.mark.gpu
+def test_references_learn_their_outputs_and_new_shapes_on_a_gpu() -> None:
+    """On a GPU, not the interpreter: the same output arguments as on the CPU, and new shapes."""
+    import torch
+
+    if not torch.cuda.is_available() or os.environ.get("TRITON_INTERPRET") == "1":
+        pytest.skip("needs a GPU without the interpreter")
+    sf = parse_file(TB / "gather_rows_into.py", "tritonbench")
+    assert not isinstance(sf, str), sf
+    suite = GeakSuite(sf, interpreter=False)
+    assert suite.output_spec() == OutputArgs(written=(2,), poisoned=(2,))
+    assert suite.shape_calls(), "the reference runs on some perturbed shapes on the GPU"
 
 
 def test_keyword_only_arguments_are_replayed_by_keyword(tasks: dict[str, Any]) -> None:
@@ -416,3 +451,13 @@ def test_an_id_two_sources_define_is_a_one_line_error_naming_both(tmp_path: Path
     assert str(TB / "add_vectors.py") in message and str(other / "add_vectors.py") in message
     with pytest.raises(KeyError):
         get_task("tb-zz_only_here")  # nothing of the refused source was registered
+
+
+def test_hip_libdevice_imported_by_its_full_module_path_is_amd_only() -> None:
+    """`from triton.language.extra.hip.libdevice import pow` imports on NVIDIA too (Triton ships
+    both backends' modules) and then fails in ptxas on `__ocml_pow_f32`: AMD-only either way."""
+    from bench.adapters.geak_eval import amd_only_constructs
+
+    assert amd_only_constructs("from triton.language.extra.hip.libdevice import pow as _pow\n")
+    assert amd_only_constructs("y = tl.extra.hip.libdevice.exp(x)\n")
+    assert not amd_only_constructs("from triton.language.extra.cuda.libdevice import pow\n")

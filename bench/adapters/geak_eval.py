@@ -33,7 +33,7 @@ from bench.task import case
 
 LAYOUTS = {"TritonBench_G_v1": "tritonbench", "ROCm_v1": "rocm"}
 AMD_ONLY = (
-    (re.compile(r"tl\.extra\.hip"), "tl.extra.hip (HIP libdevice)"),
+    (re.compile(r"(?:\btl|triton\.language)\.extra\.hip"), "tl.extra.hip (HIP libdevice)"),
     (re.compile(r"\bwaves_per_eu\b"), "waves_per_eu (HIP-only config key)"),
     (re.compile(r"\bmatrix_instr_nonkdim\b"), "matrix_instr_nonkdim (HIP-only config key)"),
     (re.compile(r"""['"]kpack['"]|\bkpack\s*="""), "kpack (HIP-only config key)"),

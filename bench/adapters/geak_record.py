@@ -182,6 +182,12 @@ class GeakSuite:
             self._reference = getattr(module, self.sf.entry)
         return self._reference
 
+    def run_device(self) -> str:
+        """Where the reference runs when the adapter probes it (its outputs, new shapes, perf
+        inputs): recorded calls are kept on the CPU, and a compiled kernel cannot take CPU
+        tensors, so on a GPU every probe would fail and teach nothing."""
+        return "cpu" if self.interpreter else "cuda"
+
     def _run(self, values: tuple, seed: int = 0) -> Any:
         """The reference on `values` (mutated in place, as the suite's code does), seeded."""
         import torch
@@ -411,7 +417,8 @@ class GeakSuite:
 
     def output_spec(self) -> OutputArgs:
         if self._outputs is None:
-            self._outputs = _outputs.learn_output_args(self._run, self.calls())
+            device = self.run_device()
+            self._outputs = _outputs.learn_output_args(self._run, [_to_device(c, device) for c in self.calls()])
         return self._outputs
 
     def output_args(self, case: Case) -> OutputArgs:
@@ -461,7 +468,7 @@ class GeakSuite:
 
     def _reference_runs(self, values: tuple) -> bool:
         try:
-            out = self._run(_outputs.clone_call(values))
+            out = self._run(_to_device(values, self.run_device()))
         except Exception:  # noqa: BLE001 - the suite's reference rejects this shape: not a case
             return False
         return out is not None or bool(self.output_spec().written)
@@ -500,9 +507,8 @@ class GeakSuite:
         arguments). The judge also asks for a float64 run; the suite's kernels do not take
         float64, so that run is the native one again (answered from the last call when the
         values are the same)."""
-        import torch
 
-        if any(isinstance(a, torch.Tensor) and a.dtype == torch.float64 for a in args) and self._last is not None:
+        if any(_widened(a) for a in args) and self._last is not None:
             before, result = self._last
             if _same_after_cast(args, before):
                 return tuple(r.clone() for r in result)
@@ -556,13 +562,24 @@ def _same_after_cast(wide: tuple, native: tuple) -> bool:
 
 
 def _cast_like(wide: tuple, native: tuple) -> tuple:
-    """float64 tensors back to the dtype of the same position in `native` (float32 if none)."""
+    """float64 (complex128) tensors back to the dtype of the same position in `native`
+    (float32 or complex64 if none)."""
     import torch
 
     out = []
     for i, w in enumerate(wide):
-        if isinstance(w, torch.Tensor) and w.dtype == torch.float64:
+        if _widened(w):
             n = native[i] if i < len(native) else None
-            w = w.to(n.dtype if isinstance(n, torch.Tensor) and n.is_floating_point() else torch.float32)
+            fallback = torch.complex64 if w.is_complex() else torch.float32
+            same_kind = isinstance(n, torch.Tensor) and n.is_complex() == w.is_complex() and (
+                n.is_floating_point() or n.is_complex())
+            w = w.to(n.dtype if same_kind else fallback)
         out.append(w)
     return tuple(out)
+
+
+def _widened(value: Any) -> bool:
+    """A tensor the judge widened for its precise reference run (float64 or complex128)."""
+    import torch
+
+    return isinstance(value, torch.Tensor) and value.dtype in (torch.float64, torch.complex128)
