@@ -573,7 +573,7 @@ def _cast_like(wide: tuple, native: tuple) -> tuple:
             fallback = torch.complex64 if w.is_complex() else torch.float32
             same_kind = isinstance(n, torch.Tensor) and n.is_complex() == w.is_complex() and (
                 n.is_floating_point() or n.is_complex())
-            w = w.to(n.dtype if same_kind else fallback)
+            w = w.to(n.dtype if same_kind and isinstance(n, torch.Tensor) else fallback)
         out.append(w)
     return tuple(out)
 
