@@ -143,13 +143,20 @@ class Corpus:
     """BM25 indexes over the descriptions and over the code of a fixed list of programs."""
 
     def __init__(self, programs: list[Program]):
-        from rank_bm25 import BM25Okapi
-
         self.programs = list(programs)
         self._index: dict[str, Any] = {}
-        if self.programs:
-            self._index["description"] = BM25Okapi([tokenize(p.description) for p in self.programs])
-            self._index["code"] = BM25Okapi([tokenize(p.code) for p in self.programs])
+        self._index_lock = threading.Lock()  # units retrieve from one corpus on many threads
+
+    def _bm25(self, by: str) -> Any:
+        """The index for `by`, built on first use: a run that never retrieves (no one-shot
+        context) neither pays for it nor needs rank_bm25 installed."""
+        with self._index_lock:
+            if by not in self._index:
+                from rank_bm25 import BM25Okapi
+
+                texts = [p.description if by == "description" else p.code for p in self.programs]
+                self._index[by] = BM25Okapi([tokenize(t) for t in texts])
+            return self._index[by]
 
     def __len__(self) -> int:
         return len(self.programs)
@@ -160,7 +167,7 @@ class Corpus:
             raise ValueError(f"retrieval by {by!r}: choose description or code")
         if not self.programs:
             return []
-        scores = self._index[by].get_scores(tokenize(query))
+        scores = self._bm25(by).get_scores(tokenize(query))
         return sorted(range(len(self.programs)), key=lambda i: (-scores[i], i))
 
 
