@@ -141,9 +141,14 @@ def test_interrupt_then_resume_equals_uninterrupted_run(tmp_path: Path, uninterr
     for table, sql in EVENTS.items():
         assert _table(killed_dir, sql) == _table(uninterrupted_run, sql), table
     assert (killed_dir / "summary.json").read_text() == (uninterrupted_run / "summary.json").read_text()
-    # Reflexion's own test runs are GPU evaluations its trials cost, and reports count them.
-    reflexion = independent_runs(load_run(killed_dir), "reflexion", n_resamples=200)
-    assert reflexion.evals_per_run >= 1 and "observed mean" in reflexion.derivation
+    # Reflexion's own test runs are GPU evaluations its trials cost, and reports count them;
+    # its trials (implementations at temperature 0) are declared not independent, so no
+    # pass@k over them is derived.
+    data = load_run(killed_dir)
+    reflexion_units = data.units[data.units["method"] == "reflexion"]
+    assert (reflexion_units["feedback_evals"] >= 1).all()
+    reflexion = independent_runs(data, "reflexion", n_resamples=200)
+    assert reflexion.derivation == "declared not independent"
 
 
 @pytest.mark.slow
