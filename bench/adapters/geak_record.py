@@ -419,6 +419,7 @@ class GeakSuite:
         if self._outputs is None:
             device = self.run_device()
             self._outputs = _outputs.learn_output_args(self._run, [_to_device(c, device) for c in self.calls()])
+            _release_probe_memory()
         return self._outputs
 
     def output_args(self, case: Case) -> OutputArgs:
@@ -432,6 +433,7 @@ class GeakSuite:
         calls with distinct shapes, large perturbations first."""
         if self._shape_calls is None:
             self._shape_calls = self._find_shapes()
+            _release_probe_memory()
         return self._shape_calls
 
     def _find_shapes(self) -> list[ShapeCall]:
@@ -484,6 +486,7 @@ class GeakSuite:
             pool = sorted([s.values for s in self.shape_calls()] + list(calls), key=_shapes.elements, reverse=True)
             largest = _shapes.elements(pool[0])
             self._perf_calls = suite or [c for c in pool if _shapes.elements(c) * PERF_SPREAD >= largest][:PERF_SLOTS]
+            _release_probe_memory()
         return self._perf_calls
 
     def make_inputs(self, c: Case, device: str) -> tuple:
@@ -520,6 +523,17 @@ class GeakSuite:
             raise RuntimeError(f"{self.sf.target} returned nothing and wrote no argument: there is nothing to compare")
         self._last = (before, tuple(r.detach().clone() for r in result))
         return result
+
+
+def _release_probe_memory() -> None:
+    """Hand the GPU memory the probes reserved back to the driver. Probes run the reference on
+    shapes up to 2**26 elements; PyTorch's caching allocator would keep that peak reserved in
+    this process for good, and several judging processes sharing one GPU then run each other
+    out of memory (seen on an H200 with 16 processes: 140 GB reserved, most jobs failing)."""
+    import torch
+
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
 
 
 def _perf_elements(x: Any) -> int:
