@@ -23,7 +23,7 @@ import pandas as pd
 
 from results.analysis import Analysis, Headline
 from results.curves import checkpoints, spend_at, unit_curves
-from results.labels import SIMULATED_BANNER, interval_text
+from results.labels import SIMULATED_BANNER, interval_text, range_text
 from results.latency import summarise
 from results.method_stats import MethodStats, method_stats, timed_baselines
 from results.readers import UNIT_KEY, RunData, task_difficulty
@@ -412,8 +412,9 @@ def comparisons_table(a: Headline) -> Table:
         mde = c.mde.value
         txt = {"comparison": f"{display(c.a)} vs {display(c.b)}", "metric": c.metric, "tasks": str(c.n_tasks),
                "estimate (a - b; a/b for speedup)": estimate,
-               "95% t CI": f"[{num['t_lo']:.{d}f}, {num['t_hi']:.{d}f}]",
-               "95% paired bootstrap": f"[{num['boot_lo']:.{d}f}, {num['boot_hi']:.{d}f}]",
+               "95% t CI": range_text(c.t_interval.lo, c.t_interval.hi, d, scale, what="every task "),
+               "95% paired bootstrap": range_text(c.boot_interval.lo, c.boot_interval.hi, d, scale,
+                                                  what="every task "),
                "tasks better a/b": f"{c.test.n10}/{c.test.n01}", "paired t p": _pv(c.test.pvalue),
                f"p ({c.adjust_method})": _pv(c.p_adjusted),
                "sign-flip p": _pv(flip.pvalue) if flip else "-",

@@ -37,6 +37,7 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
+from results.labels import range_text
 from results.readers import RunData
 from stats import (
     ALPHA,
@@ -264,8 +265,9 @@ def verdict_sentence(c: Comparison) -> str:
     flip_text = f"; sign-flip permutation p = {p_text(flip.pvalue)}" if flip else ""
     if c.metric == "submitted pass":
         pts = 100 * c.value
-        ci = (f"95% CI [{100 * t.lo:+.1f}, {100 * t.hi:+.1f}] (t on per-task differences; paired bootstrap "
-              f"[{100 * bt.lo:+.1f}, {100 * bt.hi:+.1f}])")
+        ci = (f"95% CI {range_text(t.lo, t.hi, 1, 100, True)} (t on per-task differences; paired bootstrap "
+              f"{range_text(bt.lo, bt.hi, 1, 100, True)})" if t.lo != t.hi else
+              f"no interval (every per-task difference is {pts:+.1f} points: zero spread)")
         test = f"paired t-test on {c.n_tasks} per-task differences, {adj}{flip_text}"
         mc = c.beside_test("mcnemar")
         if mc is not None:
@@ -279,8 +281,9 @@ def verdict_sentence(c: Comparison) -> str:
                  f"{c.n_tasks} tasks: {A} minus {B} = {pts:+.1f} points, {ci}; {test}; {mde_text(c)}.")
         excludes_zero = t.lo > 0 or t.hi < 0
     else:
-        ci = (f"95% CI [{t.lo:.2f}, {t.hi:.2f}] (t on per-task log ratios; paired bootstrap "
-              f"[{bt.lo:.2f}, {bt.hi:.2f}])")
+        ci = (f"95% CI {range_text(t.lo, t.hi, 2)} (t on per-task log ratios; paired bootstrap "
+              f"{range_text(bt.lo, bt.hi, 2)})" if t.lo != t.hi else
+              f"no interval (every per-task ratio is {c.value:.2f}x: zero spread)")
         wil = c.beside_test("wilcoxon")
         test = f"paired t-test on log ratios, {adj}{flip_text}" + (
             f"; Wilcoxon signed-rank p = {p_text(wil.pvalue)}" if wil else "")

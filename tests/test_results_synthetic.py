@@ -297,6 +297,13 @@ def test_detectable_difference_sentence_and_holm(tmp_path: Path) -> None:
     assert "no detectable difference in speedup" in no_diff
     assert "smallest speedup ratio this comparison could detect is not estimable" not in no_diff
     assert "not estimable (every per-task log ratio is equal)" in no_diff
+    # every log ratio equal: a zero-width interval is said plainly, never printed as "[2.00, 2.00]"
+    assert "no interval (every per-task ratio is 2.00x: zero spread)" in no_diff and "[2.00, 2.00]" not in no_diff
+    from results.analysis import headline
+    from results.tables import comparisons_table
+
+    row = comparisons_table(headline(d, n_resamples=200)).text.iloc[1]
+    assert row["95% t CI"] == row["95% paired bootstrap"] == "no interval: every task 2.00"
     a = analyse(d, n_resamples=RES)
     assert not a.data.simulated
     diff = {t.name: t for t in build_tables(a)}["difficulty"].text
@@ -557,3 +564,17 @@ def test_every_per_method_table_shows_calls_tokens_and_gpu_evaluations(tables) -
         assert {"calls/unit", "tokens/unit", "GPU evals/unit"} <= cols, (name, cols)
     assert {"tokens/unit", "GPU evals/unit"} <= set(tables["sequential"].text.columns)
     assert {"calls", "tokens", "GPU evals"} <= set(tables["parallel"].text.columns)
+
+
+def test_intervals_print_apart_or_say_they_are_none() -> None:
+    """A band too narrow for two digits is printed with the digits that tell its ends apart (it
+    used to read "1.00 [1.00, 1.00]", like a zero-width interval); a zero-width one is no interval."""
+    from results.labels import interval_text, range_text
+
+    assert interval_text(0.99986, 0.9996, 1.0, 10) == "0.9999 [0.9996, 1.0000]"
+    assert interval_text(1.0, 1.0, 1.0, 10, rate=True) == "1.00 (all 10 tasks pass; no interval)"
+    assert interval_text(0.62, 0.41, 0.8, 10) == "0.62 [0.41, 0.80]"
+    assert interval_text(0.5, 0.5, 0.5 + 1e-9, 10) == "0.50 (interval narrower than 1e-05)"
+    assert range_text(0.5, 0.5, 1, 100, True, "every task ") == "no interval: every task +50.0"
+    assert range_text(-0.209, 0.143, 1, 100, True) == "[-20.9, +14.3]"
+    assert range_text(0.9995, 0.9999, 2) == "[0.9995, 0.9999]"
