@@ -130,13 +130,10 @@ def format_table(summary: dict[str, Any], interpreter: bool) -> str:
         lines.append(SIMULATED_BANNER)
     unit = summary["budget_unit"]
     lines.append(f"budget {summary['budget']} {unit} per (method, task, repeat); repeats {summary['repeats']}")
-    header = (f"{'method':<12} {'submitted pass, 95% CI over tasks':<40} {'oracle':>7} {'calls':>7} {'tokens':>9} "
-              f"{'GPU evals':>9} {'errored/failed':>14}  {'speedup (correct only)':<24}")
-    lines.append(header)
-    lines.append("-" * len(header))
+    rows: list[tuple[str, ...] | str] = []
     for name, m in summary["methods"].items():
         if m["submitted_pass"] is None:
-            lines.append(f"{name:<12} (no finished units)")
+            rows.append(f"{name:<12} (no finished units)")
             continue
         n_tasks = len(m["calls_used"])
         ci = m["submitted_pass_ci"] or [None, None]
@@ -148,7 +145,20 @@ def format_table(summary: dict[str, Any], interpreter: bool) -> str:
         speed = ("n/a on CPU" if interpreter else "no correct timed submission" if sp is None
                  else f"{sp:.2f}x over {n_sp} task" + ("s" if n_sp != 1 else ""))
         errors = f"{m.get('errored_units', 0)}/{m.get('failed_calls', 0)}"
-        lines.append(f"{name:<12} {sub:<40} {m['oracle_pass']:>7.3f} {calls:>7d} {tokens:>9d} {evals:>9d} "
+        rows.append((name, sub, f"{m['oracle_pass']:.3f}", str(calls), str(tokens), str(evals), errors, speed))
+    # The pass column is as wide as its longest entry: "0.000 (none of 12 tasks passes; no interval)"
+    # is longer than an interval, and the columns after it must stay aligned.
+    width = max([40] + [len(r[1]) for r in rows if isinstance(r, tuple)])
+    header = (f"{'method':<12} {'submitted pass, 95% CI over tasks':<{width}} {'oracle':>7} {'calls':>7} "
+              f"{'tokens':>9} {'GPU evals':>9} {'errored/failed':>14}  {'speedup (correct only)':<24}")
+    lines.append(header)
+    lines.append("-" * len(header))
+    for r in rows:
+        if isinstance(r, str):
+            lines.append(r)
+            continue
+        name, sub, oracle, calls_s, tokens_s, evals_s, errors, speed = r
+        lines.append(f"{name:<12} {sub:<{width}} {oracle:>7} {calls_s:>7} {tokens_s:>9} {evals_s:>9} "
                      f"{errors:>14}  {speed:<24}")
     lines.append("submitted: the method's own pick passes the hidden tests; oracle: any candidate it generated does. "
                  "speedup: geometric mean over correct submissions vs the expert Triton kernel (failures are not "

@@ -578,3 +578,24 @@ def test_intervals_print_apart_or_say_they_are_none() -> None:
     assert range_text(0.5, 0.5, 1, 100, True, "every task ") == "no interval: every task +50.0"
     assert range_text(-0.209, 0.143, 1, 100, True) == "[-20.9, +14.3]"
     assert range_text(0.9995, 0.9999, 2) == "[0.9995, 0.9999]"
+
+
+def test_end_of_run_table_stays_aligned_with_a_long_pass_entry() -> None:
+    """"0.000 (none of 12 tasks passes; no interval)" is longer than an interval: the columns after
+    it (oracle, calls, ..., errored/failed) still line up under their headers."""
+    from results.summary import format_table
+
+    def entry(p: float, ci: list[float] | None) -> dict:
+        return {"submitted_pass": p, "submitted_pass_ci": ci, "oracle_pass": 0.5, "calls_used": {f"t{i}": 4
+                for i in range(12)}, "tokens_used": {"t0": 1000}, "gpu_evals": {"t0": 3}, "speedup_geomean": None,
+                "errored_units": 2, "failed_calls": 3}
+
+    summary = {"simulated": False, "budget_unit": "calls", "budget": 4, "repeats": 1,
+               "methods": {"direct": entry(0.0, [0.0, 0.0]), "geak": entry(0.25, [0.1, 0.4])}}
+    lines = format_table(summary, interpreter=True).splitlines()
+    header = next(line for line in lines if line.startswith("method"))
+    rows = [line for line in lines if line.startswith(("direct ", "geak "))]
+    assert "none of 12 tasks passes; no interval" in rows[0]
+    for column in ("oracle", "errored/failed"):
+        end = header.index(column) + len(column)  # right-aligned columns end under their header's end
+        assert all(row[end - 1] != " " and row[end] == " " for row in rows), (column, header, rows)
