@@ -18,6 +18,10 @@ _FENCED = re.compile(r"```(?:python|py|Python|python3)?[ \t]*\n(.*?)```", re.DOT
 _FENCE = re.compile(r"^[ \t]*```", re.MULTILINE)
 _CODE_START = re.compile(r"^(?:import |from \S+ import |@|def |class )", re.MULTILINE)
 
+#: What a method tells the model about a reply without complete code (GEAK's debug round and
+#: Reflexion's reflection both show it in place of a verdict): one wording for every method.
+NO_CODE_FEEDBACK = "failed generation: no complete code was found in the reply, so nothing was run"
+
 
 def extract_code(text: str) -> str | None:
     """The code of a reply, whatever shape it came in, else None:

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 from bench.task import TaskView
 from methods.base import Candidate, Feedback, MethodContext
-from methods.extract import extract_code
+from methods.extract import NO_CODE_FEEDBACK, extract_code
 from methods.registry import register_method
 from methods.templates import (
     CODE_MAX_TOKENS,
@@ -61,7 +61,6 @@ from modelio.types import Message
 FIX_REQUEST = "Reflect on what went wrong and how to fix it."
 OPTIMISE_REQUEST = ("Analyse this correct kernel's performance and propose an optimisation strategy and ideas "
                     "to make it faster.")
-MALFORMED = "failed generation: no complete code was found in the reply, so nothing was run"
 
 
 @dataclass(frozen=True)
@@ -133,8 +132,8 @@ class Geak:
             if code is None:
                 shown = f"```text\n{reply.text.strip()[:4000]}\n```"
                 state.last_code, state.last_shown = reply.text, shown
-                state.last_correct, state.last_result = False, MALFORMED
-                state.last_reflection = self._reflect(ctx, system, block, shown, MALFORMED, FIX_REQUEST)
+                state.last_correct, state.last_result = False, NO_CODE_FEEDBACK
+                state.last_reflection = self._reflect(ctx, system, block, shown, NO_CODE_FEEDBACK, FIX_REQUEST)
                 continue
             candidate = ctx.propose(code)
             fb = ctx.feedback(candidate)

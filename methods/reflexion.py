@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 from bench.task import TaskView
 from methods.base import Candidate, Feedback, MethodContext
-from methods.extract import TestSuite, extract_code, extract_tests
+from methods.extract import NO_CODE_FEEDBACK, TestSuite, extract_code, extract_tests
 from methods.registry import register_method
 from methods.templates import (
     CODE_MAX_TOKENS,
@@ -55,7 +55,6 @@ from methods.templates import (
 from modelio.types import Message
 
 FEEDBACK_MODES = ("internal", "visible")
-NO_CODE = "failed generation: no complete code was found in the reply, so nothing was run"
 
 
 @dataclass(frozen=True)
@@ -71,7 +70,7 @@ class Implementation:
         return self.feedback is not None and self.feedback.correct
 
     def feedback_text(self) -> str:
-        return self.feedback.describe() if self.feedback else NO_CODE
+        return self.feedback.describe() if self.feedback else NO_CODE_FEEDBACK
 
 
 @register_method("reflexion")
