@@ -683,6 +683,23 @@ def test_configs_parse_and_resolve() -> None:
     assert json.dumps(m) and json.dumps(p)  # recordable in config.json
 
 
+def test_matched_preset_differs_from_a_run_without_config_only_where_its_comment_says() -> None:
+    """configs/matched.yaml's first lines: the default run is the matched setting except
+    Reflexion's impl_temperature (the paper's 0 by default, 1.0 in the preset)."""
+    from runners.compare import resolve_methods
+    from runners.config import CompareConfig, load_config_file
+
+    root = Path(__file__).resolve().parent.parent / "configs"
+    matched, default = CompareConfig.from_json(load_config_file(root / "matched.yaml")), CompareConfig()
+    m, d = resolve_methods(matched), resolve_methods(default)
+    differ = {(k, o, m[k].get(o), d[k].get(o)) for k in m for o in set(m[k]) | set(d[k]) if m[k].get(o) != d[k].get(o)}
+    assert differ == {("reflexion", "impl_temperature", 1.0, 0.0)}
+    for field in ("budget", "budget_unit", "methods", "answer_format", "json_mode", "oneshot_corpus",
+                  "oneshot_threshold", "eval_budget"):
+        assert getattr(matched, field) == getattr(default, field), field
+    assert "except one: Reflexion's impl_temperature" in (root / "matched.yaml").read_text()
+
+
 # ---------------------------------------------------------------- one output contract (issue 13, item 3)
 
 
