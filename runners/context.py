@@ -10,10 +10,11 @@ Two objects, on purpose:
   no slot that holds the unit, no weak reference, and its verbs are plain methods of the class
   (no closures), so no evaluator, task, store, account or model client is reachable through
   its attributes, its bound methods or their closures. The unit is found through a
-  module-level table keyed by the sealed object, emptied when the unit ends. This is a seal against a method wandering out of its lane, not a
-  security boundary: code running in this process can always import the project (methods/*
-  are held to the method-facing imports by the import-linter contract; a plugin elsewhere is
-  code the user chose to run).
+  module-level table keyed by the sealed object, emptied when the unit ends. This is a seal
+  against a method wandering out of its lane, not a security boundary: a verb's module globals
+  (`ctx.ask.__func__.__globals__`) hold that table, `gc` reaches every object, and code running
+  in this process can always import the project (methods/* are held to the method-facing
+  imports by the import-linter contract; a plugin elsewhere is code the user chose to run).
 
 Symmetry (issue 13): the context, not the method, decides how a candidate is judged: every
 visible feedback is requested the same way (timed on a GPU, so correctness is re-checked on
