@@ -84,7 +84,7 @@ def test_report_and_figures_commands(real_run: Path, tmp_path: Path) -> None:
     assert report.startswith("# Kernel-method comparison report (SIMULATED MODEL)")
     assert "SIMULATED MODEL: these results come from the built-in simulated model" in report.splitlines()[2]
     assert f"At {BUDGET} calls," in report and "GEAK" in report and "direct prompting" in report
-    for fig in ("budget_calls", "budget_tokens", "parallel_scaling"):
+    for fig in ("budget_calls", "budget_tokens", "budget_evaluations", "parallel_scaling"):
         assert f"(figures/{fig}.png)" in report
         for ext in ("png", "pdf"):
             assert (tmp_path / "md" / "figures" / f"{fig}.{ext}").stat().st_size > 5_000
@@ -101,7 +101,8 @@ def test_report_and_figures_commands(real_run: Path, tmp_path: Path) -> None:
     proc = run_cli("figures", str(real_run), "--out", str(tmp_path / "figs"), "--resamples", "500", timeout=180)
     assert proc.returncode == 0, proc.stderr[-2000:]
     drawn = sorted(p.name for p in (tmp_path / "figs").iterdir())
-    assert drawn == sorted(f"{n}.{e}" for n in ("budget_calls", "budget_tokens", "parallel_scaling")
+    assert drawn == sorted(f"{n}.{e}" for n in ("budget_calls", "budget_tokens", "budget_evaluations",
+                                                "parallel_scaling")
                            for e in ("png", "pdf"))
 
 

@@ -403,7 +403,8 @@ def test_figures_with_timings(analysis, tmp_path: Path) -> None:
     from results.figures import write_figures
 
     figs = {f.name: f for f in write_figures(analysis, tmp_path / "figs")}
-    assert set(figs) == {"budget_calls", "budget_tokens", "parallel_scaling", "fast_p", "speedups", "latency_noise"}
+    assert set(figs) == {"budget_calls", "budget_tokens", "budget_evaluations", "parallel_scaling", "fast_p",
+                         "speedups", "latency_noise"}
     for f in figs.values():
         assert not f.skipped, f.name
         assert f.title.startswith("SIMULATED MODEL"), (f.name, f.title)
