@@ -146,8 +146,10 @@ def compare(budget: int | None, budget_unit: str | None, methods: str | None, ta
             raise BadInput("--dry-run estimates a new run; it cannot be combined with --resume")
         click.echo(estimate_compare(config).format())
         return
-    if resume is not None and (config_path or any(v is not None for v in flags.values())):
-        _say("note: --resume uses the run's recorded config; other run options are ignored")
+    resume_with = {"workers": workers} if resume is not None and workers is not None else {}
+    if resume is not None and (config_path or any(v is not None for k, v in flags.items() if k != "workers")):
+        _say("note: --resume uses the run's recorded config (it may change only --workers); other run options "
+             "are ignored")
     bar: Any = None
     unit = ""
 
@@ -167,7 +169,7 @@ def compare(budget: int | None, budget_unit: str | None, methods: str | None, ta
 
     options = CompareOptions(out=out, resume=resume, replay=replay, lock_clocks=_parse_lock_spec(lock_spec),
                              command_line=list(sys.argv), on_message=_say, on_start=on_start, on_progress=on_progress,
-                             retry_errors=retry_errors)
+                             retry_errors=retry_errors, resume_with=resume_with)
     try:
         result = run_compare(config, options)
     except CompareInterrupted as stop:

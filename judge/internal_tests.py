@@ -5,8 +5,11 @@ Methods never run code: `ctx.run_tests(candidate, tests)` sends a job of kind
 the candidate from its own file as for any evaluation and calls `run_test_functions` here.
 The tests see two globals: the entry point (by its name) and `DEVICE` ("cuda" on a GPU,
 either vendor; "cpu" on the Triton interpreter). Every top-level `test_*` function is
-called in definition order, each under its own time limit; one failing or crashing test
-never stops the others. These are the *method's* tests, run as written: no poisoned
+called in definition order, each under its own time limit, with Python's and torch's random
+generators seeded alike before each; one failing or crashing test never stops the others. A
+failing test is run twice more on the same inputs, and a failure whose text differs between
+the runs (values read from memory the kernel never wrote, or out of bounds) is described, not
+quoted (judge/value_text.py), so the feedback is a function of the candidate's behaviour. These are the *method's* tests, run as written: no poisoned
 allocations, no reference, none of the task's cases.
 
 The result crosses the process boundary as an `InternalTestReport`, whose JSON has the
@@ -28,6 +31,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from judge.value_text import VARYING
 from judge.verdict import TestOutcome, Verdict
 
 JOB_KIND = "internal_tests"
@@ -143,11 +147,63 @@ def _failure_message(exc: BaseException, tests: str) -> str:
     return f"{text} (at: {where})" if where else text
 
 
+RERUNS = 2  # a failing test runs this many more times, to tell values it computed from garbage it read
+
+
+def _seeded_call(fn: Callable[[], Any], per_test_timeout: float | None) -> None:
+    """One run of a test function, every random generator seeded alike, so a re-run sees the
+    inputs the first run saw (a test that draws inputs without a seed included)."""
+    import random
+
+    import torch
+
+    random.seed(0)
+    torch.manual_seed(0)
+    with _time_limit(per_test_timeout):
+        fn()
+
+
+def _reproducible_failure(exc: BaseException, fn: Callable[[], Any], per_test_timeout: float | None,
+                          tests: str) -> str:
+    """The failure text, made a function of the candidate's behaviour (design invariant 8): the
+    test runs RERUNS more times on the same inputs (the earlier runs' tensors kept alive and
+    NaN-filled spacers allocated, so memory read out of bounds or never written differs); when the text differs between runs,
+    it quotes garbage, and the assert line with the note judge/value_text.py VARYING replaces it."""
+    first = _failure_message(exc, tests)
+    if isinstance(exc, TestTimeout):
+        return first  # another 30 s would tell nothing new
+    import torch
+
+    kept: list[Any] = [exc]  # holds the first run's frames, and so its tensors, alive through the re-runs
+    texts = [first]
+    for rerun in range(RERUNS):
+        # Spacers filled with NaN shift where the re-run's tensors land and what lies beside them.
+        kept.extend(torch.full((n * (rerun + 1),), float("nan")) for n in (1, 3, 17, 64, 255, 1024))
+        try:
+            _seeded_call(fn, per_test_timeout)
+        except (Exception, SystemExit) as again:  # noqa: BLE001 - a re-run's failure is compared, not raised
+            kept.append(again)
+            texts.append(_failure_message(again, tests))
+        else:
+            texts.append("")
+    del kept
+    if all(t == first for t in texts):
+        return first
+    tb = _test_frame(exc)
+    lines = tests.splitlines()
+    where = lines[tb.tb_lineno - 1].strip() if tb is not None and 0 < tb.tb_lineno <= len(lines) else ""
+    head = f"AssertionError: {where}" if isinstance(exc, AssertionError) and where else (
+        f"{type(exc).__name__}" + (f" (at: {where})" if where else ""))
+    passed = " (it passed on a re-run)" if "" in texts else ""
+    return f"{head} # {VARYING}{passed}"
+
+
 def run_test_functions(entry: Callable[..., Any], entry_name: str, tests: str, device: str,
                        per_test_timeout: float | None = DEFAULT_TEST_TIMEOUT_S) -> tuple[TestOutcome, ...]:
     """Define the tests in a fresh namespace holding the entry point and DEVICE, then call
-    each `test_*` function. A test source that does not even define its functions (an import
-    of a missing module, a syntax error) fails every test with that error."""
+    each `test_*` function (random generators seeded before each). A test source that does
+    not even define its functions (an import of a missing module, a syntax error) fails every
+    test with that error."""
     namespace: dict[str, Any] = {"__name__": "kmc_internal_tests", entry_name: entry, "DEVICE": device}
     try:
         names = _test_names(tests)
@@ -166,10 +222,9 @@ def run_test_functions(entry: Callable[..., Any], entry_name: str, tests: str, d
             outcomes.append(TestOutcome(name, False, "not a function after the test source ran"))
             continue
         try:
-            with _time_limit(per_test_timeout):
-                fn()
+            _seeded_call(fn, per_test_timeout)
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - every failure of a test is that test's outcome
-            outcomes.append(TestOutcome(name, False, _failure_message(exc, tests)))
+            outcomes.append(TestOutcome(name, False, _reproducible_failure(exc, fn, per_test_timeout, tests)))
         else:
             outcomes.append(TestOutcome(name, True))
     return tuple(outcomes)

@@ -28,7 +28,7 @@ from modelio.ledger import BudgetExhausted, Ledger, ModelCallFailed
 from modelio.types import ModelClient
 from results.run_folder import ResolvedRun, RunFolder, RunFolderError
 from results.store import Store
-from runners.config import CompareConfig, ConfigError
+from runners.config import RESUMABLE_OPTIONS, CompareConfig, ConfigError
 from runners.context import UnitContext
 from runners.evaluator import Evaluator
 from runners.executor import Executor
@@ -192,24 +192,49 @@ class CompareRun:
         self.store.close()
 
 
-def prepare_run(config: CompareConfig, out: Path | None, resume: Path | None) -> tuple[CompareConfig, Path, bool]:
-    """Validate, pick or reopen the run folder. Returns (config, run_dir, resumed)."""
+@dataclass(frozen=True)
+class PreparedRun:
+    config: CompareConfig
+    run_dir: Path
+    resumed: bool
+    changed: dict[str, dict[str, Any]] = field(default_factory=dict)  # resumable options a --resume changed
+
+
+def prepare_run(config: CompareConfig, out: Path | None, resume: Path | None,
+                resume_with: dict[str, Any] | None = None) -> PreparedRun:
+    """Validate, pick or reopen the run folder. A resume takes the recorded configuration, with
+    the options in `resume_with` (only RESUMABLE_OPTIONS: how to run, never what is compared)
+    changed, validated, and written back to config.json."""
     if resume is not None:
+        folder = RunFolder(resume)
         try:
-            recorded = RunFolder(resume).read_config()
+            recorded = folder.read_config()
         except RunFolderError as exc:
             raise ConfigError(str(exc)) from None
-        config = CompareConfig.from_json(recorded.config)
-        config.validate()
+        changes = {k: v for k, v in (resume_with or {}).items() if v is not None}
+        refused = sorted(set(changes) - set(RESUMABLE_OPTIONS))
+        if refused:
+            raise ConfigError(f"--resume cannot change {', '.join(refused)} (it may change only "
+                              f"{', '.join(RESUMABLE_OPTIONS)})")
+        changed = {k: {"from": recorded.config.get(k), "to": v} for k, v in changes.items()
+                   if recorded.config.get(k) != v}
+        config = CompareConfig.from_json({**recorded.config, **changes})
+        try:
+            config.validate()
+        except ConfigError as exc:
+            hint = "; pass --workers N with --resume to change it" if "workers" in str(exc) else ""
+            raise ConfigError(f"{resume}: recorded {exc}{hint}") from None
         _check_same_corpus(config, recorded.resolved.oneshot)
-        return config, Path(resume), True
+        if changed:
+            folder.update_options({k: c["to"] for k, c in changed.items()})
+        return PreparedRun(config, Path(resume), True, changed)
     config.validate()
     _check_names(config)
     try:
         folder = RunFolder.create(out or "runs", config.to_json())
     except RunFolderError as exc:
         raise ConfigError(str(exc)) from None
-    return config, folder.path, False
+    return PreparedRun(config, folder.path, False)
 
 
 def _check_same_corpus(config: CompareConfig, recorded: dict[str, Any]) -> None:
@@ -240,8 +265,10 @@ def start_target(config: CompareConfig) -> Target:
     return target
 
 
-def record_run_files(run: CompareRun, resumed: bool, command_line: list[str] | None = None) -> None:
-    """config.json and env.json for a new run; a resumed run adds its resumption to env.json."""
+def record_run_files(run: CompareRun, resumed: bool, command_line: list[str] | None = None,
+                     changed: dict[str, dict[str, Any]] | None = None) -> None:
+    """config.json and env.json for a new run; a resumed run adds its resumption (and the
+    options it changed) to env.json."""
     folder = RunFolder(run.run_dir)
     if not resumed:
         folder.write_config(run.config.to_json(), ResolvedRun(
@@ -253,7 +280,7 @@ def record_run_files(run: CompareRun, resumed: bool, command_line: list[str] | N
             oneshot=oneshot_record(run)))
         folder.write_env(environment_info(run.target), command_line)
     else:
-        folder.record_resume(command_line)
+        folder.record_resume(command_line, changed)
     run.store.set_meta("simulated", run.client.simulated)
     counts = callable(getattr(run.client, "count_prompt_tokens", None))
     run.store.set_meta("prompt_counting", "count_tokens" if counts else "bound")
@@ -298,6 +325,9 @@ class CompareOptions:
     on_start: Callable[[RunStarted], None] = lambda _s: None
     on_progress: Callable[[Progress], None] | None = None
     retry_errors: bool = False  # with resume: run the units that ended on a failed model call again
+    # With resume: new values of options that say how to run (runners.config.RESUMABLE_OPTIONS,
+    # e.g. {"workers": 4}); validated and recorded in config.json and env.json.
+    resume_with: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -394,6 +424,8 @@ def run_compare(config: CompareConfig, options: CompareOptions | None = None) ->
     opts = options or CompareOptions()
     if opts.replay is not None and opts.resume is not None:
         raise ConfigError("--replay and --resume cannot be combined")
+    if opts.resume_with and opts.resume is None:
+        raise ConfigError("resume_with changes a resumed run's options; it goes with resume")
     client: ModelClient | None = None
     clock_lock = None
     if opts.replay is not None:
@@ -403,7 +435,8 @@ def run_compare(config: CompareConfig, options: CompareOptions | None = None) ->
         client = make_run_client(config)  # before any run folder: an unreachable endpoint leaves nothing behind
     if opts.resume is None:
         clock_lock = _clock_lock(start_target(config), opts.lock_clocks, opts.on_message)  # likewise
-    config, run_dir, resumed = prepare_run(config, opts.out, opts.resume)
+    prepared = prepare_run(config, opts.out, opts.resume, opts.resume_with)
+    config, run_dir, resumed = prepared.config, prepared.run_dir, prepared.resumed
     target = start_target(config)
     if resumed:
         recorded = RunFolder(run_dir).read_config().resolved
@@ -421,7 +454,7 @@ def run_compare(config: CompareConfig, options: CompareOptions | None = None) ->
                      executor=local_executor(config, target, clocks_locked=opts.lock_clocks is not None),
                      retry_errors=opts.retry_errors)
     try:
-        record_run_files(run, resumed, opts.command_line)
+        record_run_files(run, resumed, opts.command_line, prepared.changed)
         opts.on_message(f"run folder: {run_dir}" + (" (resumed)" if resumed else ""))
         if opts.replay is not None:
             run.store.set_meta("replay_of", str(opts.replay))

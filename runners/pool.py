@@ -291,6 +291,8 @@ class LocalPool:
         devices = visible_devices(target)
         if workers is None:
             workers = max(1, min(os.cpu_count() or 1, 4)) if target.interpreter else max(1, len(devices) * workers_per_gpu)
+        if workers < 1:
+            raise ValueError(f"a pool needs at least 1 worker, got {workers}")  # none would wait forever for one
         self.job_timeout = job_timeout or (600.0 if target.interpreter else 180.0)
         self.stats = PoolStats()
         self._stats_lock = threading.Lock()
