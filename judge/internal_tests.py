@@ -6,11 +6,16 @@ the candidate from its own file as for any evaluation and calls `run_test_functi
 The tests see two globals: the entry point (by its name) and `DEVICE` ("cuda" on a GPU,
 either vendor; "cpu" on the Triton interpreter). Every top-level `test_*` function is
 called in definition order, each under its own time limit, with Python's and torch's random
-generators seeded alike before each; one failing or crashing test never stops the others. A
-failing test is run twice more on the same inputs, and a failure whose text differs between
-the runs (values read from memory the kernel never wrote, or out of bounds) is described, not
-quoted (judge/value_text.py), so the feedback is a function of the candidate's behaviour. These are the *method's* tests, run as written: no poisoned
-allocations, no reference, none of the task's cases.
+generators seeded alike before each and `torch.empty*` poisoned (NaN, as in the oracle), so
+memory the kernel never writes reads the same in every run; one failing or crashing test
+never stops the others. These are the *method's* tests, run as written: no reference, none
+of the task's cases.
+
+Feedback text is a function of the candidate's behaviour (design invariant 8): a failed
+assert names the tensors it compared, at how many elements two of them differ and the first
+such element of each (never a leading run of the output, which quotes whatever memory the
+kernel read out of bounds); a failing test runs four more times on the same inputs, and a failure
+whose text differs between the runs is described, not quoted (judge/value_text.py).
 
 The result crosses the process boundary as an `InternalTestReport`, whose JSON has the
 shape of an evaluation (`verdict`, `timing`, plus `tests`), so the run store's evaluation
@@ -31,7 +36,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from judge.value_text import VARYING
+from judge.steady import RERUNS, disturb_memory
+from judge.value_text import VARYING, describe_value
 from judge.verdict import TestOutcome, Verdict
 
 JOB_KIND = "internal_tests"
@@ -46,17 +52,23 @@ class InternalTestReport:
 
     verdict: Verdict
     tests: tuple[TestOutcome, ...] = ()
+    phases: dict[str, float] | None = None  # seconds per phase (judge/phases.py)
 
     @property
     def passed(self) -> bool:
         return self.verdict.correct
 
     def to_json(self) -> dict[str, Any]:
-        return {"verdict": self.verdict.to_json(), "timing": None, "tests": [asdict(t) for t in self.tests]}
+        d: dict[str, Any] = {"verdict": self.verdict.to_json(), "timing": None,
+                             "tests": [asdict(t) for t in self.tests]}
+        if self.phases is not None:
+            d["phases"] = dict(self.phases)
+        return d
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> InternalTestReport:
-        return cls(Verdict.from_json(d["verdict"]), tuple(TestOutcome(**t) for t in d.get("tests", ())))
+        return cls(Verdict.from_json(d["verdict"]), tuple(TestOutcome(**t) for t in d.get("tests", ())),
+                   d.get("phases"))
 
     @classmethod
     def from_outcomes(cls, outcomes: tuple[TestOutcome, ...]) -> InternalTestReport:
@@ -116,20 +128,31 @@ def _test_frame(exc: BaseException) -> Any:
 
 
 def _values(frame: Any, line: str) -> str:
-    """What the failing line compared (Reflexion shows the output next to the failed
-    assert): the tensors it names, a few leading values each, and their largest difference."""
+    """What the failing line compared (Reflexion shows the output next to the failed assert):
+    the tensors it names with their shapes and, for two of one shape, at how many elements
+    they differ and the first such element of each. Only that one element is quoted, and
+    through judge/value_text.py: a leading run of an output quotes whatever memory the
+    kernel left unwritten or read out of bounds."""
     try:
         import torch
     except ImportError:  # pragma: no cover - the worker always has torch
         return ""
     names = dict.fromkeys(re.findall(r"\b[A-Za-z_]\w*\b", line))
     tensors = [(n, frame.f_locals[n]) for n in names if isinstance(frame.f_locals.get(n), torch.Tensor)][:3]
-    parts = [f"{n} shape {tuple(t.shape)} starts {[round(float(v), 4) for v in t.detach().flatten()[:4].cpu()]}"
-             for n, t in tensors]
     if len(tensors) == 2 and tensors[0][1].shape == tensors[1][1].shape and tensors[0][1].is_floating_point():
-        diff = (tensors[0][1].double() - tensors[1][1].double()).abs().max()
-        parts.append(f"max |{tensors[0][0]} - {tensors[1][0]}| = {float(diff):.4g}")
-    return "; ".join(parts)
+        (na, a), (nb, b) = tensors
+        a64, b64 = a.detach().double().cpu().flatten(), b.detach().double().cpu().flatten()
+        differ = ~torch.isclose(a64, b64, equal_nan=True)
+        text = f"{na} and {nb} (shape {tuple(a.shape)}) differ at {int(differ.sum())} of {differ.numel()} elements"
+        if bool(differ.any()):
+            i = int(differ.nonzero()[0])
+            finite = [float(t[torch.isfinite(t)].abs().max()) for t in (a64, b64) if bool(torch.isfinite(t).any())]
+            scale = min(finite) if finite else 1.0
+            index = tuple(int(k) for k in torch.unravel_index(torch.tensor(i), tuple(a.shape))) if a.dim() else ()
+            text += (f"; first at index {index}: {na} = {describe_value(float(a64[i]), scale, 4)}, "
+                     f"{nb} = {describe_value(float(b64[i]), scale, 4)}")
+        return text
+    return "; ".join(f"{n} shape {tuple(t.shape)}" for n, t in tensors)
 
 
 def _failure_message(exc: BaseException, tests: str) -> str:
@@ -147,38 +170,36 @@ def _failure_message(exc: BaseException, tests: str) -> str:
     return f"{text} (at: {where})" if where else text
 
 
-RERUNS = 2  # a failing test runs this many more times, to tell values it computed from garbage it read
-
-
 def _seeded_call(fn: Callable[[], Any], per_test_timeout: float | None) -> None:
     """One run of a test function, every random generator seeded alike, so a re-run sees the
-    inputs the first run saw (a test that draws inputs without a seed included)."""
+    inputs the first run saw (a test that draws inputs without a seed included), with
+    `torch.empty*` poisoned as in the oracle, so memory the kernel never writes reads NaN."""
     import random
 
     import torch
 
+    from judge.oracle import poisoned_allocations
+
     random.seed(0)
     torch.manual_seed(0)
-    with _time_limit(per_test_timeout):
+    with _time_limit(per_test_timeout), poisoned_allocations():
         fn()
 
 
 def _reproducible_failure(exc: BaseException, fn: Callable[[], Any], per_test_timeout: float | None,
-                          tests: str) -> str:
+                          tests: str, device: str) -> str:
     """The failure text, made a function of the candidate's behaviour (design invariant 8): the
     test runs RERUNS more times on the same inputs (the earlier runs' tensors kept alive and
-    NaN-filled spacers allocated, so memory read out of bounds or never written differs); when the text differs between runs,
-    it quotes garbage, and the assert line with the note judge/value_text.py VARYING replaces it."""
+    memory disturbed: judge/steady.py), so memory read out of bounds or never written
+    differs; when the text differs between runs, it quotes garbage, and the assert line with
+    the note judge/value_text.py VARYING replaces it."""
     first = _failure_message(exc, tests)
     if isinstance(exc, TestTimeout):
         return first  # another 30 s would tell nothing new
-    import torch
-
     kept: list[Any] = [exc]  # holds the first run's frames, and so its tensors, alive through the re-runs
     texts = [first]
     for rerun in range(RERUNS):
-        # Spacers filled with NaN shift where the re-run's tensors land and what lies beside them.
-        kept.extend(torch.full((n * (rerun + 1),), float("nan")) for n in (1, 3, 17, 64, 255, 1024))
+        disturb_memory(rerun, device, kept)
         try:
             _seeded_call(fn, per_test_timeout)
         except (Exception, SystemExit) as again:  # noqa: BLE001 - a re-run's failure is compared, not raised
@@ -224,7 +245,8 @@ def run_test_functions(entry: Callable[..., Any], entry_name: str, tests: str, d
         try:
             _seeded_call(fn, per_test_timeout)
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - every failure of a test is that test's outcome
-            outcomes.append(TestOutcome(name, False, _reproducible_failure(exc, fn, per_test_timeout, tests)))
+            outcomes.append(TestOutcome(name, False, _reproducible_failure(exc, fn, per_test_timeout, tests,
+                                                                                   device)))
         else:
             outcomes.append(TestOutcome(name, True))
     return tuple(outcomes)

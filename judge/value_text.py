@@ -6,16 +6,17 @@ that garbage makes the feedback (and every prompt built from it) differ between 
 the same candidate, so the method's next step and the run cannot be reproduced (design
 invariant 8). Two ways, both here as text:
 
-- the oracle (judge/oracle.py) quotes one value of a failing element; its allocations are
-  poisoned (unwritten memory reads as NaN), and a value read out of bounds that is far
-  beyond the answer's magnitude (`scale`) or in the denormal range, where random bit
-  patterns land, is called garbage instead of being quoted (`describe_value`);
-- a method's own tests (judge/internal_tests.py) run unpoisoned, so a failing test is run
-  again on the same inputs; when the failure's text differs between the runs, the values
-  are not a function of the inputs and the text says so (`VARYING`) instead of quoting them.
+- a quoted value (the oracle's and the internal tests' first failing element; allocations
+  are poisoned there, so unwritten memory reads NaN) that is far beyond the answer's
+  magnitude (`scale`) or in the denormal range, where random bit patterns land, is called
+  garbage instead of being quoted (`describe_value`);
+- a failure (the oracle's wrong result, a method's failing test) is judged again on the same
+  inputs with memory disturbed (judge/steady.py); when its text differs between the runs, the
+  values are not a function of the inputs and the text says so (`VARYING`) instead of
+  quoting them.
 
-A plausible-looking value read out of bounds in the oracle is still quoted: only replaying a
-recorded run (`compare --replay`) reproduces such feedback exactly. No torch here.
+Neither is certain (garbage can repeat itself); only replaying a recorded run (`compare
+--replay`) reproduces every feedback exactly. No torch here.
 """
 
 from __future__ import annotations
@@ -48,5 +49,5 @@ def describe_value(value: float, scale: float, digits: int = 6) -> str:
     return f"{value:.{digits}g}"
 
 
-VARYING = ("the values it compared vary between runs of the same test on the same inputs: the kernel "
-           "reads memory it never wrote, or out of bounds (check the grid, the masks and the offsets)")
+VARYING = ("the values vary between runs on the same inputs: the kernel reads memory it never wrote, or out "
+           "of bounds (check the grid, the masks and the offsets)")

@@ -10,6 +10,7 @@ skips done units and replays the rest from the store, so nothing is paid for twi
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -27,11 +28,11 @@ from modelio.dryrun import DryRunEstimate
 from modelio.ledger import BudgetExhausted, Ledger, ModelCallFailed
 from modelio.types import ModelClient
 from results.run_folder import ResolvedRun, RunFolder, RunFolderError
-from results.store import Store
+from results.store import RecordedEvaluations, Store
 from runners.config import RESUMABLE_OPTIONS, CompareConfig, ConfigError
 from runners.context import UnitContext
 from runners.evaluator import Evaluator
-from runners.executor import Executor
+from runners.executor import Executor, NothingRuns
 from runners.pool import LocalPool
 
 
@@ -104,7 +105,7 @@ class Progress:
 class CompareRun:
     def __init__(self, config: CompareConfig, run_dir: Path, client: ModelClient, target: Target,
                  progress: Callable[[Progress], None] | None = None, executor: Executor | None = None,
-                 retry_errors: bool = False):
+                 retry_errors: bool = False, recorded_evaluations: RecordedEvaluations | None = None):
         self.config = config
         self.run_dir = run_dir
         self.client = client
@@ -116,7 +117,8 @@ class CompareRun:
                              charge_failed_calls=config.charge_failed_calls)
         self.executor: Executor = executor or local_executor(config, target)
         self.stopping = threading.Event()
-        self.evaluator = Evaluator(self.executor, self.store, target, config.timing_policy, self.stopping)
+        self.evaluator = Evaluator(self.executor, self.store, target, config.timing_policy, self.stopping,
+                                   recorded=recorded_evaluations)
         self.oneshot = open_oneshot(config)
         self.units = [Unit(m, t.id, r) for m in config.methods for t in self.tasks for r in range(config.repeats)]
         self.progress = Progress(len(self.units), len(self.units) * config.budget, progress)
@@ -266,9 +268,10 @@ def start_target(config: CompareConfig) -> Target:
 
 
 def record_run_files(run: CompareRun, resumed: bool, command_line: list[str] | None = None,
-                     changed: dict[str, dict[str, Any]] | None = None) -> None:
+                     changed: dict[str, dict[str, Any]] | None = None, machine: Target | None = None) -> None:
     """config.json and env.json for a new run; a resumed run adds its resumption (and the
-    options it changed) to env.json."""
+    options it changed) to env.json. `machine`: this machine's device, for env.json, when the
+    run judges as another device did (an exact replay)."""
     folder = RunFolder(run.run_dir)
     if not resumed:
         folder.write_config(run.config.to_json(), ResolvedRun(
@@ -278,7 +281,7 @@ def record_run_files(run: CompareRun, resumed: bool, command_line: list[str] | N
             new_shape_slots={t.id: n for t in run.tasks
                              if (n := sum("shape" in c.dims for c in t.hidden(run.target.interpreter)))},
             oneshot=oneshot_record(run)))
-        folder.write_env(environment_info(run.target), command_line)
+        folder.write_env(environment_info(machine or run.target), command_line)
     else:
         folder.record_resume(command_line, changed)
     run.store.set_meta("simulated", run.client.simulated)
@@ -325,6 +328,9 @@ class CompareOptions:
     on_start: Callable[[RunStarted], None] = lambda _s: None
     on_progress: Callable[[Progress], None] | None = None
     retry_errors: bool = False  # with resume: run the units that ended on a failed model call again
+    # With replay: judge every candidate anew on this machine instead of replaying the recorded
+    # evaluations (an exact replay runs nothing: no worker, no GPU, no network).
+    rejudge: bool = False
     # With resume: new values of options that say how to run (runners.config.RESUMABLE_OPTIONS,
     # e.g. {"workers": 4}); validated and recorded in config.json and env.json.
     resume_with: dict[str, Any] = field(default_factory=dict)
@@ -382,6 +388,24 @@ def make_run_client(config: CompareConfig) -> ModelClient:
         raise ConfigError(str(exc)) from None
 
 
+def _recorded_evaluations(run_dir: Path) -> RecordedEvaluations:
+    try:
+        return RecordedEvaluations(RunFolder(run_dir).store_path)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot replay {run_dir}: {exc}") from None
+
+
+def recorded_target(resolved: ResolvedRun, machine: Target) -> Target:
+    """The device a recorded run was judged on (config.json `resolved.target`); a run recorded
+    before the target was kept is taken to have run on this machine's kind of device."""
+    t = resolved.target
+    if not t.get("vendor"):
+        return machine
+    vendor = str(t["vendor"])
+    return Target(vendor, bool(t.get("interpreter", vendor == "cpu")), str(t.get("device_name", "")),
+                  int(t.get("device_count", 0)))
+
+
 def _replay_client(run_dir: Path) -> ModelClient:
     from modelio.replay import ReplayClient
 
@@ -395,8 +419,6 @@ def _replay_client(run_dir: Path) -> ModelClient:
 
 def _clock_lock(target: Target, clocks: tuple[int | None, int | None] | None, on_message: Message) -> Any:
     """A context that locks clocks for the run when asked, and does nothing otherwise."""
-    import contextlib
-
     if clocks is None:
         return contextlib.nullcontext()
     if target.interpreter:
@@ -426,18 +448,32 @@ def run_compare(config: CompareConfig, options: CompareOptions | None = None) ->
         raise ConfigError("--replay and --resume cannot be combined")
     if opts.resume_with and opts.resume is None:
         raise ConfigError("resume_with changes a resumed run's options; it goes with resume")
+    if opts.rejudge and opts.replay is None:
+        raise ConfigError("--rejudge goes with --replay RUN_DIR")
+    exact_replay = opts.replay is not None and not opts.rejudge
     client: ModelClient | None = None
     clock_lock = None
+    recorded_evaluations = None
     if opts.replay is not None:
         client = _replay_client(opts.replay)
+        recorded_evaluations = _recorded_evaluations(opts.replay) if exact_replay else None
     elif opts.resume is None:
         config.validate()
         client = make_run_client(config)  # before any run folder: an unreachable endpoint leaves nothing behind
+    if exact_replay and opts.lock_clocks is not None:
+        raise ConfigError("an exact replay times nothing, so --lock-clocks has nothing to lock (add --rejudge to "
+                          "judge anew)")
     if opts.resume is None:
-        clock_lock = _clock_lock(start_target(config), opts.lock_clocks, opts.on_message)  # likewise
+        clock_lock = (contextlib.nullcontext() if exact_replay
+                      else _clock_lock(start_target(config), opts.lock_clocks, opts.on_message))  # likewise
     prepared = prepare_run(config, opts.out, opts.resume, opts.resume_with)
     config, run_dir, resumed = prepared.config, prepared.run_dir, prepared.resumed
-    target = start_target(config)
+    machine = target = start_target(config)
+    if exact_replay:
+        assert opts.replay is not None
+        # Judged as the recorded run was, on its device: the same evaluation keys and timing rule.
+        target = recorded_target(RunFolder(opts.replay).read_config().resolved, machine)
+        load_sources(config.task_sources, target.vendor)
     if resumed:
         recorded = RunFolder(run_dir).read_config().resolved
         if recorded.vendor != target.vendor:
@@ -450,15 +486,19 @@ def run_compare(config: CompareConfig, options: CompareOptions | None = None) ->
     started = time.perf_counter()
     if opts.retry_errors and not resumed:
         raise ConfigError("--retry-errors goes with --resume RUN_DIR")
-    run = CompareRun(config, run_dir, client, target, progress=opts.on_progress,
-                     executor=local_executor(config, target, clocks_locked=opts.lock_clocks is not None),
-                     retry_errors=opts.retry_errors)
+    executor = NothingRuns() if exact_replay else local_executor(config, target,
+                                                                 clocks_locked=opts.lock_clocks is not None)
+    run = CompareRun(config, run_dir, client, target, progress=opts.on_progress, executor=executor,
+                     retry_errors=opts.retry_errors, recorded_evaluations=recorded_evaluations)
     try:
-        record_run_files(run, resumed, opts.command_line, prepared.changed)
+        record_run_files(run, resumed, opts.command_line, prepared.changed, machine)
         opts.on_message(f"run folder: {run_dir}" + (" (resumed)" if resumed else ""))
         if opts.replay is not None:
             run.store.set_meta("replay_of", str(opts.replay))
-            opts.on_message(f"model: REPLAY of {opts.replay} (recorded responses, no network)")
+            run.store.set_meta("replay_mode", "exact" if exact_replay else "rejudge")
+            what = ("recorded responses and evaluations, no network, no GPU" if exact_replay
+                    else "recorded responses, no network; evaluations judged anew")
+            opts.on_message(f"model: REPLAY of {opts.replay} ({what})")
         elif client.simulated:
             where = getattr(client, "base_url", None)
             opts.on_message("model: built-in SIMULATED model "

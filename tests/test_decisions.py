@@ -8,7 +8,9 @@ import math
 import pytest
 
 from judge.internal_tests import run_test_functions
+from judge.steady import RERUNS, steady_verdict
 from judge.value_text import VARYING, describe_value
+from judge.verdict import Verdict
 from methods.rounding import two_digits
 from methods.speed import SpeedInterval, best, fastest_first, worst
 
@@ -55,7 +57,7 @@ def test_a_test_failing_on_values_that_vary_is_described_and_a_steady_failure_qu
     def leaky(x: torch.Tensor) -> torch.Tensor:
         calls["n"] += 1
         out = x * 2
-        out[-1] = 1e20 * calls["n"]  # a different garbage value on every call
+        out[-1] = 0.5 * calls["n"]  # a different plausible-looking value on every call
         return out
 
     def steady(x: torch.Tensor) -> torch.Tensor:
@@ -65,8 +67,37 @@ def test_a_test_failing_on_values_that_vary_is_described_and_a_steady_failure_qu
              "    assert torch.allclose(out, expected)\n")
     varying = run_test_functions(leaky, "f", tests, "cpu")
     assert len(varying) == 1 and not varying[0].passed and VARYING in varying[0].message
-    assert "e+20" not in varying[0].message and calls["n"] == 3  # the first run and two re-runs
+    assert calls["n"] == 1 + RERUNS  # the first run and its re-runs
     again = run_test_functions(leaky, "f", tests, "cpu")
     assert again[0].message == varying[0].message
     quoted = run_test_functions(steady, "f", tests, "cpu")
-    assert "max |out - expected| = 1" in quoted[0].message and VARYING not in quoted[0].message
+    assert "out and expected (shape (8,)) differ at 8 of 8 elements; first at index (0,): out = " in quoted[0].message
+    assert VARYING not in quoted[0].message
+
+    def huge(x: torch.Tensor) -> torch.Tensor:
+        calls["n"] += 1
+        out = x * 2
+        out[3] = 1e20 * calls["n"]  # garbage far beyond the answer's magnitude: described, never quoted
+        return out
+
+    described = run_test_functions(huge, "f", tests, "cpu")
+    assert "first at index (3,): out = garbage" in described[0].message and "e+20" not in described[0].message
+
+
+def test_a_wrong_result_whose_text_varies_between_rejudgings_is_described() -> None:
+    wrong = Verdict("wrong_result", "output: 3/8 elements outside atol; first at flat index 5: got 2.5 (first run)",
+                    "visible-n8", 2.0, 1.0)
+    asked: list[str] = []
+
+    def same(name: str) -> Verdict:
+        asked.append(name)
+        return wrong
+
+    assert steady_verdict(wrong, same, "cpu") == wrong and asked == ["visible-n8"] * RERUNS
+    texts = iter(["got 2.5", "got 2.5", "got 7.1", "got 2.5"])
+    varying = steady_verdict(wrong, lambda name: Verdict("wrong_result", f"output: {next(texts)}", name), "cpu")
+    assert varying.kind == "wrong_result" and varying.failing_case == "visible-n8"
+    assert varying.message == f"output: {VARYING}" and varying.max_abs_err is None
+    assert steady_verdict(wrong, lambda name: None, "cpu") == wrong  # the case cannot be judged alone
+    crash = Verdict("runtime_error", "boom", "visible-n8")
+    assert steady_verdict(crash, same, "cpu") == crash and len(asked) == RERUNS  # only wrong results are re-judged
