@@ -18,7 +18,7 @@ full suite at budget 100 <= 10 minutes, identical submissions in >= 95% of units
 Usage (on the GPU machine, from the repository root):
     python benchmarks/bench_compare_gpu.py --determinism 3 --json benchmarks/results/<date>-h200-compare.json
 CPU smoke (toy size; timings meaningless):
-    python benchmarks/bench_compare_gpu.py --device cpu --seven-tasks vector_add --budget 2 --skip-full --json out.json
+    python benchmarks/bench_compare_gpu.py --device cpu --seven-tasks vector_add,flip --budget 2 --skip-full --json out.json
 """
 
 from __future__ import annotations

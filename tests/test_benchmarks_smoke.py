@@ -54,10 +54,10 @@ def test_modelio_concurrency_benchmark_runs_against_serve_sim() -> None:
 
 
 def test_compare_benchmark_runs_the_seven_task_command_at_toy_size(tmp_path: Path) -> None:
-    """bench_compare_gpu.py at toy size on the CPU: two same-seed runs of a one-task command,
+    """bench_compare_gpu.py at toy size on the CPU: two same-seed runs of a two-task command,
     their wall time, phase seconds per method, CPU use and the identical-submission share."""
     out = tmp_path / "compare.json"
-    proc = _script("bench_compare_gpu.py", "--device", "cpu", "--seven-tasks", "vector_add", "--budget", "2",
+    proc = _script("bench_compare_gpu.py", "--device", "cpu", "--seven-tasks", "vector_add,flip", "--budget", "2",
                    "--skip-full", "--determinism", "2", "--workers", "1", "--sample-s", "0.2",
                    "--out", str(tmp_path / "runs"), "--json", str(out))
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-2000:]
@@ -65,11 +65,11 @@ def test_compare_benchmark_runs_the_seven_task_command_at_toy_size(tmp_path: Pat
     runs = record["seven_task_runs"]
     assert len(runs) == 2 and record["full_suite"] is None
     for run in runs:
-        assert run["units"] == 3 and run["calls"] == 6 and run["wall_s"] > 0 and run["evaluations"] >= 1
+        assert run["units"] == 6 and run["calls"] == 12 and run["wall_s"] > 0 and run["evaluations"] >= 2
         assert {r["method"] for r in run["phases"]} == {"direct", "geak", "reflexion"}
         assert all(r["correctness_s"] > 0 and r["timing_s"] == 0 for r in run["phases"])  # nothing timed on a CPU
         assert run["utilisation"]["cpu_percent"]["samples"] >= 1
-        assert len(run["final_submissions"]) == 3
+        assert len(run["final_submissions"]) == 6
     assert record["identical_submission_share"] == 1.0
     assert "identical final submissions over 2 runs with seed 0: 100.0% of units" in proc.stdout
     assert "evaluation seconds by phase" in proc.stdout

@@ -77,7 +77,8 @@ def test_run_compare_in_process_then_resume_and_replay(tmp_path: Path) -> None:
     replay = run_compare(config, replayed.options(replay=result.run_dir, out=tmp_path / "replays"))
     assert replay.summary == result.summary
     assert (replay.run_dir / "summary.json").read_bytes() == (result.run_dir / "summary.json").read_bytes()
-    assert replayed.messages[1] == f"model: REPLAY of {result.run_dir} (recorded responses, no network)"
+    assert replayed.messages[1] == (f"model: REPLAY of {result.run_dir} (recorded responses and evaluations, no "
+                                    "network, no GPU)")
 
 
 @pytest.mark.slow
