@@ -132,6 +132,30 @@ def test_an_exact_replay_judges_as_the_recorded_device_did(recorded: RunResult, 
     assert {r[0] for r in rows(result.run_dir, "SELECT device_key FROM evaluations")} == {"cpu:Another interpreter"}
 
 
+def test_a_run_judged_on_a_gpu_replays_without_one(recorded: RunResult, tmp_path: Path) -> None:
+    """A record whose device timed its feedback and final submissions (interpreter false: every
+    visible feedback and each final submission has a timed evaluation) replays on this
+    CPU-only machine from those timed rows, starting no worker."""
+    copy = _copy_run(recorded.run_dir, tmp_path / "gpu")
+    folder = RunFolder(copy)
+    data = json.loads(folder.config_path.read_text())
+    data["resolved"]["target"].update(interpreter=False, device_name="Recorded GPU", device_count=1)
+    folder.config_path.write_text(json.dumps(data))
+    con = sqlite3.connect(folder.store_path)
+    con.execute("UPDATE evaluations SET device_key = 'cpu:Recorded GPU'")
+    con.execute("INSERT INTO evaluations(source_hash, task, case_set, device_key, timed, verdict, evaluation, created) "
+                "SELECT source_hash, task, case_set, device_key, 1, verdict, evaluation, created FROM evaluations "
+                "WHERE case_set IN ('visible', 'hidden')")
+    con.commit()
+    con.close()
+    result = replay(copy, tmp_path / "replays")
+    for table in ("calls", "candidates", "submissions", "feedback", "units"):
+        assert rows(result.run_dir, TABLES[table]) == rows(recorded.run_dir, TABLES[table]), table
+    timed = rows(result.run_dir, "SELECT case_set, COUNT(*) FROM evaluations WHERE timed = 1 GROUP BY case_set")
+    assert dict(timed)["visible"] >= 1 and dict(timed)["hidden"] >= 1  # feedback and final submissions, timed
+    assert not RunFolder(result.run_dir).read_config().resolved.target["interpreter"]
+
+
 def test_an_exact_replay_stops_on_an_evaluation_the_record_lacks(recorded: RunResult, tmp_path: Path) -> None:
     copy = _copy_run(recorded.run_dir, tmp_path / "partial")
     con = sqlite3.connect(RunFolder(copy).store_path)
