@@ -16,7 +16,8 @@ every `--sample-s` seconds). Goals on one H200 (issue 15): the 7-task command <=
 full suite at budget 100 <= 10 minutes, identical submissions in >= 95% of units.
 
 Usage (on the GPU machine, from the repository root):
-    python benchmarks/bench_compare_gpu.py --determinism 3 --json benchmarks/results/<date>-h200-compare.json
+    python benchmarks/bench_compare_gpu.py --determinism 3 --skip-full --json benchmarks/results/<date>-h200-seven.json
+    python benchmarks/bench_compare_gpu.py --skip-seven --json benchmarks/results/<date>-h200-full.json
 CPU smoke (toy size; timings meaningless):
     python benchmarks/bench_compare_gpu.py --device cpu --seven-tasks vector_add,flip --budget 2 --skip-full --json out.json
 """
@@ -193,6 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget", type=int, default=20, help="budget of the first command [20]")
     p.add_argument("--full-budget", type=int, default=100, help="budget of the full-suite run [100]")
     p.add_argument("--skip-full", action="store_true", help="leave the full-suite run out")
+    p.add_argument("--skip-seven", action="store_true", help="leave the 7-task command out (the full suite alone)")
     p.add_argument("--determinism", type=int, default=1, metavar="N",
                    help="run the first command N times with the same seed [1]")
     p.add_argument("--workers", type=int, default=None, help="evaluation workers [the toolkit's default]")
@@ -211,8 +213,9 @@ def main(argv: list[str] | None = None) -> int:
         return CompareConfig(budget=budget, tasks=tasks, seed=args.seed, device=args.device, workers=args.workers,
                              task_sources=[], method_modules=[])
 
-    seven = [measure(f"seven-task run {i + 1}", config(args.budget, args.seven_tasks.split(",")), out, args.sample_s)
-             for i in range(args.determinism)]
+    seven = [] if args.skip_seven else [
+        measure(f"seven-task run {i + 1}", config(args.budget, args.seven_tasks.split(",")), out, args.sample_s)
+        for i in range(args.determinism)]
     for m in seven:
         print_measured(m)
     share = identical_share(seven)
