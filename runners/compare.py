@@ -224,7 +224,9 @@ def prepare_run(config: CompareConfig, out: Path | None, resume: Path | None,
         try:
             config.validate()
         except ConfigError as exc:
-            hint = "; pass --workers N with --resume to change it" if "workers" in str(exc) else ""
+            if any(str(exc).startswith(k) for k in changes):
+                raise  # the new value itself is bad
+            hint = "; pass --workers N with --resume to change it" if str(exc).startswith("workers") else ""
             raise ConfigError(f"{resume}: recorded {exc}{hint}") from None
         _check_same_corpus(config, recorded.resolved.oneshot)
         if changed:

@@ -146,6 +146,8 @@ def test_resume_takes_a_new_worker_count_and_records_it(tmp_path: Path) -> None:
     folder.write_env({})
     with pytest.raises(ConfigError, match="recorded workers must be at least 1.*pass --workers N with --resume"):
         run_compare(_config(), CompareOptions(resume=folder.path))
+    with pytest.raises(ConfigError, match=r"^workers must be at least 1 .*got -2"):
+        run_compare(_config(), CompareOptions(resume=folder.path, resume_with={"workers": -2}))
     with pytest.raises(ConfigError, match="--resume cannot change budget"):
         run_compare(_config(), CompareOptions(resume=folder.path, resume_with={"budget": 5}))
     result = run_compare(_config(), CompareOptions(resume=folder.path, resume_with={"workers": 1}))
