@@ -456,26 +456,33 @@ def run_compare(config: CompareConfig, options: CompareOptions | None = None) ->
     client: ModelClient | None = None
     clock_lock = None
     recorded_evaluations = None
+    replayed_target = None
     if opts.replay is not None:
         client = _replay_client(opts.replay)
-        recorded_evaluations = _recorded_evaluations(opts.replay) if exact_replay else None
+        if exact_replay:
+            recorded_evaluations = _recorded_evaluations(opts.replay)
+            # Judged as the recorded run was, on its device: the same evaluation keys and timing rule.
+            replayed_target = recorded_target(RunFolder(opts.replay).read_config().resolved,
+                                              detect_target(force_cpu=config.device == "cpu"))
     elif opts.resume is None:
         config.validate()
         client = make_run_client(config)  # before any run folder: an unreachable endpoint leaves nothing behind
     if exact_replay and opts.lock_clocks is not None:
         raise ConfigError("an exact replay times nothing, so --lock-clocks has nothing to lock (add --rejudge to "
                           "judge anew)")
-    if opts.resume is None:
-        clock_lock = (contextlib.nullcontext() if exact_replay
-                      else _clock_lock(start_target(config), opts.lock_clocks, opts.on_message))  # likewise
+    if replayed_target is not None:
+        # The task sources as the recorded device saw them (one target per process), before the
+        # run folder is made, so the recorded names resolve.
+        load_sources(config.task_sources, replayed_target.vendor)
+        clock_lock = contextlib.nullcontext()
+    elif opts.resume is None:
+        clock_lock = _clock_lock(start_target(config), opts.lock_clocks, opts.on_message)  # likewise
     prepared = prepare_run(config, opts.out, opts.resume, opts.resume_with)
     config, run_dir, resumed = prepared.config, prepared.run_dir, prepared.resumed
-    machine = target = start_target(config)
-    if exact_replay:
-        assert opts.replay is not None
-        # Judged as the recorded run was, on its device: the same evaluation keys and timing rule.
-        target = recorded_target(RunFolder(opts.replay).read_config().resolved, machine)
-        load_sources(config.task_sources, target.vendor)
+    if replayed_target is not None:
+        machine, target = detect_target(force_cpu=config.device == "cpu"), replayed_target
+    else:
+        machine = target = start_target(config)
     if resumed:
         recorded = RunFolder(run_dir).read_config().resolved
         if recorded.vendor != target.vendor:
