@@ -102,7 +102,10 @@ def cli() -> None:
 @click.option("--max-concurrency", type=int, default=None, help="Model requests in flight at once [default 8].")
 @click.option("--dry-run", is_flag=True, help="Print the calls, tokens and estimated cost the run would spend; spend nothing.")
 @click.option("--replay", type=click.Path(path_type=Path), default=None,
-              help="Re-run a recorded run folder from its recorded model responses, with no network.")
+              help="Re-run a recorded run folder from its recorded model responses and evaluations: every decision "
+                   "and summary.json reproduced exactly, with no network and no GPU.")
+@click.option("--rejudge", is_flag=True,
+              help="With --replay: judge every candidate anew on this machine instead of replaying the evaluations.")
 @click.option("--lock-clocks", "lock_spec", default=None, metavar="auto|SM[,MEM]",
               help="Lock GPU clocks for the run (needs root; restored on exit and Ctrl-C). Off by default.")
 @click.option("--eval-budget", type=int, default=None, metavar="N",
@@ -116,7 +119,7 @@ def compare(budget: int | None, budget_unit: str | None, methods: str | None, ta
             out: Path | None, resume: Path | None, base_url: str | None, model: str | None, api_key_env: str | None,
             device: str | None, workers: int | None, worker_user: str | None, quiet: bool,
             max_concurrency: int | None, dry_run: bool, replay: Path | None, lock_spec: str | None,
-            eval_budget: int | None, oneshot_corpus: Path | None, retry_errors: bool) -> None:
+            eval_budget: int | None, oneshot_corpus: Path | None, retry_errors: bool, rejudge: bool) -> None:
     """Run every method on every task under one budget ledger, then judge on hidden tests.
 
     Exit status: 0 when every unit finished cleanly; 3 when the run finished but some units
@@ -135,6 +138,8 @@ def compare(budget: int | None, budget_unit: str | None, methods: str | None, ta
         raise BadInput("--replay and --resume cannot be combined")
     if retry_errors and resume is None:
         raise BadInput("--retry-errors goes with --resume RUN_DIR")
+    if rejudge and replay is None:
+        raise BadInput("--rejudge goes with --replay RUN_DIR")
     flags = {"budget": budget, "budget_unit": budget_unit, "methods": _split(methods), "tasks": _split(tasks),
              "suite": suite, "repeats": repeats, "seed": seed, "device": device, "workers": workers,
              "worker_user": worker_user, "task_sources": _sources(sources), "eval_budget": eval_budget,
@@ -146,8 +151,10 @@ def compare(budget: int | None, budget_unit: str | None, methods: str | None, ta
             raise BadInput("--dry-run estimates a new run; it cannot be combined with --resume")
         click.echo(estimate_compare(config).format())
         return
-    if resume is not None and (config_path or any(v is not None for v in flags.values())):
-        _say("note: --resume uses the run's recorded config; other run options are ignored")
+    resume_with = {"workers": workers} if resume is not None and workers is not None else {}
+    if resume is not None and (config_path or any(v is not None for k, v in flags.items() if k != "workers")):
+        _say("note: --resume uses the run's recorded config (it may change only --workers); other run options "
+             "are ignored")
     bar: Any = None
     unit = ""
 
@@ -167,7 +174,7 @@ def compare(budget: int | None, budget_unit: str | None, methods: str | None, ta
 
     options = CompareOptions(out=out, resume=resume, replay=replay, lock_clocks=_parse_lock_spec(lock_spec),
                              command_line=list(sys.argv), on_message=_say, on_start=on_start, on_progress=on_progress,
-                             retry_errors=retry_errors)
+                             retry_errors=retry_errors, resume_with=resume_with, rejudge=rejudge)
     try:
         result = run_compare(config, options)
     except CompareInterrupted as stop:

@@ -5,9 +5,17 @@ Methods never run code: `ctx.run_tests(candidate, tests)` sends a job of kind
 the candidate from its own file as for any evaluation and calls `run_test_functions` here.
 The tests see two globals: the entry point (by its name) and `DEVICE` ("cuda" on a GPU,
 either vendor; "cpu" on the Triton interpreter). Every top-level `test_*` function is
-called in definition order, each under its own time limit; one failing or crashing test
-never stops the others. These are the *method's* tests, run as written: no poisoned
-allocations, no reference, none of the task's cases.
+called in definition order, each under its own time limit, with Python's and torch's random
+generators seeded alike before each and `torch.empty*` poisoned (NaN, as in the oracle), so
+memory the kernel never writes reads the same in every run; one failing or crashing test
+never stops the others. These are the *method's* tests, run as written: no reference, none
+of the task's cases.
+
+Feedback text is a function of the candidate's behaviour (design invariant 8): a failed
+assert names the tensors it compared, at how many elements two of them differ and the first
+such element of each (never a leading run of the output, which quotes whatever memory the
+kernel read out of bounds); a failing test runs four more times on the same inputs, and a failure
+whose text differs between the runs is described, not quoted (judge/value_text.py).
 
 The result crosses the process boundary as an `InternalTestReport`, whose JSON has the
 shape of an evaluation (`verdict`, `timing`, plus `tests`), so the run store's evaluation
@@ -28,6 +36,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from judge.steady import RERUNS, disturb_memory
+from judge.value_text import VARYING, describe_value
 from judge.verdict import TestOutcome, Verdict
 
 JOB_KIND = "internal_tests"
@@ -42,17 +52,23 @@ class InternalTestReport:
 
     verdict: Verdict
     tests: tuple[TestOutcome, ...] = ()
+    phases: dict[str, float] | None = None  # seconds per phase (judge/phases.py)
 
     @property
     def passed(self) -> bool:
         return self.verdict.correct
 
     def to_json(self) -> dict[str, Any]:
-        return {"verdict": self.verdict.to_json(), "timing": None, "tests": [asdict(t) for t in self.tests]}
+        d: dict[str, Any] = {"verdict": self.verdict.to_json(), "timing": None,
+                             "tests": [asdict(t) for t in self.tests]}
+        if self.phases is not None:
+            d["phases"] = dict(self.phases)
+        return d
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> InternalTestReport:
-        return cls(Verdict.from_json(d["verdict"]), tuple(TestOutcome(**t) for t in d.get("tests", ())))
+        return cls(Verdict.from_json(d["verdict"]), tuple(TestOutcome(**t) for t in d.get("tests", ())),
+                   d.get("phases"))
 
     @classmethod
     def from_outcomes(cls, outcomes: tuple[TestOutcome, ...]) -> InternalTestReport:
@@ -112,20 +128,31 @@ def _test_frame(exc: BaseException) -> Any:
 
 
 def _values(frame: Any, line: str) -> str:
-    """What the failing line compared (Reflexion shows the output next to the failed
-    assert): the tensors it names, a few leading values each, and their largest difference."""
+    """What the failing line compared (Reflexion shows the output next to the failed assert):
+    the tensors it names with their shapes and, for two of one shape, at how many elements
+    they differ and the first such element of each. Only that one element is quoted, and
+    through judge/value_text.py: a leading run of an output quotes whatever memory the
+    kernel left unwritten or read out of bounds."""
     try:
         import torch
     except ImportError:  # pragma: no cover - the worker always has torch
         return ""
     names = dict.fromkeys(re.findall(r"\b[A-Za-z_]\w*\b", line))
     tensors = [(n, frame.f_locals[n]) for n in names if isinstance(frame.f_locals.get(n), torch.Tensor)][:3]
-    parts = [f"{n} shape {tuple(t.shape)} starts {[round(float(v), 4) for v in t.detach().flatten()[:4].cpu()]}"
-             for n, t in tensors]
     if len(tensors) == 2 and tensors[0][1].shape == tensors[1][1].shape and tensors[0][1].is_floating_point():
-        diff = (tensors[0][1].double() - tensors[1][1].double()).abs().max()
-        parts.append(f"max |{tensors[0][0]} - {tensors[1][0]}| = {float(diff):.4g}")
-    return "; ".join(parts)
+        (na, a), (nb, b) = tensors
+        a64, b64 = a.detach().double().cpu().flatten(), b.detach().double().cpu().flatten()
+        differ = ~torch.isclose(a64, b64, equal_nan=True)
+        text = f"{na} and {nb} (shape {tuple(a.shape)}) differ at {int(differ.sum())} of {differ.numel()} elements"
+        if bool(differ.any()):
+            i = int(differ.nonzero()[0])
+            finite = [float(t[torch.isfinite(t)].abs().max()) for t in (a64, b64) if bool(torch.isfinite(t).any())]
+            scale = min(finite) if finite else 1.0
+            index = tuple(int(k) for k in torch.unravel_index(torch.tensor(i), tuple(a.shape))) if a.dim() else ()
+            text += (f"; first at index {index}: {na} = {describe_value(float(a64[i]), scale, 4)}, "
+                     f"{nb} = {describe_value(float(b64[i]), scale, 4)}")
+        return text
+    return "; ".join(f"{n} shape {tuple(t.shape)}" for n, t in tensors)
 
 
 def _failure_message(exc: BaseException, tests: str) -> str:
@@ -143,11 +170,61 @@ def _failure_message(exc: BaseException, tests: str) -> str:
     return f"{text} (at: {where})" if where else text
 
 
+def _seeded_call(fn: Callable[[], Any], per_test_timeout: float | None) -> None:
+    """One run of a test function, every random generator seeded alike, so a re-run sees the
+    inputs the first run saw (a test that draws inputs without a seed included), with
+    `torch.empty*` poisoned as in the oracle, so memory the kernel never writes reads NaN."""
+    import random
+
+    import torch
+
+    from judge.oracle import poisoned_allocations
+
+    random.seed(0)
+    torch.manual_seed(0)
+    with _time_limit(per_test_timeout), poisoned_allocations():
+        fn()
+
+
+def _reproducible_failure(exc: BaseException, fn: Callable[[], Any], per_test_timeout: float | None,
+                          tests: str, device: str) -> str:
+    """The failure text, made a function of the candidate's behaviour (design invariant 8): the
+    test runs RERUNS more times on the same inputs (the earlier runs' tensors kept alive and
+    memory disturbed: judge/steady.py), so memory read out of bounds or never written
+    differs; when the text differs between runs, it quotes garbage, and the assert line with
+    the note judge/value_text.py VARYING replaces it."""
+    first = _failure_message(exc, tests)
+    if isinstance(exc, TestTimeout):
+        return first  # another 30 s would tell nothing new
+    kept: list[Any] = [exc]  # holds the first run's frames, and so its tensors, alive through the re-runs
+    texts = [first]
+    for rerun in range(RERUNS):
+        disturb_memory(rerun, device, kept)
+        try:
+            _seeded_call(fn, per_test_timeout)
+        except (Exception, SystemExit) as again:  # noqa: BLE001 - a re-run's failure is compared, not raised
+            kept.append(again)
+            texts.append(_failure_message(again, tests))
+        else:
+            texts.append("")
+    del kept
+    if all(t == first for t in texts):
+        return first
+    tb = _test_frame(exc)
+    lines = tests.splitlines()
+    where = lines[tb.tb_lineno - 1].strip() if tb is not None and 0 < tb.tb_lineno <= len(lines) else ""
+    head = f"AssertionError: {where}" if isinstance(exc, AssertionError) and where else (
+        f"{type(exc).__name__}" + (f" (at: {where})" if where else ""))
+    passed = " (it passed on a re-run)" if "" in texts else ""
+    return f"{head} # {VARYING}{passed}"
+
+
 def run_test_functions(entry: Callable[..., Any], entry_name: str, tests: str, device: str,
                        per_test_timeout: float | None = DEFAULT_TEST_TIMEOUT_S) -> tuple[TestOutcome, ...]:
     """Define the tests in a fresh namespace holding the entry point and DEVICE, then call
-    each `test_*` function. A test source that does not even define its functions (an import
-    of a missing module, a syntax error) fails every test with that error."""
+    each `test_*` function (random generators seeded before each). A test source that does
+    not even define its functions (an import of a missing module, a syntax error) fails every
+    test with that error."""
     namespace: dict[str, Any] = {"__name__": "kmc_internal_tests", entry_name: entry, "DEVICE": device}
     try:
         names = _test_names(tests)
@@ -166,10 +243,10 @@ def run_test_functions(entry: Callable[..., Any], entry_name: str, tests: str, d
             outcomes.append(TestOutcome(name, False, "not a function after the test source ran"))
             continue
         try:
-            with _time_limit(per_test_timeout):
-                fn()
+            _seeded_call(fn, per_test_timeout)
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - every failure of a test is that test's outcome
-            outcomes.append(TestOutcome(name, False, _failure_message(exc, tests)))
+            outcomes.append(TestOutcome(name, False, _reproducible_failure(exc, fn, per_test_timeout, tests,
+                                                                                   device)))
         else:
             outcomes.append(TestOutcome(name, True))
     return tuple(outcomes)

@@ -25,6 +25,7 @@ import torch
 
 from bench.modules import import_file
 from bench.task import Case, CaseUnavailable, OutputArgs, Task
+from judge.value_text import describe_value
 from judge.verdict import Verdict
 
 DEVICE_ERROR_MARKERS = (
@@ -301,17 +302,20 @@ def compare(out: Any, expected: Any, task: Task, path: str = "output") -> tuple[
     allowed = tol.atol + tol.rtol * e.abs()
     bad = e_finite & (diff > allowed)
     if bool(bad.any()):
+        scale = float(e[e_finite].abs().max())  # garbage is described against the answer's magnitude
         idx = int(bad.flatten().nonzero()[0])
         raise Mismatch(
             f"{path}: {int(bad.sum())}/{bad.numel()} elements outside atol={tol.atol} rtol={tol.rtol}; "
-            f"first at flat index {idx}: got {float(o.flatten()[idx]):.6g}, expected {float(e.flatten()[idx]):.6g}",
+            f"first at flat index {idx}: got {describe_value(float(o.flatten()[idx]), scale)}, "
+            f"expected {float(e.flatten()[idx]):.6g}",
             max_abs, max_rel,
         )
     if o.numel() > 1:
         e_span = float(e[e_finite].max() - e[e_finite].min()) if bool(e_finite.any()) else 0.0
         o_span = float(o[o_finite].max() - o[o_finite].min()) if bool(o_finite.any()) else 0.0
         if o_span == 0.0 and e_span > tol.atol:
-            raise Mismatch(f"{path}: output is constant ({float(o.flatten()[0])}) where the reference varies",
+            constant = describe_value(float(o.flatten()[0]), float(e[e_finite].abs().max()))
+            raise Mismatch(f"{path}: output is constant ({constant}) where the reference varies",
                            max_abs, max_rel)
     return max_abs, max_rel
 

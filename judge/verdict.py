@@ -144,14 +144,20 @@ class Timing:
 
 @dataclass(frozen=True)
 class Evaluation:
-    """One candidate judged on one case set: the verdict plus, on a GPU, the timing."""
+    """One candidate judged on one case set: the verdict plus, on a GPU, the timing, and the
+    seconds each phase took (judge/phases.py; kept apart from the verdict by the store)."""
 
     verdict: Verdict
     timing: Timing | None = None
+    phases: dict[str, float] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"verdict": self.verdict.to_json(), "timing": self.timing.to_json() if self.timing else None}
+        d: dict[str, Any] = {"verdict": self.verdict.to_json(), "timing": self.timing.to_json() if self.timing else None}
+        if self.phases is not None:
+            d["phases"] = dict(self.phases)
+        return d
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Evaluation:
-        return cls(verdict=Verdict.from_json(d["verdict"]), timing=Timing.from_json(d.get("timing")))
+        return cls(verdict=Verdict.from_json(d["verdict"]), timing=Timing.from_json(d.get("timing")),
+                   phases=d.get("phases"))

@@ -152,8 +152,10 @@ class Worker:
         return self.baselines[task.id]
 
     def handle(self, job: dict[str, Any]) -> dict[str, Any]:
+        from judge.phases import PhaseClock
         from judge.verdict import Evaluation
 
+        self.clock = PhaseClock()  # seconds per phase of this job, sent back with the evaluation
         folder = Path(tempfile.mkdtemp(prefix="cand-", dir=self.tmp))
         threads_before = set(threading.enumerate())
         modules_before = set(sys.modules)
@@ -183,7 +185,7 @@ class Worker:
             evaluation = {"verdict": {"kind": "runtime_error", "message": tampered, "worker_restarted": True},
                           "timing": None}
         else:
-            evaluation = Evaluation(verdict, timing).to_json()
+            evaluation = Evaluation(verdict, timing, dict(self.clock.seconds)).to_json()
             if tests is not None:
                 evaluation["tests"] = tests
         return {"id": job["id"], "nonce": job.get("nonce"), "evaluation": evaluation, "fatal": bool(restart),
@@ -192,6 +194,7 @@ class Worker:
     def _judge_job(self, job: dict[str, Any], folder: Path) -> tuple[Any, Any, str]:
         from bench.registry import get_task
         from judge.oracle import CandidateLoadError, format_exception, is_device_error, mentions_device_error
+        from judge.steady import steady_verdict
         from judge.timing import TimingPolicy, time_candidate
         from judge.verdict import Verdict
 
@@ -200,7 +203,8 @@ class Worker:
         timing = None
         restart = ""
         try:
-            module = self._load(job["source"], f"candidate_{task.id}", folder)
+            with self.clock("compile"):
+                module = self._load(job["source"], f"candidate_{task.id}", folder)
             tampered = self._tampered()
             entry = getattr(module, task.entry_point, None)
             if tampered:
@@ -208,11 +212,14 @@ class Worker:
             elif not callable(entry):
                 verdict = Verdict("compile_error", f"the candidate defines no function {task.entry_point!r}")
             else:
-                with gpu_gate(exclusive=False):
+                with gpu_gate(exclusive=False), self.clock("correctness"):
                     verdict = self._judge(task, entry, cases, self.device, self.target.interpreter,
                                           integrity=self._tampered)
+                    verdict = steady_verdict(verdict, lambda name: self._judge_alone(task, entry, cases, name),
+                                             self.device)
                 if verdict.correct and job.get("timing") and not self.target.interpreter:
-                    verdict, timing = self._time(task, entry, verdict, job, TimingPolicy, time_candidate)
+                    with self.clock("timing"):  # the perf-case check, then the timing protocol
+                        verdict, timing = self._time(task, entry, verdict, job, TimingPolicy, time_candidate)
         except CandidateLoadError as exc:
             verdict = Verdict(exc.kind, str(exc))
         except Exception as exc:  # noqa: BLE001 - a failure inside timing is still a verdict
@@ -225,6 +232,12 @@ class Worker:
             restart = "tampering"
         return verdict, timing, restart
 
+    def _judge_alone(self, task: Any, entry: Any, cases: Any, name: str) -> Any:
+        """The named case judged again on its own (judge/steady.py); None when it is not one of `cases`."""
+        chosen = tuple(c for c in cases if name == c.name or name.startswith(c.name + "+"))
+        return self._judge(task, entry, chosen, self.device, self.target.interpreter,
+                           integrity=self._tampered) if chosen else None
+
     def _internal_tests_job(self, job: dict[str, Any], folder: Path) -> tuple[Any, list[dict[str, Any]], str]:
         """A method's own unit tests (Reflexion) against the candidate: judge/internal_tests.py."""
         from dataclasses import asdict
@@ -236,13 +249,14 @@ class Worker:
 
         task = get_task(job["task"])
         try:
-            module = self._load(job["source"], f"candidate_{task.id}", folder)
+            with self.clock("compile"):
+                module = self._load(job["source"], f"candidate_{task.id}", folder)
         except CandidateLoadError as exc:
             return Verdict(exc.kind, str(exc)), [], ""
         tampered = self._tampered()
         if tampered:
             return Verdict("runtime_error", f"at import: {tampered}"), [], "tampering"
-        with gpu_gate(exclusive=False):
+        with gpu_gate(exclusive=False), self.clock("correctness"):
             report = judge_internal_tests(module, task.entry_point, job["tests"], self.device,
                                           job.get("per_test_timeout", DEFAULT_TEST_TIMEOUT_S))
         restart = "device error" if any(mentions_device_error(t.message) for t in report.tests) else ""

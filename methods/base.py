@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from bench.task import TaskView
+from methods.rounding import two_digits
 from modelio.types import Completion, Message
 
 
@@ -83,6 +84,9 @@ class Feedback:
     speedup: float | None
     tests: tuple[TestResult, ...] = ()
     kind: str = "visible"  # "visible" (the task's visible cases) or "tests" (the method's own tests)
+    # The speedup's bootstrap interval (low, high) as the timing protocol measured it; methods
+    # compare candidates by it (methods/speed.py), so differences inside the noise are ties.
+    speedup_ci: tuple[float, float] | None = None
 
     @property
     def correct(self) -> bool:
@@ -95,8 +99,8 @@ class Feedback:
     def describe(self) -> str:
         if self.kind == "tests" and (self.tests or self.correct):
             return self._describe_tests()
-        if self.correct:
-            perf = f"; latency {self.latency_ms:.4f} ms" if self.latency_ms is not None else ""
+        if self.correct:  # figures to two significant digits: more would quote timing noise
+            perf = f"; latency {two_digits(self.latency_ms)} ms" if self.latency_ms is not None else ""
             return f"passed all visible tests{perf}"
         where = f" on {self.failing_case}" if self.failing_case else ""
         return f"{self.verdict}{where}: {self.message}"

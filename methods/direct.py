@@ -2,9 +2,12 @@
 is spent (or `max_samples` are drawn; the rest of the budget is then left unspent).
 
 Submission rule (`selection`):
-- "visible-best" (default): among samples that pass the visible cases, the fastest on them
-  (on the CPU interpreter, where nothing is timed, the first to pass); before any passes,
-  the first sample. Each sample costs one visible GPU evaluation, counted by the scheduler.
+- "visible-best" (default): among samples that pass the visible cases, the fastest on them,
+  where "faster" means a speedup interval wholly above the other's: samples whose intervals
+  overlap are tied and the earlier one wins (methods/speed.py), so timing noise cannot flip
+  the pick (on the CPU interpreter, where nothing is timed, the first to pass); before any
+  passes, the first sample. Each sample costs one visible GPU evaluation, counted by the
+  scheduler.
 - "first": the first sample, unseen by any test: the GEAK paper's single-sample baseline.
 
 Prompt (`prompt_style`):
@@ -24,9 +27,10 @@ over them. `code_max_tokens` caps each reply (GEAK-v1's generator cap by default
 from __future__ import annotations
 
 from bench.task import TaskView
-from methods.base import Candidate, MethodContext
+from methods.base import Candidate, Feedback, MethodContext
 from methods.extract import extract_code
 from methods.registry import register_method
+from methods.speed import SpeedInterval, best
 from methods.templates import (
     CODE_MAX_TOKENS,
     answer_request,
@@ -76,7 +80,8 @@ class DirectPrompting:
 
     def run(self, task: TaskView, ctx: MethodContext) -> None:
         messages = self._messages(task, ctx)
-        best: tuple[float, Candidate] | None = None
+        passing: list[tuple[Candidate, Feedback]] = []  # samples that passed the visible cases, in order
+        chosen: Candidate | None = None
         submitted = False
         samples = 0
         while self.max_samples is None or samples < self.max_samples:
@@ -95,7 +100,8 @@ class DirectPrompting:
                 continue
             fb = ctx.feedback(candidate)
             if fb.correct:
-                latency = fb.latency_ms if fb.latency_ms is not None else float("inf")
-                if best is None or latency < best[0]:
-                    best = (latency, candidate)
-                    ctx.submit(candidate)
+                passing.append((candidate, fb))
+                pick = best(passing, lambda p: SpeedInterval.of(p[1]))[0]
+                if pick is not chosen:
+                    chosen = pick
+                    ctx.submit(pick)

@@ -22,15 +22,19 @@ Per iteration exactly two model calls and at most one visible evaluation:
    latency and a request for an optimisation strategy.
 Reply caps: `code_max_tokens` 15000 for the generator and `text_max_tokens` 5000 for the
 reflector, as GEAK-v1 sent them.
-The ancestor pool keeps at most `ancestor_num` correct kernels sorted by latency; a new
-correct kernel replaces the worst when faster.
+The ancestor pool keeps at most `ancestor_num` correct kernels; a new correct kernel
+replaces the slowest when faster. "Faster" here and in the answer rule means a speedup
+interval wholly above the other's: kernels whose intervals overlap are tied, and the earlier
+kernel counts as the faster (methods/speed.py), so timing noise cannot change the pool, its
+order in the prompt or the answer. Latency and speedup appear in prompts to two significant
+digits.
 
 One-shot retrieval (`oneshot`, methods/retrieval.py): the instruction against corpus
 descriptions once at the start; the previous code against corpus code on every debug round.
 
 Submission (the GEAK-v1 answer rule, from visible feedback only, across the runs so far):
-the fastest correct kernel (the fastest ancestor), else the latest correct, else the latest
-runnable, else the last generated.
+the fastest timed correct kernel (ties to the earliest), else the latest correct, else the
+latest runnable, else the last generated.
 
 Budget: T = `iterations` per run (default 10, i.e. 20 calls); `runs` = N runs, or (default)
 as many as the budget allows, so N = budget / (2 T) when it divides; otherwise the last run
@@ -46,6 +50,8 @@ from bench.task import TaskView
 from methods.base import Candidate, Feedback, MethodContext
 from methods.extract import NO_CODE_FEEDBACK, extract_code
 from methods.registry import register_method
+from methods.rounding import two_digits
+from methods.speed import SpeedInterval, best, fastest_first, worst
 from methods.templates import (
     CODE_MAX_TOKENS,
     TEXT_MAX_TOKENS,
@@ -70,8 +76,8 @@ class Attempt:
     reflection: str
 
     @property
-    def latency(self) -> float:
-        return self.feedback.latency_ms if self.feedback.latency_ms is not None else float("inf")
+    def speed(self) -> SpeedInterval:
+        return SpeedInterval.of(self.feedback)
 
 
 @dataclass
@@ -170,19 +176,22 @@ class Geak:
                        max_tokens=self.text_max_tokens).text
 
     def _admit(self, ancestors: list[Attempt], attempt: Attempt) -> None:
+        """Kept in the order they were admitted; `_describe` orders them by speed."""
         if len(ancestors) < self.ancestor_num:
             ancestors.append(attempt)
-        elif attempt.latency < max(a.latency for a in ancestors):
-            ancestors.remove(max(ancestors, key=lambda a: a.latency))
+            return
+        slowest = worst(ancestors, lambda a: a.speed)
+        if attempt.speed.beats(slowest.speed):
+            ancestors.remove(slowest)
             ancestors.append(attempt)
-        ancestors.sort(key=lambda a: a.latency)
 
     @staticmethod
     def _describe(ancestors: list[Attempt]) -> str:
         parts = []
-        for i, a in enumerate(sorted(ancestors, key=lambda a: -a.latency)):
-            lat = f"{a.feedback.latency_ms:.4f} ms" if a.feedback.latency_ms is not None else "not timed (no GPU)"
-            speed = f", {a.feedback.speedup:.2f}x the reference kernel's speed" if a.feedback.speedup else ""
+        for i, a in enumerate(reversed(fastest_first(ancestors, lambda a: a.speed))):  # slowest to fastest
+            fb = a.feedback
+            lat = f"{two_digits(fb.latency_ms)} ms" if fb.latency_ms is not None else "not timed (no GPU)"
+            speed = f", {two_digits(fb.speedup)}x the reference kernel's speed" if fb.speedup else ""
             parts.append(f"Kernel {i + 1} (latency {lat}{speed}):\n{fenced(a.candidate.source)}\n"
                          f"Analysis: {a.reflection.strip()}\n")
         return "\n".join(parts).rstrip()
@@ -192,7 +201,7 @@ class Geak:
         correct = [a for a in history if a.feedback.correct]
         if correct:
             timed = [a for a in correct if a.feedback.latency_ms is not None]
-            choice = min(timed, key=lambda a: a.latency) if timed else correct[-1]
+            choice = best(timed, lambda a: a.speed) if timed else correct[-1]
         else:
             runnable = [a for a in history if a.feedback.ran]
             choice = runnable[-1] if runnable else history[-1]

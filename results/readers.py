@@ -89,7 +89,9 @@ class RunData:
         device_key, timed (the store's flag: timing was asked for), has_timing (a timing
         was recorded: only correct candidates are timed), verdict, speedup, speedup_lo,
         speedup_hi, speedup_vs_eager, candidate_ms, flagged, flag_reasons, skip_reasons
-        (cases the judge skipped, with why).
+        (cases the judge skipped, with why), queue_s, compile_s, correctness_s, timing_s
+        (seconds per phase, judge/phases.py; NaN when not measured: a replayed evaluation or
+        an older store).
     timings: one row per (timed evaluation, case): run, source_hash, task, case_set,
         case, candidate_ms, baseline_ms and eager_ms (tuples of raw samples),
         launches_per_sample, flagged and flag_reasons (the evaluation's), clocks_locked (None
@@ -262,7 +264,7 @@ def _frame(rows: list[dict[str, Any]], columns: list[str]) -> pd.DataFrame:
 
 EVALUATION_COLS = ["source_hash", "task", "case_set", "device_key", "timed", "has_timing", "verdict", "speedup",
                    "speedup_lo", "speedup_hi", "speedup_vs_eager", "candidate_ms", "flagged", "flag_reasons",
-                   "skip_reasons"]
+                   "skip_reasons", "queue_s", "compile_s", "correctness_s", "timing_s"]
 TIMING_COLS = ["source_hash", "task", "case_set", "case", "candidate_ms", "baseline_ms", "eager_ms",
                "launches_per_sample", "flagged", "flag_reasons", "clocks_locked", "clocks_before", "clocks_after",
                "case_clocks", "speedup", "speedup_lo", "speedup_hi"]
@@ -282,6 +284,7 @@ def read_evaluations(store: Store) -> tuple[pd.DataFrame, pd.DataFrame]:
             "speedup_vs_eager": _num(t.get("speedup_vs_eager")), "candidate_ms": _num(t.get("candidate_ms")),
             "flagged": bool(t.get("flagged", False)), "flag_reasons": tuple(t.get("flag_reasons", ())),
             "skip_reasons": tuple((ev.get("verdict") or {}).get("skip_reasons", ())),
+            **{c: _num(r.get(c)) for c in ("queue_s", "compile_s", "correctness_s", "timing_s")},
         })
         for case in t.get("cases", ()):
             per_case = bool(case.get("clocks_before") or case.get("clocks_after"))

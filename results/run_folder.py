@@ -159,6 +159,12 @@ class RunFolder:
         _write_json(self.config_path, {"format_version": FORMAT_VERSION, "config": config,
                                        "resolved": resolved.to_json()})
 
+    def update_options(self, changes: dict[str, Any]) -> None:
+        """Rewrite options of config.json's `config` (a `--resume` that changes how the run runs,
+        e.g. its worker count); the resolved record is kept as it was."""
+        recorded = self.read_config()
+        self.write_config({**recorded.config, **changes}, recorded.resolved)
+
     def read_config(self) -> RecordedConfig:
         """config.json validated; RunFolderError (one line) when it is missing or malformed."""
         if not self.path.is_dir():
@@ -201,11 +207,16 @@ class RunFolder:
             raise RunFolderError(f"{self.env_path} is not a mapping")
         return data
 
-    def record_resume(self, command_line: list[str] | tuple[str, ...] | None = None) -> None:
-        """Append this resumption (when, which code, which command) to env.json's `resumed` list:
-        the code that finished a run may differ from the code that started it."""
+    def record_resume(self, command_line: list[str] | tuple[str, ...] | None = None,
+                      changed: dict[str, Any] | None = None) -> None:
+        """Append this resumption (when, which code, which command, and the options it changed,
+        each as {"from": old, "to": new}) to env.json's `resumed` list: the code that finished a
+        run may differ from the code that started it."""
         env = self.read_env()
-        env.setdefault("resumed", []).append({**provenance(command_line), "started": time.time()})
+        entry = {**provenance(command_line), "started": time.time()}
+        if changed:
+            entry["changed"] = changed
+        env.setdefault("resumed", []).append(entry)
         _write_json(self.env_path, env)
 
     # ------------------------------------------------------------------ summary.json

@@ -65,6 +65,7 @@ CREATE TABLE IF NOT EXISTS evaluations (
     source_hash TEXT NOT NULL, task TEXT NOT NULL, case_set TEXT NOT NULL, device_key TEXT NOT NULL,
     timed INTEGER NOT NULL DEFAULT 0,
     verdict TEXT NOT NULL, evaluation TEXT NOT NULL, created REAL NOT NULL,
+    queue_s REAL, compile_s REAL, correctness_s REAL, timing_s REAL,
     PRIMARY KEY (source_hash, task, case_set, device_key, timed));
 CREATE TABLE IF NOT EXISTS retried_calls (
     method TEXT NOT NULL, task TEXT NOT NULL, repeat INTEGER NOT NULL, call_index INTEGER NOT NULL,
@@ -79,6 +80,8 @@ CREATE TABLE IF NOT EXISTS units (
 """
 
 
+#: Phases an evaluation's seconds are kept for (judge/phases.py PHASES; a column `<phase>_s` each).
+PHASES = ("queue", "compile", "correctness", "timing")
 #: Stores written before the `timed` column marked a timed evaluation by this suffix on the device key.
 LEGACY_TIMED_SUFFIX = "|timed"
 UNIT_KEY = ("method", "task", "repeat")
@@ -114,7 +117,8 @@ class Store:
                                    ("candidates", "run_index", "INTEGER NOT NULL DEFAULT -1"),
                                    ("runs", "independent", "INTEGER NOT NULL DEFAULT 1"),
                                    ("candidates", "evals_used", "INTEGER NOT NULL DEFAULT -1"),
-                                   ("submissions", "evals_used", "INTEGER NOT NULL DEFAULT -1")):
+                                   ("submissions", "evals_used", "INTEGER NOT NULL DEFAULT -1"),
+                                   *(("evaluations", f"{p}_s", "REAL") for p in PHASES)):
             if column not in self._columns(table):
                 self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {ddl}")
         if "timed" in self._columns("evaluations"):
@@ -212,16 +216,19 @@ class Store:
         return json.loads(rows[0][0]) if rows else None
 
     def record_evaluation(self, h: str, task: str, case_set: str, device_key: str, evaluation: dict[str, Any],
-                          timed: bool = False) -> None:
+                          timed: bool = False, phases: dict[str, float] | None = None) -> None:
         """One evaluation; `timed` when it also timed the candidate (a GPU's hidden or visible
         run with timing). A timed evaluation judges the same case set and then re-checks the
         output after timing, so its verdict can differ from the untimed one's
-        (results/readers.py `hidden_verdicts` counts a candidate correct only when both say so)."""
+        (results/readers.py `hidden_verdicts` counts a candidate correct only when both say so).
+        `phases`: seconds per phase (judge/phases.py), one column each; NULL when not measured
+        (a replayed evaluation, or a store written before they were kept)."""
+        seconds = [None if phases is None or p not in phases else float(phases[p]) for p in PHASES]
         self._write(
             "INSERT OR IGNORE INTO evaluations(source_hash, task, case_set, device_key, timed, verdict, evaluation, "
-            "created) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "created, queue_s, compile_s, correctness_s, timing_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (h, task, case_set, device_key, int(timed), evaluation["verdict"]["kind"], json.dumps(evaluation),
-             time.time()),
+             time.time(), *seconds),
         )
 
     # ------------------------------------------------------------------ units
@@ -314,6 +321,42 @@ class Store:
         return self._rows(f"SELECT {', '.join(columns)} FROM calls ORDER BY method, task, repeat, call_index")
 
     def evaluations(self) -> list[dict[str, Any]]:
-        """Every evaluation: key (with `timed` as 0/1), verdict kind and the evaluation's JSON text."""
-        return self._rows("SELECT source_hash, task, case_set, device_key, timed, verdict, evaluation FROM evaluations "
+        """Every evaluation: key (with `timed` as 0/1), verdict kind, the evaluation's JSON text and
+        the seconds of each phase (`queue_s`, `compile_s`, `correctness_s`, `timing_s`; None when
+        not measured)."""
+        return self._rows("SELECT source_hash, task, case_set, device_key, timed, verdict, evaluation, queue_s, "
+                          "compile_s, correctness_s, timing_s FROM evaluations "
                           "ORDER BY source_hash, task, case_set, device_key, timed")
+
+
+class RecordedEvaluations:
+    """A recorded run's evaluations, read once and held in memory, for `compare --replay`: the
+    replay answers every evaluation from them instead of running a worker (exact replay,
+    design invariant 8). Opened read-only; a store written before `timed` was a column (a
+    `|timed` suffix on the device key) is read as if migrated."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise FileNotFoundError(f"no recorded run store at {self.path}")
+        db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+        try:
+            columns = {r[1] for r in db.execute("PRAGMA table_info(evaluations)")}
+            timed = "timed" if "timed" in columns else "0"
+            rows = db.execute(f"SELECT source_hash, task, case_set, device_key, {timed}, evaluation FROM evaluations")
+            self._rows: dict[tuple[str, str, str, str, bool], str] = {}
+            for h, task, case_set, device_key, is_timed, evaluation in rows:
+                if device_key.endswith(LEGACY_TIMED_SUFFIX):
+                    device_key, is_timed = device_key[:-len(LEGACY_TIMED_SUFFIX)], 1
+                self._rows[(h, task, case_set, device_key, bool(is_timed))] = evaluation
+        except sqlite3.DatabaseError as exc:
+            raise ValueError(f"{self.path} is not a run store: {exc}") from None
+        finally:
+            db.close()
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def evaluation(self, h: str, task: str, case_set: str, device_key: str, timed: bool = False) -> dict[str, Any] | None:
+        text = self._rows.get((h, task, case_set, device_key, bool(timed)))
+        return json.loads(text) if text is not None else None

@@ -26,6 +26,7 @@ from results.curves import checkpoints, spend_at, unit_curves
 from results.labels import SIMULATED_BANNER, interval_text, range_text
 from results.latency import summarise
 from results.method_stats import MethodStats, method_stats, timed_baselines
+from results.phases import phase_seconds
 from results.readers import UNIT_KEY, RunData, task_difficulty
 from results.verdicts import display
 from stats import (
@@ -520,10 +521,36 @@ def new_shapes_table(a: Analysis) -> Table | None:
     return _table("new_shapes", "Hidden cases that are new shapes, per adapted task", rows, a, notes)
 
 
+def phase_table(a: Analysis) -> Table | None:
+    """Seconds of evaluation per method and phase (queue wait, compile, correctness, timing),
+    with the run's total: where a slow run spends its time (results/phases.py)."""
+    per_method = phase_seconds(a.data.evaluations, a.data.candidates)
+    if per_method.empty:
+        return None
+    labels = {"queue_s": "queue s", "compile_s": "compile s", "correctness_s": "correctness s",
+              "timing_s": "timing s", "total_s": "total s"}
+    rows = []
+    total = per_method.drop(columns="method").sum()
+    for method, r in [*((m, r) for m, r in zip(per_method["method"], per_method.to_dict("records"), strict=True)),
+                      ("all", total.to_dict())]:
+        num: dict = {"method": method, **{k: float(r[k]) for k in ("evaluations", *labels)}}
+        txt: dict = {"method": display(method) if method != "all" else "all methods",
+                     "evaluations": fmt(num["evaluations"], 1),
+                     **{label: fmt(num[k], 1) for k, label in labels.items()}}
+        rows.append((num, txt))
+    notes = ["Seconds summed over the evaluations a method's candidates needed (visible feedback, its own tests, "
+             "hidden judging, final timing), by phase: waiting for an idle worker (queue), importing the candidate "
+             "(compile), the oracle or the method's tests (correctness), the perf-case check and the timing protocol "
+             "(timing, GPU only). An evaluation shared by methods that proposed the same code is split between them. "
+             "Replayed evaluations (compare --replay) took no time and are not counted. Workers run in parallel, so "
+             "the total exceeds the run's wall time."]
+    return _table("phases", "Evaluation time by phase and method", rows, a, notes)
+
+
 def build_tables(a: Analysis) -> list[Table]:
     tables = [accuracy_table(a), variance_table(a), suite_check_table(a), new_shapes_table(a), difficulty_table(a),
               sequential_table(a), parallel_table(a), speedup_table(a), false_positive_table(a), latency_table(a),
-              latency_cases_table(a),
+              latency_cases_table(a), phase_table(a),
               comparisons_table(a) if a.comparisons else None]
     return [t for t in tables if t is not None]
 

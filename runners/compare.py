@@ -10,6 +10,7 @@ skips done units and replays the rest from the store, so nothing is paid for twi
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -27,11 +28,11 @@ from modelio.dryrun import DryRunEstimate
 from modelio.ledger import BudgetExhausted, Ledger, ModelCallFailed
 from modelio.types import ModelClient
 from results.run_folder import ResolvedRun, RunFolder, RunFolderError
-from results.store import Store
-from runners.config import CompareConfig, ConfigError
+from results.store import RecordedEvaluations, Store
+from runners.config import RESUMABLE_OPTIONS, CompareConfig, ConfigError
 from runners.context import UnitContext
 from runners.evaluator import Evaluator
-from runners.executor import Executor
+from runners.executor import Executor, NothingRuns
 from runners.pool import LocalPool
 
 
@@ -104,7 +105,7 @@ class Progress:
 class CompareRun:
     def __init__(self, config: CompareConfig, run_dir: Path, client: ModelClient, target: Target,
                  progress: Callable[[Progress], None] | None = None, executor: Executor | None = None,
-                 retry_errors: bool = False):
+                 retry_errors: bool = False, recorded_evaluations: RecordedEvaluations | None = None):
         self.config = config
         self.run_dir = run_dir
         self.client = client
@@ -116,7 +117,8 @@ class CompareRun:
                              charge_failed_calls=config.charge_failed_calls)
         self.executor: Executor = executor or local_executor(config, target)
         self.stopping = threading.Event()
-        self.evaluator = Evaluator(self.executor, self.store, target, config.timing_policy, self.stopping)
+        self.evaluator = Evaluator(self.executor, self.store, target, config.timing_policy, self.stopping,
+                                   recorded=recorded_evaluations)
         self.oneshot = open_oneshot(config)
         self.units = [Unit(m, t.id, r) for m in config.methods for t in self.tasks for r in range(config.repeats)]
         self.progress = Progress(len(self.units), len(self.units) * config.budget, progress)
@@ -192,24 +194,51 @@ class CompareRun:
         self.store.close()
 
 
-def prepare_run(config: CompareConfig, out: Path | None, resume: Path | None) -> tuple[CompareConfig, Path, bool]:
-    """Validate, pick or reopen the run folder. Returns (config, run_dir, resumed)."""
+@dataclass(frozen=True)
+class PreparedRun:
+    config: CompareConfig
+    run_dir: Path
+    resumed: bool
+    changed: dict[str, dict[str, Any]] = field(default_factory=dict)  # resumable options a --resume changed
+
+
+def prepare_run(config: CompareConfig, out: Path | None, resume: Path | None,
+                resume_with: dict[str, Any] | None = None) -> PreparedRun:
+    """Validate, pick or reopen the run folder. A resume takes the recorded configuration, with
+    the options in `resume_with` (only RESUMABLE_OPTIONS: how to run, never what is compared)
+    changed, validated, and written back to config.json."""
     if resume is not None:
+        folder = RunFolder(resume)
         try:
-            recorded = RunFolder(resume).read_config()
+            recorded = folder.read_config()
         except RunFolderError as exc:
             raise ConfigError(str(exc)) from None
-        config = CompareConfig.from_json(recorded.config)
-        config.validate()
+        changes = {k: v for k, v in (resume_with or {}).items() if v is not None}
+        refused = sorted(set(changes) - set(RESUMABLE_OPTIONS))
+        if refused:
+            raise ConfigError(f"--resume cannot change {', '.join(refused)} (it may change only "
+                              f"{', '.join(RESUMABLE_OPTIONS)})")
+        changed = {k: {"from": recorded.config.get(k), "to": v} for k, v in changes.items()
+                   if recorded.config.get(k) != v}
+        config = CompareConfig.from_json({**recorded.config, **changes})
+        try:
+            config.validate()
+        except ConfigError as exc:
+            if any(str(exc).startswith(k) for k in changes):
+                raise  # the new value itself is bad
+            hint = "; pass --workers N with --resume to change it" if str(exc).startswith("workers") else ""
+            raise ConfigError(f"{resume}: recorded {exc}{hint}") from None
         _check_same_corpus(config, recorded.resolved.oneshot)
-        return config, Path(resume), True
+        if changed:
+            folder.update_options({k: c["to"] for k, c in changed.items()})
+        return PreparedRun(config, Path(resume), True, changed)
     config.validate()
     _check_names(config)
     try:
         folder = RunFolder.create(out or "runs", config.to_json())
     except RunFolderError as exc:
         raise ConfigError(str(exc)) from None
-    return config, folder.path, False
+    return PreparedRun(config, folder.path, False)
 
 
 def _check_same_corpus(config: CompareConfig, recorded: dict[str, Any]) -> None:
@@ -240,8 +269,11 @@ def start_target(config: CompareConfig) -> Target:
     return target
 
 
-def record_run_files(run: CompareRun, resumed: bool, command_line: list[str] | None = None) -> None:
-    """config.json and env.json for a new run; a resumed run adds its resumption to env.json."""
+def record_run_files(run: CompareRun, resumed: bool, command_line: list[str] | None = None,
+                     changed: dict[str, dict[str, Any]] | None = None, machine: Target | None = None) -> None:
+    """config.json and env.json for a new run; a resumed run adds its resumption (and the
+    options it changed) to env.json. `machine`: this machine's device, for env.json, when the
+    run judges as another device did (an exact replay)."""
     folder = RunFolder(run.run_dir)
     if not resumed:
         folder.write_config(run.config.to_json(), ResolvedRun(
@@ -251,9 +283,9 @@ def record_run_files(run: CompareRun, resumed: bool, command_line: list[str] | N
             new_shape_slots={t.id: n for t in run.tasks
                              if (n := sum("shape" in c.dims for c in t.hidden(run.target.interpreter)))},
             oneshot=oneshot_record(run)))
-        folder.write_env(environment_info(run.target), command_line)
+        folder.write_env(environment_info(machine or run.target), command_line)
     else:
-        folder.record_resume(command_line)
+        folder.record_resume(command_line, changed)
     run.store.set_meta("simulated", run.client.simulated)
     counts = callable(getattr(run.client, "count_prompt_tokens", None))
     run.store.set_meta("prompt_counting", "count_tokens" if counts else "bound")
@@ -298,6 +330,12 @@ class CompareOptions:
     on_start: Callable[[RunStarted], None] = lambda _s: None
     on_progress: Callable[[Progress], None] | None = None
     retry_errors: bool = False  # with resume: run the units that ended on a failed model call again
+    # With replay: judge every candidate anew on this machine instead of replaying the recorded
+    # evaluations (an exact replay runs nothing: no worker, no GPU, no network).
+    rejudge: bool = False
+    # With resume: new values of options that say how to run (runners.config.RESUMABLE_OPTIONS,
+    # e.g. {"workers": 4}); validated and recorded in config.json and env.json.
+    resume_with: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -352,6 +390,24 @@ def make_run_client(config: CompareConfig) -> ModelClient:
         raise ConfigError(str(exc)) from None
 
 
+def _recorded_evaluations(run_dir: Path) -> RecordedEvaluations:
+    try:
+        return RecordedEvaluations(RunFolder(run_dir).store_path)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot replay {run_dir}: {exc}") from None
+
+
+def recorded_target(resolved: ResolvedRun, machine: Target) -> Target:
+    """The device a recorded run was judged on (config.json `resolved.target`); a run recorded
+    before the target was kept is taken to have run on this machine's kind of device."""
+    t = resolved.target
+    if not t.get("vendor"):
+        return machine
+    vendor = str(t["vendor"])
+    return Target(vendor, bool(t.get("interpreter", vendor == "cpu")), str(t.get("device_name", "")),
+                  int(t.get("device_count", 0)))
+
+
 def _replay_client(run_dir: Path) -> ModelClient:
     from modelio.replay import ReplayClient
 
@@ -365,8 +421,6 @@ def _replay_client(run_dir: Path) -> ModelClient:
 
 def _clock_lock(target: Target, clocks: tuple[int | None, int | None] | None, on_message: Message) -> Any:
     """A context that locks clocks for the run when asked, and does nothing otherwise."""
-    import contextlib
-
     if clocks is None:
         return contextlib.nullcontext()
     if target.interpreter:
@@ -394,17 +448,41 @@ def run_compare(config: CompareConfig, options: CompareOptions | None = None) ->
     opts = options or CompareOptions()
     if opts.replay is not None and opts.resume is not None:
         raise ConfigError("--replay and --resume cannot be combined")
+    if opts.resume_with and opts.resume is None:
+        raise ConfigError("resume_with changes a resumed run's options; it goes with resume")
+    if opts.rejudge and opts.replay is None:
+        raise ConfigError("--rejudge goes with --replay RUN_DIR")
+    exact_replay = opts.replay is not None and not opts.rejudge
     client: ModelClient | None = None
     clock_lock = None
+    recorded_evaluations = None
+    replayed_target = None
     if opts.replay is not None:
         client = _replay_client(opts.replay)
+        if exact_replay:
+            recorded_evaluations = _recorded_evaluations(opts.replay)
+            # Judged as the recorded run was, on its device: the same evaluation keys and timing rule.
+            replayed_target = recorded_target(RunFolder(opts.replay).read_config().resolved,
+                                              detect_target(force_cpu=config.device == "cpu"))
     elif opts.resume is None:
         config.validate()
         client = make_run_client(config)  # before any run folder: an unreachable endpoint leaves nothing behind
-    if opts.resume is None:
+    if exact_replay and opts.lock_clocks is not None:
+        raise ConfigError("an exact replay times nothing, so --lock-clocks has nothing to lock (add --rejudge to "
+                          "judge anew)")
+    if replayed_target is not None:
+        # The task sources as the recorded device saw them (one target per process), before the
+        # run folder is made, so the recorded names resolve.
+        load_sources(config.task_sources, replayed_target.vendor)
+        clock_lock = contextlib.nullcontext()
+    elif opts.resume is None:
         clock_lock = _clock_lock(start_target(config), opts.lock_clocks, opts.on_message)  # likewise
-    config, run_dir, resumed = prepare_run(config, opts.out, opts.resume)
-    target = start_target(config)
+    prepared = prepare_run(config, opts.out, opts.resume, opts.resume_with)
+    config, run_dir, resumed = prepared.config, prepared.run_dir, prepared.resumed
+    if replayed_target is not None:
+        machine, target = detect_target(force_cpu=config.device == "cpu"), replayed_target
+    else:
+        machine = target = start_target(config)
     if resumed:
         recorded = RunFolder(run_dir).read_config().resolved
         if recorded.vendor != target.vendor:
@@ -417,15 +495,19 @@ def run_compare(config: CompareConfig, options: CompareOptions | None = None) ->
     started = time.perf_counter()
     if opts.retry_errors and not resumed:
         raise ConfigError("--retry-errors goes with --resume RUN_DIR")
-    run = CompareRun(config, run_dir, client, target, progress=opts.on_progress,
-                     executor=local_executor(config, target, clocks_locked=opts.lock_clocks is not None),
-                     retry_errors=opts.retry_errors)
+    executor = NothingRuns() if exact_replay else local_executor(config, target,
+                                                                 clocks_locked=opts.lock_clocks is not None)
+    run = CompareRun(config, run_dir, client, target, progress=opts.on_progress, executor=executor,
+                     retry_errors=opts.retry_errors, recorded_evaluations=recorded_evaluations)
     try:
-        record_run_files(run, resumed, opts.command_line)
+        record_run_files(run, resumed, opts.command_line, prepared.changed, machine)
         opts.on_message(f"run folder: {run_dir}" + (" (resumed)" if resumed else ""))
         if opts.replay is not None:
             run.store.set_meta("replay_of", str(opts.replay))
-            opts.on_message(f"model: REPLAY of {opts.replay} (recorded responses, no network)")
+            run.store.set_meta("replay_mode", "exact" if exact_replay else "rejudge")
+            what = ("recorded responses and evaluations, no network, no GPU" if exact_replay
+                    else "recorded responses, no network; evaluations judged anew")
+            opts.on_message(f"model: REPLAY of {opts.replay} ({what})")
         elif client.simulated:
             where = getattr(client, "base_url", None)
             opts.on_message("model: built-in SIMULATED model "

@@ -99,6 +99,13 @@ class CompareConfig:
             raise ConfigError(f"budget must be a positive integer, got {self.budget!r}")
         if self.repeats < 1:
             raise ConfigError(f"repeats must be at least 1, got {self.repeats}")
+        for name in ("workers", "concurrency"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+                raise ConfigError(f"{name} must be at least 1 (or left out for the default), got {value!r}")
+        if self.job_timeout_s is not None and (not isinstance(self.job_timeout_s, (int, float))
+                                               or isinstance(self.job_timeout_s, bool) or self.job_timeout_s <= 0):
+            raise ConfigError(f"job_timeout_s must be a positive number of seconds, got {self.job_timeout_s!r}")
         if not self.methods:
             raise ConfigError("no methods chosen")
         if not isinstance(self.oneshot_threshold, (int, float)) or isinstance(self.oneshot_threshold, bool) \
@@ -181,6 +188,10 @@ def load_config_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"config {path} must be a mapping of options, got {type(data).__name__}")
     return data
 
+
+#: Options that say how to run, not what is compared: `--resume` may change them (recorded in
+#: config.json and in env.json's `resumed` entry), because no recorded result depends on them.
+RESUMABLE_OPTIONS = ("workers",)
 
 ENDPOINT_KEYS = ("base_url", "model", "api_key_env", "max_concurrency")
 

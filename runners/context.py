@@ -162,7 +162,8 @@ class UnitContext:
                                              "calls_used": self.account.spend.calls,
                                              "source_hash": self.store.put_source(candidate.source), "verdict": v.kind})
         return Feedback(verdict=v.kind, message=_capped(v.message), failing_case=v.failing_case,
-                        latency_ms=t.candidate_ms if t else None, speedup=t.speedup_vs_baseline if t else None)
+                        latency_ms=t.candidate_ms if t else None, speedup=t.speedup_vs_baseline if t else None,
+                        speedup_ci=t.speedup_ci if t else None)
 
     def run_tests(self, candidate: Candidate, tests: str) -> Feedback:
         """The method's own test functions against a candidate, run by the sandboxed worker.

@@ -29,12 +29,23 @@ class EvaluationStore(Protocol):
     def evaluation(self, h: str, task: str, case_set: str, device_key: str, timed: bool = False) -> dict[str, Any] | None: ...
 
     def record_evaluation(self, h: str, task: str, case_set: str, device_key: str, evaluation: dict[str, Any],
-                          timed: bool = False) -> None: ...
+                          timed: bool = False, phases: dict[str, float] | None = None) -> None: ...
+
+
+class RecordedLookup(Protocol):
+    def evaluation(self, h: str, task: str, case_set: str, device_key: str, timed: bool = False) -> dict[str, Any] | None: ...
 
 
 class Evaluator:
+    """`recorded`: a recorded run's evaluations (`compare --replay`); every evaluation is then
+    answered from them, copied into this run's store, and nothing runs: an evaluation the
+    recorded run never made is a ReplayMiss (exact or it stops, as for model calls)."""
+
     def __init__(self, executor: Executor, store: EvaluationStore, target: Target,
-                 timing_policy: TimingPolicy | None = None, stopping: threading.Event | None = None):
+                 timing_policy: TimingPolicy | None = None, stopping: threading.Event | None = None,
+                 recorded: RecordedLookup | None = None):
+        self.recorded = recorded
+        self.replayed = 0
         self.executor = executor
         self.stopping = stopping or threading.Event()
         self.store = store
@@ -58,12 +69,29 @@ class Evaluator:
                 return cached
             if self.stopping.is_set():
                 raise RunInterrupted()
+            if self.recorded is not None:
+                return self._replayed(key, timed)
             result = compute().to_json()
             if self.stopping.is_set():  # the worker may have been killed under it: not a verdict to keep
                 raise RunInterrupted()
             self.executed += 1
-            self.store.record_evaluation(*key, result, timed=timed)
+            phases = result.pop("phases", None)  # stored beside the evaluation, never in it: reruns' JSON is equal
+            self.store.record_evaluation(*key, result, timed=timed, phases=phases)
             return result
+
+    def _replayed(self, key: tuple[str, str, str, str], timed: bool) -> dict[str, Any]:
+        from modelio.replay import ReplayMiss
+
+        assert self.recorded is not None
+        result = self.recorded.evaluation(*key, timed=timed)
+        if result is None:
+            h, task, case_set, device = key
+            raise ReplayMiss(f"the recorded run has no {'timed ' if timed else ''}evaluation of candidate {h[:12]} on "
+                             f"{task} ({case_set}, {device}); an exact replay needs the same code and options "
+                             "(--rejudge evaluates anew)")
+        self.replayed += 1
+        self.store.record_evaluation(*key, result, timed=timed)
+        return result
 
     def evaluate(self, task_id: str, source: str, case_set: str, timing: bool = False) -> Evaluation:
         timed = timing and not self.target.interpreter

@@ -35,3 +35,28 @@ class Executor(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class NothingRuns:
+    """The executor of an exact replay (`compare --replay` without `--rejudge`): every
+    evaluation comes from the recorded run (runners/evaluator.py), so no worker starts and no
+    GPU is touched; a call here means the replay asked for something it should have found."""
+
+    size = 4  # units replay concurrently; nothing waits on a worker
+
+    def warm_up(self) -> None:
+        pass
+
+    def evaluate(self, task_id: str, source: str, case_set: str, timing: bool = False,
+                 timing_policy: TimingPolicy | None = None, timeout: float | None = None) -> Evaluation:
+        raise RuntimeError("an exact replay runs no evaluation")
+
+    def run_tests(self, task_id: str, source: str, tests: str, timeout: float | None = None,
+                  per_test_timeout: float | None = None) -> InternalTestReport:
+        raise RuntimeError("an exact replay runs no evaluation")
+
+    def abort(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass

@@ -291,6 +291,8 @@ class LocalPool:
         devices = visible_devices(target)
         if workers is None:
             workers = max(1, min(os.cpu_count() or 1, 4)) if target.interpreter else max(1, len(devices) * workers_per_gpu)
+        if workers < 1:
+            raise ValueError(f"a pool needs at least 1 worker, got {workers}")  # none would wait forever for one
         self.job_timeout = job_timeout or (600.0 if target.interpreter else 180.0)
         self.stats = PoolStats()
         self._stats_lock = threading.Lock()
@@ -331,10 +333,13 @@ class LocalPool:
         with self._stats_lock:
             setattr(self.stats, field, getattr(self.stats, field) + 1)
 
-    def _run_job(self, job: dict[str, Any], limit: float, timeout_message: str) -> dict[str, Any] | Verdict:
-        """Send one job to an idle worker: its reply, or the verdict the worker's failure earns. The worker is restarted after a timeout, a crash, a protocol
+    def _run_job(self, job: dict[str, Any], limit: float, timeout_message: str) -> tuple[dict[str, Any] | Verdict, float]:
+        """Send one job to an idle worker: its reply, or the verdict the worker's failure earns,
+        and the seconds it waited for an idle worker. The worker is restarted after a timeout, a crash, a protocol
         violation or a reply that asks for it (device error)."""
+        asked = time.perf_counter()
         worker = self._idle.get()
+        queued = time.perf_counter() - asked
         try:
             self._count("jobs")
             try:
@@ -342,17 +347,17 @@ class LocalPool:
             except WorkerTimeout:
                 self._count("timeouts")
                 self._restart(worker)
-                return Verdict("timeout", timeout_message, worker_restarted=True)
+                return Verdict("timeout", timeout_message, worker_restarted=True), queued
             except WorkerDied as exc:
                 self._count("crashes")
                 self._restart(worker)
-                return Verdict("crash", str(exc), worker_restarted=True)
+                return Verdict("crash", str(exc), worker_restarted=True), queued
             except ProtocolViolation as exc:
                 self._restart(worker)
-                return Verdict("runtime_error", f"protocol violation: {exc}", worker_restarted=True)
+                return Verdict("runtime_error", f"protocol violation: {exc}", worker_restarted=True), queued
             if reply.get("fatal"):
                 self._restart(worker)
-            return reply
+            return reply, queued
         finally:
             self._idle.put(worker)
 
@@ -361,13 +366,14 @@ class LocalPool:
         job = {"task": task_id, "source": source, "case_set": case_set, "timing": timing,
                "timing_policy": (timing_policy or TimingPolicy()).to_json()}
         limit = timeout or self.job_timeout
-        reply = self._run_job(job, limit, f"no verdict within {limit:.0f} s; worker restarted")
+        reply, queued = self._run_job(job, limit, f"no verdict within {limit:.0f} s; worker restarted")
         if isinstance(reply, Verdict):
-            return Evaluation(reply)
+            return Evaluation(reply, phases={"queue": queued})
         evaluation = Evaluation.from_json(reply["evaluation"])
         if reply.get("fatal") and not evaluation.verdict.worker_restarted:
-            evaluation = Evaluation(dataclasses.replace(evaluation.verdict, worker_restarted=True), evaluation.timing)
-        return evaluation
+            evaluation = dataclasses.replace(evaluation, verdict=dataclasses.replace(evaluation.verdict,
+                                                                                     worker_restarted=True))
+        return dataclasses.replace(evaluation, phases={"queue": queued, **(evaluation.phases or {})})
 
     def run_tests(self, task_id: str, source: str, tests: str, timeout: float | None = None,
                   per_test_timeout: float | None = None) -> InternalTestReport:
@@ -377,10 +383,11 @@ class LocalPool:
         job = {"kind": JOB_KIND, "task": task_id, "source": source, "tests": tests,
                "per_test_timeout": per_test_timeout or DEFAULT_TEST_TIMEOUT_S}
         limit = timeout or self.job_timeout
-        reply = self._run_job(job, limit, f"the tests did not finish within {limit:.0f} s")
+        reply, queued = self._run_job(job, limit, f"the tests did not finish within {limit:.0f} s")
         if isinstance(reply, Verdict):
-            return InternalTestReport(reply)
-        return InternalTestReport.from_json(reply["evaluation"])
+            return InternalTestReport(reply, phases={"queue": queued})
+        report = InternalTestReport.from_json(reply["evaluation"])
+        return dataclasses.replace(report, phases={"queue": queued, **(report.phases or {})})
 
     def _restart(self, worker: WorkerProcess) -> None:
         """Kill now; start the replacement in the background so its imports overlap."""

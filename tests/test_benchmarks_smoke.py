@@ -51,3 +51,25 @@ def test_modelio_concurrency_benchmark_runs_against_serve_sim() -> None:
     assert proc.returncode in (0, 1), proc.stderr[-3000:]  # 1: the speed goal (for 32 callers) missed
     assert "serial:        2 calls" in proc.stdout and "concurrent:    8 calls" in proc.stdout
     assert "peak in flight 8" in proc.stdout  # the client really kept every caller's request in flight
+
+
+def test_compare_benchmark_runs_the_seven_task_command_at_toy_size(tmp_path: Path) -> None:
+    """bench_compare_gpu.py at toy size on the CPU: two same-seed runs of a two-task command,
+    their wall time, phase seconds per method, CPU use and the identical-submission share."""
+    out = tmp_path / "compare.json"
+    proc = _script("bench_compare_gpu.py", "--device", "cpu", "--seven-tasks", "vector_add,flip", "--budget", "2",
+                   "--skip-full", "--determinism", "2", "--workers", "1", "--sample-s", "0.2",
+                   "--out", str(tmp_path / "runs"), "--json", str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-2000:]
+    record = json.loads(out.read_text())
+    runs = record["seven_task_runs"]
+    assert len(runs) == 2 and record["full_suite"] is None
+    for run in runs:
+        assert run["units"] == 6 and run["calls"] == 12 and run["wall_s"] > 0 and run["evaluations"] >= 2
+        assert {r["method"] for r in run["phases"]} == {"direct", "geak", "reflexion"}
+        assert all(r["correctness_s"] > 0 and r["timing_s"] == 0 for r in run["phases"])  # nothing timed on a CPU
+        assert run["utilisation"]["cpu_percent"]["samples"] >= 1
+        assert len(run["final_submissions"]) == 6
+    assert record["identical_submission_share"] == 1.0
+    assert "identical final submissions over 2 runs with seed 0: 100.0% of units" in proc.stdout
+    assert "evaluation seconds by phase" in proc.stdout

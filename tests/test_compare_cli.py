@@ -162,6 +162,9 @@ def test_interrupt_then_resume_equals_uninterrupted_run(tmp_path: Path, uninterr
     (("--config", "/nonexistent/cfg.yaml"), "cannot read config"),
     (("--lock-clocks", "12x"), "--lock-clocks takes 'auto'"),
     (("--lock-clocks", "auto", "--device", "cpu"), "--lock-clocks needs a GPU"),
+    (("--workers", "0", "--device", "cpu"), "workers must be at least 1"),
+    (("--workers", "-1", "--device", "cpu"), "workers must be at least 1"),
+    (("--rejudge",), "--rejudge goes with --replay"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: tuple[str, ...], needle: str) -> None:
     proc = run_cli("compare", *args, "--out", str(tmp_path / "runs"), "--quiet", timeout=120)

@@ -77,7 +77,8 @@ def test_run_compare_in_process_then_resume_and_replay(tmp_path: Path) -> None:
     replay = run_compare(config, replayed.options(replay=result.run_dir, out=tmp_path / "replays"))
     assert replay.summary == result.summary
     assert (replay.run_dir / "summary.json").read_bytes() == (result.run_dir / "summary.json").read_bytes()
-    assert replayed.messages[1] == f"model: REPLAY of {result.run_dir} (recorded responses, no network)"
+    assert replayed.messages[1] == (f"model: REPLAY of {result.run_dir} (recorded responses and evaluations, no "
+                                    "network, no GPU)")
 
 
 @pytest.mark.slow
@@ -115,6 +116,44 @@ def test_bad_input_is_refused_before_a_run_folder_exists(tmp_path: Path) -> None
     with pytest.raises(TaskSourceError, match="unknown adapter"):
         run_compare(_config(task_sources=["nosuch:/tmp"]), CompareOptions(out=out))
     assert not out.exists()
+
+
+def test_a_worker_count_below_one_is_refused_before_a_run_folder_exists(tmp_path: Path) -> None:
+    out = tmp_path / "runs"
+    for workers in (0, -1):
+        with pytest.raises(ConfigError, match=f"workers must be at least 1 .*got {workers}"):
+            run_compare(_config(workers=workers), CompareOptions(out=out))
+    with pytest.raises(ConfigError, match="concurrency must be at least 1"):
+        run_compare(_config(concurrency=0), CompareOptions(out=out))
+    with pytest.raises(ConfigError, match="goes with resume"):
+        run_compare(_config(), CompareOptions(out=out, resume_with={"workers": 2}))
+    assert not out.exists()
+
+
+@pytest.mark.slow
+def test_resume_takes_a_new_worker_count_and_records_it(tmp_path: Path) -> None:
+    """A run folder recorded with a worker count that cannot run (as `--workers 0` once made)
+    is refused on resume with a hint; `--resume --workers N` replaces it, and config.json and
+    env.json record the change. What is compared cannot change on resume."""
+    config = _config()
+    config.validate()
+    folder = RunFolder.create(tmp_path / "runs", {})
+    from results.run_folder import ResolvedRun
+
+    folder.write_config({**config.to_json(), "workers": 0}, ResolvedRun(
+        tasks=("vector_add",), method_options={"direct": {}}, budget_unit="calls", model="m", simulated=True,
+        target={"vendor": "cpu", "interpreter": True}))
+    folder.write_env({})
+    with pytest.raises(ConfigError, match="recorded workers must be at least 1.*pass --workers N with --resume"):
+        run_compare(_config(), CompareOptions(resume=folder.path))
+    with pytest.raises(ConfigError, match=r"^workers must be at least 1 .*got -2"):
+        run_compare(_config(), CompareOptions(resume=folder.path, resume_with={"workers": -2}))
+    with pytest.raises(ConfigError, match="--resume cannot change budget"):
+        run_compare(_config(), CompareOptions(resume=folder.path, resume_with={"budget": 5}))
+    result = run_compare(_config(), CompareOptions(resume=folder.path, resume_with={"workers": 1}))
+    assert result.resumed and result.summary["methods"]["direct"]["calls_used"] == {"vector_add": 2}
+    assert folder.read_config().config["workers"] == 1
+    assert folder.read_env()["resumed"][-1]["changed"] == {"workers": {"from": 0, "to": 1}}
 
 
 def test_dry_run_estimate_in_process(tmp_path: Path) -> None:

@@ -166,6 +166,24 @@ def test_geak_ancestor_pool_and_answer_rule() -> None:
     assert shown == [3.0, 2.0, 1.0]  # pool of 3: the slowest (5.0, 4.0) left, order slowest to fastest
 
 
+def test_geak_pool_order_and_answer_treat_overlapping_intervals_as_ties() -> None:
+    """Kernels whose speedup intervals overlap are tied and the earlier counts as faster: a
+    full pool admits only a kernel decisively faster than its slowest, the prompt lists
+    slowest to fastest with ties in reverse proposal order, and the answer is the earliest
+    of the tied fastest; figures are shown to two significant digits."""
+    latencies = [1.00, 0.95, 2.0, 0.97]  # v1 1.0x, v2 1.05x and v4 1.03x are tied (+-10%); v3 0.5x is slower
+    codes = iter(f"def vector_add(x, y):\n    return x  # v{i}\n" for i in range(100))
+    client = ScriptedClient(lambda r: json_code_reply(next(codes)) if asks_for_code(r) else "analysis")
+    script = [feedback("wrong_result")] + [feedback("correct", lat, noise=0.1) for lat in latencies]
+    ctx = FakeContext(2 * 6, client=client, visible=script)
+    run_until_spent(create_method("geak", {"iterations": 6, "ancestor_num": 2, "oneshot": False}), ctx)
+    assert ctx.submissions[-1].source.endswith("# v1\n")  # tied with v2 and v4, and the earliest
+    optimise = [c for c in ctx.calls if c.role == "generator"][5].messages[-1].content
+    # Pool of 2 after v1, v2: v3 (slower) and v4 (tied with both) are never admitted.
+    assert re.findall(r"latency ([0-9.]+) ms", optimise) == ["0.95", "1"]  # v2 then v1: ties, the earlier last
+    assert "1.1x the reference kernel's speed" in optimise  # 1.0526... to two significant digits
+
+
 # ---------------------------------------------------------------- Reflexion
 
 
@@ -226,6 +244,18 @@ def test_direct_visible_best_submits_the_fastest_passing_sample() -> None:
     run_until_spent(create_method("direct", {}), ctx)
     assert [s.source.split("# ")[-1].strip() for s in ctx.submissions] == ["v0", "v1", "v3"]
     assert len(ctx.visible_runs) == 5
+
+
+def test_direct_visible_best_keeps_the_earlier_sample_when_speedup_intervals_overlap() -> None:
+    """A faster point estimate inside the noise does not move the submission; only a sample
+    whose whole interval lies above the submitted one's does (design invariant 8)."""
+    codes = iter(f"```python\ndef vector_add(x, y):\n    return x  # v{i}\n```" for i in range(100))
+    # speedups 1/latency: v0 0.50 [0.40, 0.60]; v1 0.56 [0.44, 0.67] overlaps; v2 1.0 [0.8, 1.2] is above v0's.
+    script = [feedback("correct", 2.0, noise=0.2), feedback("correct", 1.8, noise=0.2),
+              feedback("correct", 1.0, noise=0.2), feedback("correct", 0.9, noise=0.2)]
+    ctx = FakeContext(4, client=ScriptedClient(lambda r: next(codes)), visible=script)
+    run_until_spent(create_method("direct", {}), ctx)
+    assert [s.source.split("# ")[-1].strip() for s in ctx.submissions] == ["v0", "v2"]
 
 
 def test_direct_first_never_evaluates_and_keeps_the_first_sample() -> None:

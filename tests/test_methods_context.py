@@ -325,8 +325,8 @@ def test_a_resume_refuses_a_changed_oneshot_corpus(tmp_path: Path) -> None:
     RunFolder(run).write_config(config.to_json(), ResolvedRun(
         tasks=("vector_add",), method_options={}, budget_unit="calls", model="m", simulated=True,
         target={"vendor": "cpu"}, oneshot={"sha256": file_digest(corpus)}))
-    resumed, _, was_resumed = prepare_run(CompareConfig(), None, run)
-    assert was_resumed and resumed.oneshot_corpus == str(corpus.resolve())
+    prepared = prepare_run(CompareConfig(), None, run)
+    assert prepared.resumed and prepared.config.oneshot_corpus == str(corpus.resolve())
     corpus.write_text(json.dumps([{"code": "def g(x):\n    return -x\n"}]))
     with pytest.raises(ConfigError, match="changed since this run started"):
         prepare_run(CompareConfig(), None, run)

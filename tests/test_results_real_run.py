@@ -65,7 +65,8 @@ def test_runs_derived_from_the_store(real_run: Path) -> None:
 def test_tables_on_the_real_run(real_run: Path) -> None:
     a = analyse(load_run(real_run), n_resamples=RES)
     tables = {t.name: t for t in build_tables(a)}
-    assert set(tables) == {"accuracy", "difficulty", "sequential", "parallel", "false_positives", "comparisons"}
+    assert set(tables) == {"accuracy", "difficulty", "sequential", "parallel", "false_positives", "phases",
+                           "comparisons"}
     summary = json.loads((real_run / "summary.json").read_text())
     acc = tables["accuracy"].numeric.set_index("method")
     for method, m in summary["methods"].items():

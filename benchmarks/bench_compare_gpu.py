@@ -1,0 +1,243 @@
+#!/usr/bin/env python
+"""The main job on a GPU, timed: wall time, where the evaluation time goes, CPU and GPU use.
+
+Runs, in-process and on the simulated model (issue 15, items 3 and 8):
+
+1. the 7-task command: `compare --budget 20 --tasks vector_add,softmax,layer_norm,rms_norm,
+   matmul,cumsum,flip` (3 methods, 21 units); with `--determinism N`, N times with the same
+   seed, and the share of units whose final submission is identical in every run;
+2. the full suite: `compare --budget 100` (`--full-budget`; `--skip-full` leaves it out).
+
+For each it prints and records the wall time, units, calls, evaluations (run and replayed),
+the evaluation seconds per phase (queue wait, compile, correctness, timing; results/phases.py)
+per method, and the machine's use while it ran: CPU utilisation (psutil if installed, else
+/proc/stat) and, with pynvml, GPU SM utilisation and memory (mean and quantiles of samples
+every `--sample-s` seconds). Goals on one H200 (issue 15): the 7-task command <= 20 s, the
+full suite at budget 100 <= 10 minutes, identical submissions in >= 95% of units.
+
+Usage (on the GPU machine, from the repository root):
+    python benchmarks/bench_compare_gpu.py --determinism 3 --skip-full --json benchmarks/results/<date>-h200-seven.json
+    python benchmarks/bench_compare_gpu.py --skip-seven --json benchmarks/results/<date>-h200-full.json
+CPU smoke (toy size; timings meaningless):
+    python benchmarks/bench_compare_gpu.py --device cpu --seven-tasks vector_add,flip --budget 2 --skip-full --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from results.phases import phase_seconds  # noqa: E402
+from results.readers import load_run  # noqa: E402
+from runners.compare import CompareOptions, RunResult, run_compare  # noqa: E402
+from runners.config import CompareConfig  # noqa: E402
+
+SEVEN_TASKS = "vector_add,softmax,layer_norm,rms_norm,matmul,cumsum,flip"
+
+
+# ---------------------------------------------------------------------------- utilisation sampling
+def _proc_stat() -> tuple[float, float] | None:
+    """(busy, total) CPU jiffies from /proc/stat, or None off Linux."""
+    try:
+        fields = [float(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    except (OSError, ValueError, IndexError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0.0)
+    return sum(fields) - idle, sum(fields)
+
+
+class Sampler:
+    """Samples CPU utilisation (% of all cores) and, with pynvml, each GPU's SM utilisation
+    (%) and memory used (GiB) every `every` seconds on a background thread."""
+
+    def __init__(self, every: float):
+        self.every = every
+        self.cpu: list[float] = []
+        self.gpu_util: list[float] = []
+        self.gpu_mem_gib: list[float] = []
+        self.cpu_source = "none"
+        self.gpu_source = "none"
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        try:
+            import psutil
+
+            psutil.cpu_percent(None)
+            self._psutil: Any = psutil
+            self.cpu_source = "psutil"
+        except ImportError:
+            self._psutil = None
+            self.cpu_source = "/proc/stat" if _proc_stat() else "none"
+        self._handles: list[Any] = []
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            self._nvml: Any = pynvml
+            self._handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
+            self.gpu_source = "pynvml"
+        except Exception:  # noqa: BLE001 - no pynvml, no driver or no GPU: GPU use is simply not sampled
+            self._nvml = None
+
+    def _run(self) -> None:
+        last = _proc_stat()
+        while not self._stop.wait(self.every):
+            if self._psutil is not None:
+                self.cpu.append(float(self._psutil.cpu_percent(None)))
+            else:
+                now = _proc_stat()
+                if now and last and now[1] > last[1]:
+                    self.cpu.append(100.0 * (now[0] - last[0]) / (now[1] - last[1]))
+                last = now
+            for h in self._handles:
+                try:
+                    self.gpu_util.append(float(self._nvml.nvmlDeviceGetUtilizationRates(h).gpu))
+                    self.gpu_mem_gib.append(self._nvml.nvmlDeviceGetMemoryInfo(h).used / 2**30)
+                except Exception:  # noqa: BLE001 - a failed reading is skipped, not fatal
+                    pass
+
+    def __enter__(self) -> Sampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def summary(self) -> dict[str, Any]:
+        return {"cpu_source": self.cpu_source, "cpu_percent": describe(self.cpu), "cores": os.cpu_count(),
+                "gpu_source": self.gpu_source, "gpus": len(self._handles), "gpu_sm_percent": describe(self.gpu_util),
+                "gpu_memory_gib": describe(self.gpu_mem_gib)}
+
+
+def describe(xs: list[float]) -> dict[str, float | int] | None:
+    if not xs:
+        return None
+    qs = statistics.quantiles(xs, n=10) if len(xs) > 1 else [xs[0]] * 9
+    return {"samples": len(xs), "mean": statistics.fmean(xs), "p10": qs[0], "median": statistics.median(xs),
+            "p90": qs[-1], "max": max(xs)}
+
+
+# ---------------------------------------------------------------------------- one timed run
+@dataclass
+class Measured:
+    label: str
+    command: str
+    wall_s: float
+    run_dir: str
+    units: int
+    calls: int
+    evaluations: int
+    phases: list[dict[str, Any]]
+    utilisation: dict[str, Any]
+    final_submissions: dict[str, str | None] = field(default_factory=dict)
+
+
+def measure(label: str, config: CompareConfig, out: Path, sample_s: float) -> Measured:
+    with Sampler(sample_s) as sampler:
+        started = time.perf_counter()
+        result: RunResult = run_compare(config, CompareOptions(out=out))
+        wall = time.perf_counter() - started
+    data = load_run(result.run_dir)
+    per_method = phase_seconds(data.evaluations, data.candidates)
+    last = data.submissions.sort_values("submission_index").groupby(["method", "task", "repeat"]).tail(1)
+    finals: dict[str, str | None] = {f"{m}/{t}/{r}": None for m, t, r in
+                                     zip(data.units["method"], data.units["task"], data.units["repeat"], strict=True)}
+    finals.update({f"{m}/{t}/{r}": str(h) for m, t, r, h in
+                   zip(last["method"], last["task"], last["repeat"], last["source_hash"], strict=True)})
+    tasks = ",".join(config.tasks) if config.tasks else "(suite)"
+    return Measured(label, f"compare --budget {config.budget} --tasks {tasks} --seed {config.seed}", wall,
+                    str(result.run_dir), len(data.units), int(data.units["calls_used"].sum()), len(data.evaluations),
+                    per_method.to_dict("records"), sampler.summary(), finals)
+
+
+def identical_share(runs: list[Measured]) -> float | None:
+    """Share of units whose final submission is the same source in every run."""
+    if len(runs) < 2:
+        return None
+    units = set(runs[0].final_submissions)
+    same = sum(1 for u in units if len({r.final_submissions.get(u) for r in runs}) == 1)
+    return same / len(units) if units else None
+
+
+def print_measured(m: Measured) -> None:
+    u = m.utilisation
+    cpu = u["cpu_percent"]
+    gpu = u["gpu_sm_percent"]
+    print(f"{m.label}: {m.command}")
+    print(f"  wall {m.wall_s:.1f} s; {m.units} units, {m.calls} calls, {m.evaluations} evaluations stored")
+    print(f"  CPU ({u['cores']} cores, {u['cpu_source']}): "
+          + (f"mean {cpu['mean']:.0f}%, p90 {cpu['p90']:.0f}%" if cpu else "not sampled"))
+    print(f"  GPU SM ({u['gpus']} GPU(s), {u['gpu_source']}): "
+          + (f"mean {gpu['mean']:.0f}%, median {gpu['median']:.0f}%, p90 {gpu['p90']:.0f}%" if gpu else "not sampled"))
+    print("  evaluation seconds by phase:   queue  compile  correctness  timing   total")
+    for r in m.phases:
+        print(f"    {r['method']:<26} {r['queue_s']:7.1f} {r['compile_s']:8.1f} {r['correctness_s']:12.1f} "
+              f"{r['timing_s']:7.1f} {r['total_s']:7.1f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--seven-tasks", default=SEVEN_TASKS, help="tasks of the first command [the issue's seven]")
+    p.add_argument("--budget", type=int, default=20, help="budget of the first command [20]")
+    p.add_argument("--full-budget", type=int, default=100, help="budget of the full-suite run [100]")
+    p.add_argument("--skip-full", action="store_true", help="leave the full-suite run out")
+    p.add_argument("--skip-seven", action="store_true", help="leave the 7-task command out (the full suite alone)")
+    p.add_argument("--determinism", type=int, default=1, metavar="N",
+                   help="run the first command N times with the same seed [1]")
+    p.add_argument("--workers", type=int, default=None, help="evaluation workers [the toolkit's default]")
+    p.add_argument("--device", choices=["auto", "cpu"], default="auto")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--sample-s", type=float, default=0.5, help="utilisation sampling interval [0.5 s]")
+    p.add_argument("--out", type=Path, default=None, help="folder for the run folders [a temporary one]")
+    p.add_argument("--json", type=Path, default=None, help="write the figures here")
+    args = p.parse_args(argv)
+    if args.determinism < 1 or (args.workers is not None and args.workers < 1):
+        print("error: --determinism and --workers must be at least 1", file=sys.stderr)
+        return 2
+    out = args.out or Path(tempfile.mkdtemp(prefix="kmc-bench-compare-"))
+
+    def config(budget: int, tasks: list[str] | None) -> CompareConfig:
+        return CompareConfig(budget=budget, tasks=tasks, seed=args.seed, device=args.device, workers=args.workers,
+                             task_sources=[], method_modules=[])
+
+    seven = [] if args.skip_seven else [
+        measure(f"seven-task run {i + 1}", config(args.budget, args.seven_tasks.split(",")), out, args.sample_s)
+        for i in range(args.determinism)]
+    for m in seven:
+        print_measured(m)
+    share = identical_share(seven)
+    if share is not None:
+        print(f"identical final submissions over {len(seven)} runs with seed {args.seed}: {100 * share:.1f}% of units "
+              "(goal >= 95%)")
+    full = None if args.skip_full else measure("full suite", config(args.full_budget, None), out, args.sample_s)
+    if full is not None:
+        print_measured(full)
+    from judge.device import environment_info
+    from runners.compare import start_target
+
+    record = {"benchmark": "bench_compare_gpu", "seven_task_runs": [asdict(m) for m in seven],
+              "identical_submission_share": share, "full_suite": asdict(full) if full else None,
+              "goals": {"seven_task_wall_s": 20, "full_suite_budget_100_wall_s": 600, "identical_share": 0.95},
+              "environment": environment_info(start_target(config(1, None)))}
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
+        print(f"written: {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,42 @@
+"""Where a run's evaluation time went, per method and phase (issue 15 item 3).
+
+Each stored evaluation carries the seconds of its phases (queue wait, compile, correctness,
+timing; judge/phases.py). An evaluation is cached by (source, task, case set, device), so one
+evaluation can serve several methods that proposed the same source for the same task: its
+seconds are split equally between them, so the rows add up to the run's total. Pure pandas
+over the readers' frames.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+PHASE_COLUMNS = ("queue_s", "compile_s", "correctness_s", "timing_s")
+PROFILE_MARK = "@"  # `<task>@<profile>`: the suite's own check of a task's submission (bench.registry)
+
+
+def phase_seconds(evaluations: pd.DataFrame, candidates: pd.DataFrame) -> pd.DataFrame:
+    """One row per method: evaluations (their count, shared ones split), seconds per phase and
+    in all. Evaluations with no phase recorded (replayed, or from older stores) are left out;
+    an empty frame when none has one."""
+    cols = ["method", "evaluations", *PHASE_COLUMNS, "total_s"]
+    if evaluations.empty or candidates.empty:
+        return pd.DataFrame(columns=cols)
+    ev = evaluations[evaluations[list(PHASE_COLUMNS)].notna().any(axis=1)].copy()
+    if ev.empty:
+        return pd.DataFrame(columns=cols)
+    ev["base_task"] = ev["task"].astype(str).str.split(PROFILE_MARK).str[0]
+    keys = ["run"] if "run" in ev.columns and "run" in candidates.columns else []
+    owners = candidates[[*keys, "task", "source_hash", "method"]].drop_duplicates()
+    owners = owners.rename(columns={"task": "base_task"})
+    joined = ev.merge(owners, on=[*keys, "base_task", "source_hash"], how="inner")
+    if joined.empty:
+        return pd.DataFrame(columns=cols)
+    share = 1.0 / joined.groupby([*keys, "source_hash", "task", "case_set", "device_key", "timed"])["method"] \
+        .transform("count")
+    joined["evaluations"] = share
+    for c in PHASE_COLUMNS:
+        joined[c] = joined[c].fillna(0.0) * share
+    out = joined.groupby("method", sort=True)[["evaluations", *PHASE_COLUMNS]].sum().reset_index()
+    out["total_s"] = out[list(PHASE_COLUMNS)].sum(axis=1)
+    return out[cols]

@@ -1,0 +1,76 @@
+"""Where the evaluation time goes (issue 15 item 3): phase seconds recorded beside each
+evaluation (a column each, old stores migrated), split between the methods that share an
+evaluation, and the report's table of time by phase and method."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from judge.phases import PHASES, PhaseClock
+from judge.verdict import Evaluation, Verdict
+from results import store as store_module
+from results.phases import phase_seconds
+from results.store import Store
+
+EVALUATION = Evaluation(Verdict("correct")).to_json()
+
+
+def test_a_phase_clock_adds_up_the_phases_it_was_in() -> None:
+    clock = PhaseClock()
+    with clock("compile"):
+        time.sleep(0.01)
+    with clock("compile"):
+        pass
+    with clock("correctness"):
+        pass
+    assert set(clock.seconds) == {"compile", "correctness"} and clock.seconds["compile"] >= 0.01
+    with pytest.raises(AssertionError):
+        with clock("lunch"):
+            pass
+    assert store_module.PHASES == PHASES  # the store's columns follow the judge's phases
+
+
+def test_phases_are_stored_beside_the_evaluation_and_an_old_store_gains_the_columns(tmp_path: Path) -> None:
+    path = tmp_path / "store.sqlite"
+    db = sqlite3.connect(path)  # an evaluations table as stores wrote it before phases were kept
+    db.execute("CREATE TABLE evaluations (source_hash TEXT NOT NULL, task TEXT NOT NULL, case_set TEXT NOT NULL, "
+               "device_key TEXT NOT NULL, timed INTEGER NOT NULL DEFAULT 0, verdict TEXT NOT NULL, "
+               "evaluation TEXT NOT NULL, created REAL NOT NULL, "
+               "PRIMARY KEY (source_hash, task, case_set, device_key, timed))")
+    db.execute("INSERT INTO evaluations VALUES ('old', 't', 'visible', 'cpu:x', 0, 'correct', '{}', 0)")
+    db.commit()
+    db.close()
+    store = Store(path)
+    store.record_evaluation("new", "t", "visible", "cpu:x", EVALUATION,
+                            phases={"queue": 0.5, "compile": 1.0, "correctness": 2.0})
+    rows = {r["source_hash"]: r for r in store.evaluations()}
+    assert (rows["old"]["queue_s"], rows["old"]["timing_s"]) == (None, None)
+    assert (rows["new"]["queue_s"], rows["new"]["compile_s"], rows["new"]["correctness_s"],
+            rows["new"]["timing_s"]) == (0.5, 1.0, 2.0, None)
+    assert "phases" not in rows["new"]["evaluation"]
+
+
+def test_a_shared_evaluation_is_split_between_the_methods_that_proposed_the_code() -> None:
+    ev = pd.DataFrame([
+        {"source_hash": "a", "task": "t", "case_set": "visible", "device_key": "d", "timed": True,
+         "queue_s": 1.0, "compile_s": 2.0, "correctness_s": 4.0, "timing_s": 8.0},
+        {"source_hash": "b", "task": "t", "case_set": "hidden", "device_key": "d", "timed": False,
+         "queue_s": 0.0, "compile_s": 1.0, "correctness_s": 1.0, "timing_s": None},
+        {"source_hash": "a", "task": "t@geak-eval", "case_set": "hidden", "device_key": "d", "timed": False,
+         "queue_s": None, "compile_s": None, "correctness_s": None, "timing_s": None},  # replayed: no time
+    ])
+    candidates = pd.DataFrame([{"method": "direct", "task": "t", "source_hash": "a"},
+                               {"method": "geak", "task": "t", "source_hash": "a"},
+                               {"method": "geak", "task": "t", "source_hash": "b"},
+                               {"method": "geak", "task": "t", "source_hash": "b"}])
+    out = phase_seconds(ev, candidates).set_index("method")
+    assert out.loc["direct"].to_dict() == {"evaluations": 0.5, "queue_s": 0.5, "compile_s": 1.0,
+                                           "correctness_s": 2.0, "timing_s": 4.0, "total_s": 7.5}
+    assert out.loc["geak"].to_dict() == {"evaluations": 1.5, "queue_s": 0.5, "compile_s": 2.0,
+                                         "correctness_s": 3.0, "timing_s": 4.0, "total_s": 9.5}
+    assert phase_seconds(ev.iloc[2:], candidates).empty
