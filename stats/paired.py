@@ -133,6 +133,8 @@ def sign_flip_test(d: npt.ArrayLike, n_resamples: int = 10_000,
     method = "sign-flip permutation" + (" (exact)" if exact else f" ({n_resamples} random sign patterns)")
     if n10 + n01 == 0:
         return PairedTest(0.0, 1.0, 0, 0, int(x.size), method, "every difference is zero")
+    if x.size < 2:  # one task: its two sign patterns are the whole null distribution, p = 1
+        return PairedTest(float(x.mean()), 1.0, n01, n10, int(x.size), method, "one task: no test is possible")
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     res = sps.permutation_test((x,), np.mean, permutation_type="samples", n_resamples=int(n_resamples),
                                alternative="two-sided", vectorized=True, rng=rng)

@@ -159,3 +159,12 @@ def test_fixed_suite_interval_by_hand() -> None:
     assert e.value == pytest.approx(7 / 12) and (e.lo, e.hi) == pytest.approx((7 / 12 - half, 7 / 12 + half))
     flat = fixed_suite_ci([[1, 1], [0, 0], [1, 1]])  # no within-task spread at all
     assert flat.method == "degenerate" and flat.lo == flat.hi == pytest.approx(2 / 3)
+
+
+def test_sign_flip_test_of_one_task_is_p_one_not_an_error() -> None:
+    """A run of one task and several methods reaches the sign-flip test with one difference;
+    scipy refuses a one-observation sample, and summary.json used to crash there."""
+    from stats.paired import sign_flip_test
+
+    test = sign_flip_test([0.5])
+    assert test.pvalue == 1.0 and test.n == 1 and "one task" in test.note
