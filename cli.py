@@ -21,6 +21,7 @@ traceback; Ctrl-C ends with status 130.
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ import click
 EXIT_BAD_INPUT = 2
 EXIT_ERRORED_UNITS = 3  # the run finished, but some units ended on a failed model call (see the warning line)
 EXIT_INTERRUPTED = 130
+MIN_RESAMPLES = 100  # fewer give intervals that are noise (and 1 cannot give one at all)
 
 
 class BadInput(click.ClickException):
@@ -71,7 +73,60 @@ def _say(message: str) -> None:
     click.echo(message, err=True)
 
 
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from results.provenance import git_revision, toolkit_version
+
+    rev = git_revision()
+    where = f" (git {rev.commit[:12]}{', uncommitted changes' if rev.dirty else ''})" if rev.commit else ""
+    click.echo(f"kmc {toolkit_version() or 'unknown version'}{where}")
+    ctx.exit()
+
+
+def _verbose(_ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """--verbose: every record of the toolkit on stderr (through tqdm, so a progress bar stays whole)."""
+    if value:
+        from runners.logs import attach
+
+        attach(_TqdmHandler())
+
+
+def _log_file(_ctx: click.Context, _param: click.Parameter, value: Path | None) -> None:
+    if value is not None:
+        from runners.logs import attach
+
+        try:
+            attach(logging.FileHandler(value, encoding="utf-8"))
+        except OSError as exc:
+            raise BadInput(f"cannot write the log file {value}: {exc.strerror or exc}") from None
+
+
+class _TqdmHandler(logging.Handler):
+    """Writes records through tqdm.write, so they appear above a live progress bar, not through it."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        from tqdm import tqdm
+
+        tqdm.write(self.format(record), file=sys.stderr)
+
+
+def _logging_options(command: click.Command) -> None:
+    """--verbose and --log-file on a command and every subcommand (a run folder always keeps run.log)."""
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            _logging_options(sub)
+        return
+    command.params.append(click.Option(["--verbose", "-v"], is_flag=True, expose_value=False, callback=_verbose,
+                                       help="Log every step (model calls, evaluations, units) on stderr."))
+    command.params.append(click.Option(["--log-file"], type=click.Path(path_type=Path, dir_okay=False),
+                                       expose_value=False, callback=_log_file,
+                                       help="Also append the log to this file (runs always keep RUN_DIR/run.log)."))
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+              help="Print the toolkit's version (and git commit) and exit.")
 def cli() -> None:
     """Compare LLM kernel-writing methods at equal compute, on hidden tests, with error bars."""
 
@@ -156,21 +211,20 @@ def compare(budget: int | None, budget_unit: str | None, methods: str | None, ta
         _say("note: --resume uses the run's recorded config (it may change only --workers); other run options "
              "are ignored")
     bar: Any = None
-    unit = ""
 
     def on_start(started: Any) -> None:
-        nonlocal bar, unit
-        unit = started.budget_unit
+        nonlocal bar
         if not quiet:  # made only now, so the run-folder and model lines are not printed through a half-drawn bar
             from tqdm import tqdm
 
-            bar = tqdm(total=started.total_units, unit="unit", desc="units", dynamic_ncols=True, file=sys.stderr)
+            bar = tqdm(total=1, unit=started.budget_unit, desc="budget", dynamic_ncols=True, file=sys.stderr)
 
     def on_progress(p: Any) -> None:
-        if bar is not None:
-            bar.total = p.total_units
-            bar.n = p.units_done
-            bar.set_postfix_str(f"spent {p.spent}/{p.budget_total} {unit}", refresh=True)
+        if bar is not None:  # advances at every model call; finished units release what they left unspent
+            bar.total = p.budget_total
+            bar.n = p.work
+            bar.set_postfix_str(f"units {p.units_done}/{p.total_units}, spent {p.spent} {p.unit}, "
+                                f"{p.evaluations} evaluations", refresh=True)
 
     options = CompareOptions(out=out, resume=resume, replay=replay, lock_clocks=_parse_lock_spec(lock_spec),
                              command_line=list(sys.argv), on_message=_say, on_start=on_start, on_progress=on_progress,
@@ -220,7 +274,8 @@ def _parse_lock_spec(spec: str | None) -> tuple[int | None, int | None] | None:
 @click.option("--candidate", type=click.Path(path_type=Path, exists=True, dir_okay=False), required=True)
 @click.option("--hidden/--visible", default=True, help="Judge on hidden cases (default) or visible ones.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-@click.option("--timeout", type=float, default=None, help="Seconds before the candidate is a timeout.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Seconds before the candidate is a timeout.")
 @click.option("--worker-user", default=None, metavar="USER",
               help="Run the evaluation worker as this unprivileged user, e.g. nobody (needs root).")
 @source_option
@@ -353,7 +408,8 @@ def score_command(output_dir: Path, suite: str, sources: tuple[str, ...], worker
 # ---------------------------------------------------------------------------- serve-sim
 @cli.command("serve-sim")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", type=int, default=8000, show_default=True, help="Port; 0 picks a free one.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True,
+              help="Port; 0 picks a free one.")
 @click.option("--latency", type=float, default=0.0, show_default=True, help="Seconds added to every chat request.")
 @click.option("--fail-rate", type=float, default=0.0, show_default=True,
               help="Probability that a chat request gets a fault (429, 500 or a dropped connection).")
@@ -390,7 +446,8 @@ def serve_sim(host: str, port: int, latency: float, fail_rate: float, faults: st
 @click.option("--format", "fmt", type=click.Choice(["md", "html"]), default="md", show_default=True)
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Output folder [default RUN_DIR/report; RUN_DIR/report-combined-N for several runs].")
-@click.option("--resamples", type=int, default=10_000, show_default=True, help="Bootstrap resamples.")
+@click.option("--resamples", type=click.IntRange(min=MIN_RESAMPLES), default=10_000, show_default=True,
+              help=f"Bootstrap resamples (at least {MIN_RESAMPLES}).")
 def report_command(run_dirs: tuple[Path, ...], fmt: str, out: Path | None, resamples: int) -> None:
     """Tables, figures and a verdict per method pair for one run, or several runs with matching tasks and budgets."""
     from results.report import write_report
@@ -411,7 +468,8 @@ def report_command(run_dirs: tuple[Path, ...], fmt: str, out: Path | None, resam
 @click.argument("run_dirs", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Output folder [default RUN_DIR/figures].")
-@click.option("--resamples", type=int, default=10_000, show_default=True, help="Bootstrap resamples.")
+@click.option("--resamples", type=click.IntRange(min=MIN_RESAMPLES), default=10_000, show_default=True,
+              help=f"Bootstrap resamples (at least {MIN_RESAMPLES}).")
 def figures_command(run_dirs: tuple[Path, ...], out: Path | None, resamples: int) -> None:
     """The report's figures alone (PNG and PDF), ready for a paper."""
     from results.report import write_figures_only
@@ -439,6 +497,9 @@ def plan_command(n_tasks: int, repeats: int, baseline: float | None, pilot: Path
     click.echo(json.dumps(plan.to_json(), indent=2) if as_json else plan.text())
 
 
+_logging_options(cli)
+
+
 # ---------------------------------------------------------------------------- entry point
 def main() -> None:
     """Run the CLI, turning the library's bad-input errors into one line and exit status 2."""
@@ -449,6 +510,7 @@ def main() -> None:
     from results.run_folder import RunFolderError
     from runners.config import ConfigError
 
+    logging.getLogger("kmc").addHandler(logging.NullHandler())  # records go to run.log and --verbose only
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Abort:

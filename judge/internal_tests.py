@@ -38,7 +38,7 @@ from typing import Any
 
 from judge.steady import RERUNS, disturb_memory
 from judge.value_text import VARYING, describe_value
-from judge.verdict import TestOutcome, Verdict
+from judge.verdict import TestOutcome, Verdict, missing_entry_point
 
 JOB_KIND = "internal_tests"
 DEFAULT_TEST_TIMEOUT_S = 30.0
@@ -257,7 +257,7 @@ def judge_internal_tests(module: Any, entry_name: str, tests: str, device: str,
     """The worker's half of a job: `module` is the imported candidate."""
     entry = getattr(module, entry_name, None)
     if not callable(entry):
-        return InternalTestReport(Verdict("compile_error", f"the candidate defines no function {entry_name!r}"))
+        return InternalTestReport(missing_entry_point(entry_name, module))
     if not tests.strip():
         return InternalTestReport(Verdict("correct", "no tests to run; the candidate imported"))
     return InternalTestReport.from_outcomes(run_test_functions(entry, entry_name, tests, device, per_test_timeout))

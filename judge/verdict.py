@@ -18,6 +18,7 @@ VERDICT_KINDS = (
     "crash",
     "wrong_result",
     "no_kernel",
+    "missing_entry_point",  # the code imported, but defines no callable under the task's entry-point name
 )
 
 
@@ -74,6 +75,23 @@ class Verdict:
         where = f" on {self.failing_case}" if self.failing_case else ""
         msg = f": {self.message.splitlines()[0][:300]}" if self.message else ""
         return f"{self.kind}{where}{msg}"
+
+
+def missing_entry_point(entry_name: str, module: Any) -> Verdict:
+    """The verdict for a candidate that imported but has no callable `entry_name`; the message
+    names the functions it does define (the nearest first), since the usual cause is a rename."""
+    import difflib
+    import inspect
+
+    defined = sorted(n for n, v in vars(module).items()
+                     if not n.startswith("__") and (inspect.isfunction(v) or inspect.isclass(v))
+                     and getattr(v, "__module__", None) == getattr(module, "__name__", None))
+    near = difflib.get_close_matches(entry_name, defined, n=1, cutoff=0.4)
+    names = near + [n for n in defined if n not in near]
+    found = f"it defines {', '.join(names[:8])}{', ...' if len(names) > 8 else ''}" if names else "it defines none"
+    hint = f"; did you mean {near[0]}?" if near else ""
+    return Verdict("missing_entry_point", f"the candidate defines no function {entry_name!r} ({found}{hint}): "
+                   "the entry point must carry exactly the task's name")
 
 
 @dataclass(frozen=True)

@@ -196,7 +196,7 @@ class Worker:
         from judge.oracle import CandidateLoadError, format_exception, is_device_error, mentions_device_error
         from judge.steady import steady_verdict
         from judge.timing import TimingPolicy, time_candidate
-        from judge.verdict import Verdict
+        from judge.verdict import Verdict, missing_entry_point
 
         task = get_task(job["task"])
         cases = task.cases(job["case_set"], self.target.interpreter)
@@ -210,7 +210,7 @@ class Worker:
             if tampered:
                 verdict, restart = Verdict("runtime_error", f"at import: {tampered}"), "tampering"
             elif not callable(entry):
-                verdict = Verdict("compile_error", f"the candidate defines no function {task.entry_point!r}")
+                verdict = missing_entry_point(task.entry_point, module)
             else:
                 with gpu_gate(exclusive=False), self.clock("correctness"):
                     verdict = self._judge(task, entry, cases, self.device, self.target.interpreter,

@@ -40,6 +40,7 @@ import json
 import math
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
@@ -112,6 +113,21 @@ class LedgerTotals:
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(frozen=True)
+class Charge:
+    """One call as the ledger charged it, told to `Ledger.on_charge`."""
+
+    method: str
+    task: str
+    repeat: int
+    call_index: int
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    failed: bool
+    replayed: bool
 
 
 def stable_seed(*parts: Any) -> int:
@@ -234,6 +250,9 @@ class Account:
         self.spend.prompt_tokens += prompt_tokens
         self.spend.completion_tokens += completion_tokens
         self.ledger._add_totals(calls, prompt_tokens, completion_tokens, failed, retries, replayed)
+        if self.ledger.on_charge is not None:
+            self.ledger.on_charge(Charge(self.method, self.task, self.repeat, self.next_index, calls, prompt_tokens,
+                                         completion_tokens, failed, replayed))
 
 
 class Ledger:
@@ -245,7 +264,8 @@ class Ledger:
     """
 
     def __init__(self, client: ModelClient, recorder: CallRecorder, budget: int, unit: str = "calls",
-                 run_seed: int = 0, charge_failed_calls: bool = False):
+                 run_seed: int = 0, charge_failed_calls: bool = False,
+                 on_charge: Callable[[Charge], None] | None = None):
         if budget <= 0:
             raise ValueError("budget must be a positive integer")
         self.client = client
@@ -254,6 +274,7 @@ class Ledger:
         self.unit = resolve_unit(unit)
         self.run_seed = run_seed
         self.charge_failed_calls = charge_failed_calls
+        self.on_charge = on_charge  # told of every charge (live or replayed): the progress bar and the run log
         self._totals = LedgerTotals()
         self._lock = threading.Lock()
 
@@ -277,3 +298,4 @@ class Ledger:
             t.failed_calls += int(failed)
             t.retries += retries
             t.replayed_calls += int(replayed)
+

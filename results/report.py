@@ -10,6 +10,7 @@ and HTML say the same thing. A simulated run is labelled at the top and in every
 from __future__ import annotations
 
 import html
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 from results.analysis import Analysis, analyse
 from results.figures import FigureResult, write_figures
 from results.labels import SIMULATED_BANNER
-from results.readers import RunData, load_runs
+from results.readers import RunData, RunError, load_runs
 from results.tables import Table, build_tables, to_markdown, write_tables
 from results.verdicts import display, verdict_sentence
 
@@ -189,12 +190,24 @@ def default_out(paths: list[Path], leaf: str) -> Path:
     return first / leaf if len(paths) == 1 else first / f"{leaf}-combined-{len(paths)}"
 
 
+def writable_folder(path: Path) -> Path:
+    """`path`, made if missing; RunError (one line) when it cannot be, before any work is done."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / f".write-test-{os.getpid()}"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise RunError(f"cannot write to {path}: {exc.strerror or exc}") from None
+    return path
+
+
 def write_report(paths: list[Path], out_dir: Path | None = None, fmt: str = "md", n_resamples: int = 10_000,
                  seed: int = 0) -> ReportFiles:
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}")
     data = load_runs(paths)
-    out_dir = Path(out_dir) if out_dir is not None else default_out(list(paths), "report")
+    out_dir = writable_folder(Path(out_dir) if out_dir is not None else default_out(list(paths), "report"))
     a = analyse(data, n_resamples, seed)
     tables = build_tables(a)
     table_files = write_tables(tables, out_dir / "tables")
@@ -209,5 +222,5 @@ def write_report(paths: list[Path], out_dir: Path | None = None, fmt: str = "md"
 def write_figures_only(paths: list[Path], out_dir: Path | None = None, n_resamples: int = 10_000,
                        seed: int = 0) -> list[FigureResult]:
     data = load_runs(paths)
-    out_dir = Path(out_dir) if out_dir is not None else default_out(list(paths), "figures")
+    out_dir = writable_folder(Path(out_dir) if out_dir is not None else default_out(list(paths), "figures"))
     return write_figures(analyse(data, n_resamples, seed), out_dir)

@@ -1,7 +1,8 @@
 """The run folder, and the one type that reads and writes its JSON files.
 
-A run folder holds `store.sqlite` (results/store.py: every call, candidate and verdict) and
-three JSON files that only `RunFolder` opens:
+A run folder holds `store.sqlite` (results/store.py: every call, candidate and verdict),
+`run.log` (runners/logs.py: the story of the run, one line per event) and three JSON files
+that only `RunFolder` opens:
 
 - `config.json`: `{"format_version", "config", "resolved"}`. `config` is the run's options as
   given (runners/config.py `CompareConfig.to_json()`, enough to resume or replay the run),
@@ -35,6 +36,7 @@ from results.provenance import provenance
 
 FORMAT_VERSION = 2
 CONFIG_FILE, ENV_FILE, SUMMARY_FILE, STORE_FILE = "config.json", "env.json", "summary.json", "store.sqlite"
+LOG_FILE = "run.log"
 
 
 class RunFolderError(ValueError):
@@ -123,6 +125,11 @@ class RunFolder:
     @property
     def env_path(self) -> Path:
         return self.path / ENV_FILE
+
+    @property
+    def log_path(self) -> Path:
+        """run.log: what happened during the run, as runners/logs.py writes it (appended on resume)."""
+        return self.path / LOG_FILE
 
     def has_store(self) -> bool:
         return self.store_path.is_file()

@@ -25,7 +25,7 @@ from bench.task import GEAK_EVAL_PROFILE, Task
 from judge.device import Target, detect_target, environment_info
 from methods.registry import create_method, load_method_modules, method_class, method_options
 from modelio.dryrun import DryRunEstimate
-from modelio.ledger import BudgetExhausted, Ledger, ModelCallFailed
+from modelio.ledger import BudgetExhausted, Charge, Ledger, ModelCallFailed
 from modelio.types import ModelClient
 from results.run_folder import ResolvedRun, RunFolder, RunFolderError
 from results.store import RecordedEvaluations, Store
@@ -33,7 +33,10 @@ from runners.config import RESUMABLE_OPTIONS, CompareConfig, ConfigError
 from runners.context import UnitContext
 from runners.evaluator import Evaluator
 from runners.executor import Executor, NothingRuns
+from runners.logs import get_logger, run_log
 from runners.pool import LocalPool
+
+log = get_logger("runners.compare")
 
 
 @dataclass(frozen=True)
@@ -84,22 +87,54 @@ def local_executor(config: CompareConfig, target: Target, clocks_locked: bool = 
 
 
 class Progress:
-    """Counts for the progress bar: units done, calls spent, and the budget they come from."""
+    """Counts for the progress bar, updated at every model call, evaluation and finished unit.
 
-    def __init__(self, total_units: int, budget_total: int, on_change: Callable[[Progress], None] | None = None):
+    `spent` is what the ledger charged (in the budget's unit, replayed calls of a resumed unit
+    included); `work` is `spent` plus the unspent budget of finished units (a method may stop
+    early), so it reaches `budget_total` exactly when the last unit ends: a bar drawn from it
+    advances with every call and ends full."""
+
+    def __init__(self, total_units: int, budget_total: int, on_change: Callable[[Progress], None] | None = None,
+                 unit: str = "calls"):
         self.total_units = total_units
         self.budget_total = budget_total
+        self.unit = unit
         self.units_done = 0
         self.spent = 0
+        self.evaluations = 0
+        self.released = 0  # budget that finished units left unspent
         self._lock = threading.Lock()
         self._on_change = on_change
 
-    def add(self, units: int = 0, spent: int = 0) -> None:
-        with self._lock:
-            self.units_done += units
-            self.spent += spent
+    @property
+    def work(self) -> int:
+        return self.spent + self.released
+
+    def _changed(self) -> None:
         if self._on_change:
             self._on_change(self)
+
+    def charged(self, charge: Charge) -> None:
+        """The ledger charged a call (live or replayed)."""
+        amount = {"calls": charge.calls, "output_tokens": charge.completion_tokens,
+                  "total_tokens": charge.prompt_tokens + charge.completion_tokens}[self.unit]
+        with self._lock:
+            self.spent += amount
+        self._changed()
+
+    def evaluated(self) -> None:
+        with self._lock:
+            self.evaluations += 1
+        self._changed()
+
+    def unit_finished(self, unspent: int, spent: int = 0) -> None:
+        """A unit ended with `unspent` budget left; `spent` is its spend when the ledger never saw
+        it charged (a unit finished before a resume)."""
+        with self._lock:
+            self.units_done += 1
+            self.released += max(0, unspent)
+            self.spent += spent
+        self._changed()
 
 
 class CompareRun:
@@ -113,15 +148,16 @@ class CompareRun:
         self.tasks = resolve_tasks(config, target)
         self.method_opts = resolve_methods(config)
         self.store = Store(RunFolder(run_dir).store_path)
+        self.units = [Unit(m, t.id, r) for m in config.methods for t in self.tasks for r in range(config.repeats)]
+        self.progress = Progress(len(self.units), len(self.units) * config.budget, progress, config.budget_unit)
         self.ledger = Ledger(client, self.store, config.budget, config.budget_unit, config.seed,
-                             charge_failed_calls=config.charge_failed_calls)
+                             charge_failed_calls=config.charge_failed_calls, on_charge=self._charged)
+        self.progress.unit = self.ledger.unit
         self.executor: Executor = executor or local_executor(config, target)
         self.stopping = threading.Event()
         self.evaluator = Evaluator(self.executor, self.store, target, config.timing_policy, self.stopping,
-                                   recorded=recorded_evaluations)
+                                   recorded=recorded_evaluations, on_executed=self._evaluated)
         self.oneshot = open_oneshot(config)
-        self.units = [Unit(m, t.id, r) for m in config.methods for t in self.tasks for r in range(config.repeats)]
-        self.progress = Progress(len(self.units), len(self.units) * config.budget, progress)
         self.retry_errors = retry_errors
 
     def run(self) -> None:
@@ -134,7 +170,8 @@ class CompareRun:
             if self.store.unit_status(u.method, u.task, u.repeat) == "done":
                 spend = self.store.unit_spend(u.method, u.task, u.repeat)
                 assert spend is not None  # a done unit has its row
-                self.progress.add(units=1, spent=self._spent_from_row(spend))
+                spent = self._spent_from_row(spend)
+                self.progress.unit_finished(self.config.budget - spent, spent=spent)
             else:
                 pending.append(u)
         concurrency = self.config.concurrency or max(2, 2 * self.executor.size)
@@ -156,7 +193,18 @@ class CompareRun:
         return {"calls": row["calls_used"], "output_tokens": row["completion_tokens"],
                 "total_tokens": row["prompt_tokens"] + row["completion_tokens"]}[self.ledger.unit]
 
+    def _charged(self, c: Charge) -> None:
+        log.debug("call %d of %s/%s/repeat %d%s: %d prompt + %d completion tokens%s", c.call_index, c.method, c.task,
+                  c.repeat, " (replayed)" if c.replayed else "", c.prompt_tokens, c.completion_tokens,
+                  ", failed" if c.failed else "")
+        self.progress.charged(c)
+
+    def _evaluated(self, task: str, case_set: str, verdict: str, seconds: float) -> None:
+        log.debug("evaluated %s on %s cases: %s (%.1f s)", task, case_set, verdict, seconds)
+        self.progress.evaluated()
+
     def _run_unit(self, unit: Unit) -> None:
+        log.info("unit %s/%s/repeat %d: started", unit.method, unit.task, unit.repeat)
         task = get_task(unit.task)
         account = self.ledger.account(unit.method, unit.task, unit.repeat)
         ctx = UnitContext(task, account, self.evaluator, self.store, self.target.vendor,
@@ -176,7 +224,10 @@ class CompareRun:
         s = account.spend
         self.store.finish_unit(unit.method, unit.task, unit.repeat, status, s.calls, s.prompt_tokens,
                                s.completion_tokens, ctx.evaluations_used, error)
-        self.progress.add(units=1, spent=s.used(self.ledger.unit))
+        log.info("unit %s/%s/repeat %d: %s; %d calls, %d prompt + %d completion tokens, %d evaluations%s",
+                 unit.method, unit.task, unit.repeat, status, s.calls, s.prompt_tokens, s.completion_tokens,
+                 ctx.evaluations_used, f"; {error}" if error else "")
+        self.progress.unit_finished(self.config.budget - s.used(self.ledger.unit))
 
     def _judge_hidden(self, unit: Unit, task: Task) -> None:
         for h in self.store.unit_candidate_hashes(unit.method, unit.task, unit.repeat):
@@ -443,8 +494,6 @@ def run_compare(config: CompareConfig, options: CompareOptions | None = None) ->
     where it can be: an unreachable endpoint, a clock lock refused, an unknown name. Ctrl-C
     raises CompareInterrupted after every unit stopped, leaving a run that `--resume` finishes.
     """
-    from results.summary import build_summary
-
     opts = options or CompareOptions()
     if opts.replay is not None and opts.resume is not None:
         raise ConfigError("--replay and --resume cannot be combined")
@@ -500,33 +549,60 @@ def run_compare(config: CompareConfig, options: CompareOptions | None = None) ->
     run = CompareRun(config, run_dir, client, target, progress=opts.on_progress, executor=executor,
                      retry_errors=opts.retry_errors, recorded_evaluations=recorded_evaluations)
     try:
-        record_run_files(run, resumed, opts.command_line, prepared.changed, machine)
-        opts.on_message(f"run folder: {run_dir}" + (" (resumed)" if resumed else ""))
-        if opts.replay is not None:
-            run.store.set_meta("replay_of", str(opts.replay))
-            run.store.set_meta("replay_mode", "exact" if exact_replay else "rejudge")
-            what = ("recorded responses and evaluations, no network, no GPU" if exact_replay
-                    else "recorded responses, no network; evaluations judged anew")
-            opts.on_message(f"model: REPLAY of {opts.replay} ({what})")
-        elif client.simulated:
-            where = getattr(client, "base_url", None)
-            opts.on_message("model: built-in SIMULATED model "
-                            + (f"served by {where}" if where else "(no endpoint configured)"))
-        opts.on_start(RunStarted(run_dir, resumed, len(config.methods) * len(run.tasks) * config.repeats,
-                                 config.budget_unit))
-        try:
-            with clock_lock:  # entered before the workers start, so their timings say clocks were locked
-                run.run()
-        except KeyboardInterrupt:
-            raise CompareInterrupted(run_dir, run.progress.units_done, len(run.units)) from None
-        summary = build_summary(run_dir)
-        RunFolder(run_dir).write_summary(summary)
-        errored = run.store.errored_units()
+        with run_log(RunFolder(run_dir).log_path):
+            summary, errored = _run_logged(run, opts, resumed, exact_replay, prepared.changed, machine, clock_lock)
     finally:
         run.close()
     stats = getattr(client, "stats", None)
     return RunResult(run_dir, resumed, summary, target, stats() if callable(stats) else None,
                      time.perf_counter() - started, errored)
+
+
+def _run_logged(run: CompareRun, opts: CompareOptions, resumed: bool, exact_replay: bool, changed: Any,
+                machine: Target, clock_lock: Any) -> tuple[dict[str, Any], list[tuple[str, str, int]]]:
+    """The run itself, with its run folder's log open: every line the user is told goes there too.
+    Returns summary.json's content and the units that ended on an error."""
+    from results.summary import build_summary
+
+    config, run_dir, client = run.config, run.run_dir, run.client
+
+    def say(message: str) -> None:
+        log.info(message)
+        opts.on_message(message)
+
+    log.info("%s %s; command line: %s", "resumed" if resumed else "started", run_dir,
+             " ".join(opts.command_line or []) or "(library call)")
+    log.info("budget %d %s; methods %s; tasks %s; repeats %d; seed %d; model %s%s", config.budget, config.budget_unit,
+             ",".join(config.methods), ",".join(config.tasks or []) or config.suite or "(default suite)",
+             config.repeats, config.seed, client.model, " (simulated)" if client.simulated else "")
+    record_run_files(run, resumed, opts.command_line, changed, machine)
+    say(f"run folder: {run_dir}" + (" (resumed)" if resumed else ""))
+    if opts.replay is not None:
+        run.store.set_meta("replay_of", str(opts.replay))
+        run.store.set_meta("replay_mode", "exact" if exact_replay else "rejudge")
+        what = ("recorded responses and evaluations, no network, no GPU" if exact_replay
+                else "recorded responses, no network; evaluations judged anew")
+        say(f"model: REPLAY of {opts.replay} ({what})")
+    elif client.simulated:
+        where = getattr(client, "base_url", None)
+        say("model: built-in SIMULATED model " + (f"served by {where}" if where else "(no endpoint configured)"))
+    opts.on_start(RunStarted(run_dir, resumed, len(config.methods) * len(run.tasks) * config.repeats,
+                             config.budget_unit))
+    try:
+        with clock_lock:  # entered before the workers start, so their timings say clocks were locked
+            run.run()
+    except KeyboardInterrupt:
+        log.warning("interrupted: %d of %d units finished and recorded", run.progress.units_done, len(run.units))
+        raise CompareInterrupted(run_dir, run.progress.units_done, len(run.units)) from None
+    except BaseException as exc:
+        log.error("run stopped by %s: %s", type(exc).__name__, exc)
+        raise
+    summary = build_summary(run_dir)
+    RunFolder(run_dir).write_summary(summary)
+    errored = run.store.errored_units()
+    log.info("finished: %d units; %d evaluations run; summary written", run.progress.units_done,
+             run.progress.evaluations)
+    return summary, errored
 
 
 def estimate_compare(config: CompareConfig) -> DryRunEstimate:

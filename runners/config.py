@@ -7,6 +7,7 @@ that does not (paths of the output folder are derived, not stored as identity).
 
 from __future__ import annotations
 
+import difflib
 import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -17,6 +18,12 @@ import yaml
 from judge.policy import TimingPolicy
 
 DEFAULT_METHODS = ("direct", "reflexion", "geak")
+# Options that hold a list of names. A config file may give one name as a plain string
+# (`tasks: vector_add`) or several as a comma-separated one, as the command line does.
+LIST_FIELDS = ("methods", "tasks", "method_modules", "task_sources")
+# A sensible budget to suggest when a token unit is chosen without one: about 100 calls,
+# at the ~3,000 total (~800 output) tokens a call of the built-in methods costs.
+SUGGESTED_TOKEN_BUDGET = {"total_tokens": 300_000, "output_tokens": 80_000}
 
 
 class ConfigError(ValueError):
@@ -95,17 +102,39 @@ class CompareConfig:
     eval_budget: int | None = None
 
     def validate(self) -> None:
-        if not isinstance(self.budget, int) or isinstance(self.budget, bool) or self.budget <= 0:
+        if not _is_int(self.budget) or self.budget <= 0:
             raise ConfigError(f"budget must be a positive integer, got {self.budget!r}")
-        if self.repeats < 1:
-            raise ConfigError(f"repeats must be at least 1, got {self.repeats}")
+        if not _is_int(self.repeats) or self.repeats < 1:
+            raise ConfigError(f"repeats must be an integer of at least 1, got {self.repeats!r}")
+        if not _is_int(self.seed):
+            raise ConfigError(f"seed must be an integer, got {self.seed!r}")
         for name in ("workers", "concurrency"):
             value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+            if value is not None and (not _is_int(value) or value < 1):
                 raise ConfigError(f"{name} must be at least 1 (or left out for the default), got {value!r}")
-        if self.job_timeout_s is not None and (not isinstance(self.job_timeout_s, (int, float))
-                                               or isinstance(self.job_timeout_s, bool) or self.job_timeout_s <= 0):
+        if self.job_timeout_s is not None and (not _is_number(self.job_timeout_s) or self.job_timeout_s <= 0):
             raise ConfigError(f"job_timeout_s must be a positive number of seconds, got {self.job_timeout_s!r}")
+        if not isinstance(self.charge_failed_calls, bool):
+            raise ConfigError(f"charge_failed_calls must be true or false, got {self.charge_failed_calls!r}")
+        for name in LIST_FIELDS:
+            value = getattr(self, name)
+            if value is not None:
+                setattr(self, name, as_name_list(name, value))
+        if not isinstance(self.method_options, dict) or not all(isinstance(v, dict)
+                                                                for v in self.method_options.values()):
+            raise ConfigError("method_options must map each method to a mapping of its options, "
+                              f"got {self.method_options!r}")
+        if self.suite is not None and not isinstance(self.suite, str):
+            raise ConfigError(f"suite must be a suite name, got {self.suite!r}")
+        if not isinstance(self.sim_params, dict):
+            raise ConfigError(f"sim_params must be a mapping, got {self.sim_params!r}")
+        ep = self.endpoint
+        if not _is_int(ep.max_concurrency) or ep.max_concurrency < 1:
+            raise ConfigError(f"max_concurrency must be a positive integer, got {ep.max_concurrency!r}")
+        if not _is_number(ep.timeout_s) or ep.timeout_s <= 0:
+            raise ConfigError(f"endpoint timeout_s must be a positive number, got {ep.timeout_s!r}")
+        if not _is_int(ep.max_retries) or ep.max_retries < 0:
+            raise ConfigError(f"endpoint max_retries must be a non-negative integer, got {ep.max_retries!r}")
         if not self.methods:
             raise ConfigError("no methods chosen")
         if not isinstance(self.oneshot_threshold, (int, float)) or isinstance(self.oneshot_threshold, bool) \
@@ -140,8 +169,6 @@ class CompareConfig:
             self.task_sources = normalize_sources(self.task_sources)
         except TaskSourceError as exc:
             raise ConfigError(str(exc)) from None
-        if isinstance(self.method_modules, str) or not all(isinstance(m, str) for m in self.method_modules):
-            raise ConfigError(f"method_modules must be a list of module names, got {self.method_modules!r}")
         from modelio.ledger import resolve_unit
 
         try:
@@ -154,22 +181,65 @@ class CompareConfig:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> CompareConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(d) - known)
-        if unknown:
-            raise ConfigError(f"unknown config key(s): {', '.join(unknown)}")
+        _refuse_unknown(d, {f.name for f in fields(cls)}, "config key")
         d = dict(d)
+        for name in LIST_FIELDS:
+            if name in d:
+                d[name] = as_name_list(name, d[name])
+                if d[name] is None and name != "tasks":
+                    del d[name]  # null: the default (tasks: null means "the suite's")
         endpoint = d.pop("endpoint", None) or {}
         if not isinstance(endpoint, dict):
             raise ConfigError("endpoint must be a mapping")
-        bad = sorted(set(endpoint) - {f.name for f in fields(EndpointConfig)})
-        if bad:
-            raise ConfigError(f"unknown endpoint key(s): {', '.join(bad)}")
+        _refuse_unknown(endpoint, {f.name for f in fields(EndpointConfig)}, "endpoint key")
         try:
             d["timing_policy"] = TimingPolicy.from_json(d.get("timing_policy"))
         except (TypeError, ValueError) as exc:
             raise ConfigError(str(exc)) from None
         return cls(endpoint=EndpointConfig(**endpoint), **d)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _refuse_unknown(given: dict[str, Any], known: set[str], what: str) -> None:
+    """ConfigError naming every unknown key, each with the nearest known one when there is one."""
+    unknown = sorted(set(given) - known, key=str)
+    if not unknown:
+        return
+    described = []
+    for key in unknown:
+        near = difflib.get_close_matches(str(key), sorted(known), n=1, cutoff=0.6)
+        described.append(f"{key} (did you mean {near[0]}?)" if near else str(key))
+    raise ConfigError(f"unknown {what}(s): {', '.join(described)}")
+
+
+def as_name_list(name: str, value: Any) -> list[str] | None:
+    """A list of names from a list, one name, or a comma-separated string (None stays None)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return list(value)
+    raise ConfigError(f"{name} must be a name or a list of names, got {value!r}")
+
+
+def _parse_error(path: Path, exc: Exception) -> str:
+    """Where a YAML or JSON file stopped parsing, as `line L, column C: problem` (1-based)."""
+    if isinstance(exc, json.JSONDecodeError):
+        return f"line {exc.lineno}, column {exc.colno}: {exc.msg}"
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or (str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+    if mark is not None:
+        context = getattr(exc, "context", None)
+        return f"line {mark.line + 1}, column {mark.column + 1}: {problem}" + (f" ({context})" if context else "")
+    return str(problem)
 
 
 def load_config_file(path: Path) -> dict[str, Any]:
@@ -180,8 +250,7 @@ def load_config_file(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(text) if str(path).endswith(".json") else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ConfigError(f"cannot parse config {path}: {first}") from None
+        raise ConfigError(f"cannot parse config {path}: {_parse_error(path, exc)}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -215,4 +284,21 @@ def compose_config(overrides: dict[str, Any], config_file: Path | None = None,
         else:
             data[key] = value
     data["endpoint"] = endpoint
-    return CompareConfig.from_json(data)
+    config = CompareConfig.from_json(data)
+    _require_token_budget(config, given="budget" in data and data["budget"] is not None)
+    return config
+
+
+def _require_token_budget(config: CompareConfig, given: bool) -> None:
+    """A token budget must be given: the default budget (100) counts calls, and 100 tokens buy
+    no call at all, so every unit would score 0 without a word."""
+    from modelio.ledger import resolve_unit
+
+    try:
+        unit = resolve_unit(config.budget_unit) if isinstance(config.budget_unit, str) else config.budget_unit
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    if unit in SUGGESTED_TOKEN_BUDGET and not given:
+        raise ConfigError(f"--budget-unit {config.budget_unit} needs --budget in tokens (the default, "
+                          f"{CompareConfig.budget}, counts calls), e.g. --budget {SUGGESTED_TOKEN_BUDGET[unit]} "
+                          "(about 100 calls); compare --dry-run shows what a budget buys")

@@ -7,6 +7,7 @@ for; an in-memory lock per key stops two concurrent units from judging the same 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -43,7 +44,10 @@ class Evaluator:
 
     def __init__(self, executor: Executor, store: EvaluationStore, target: Target,
                  timing_policy: TimingPolicy | None = None, stopping: threading.Event | None = None,
-                 recorded: RecordedLookup | None = None):
+                 recorded: RecordedLookup | None = None,
+                 on_executed: Callable[[str, str, str, float], None] | None = None):
+        """`on_executed(task, case_set, verdict, seconds)` hears of every job a worker ran (not of
+        answers from the cache or the record): the scheduler's progress bar and log."""
         self.recorded = recorded
         self.replayed = 0
         self.executor = executor
@@ -54,6 +58,7 @@ class Evaluator:
         self._locks: dict[tuple[str, ...], threading.Lock] = {}
         self._locks_guard = threading.Lock()
         self.executed = 0
+        self._on_executed = on_executed
 
     def _lock(self, key: tuple[str, ...]) -> threading.Lock:
         with self._locks_guard:
@@ -71,12 +76,15 @@ class Evaluator:
                 raise RunInterrupted()
             if self.recorded is not None:
                 return self._replayed(key, timed)
+            started = time.perf_counter()
             result = compute().to_json()
             if self.stopping.is_set():  # the worker may have been killed under it: not a verdict to keep
                 raise RunInterrupted()
             self.executed += 1
             phases = result.pop("phases", None)  # stored beside the evaluation, never in it: reruns' JSON is equal
             self.store.record_evaluation(*key, result, timed=timed, phases=phases)
+            if self._on_executed is not None:
+                self._on_executed(task_id, case_set, str(result["verdict"]["kind"]), time.perf_counter() - started)
             return result
 
     def _replayed(self, key: tuple[str, str, str, str], timed: bool) -> dict[str, Any]:

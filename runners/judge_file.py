@@ -27,11 +27,19 @@ class FileVerdict:
     def correct(self) -> bool:
         return self.evaluation.verdict.correct
 
+    @property
+    def cases_run(self) -> int:
+        """Cases the candidate was run on: those it passed plus the one that decided a failure
+        (the judge's `cases_run` counts the cases passed before it stopped)."""
+        v = self.evaluation.verdict
+        return v.cases_run + (1 if v.failing_case is not None and not v.correct else 0)
+
     def to_json(self) -> dict[str, Any]:
         """The object `eval --json` prints."""
         v, timing = self.evaluation.verdict, self.evaluation.timing
         return {"verdict": v.kind, "failing_case": v.failing_case, "max_abs_err": v.max_abs_err,
-                "max_rel_err": v.max_rel_err, "message": v.message, "cases_run": v.cases_run,
+                "max_rel_err": v.max_rel_err, "message": v.message, "cases_run": self.cases_run,
+                "cases_passed": v.cases_run,
                 "cases_skipped": v.cases_skipped, "skip_reasons": list(v.skip_reasons),
                 "timing": timing.to_json() if timing else None}
 

@@ -55,7 +55,7 @@ class Hostile:
 CORPUS: tuple[Hostile, ...] = (
     Hostile("syntax_error.py", "vector_add", "syntax_error", "SyntaxError"),
     Hostile("bad_tl_op.py", "vector_add", "compile_error", "fused_add"),
-    Hostile("no_entry_point.py", "vector_add", "compile_error", "defines no function"),
+    Hostile("no_entry_point.py", "vector_add", "missing_entry_point", "defines no function 'vector_add' (it defines add_vectors"),
     Hostile("wrong_tail_mask.py", "vector_add", "wrong_result", "NaN", case="n1025"),
     Hostile("off_by_one.py", "vector_add", "wrong_result", "outside atol"),
     Hostile("modifies_input.py", "vector_add", "wrong_result", "modified in place"),

@@ -43,11 +43,12 @@ class Recorder:
     def __init__(self) -> None:
         self.messages: list[str] = []
         self.started: list[RunStarted] = []
-        self.progress: list[tuple[int, int]] = []
+        self.progress: list[tuple[int, int, int, int]] = []
 
     def options(self, **kw: Any) -> CompareOptions:
         return CompareOptions(on_message=self.messages.append, on_start=self.started.append,
-                              on_progress=lambda p: self.progress.append((p.units_done, p.spent)), **kw)
+                              on_progress=lambda p: self.progress.append((p.units_done, p.spent, p.evaluations, p.work)),
+                              **kw)
 
 
 # ---------------------------------------------------------------------------- compare
@@ -63,7 +64,15 @@ def test_run_compare_in_process_then_resume_and_replay(tmp_path: Path) -> None:
     assert result.summary_path == result.run_dir / "summary.json"
     assert seen.messages == [f"run folder: {result.run_dir}", "model: built-in SIMULATED model (no endpoint configured)"]
     assert seen.started == [RunStarted(result.run_dir, False, 1, "calls")]
-    assert seen.progress == [(1, 2)]
+    # The bar moves at every model call and every evaluation, not only when a unit ends.
+    import sqlite3
+
+    with sqlite3.connect(result.run_dir / "store.sqlite") as db:
+        evaluations = db.execute("SELECT COUNT(*) FROM evaluations").fetchone()[0]
+    assert evaluations >= 2 and len(seen.progress) == 2 + evaluations + 1
+    assert seen.progress[0] == (0, 1, 0, 1) and seen.progress[-1] == (1, 2, evaluations, 2)
+    assert [p[1] for p in seen.progress] == sorted(p[1] for p in seen.progress)
+    assert "unit direct/vector_add/repeat 0: done; 2 calls" in folder.log_path.read_text()
     assert folder.read_env()["command_line"] == ["my_script.py", "--x"]
 
     again = Recorder()

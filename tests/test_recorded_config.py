@@ -66,8 +66,11 @@ def test_config_validation_normalises_sources_and_refuses_malformed_ones(tmp_pat
     assert config.task_sources == [f"geak-eval:{tmp_path / 'suite'}"]
     with pytest.raises(ConfigError, match="is not ADAPTER:PATH"):
         CompareConfig(task_sources=["nocolon"]).validate()
-    with pytest.raises(ConfigError, match="method_modules must be a list"):
-        CompareConfig(method_modules="tests.toy_best_of_n_repair").validate()  # type: ignore[arg-type]
+    one = CompareConfig(method_modules="tests.toy_best_of_n_repair")  # type: ignore[arg-type]
+    one.validate()  # one name where a list is expected, as a config file may give it
+    assert one.method_modules == ["tests.toy_best_of_n_repair"]
+    with pytest.raises(ConfigError, match="method_modules must be a name or a list of names"):
+        CompareConfig(method_modules=[3]).validate()  # type: ignore[list-item]
 
 
 def test_loading_sources_registers_tasks_and_leaves_the_environment_alone() -> None:

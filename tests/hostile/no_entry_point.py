@@ -1,4 +1,4 @@
-# Hostile candidate: a kernel and a wrapper under the wrong name. Expected verdict: compile_error.
+# Hostile candidate: a kernel and a wrapper under the wrong name. Expected verdict: missing_entry_point.
 import torch
 import triton
 import triton.language as tl
