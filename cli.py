@@ -11,6 +11,8 @@ library, where tests and users' scripts call it in-process:
     score        runners.score.score_suite
     report       results.report.write_report
     figures      results.report.write_figures_only
+    plan         results.planning.make_plan
+    verify       runners.verify.verify_run
     serve-sim    modelio.server.serve
 
 Nothing heavy runs at import (torch and triton are imported inside commands), so `--help` is
@@ -495,6 +497,54 @@ def plan_command(n_tasks: int, repeats: int, baseline: float | None, pilot: Path
 
     plan = make_plan(n_tasks, repeats, baseline, pilot)
     click.echo(json.dumps(plan.to_json(), indent=2) if as_json else plan.text())
+
+
+# ---------------------------------------------------------------------------- verify
+@cli.command("verify")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("--candidates", is_flag=True, help="Re-judge every candidate too, not only the submissions.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@source_option
+@device_option
+@click.option("--workers", type=click.IntRange(min=1), default=None, help=_WORKERS_HELP)
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Seconds per evaluation before it is a timeout [the pool's default].")
+@click.option("--speedup-tolerance", type=click.FloatRange(min=0), default=0.05, show_default=True,
+              help="Re-measured speedups agree when the interval of their ratio to the recorded ones reaches "
+                   "within this fraction of 1.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+def verify_command(run_dir: Path, candidates: bool, as_json: bool, sources: tuple[str, ...], device: str | None,
+                   workers: int | None, timeout: float | None, speedup_tolerance: float, quiet: bool) -> None:
+    """Re-judge a recorded run's submissions on the hidden cases (and on a GPU re-time its final
+    submissions) and say whether the recorded verdicts and speedups hold. Exit 0 when everything
+    that could be checked here agrees, 1 otherwise. The run folder is only read."""
+    from runners.pool import WorkerStartError
+    from runners.verify import VerifyOptions, verify_run
+
+    bar: Any = None
+
+    def progress(done: int, total: int) -> None:
+        nonlocal bar
+        if quiet:
+            return
+        if bar is None:
+            from tqdm import tqdm
+
+            bar = tqdm(total=total, unit="eval", desc="re-judging", dynamic_ncols=True, file=sys.stderr)
+        bar.n = done
+        bar.refresh()
+
+    options = VerifyOptions(candidates=candidates, workers=workers, device=device, sources=_sources(sources),
+                            timeout=timeout, speedup_tolerance=speedup_tolerance, on_progress=progress)
+    try:
+        report = verify_run(run_dir, options)
+    except WorkerStartError as exc:
+        raise click.ClickException(str(exc)) from None
+    finally:
+        if bar is not None:
+            bar.close()
+    click.echo(json.dumps(report.to_json(), indent=2) if as_json else report.format())
+    sys.exit(0 if report.ok else 1)
 
 
 _logging_options(cli)

@@ -328,6 +328,25 @@ class Store:
                           "compile_s, correctness_s, timing_s FROM evaluations "
                           "ORDER BY source_hash, task, case_set, device_key, timed")
 
+    # ------------------------------------------------------------------ reading for inspection (runs list, show)
+    def unit_counts(self) -> dict[tuple[str, str], int]:
+        """(method, status) -> number of units: what finished and what did not."""
+        return {(str(r[0]), str(r[1])): int(r[2])
+                for r in self.query("SELECT method, status, COUNT(*) FROM units GROUP BY method, status")}
+
+    def unit_calls(self, method: str, task: str, repeat: int) -> list[dict[str, Any]]:
+        """Every model call of one unit, prompts and replies included, in call order."""
+        return self._rows(
+            "SELECT call_index, role, messages, response, prompt_tokens, completion_tokens, latency_s, cached, error, "
+            "charged, retries FROM calls WHERE method=? AND task=? AND repeat=? ORDER BY call_index",
+            (method, task, repeat))
+
+    def last_activity(self) -> float | None:
+        """When the store was last written by a run (its latest call or evaluation), as a Unix time."""
+        row = self.query("SELECT MAX(t) FROM (SELECT MAX(created) AS t FROM calls "
+                         "UNION ALL SELECT MAX(created) FROM evaluations)")
+        return float(row[0][0]) if row and row[0][0] is not None else None
+
 
 class RecordedEvaluations:
     """A recorded run's evaluations, read once and held in memory, for `compare --replay`: the

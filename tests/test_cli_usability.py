@@ -230,6 +230,13 @@ BAD_VALUES: list[tuple[tuple[str, ...], str]] = [
     (("figures", "/nonexistent"), "is not a folder"),
     (("figures", "--resamples", "0", "."), "0 is not in the range x>=100"),
     (("figures", "--out", "/proc/kmc-not-writable", "{run}"), "cannot write"),
+    (("verify", "/nonexistent"), "is not a folder"),
+    (("verify", "{run}", "--source", "nosuch:/tmp", "--device", "cpu"), "unknown adapter"),
+    (("verify", "{run}", "--device", "tpu"), "'tpu' is not one of"),
+    (("verify", "{run}", "--workers", "0"), "0 is not in the range x>=1"),
+    (("verify", "{run}", "--timeout", "0"), "0.0 is not in the range x>0"),
+    (("verify", "{run}", "--speedup-tolerance", "-1"), "-1.0 is not in the range x>=0"),
+    (("verify", "{run}", "--candidates", "--device", "cpu", "--source", "geak-eval:/nonexistent"), "does not exist"),
 ]
 FLAGS_WITHOUT_VALUES = {"--help", "--json", "--quiet", "--dry-run", "--hidden", "--visible", "--verbose", "--no-timing",
                         "--reject-json-mode"}
