@@ -13,6 +13,9 @@ library, where tests and users' scripts call it in-process:
     figures      results.report.write_figures_only
     plan         results.planning.make_plan
     verify       runners.verify.verify_run
+    runs list    results.run_list.list_runs
+    show         results.unit_view.show_unit
+    export       results.export.export_run
     serve-sim    modelio.server.serve
 
 Nothing heavy runs at import (torch and triton are imported inside commands), so `--help` is
@@ -497,6 +500,61 @@ def plan_command(n_tasks: int, repeats: int, baseline: float | None, pilot: Path
 
     plan = make_plan(n_tasks, repeats, baseline, pilot)
     click.echo(json.dumps(plan.to_json(), indent=2) if as_json else plan.text())
+
+
+# ---------------------------------------------------------------------------- runs, show, export
+@cli.group("runs")
+def runs_group() -> None:
+    """Find and inspect run folders."""
+
+
+@runs_group.command("list")
+@click.argument("folder", type=click.Path(path_type=Path), default=Path("runs"))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON list.")
+def runs_list(folder: Path, as_json: bool) -> None:
+    """One line per run folder under FOLDER [runs/]: id, start, model, budget, methods, tasks,
+    repeats, status (complete, or partial with units done/planned) and wall time."""
+    from results.run_list import format_rows, list_runs
+
+    rows = list_runs(folder)
+    click.echo(json.dumps([r.to_json() for r in rows], indent=2) if as_json else format_rows(rows))
+
+
+@cli.command("show")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("--method", required=True, help="Method name.")
+@click.option("--task", required=True, help="Task id.")
+@click.option("--repeat", type=click.IntRange(min=0), default=0, show_default=True, help="Repeat index.")
+@click.option("--all", "all_candidates", is_flag=True, help="Print every candidate's code, not only the submitted one.")
+@click.option("--calls", "include_calls", is_flag=True, help="Print every prompt and reply.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def show_command(run_dir: Path, method: str, task: str, repeat: int, all_candidates: bool, include_calls: bool,
+                 as_json: bool) -> None:
+    """What one method did on one task: the submitted kernel and its verdicts, and the trail of
+    model calls, candidates, feedback and submissions that led to it."""
+    from results.unit_view import show_unit
+
+    view = show_unit(run_dir, method, task, repeat, all_candidates, include_calls)
+    click.echo(json.dumps(view.to_json(), indent=2) if as_json else view.format())
+
+
+@cli.command("export")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["csv", "parquet", "jsonl"]), default="csv", show_default=True)
+@click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Output folder [RUN_DIR/export].")
+@click.option("--sources", "with_sources", is_flag=True, help="Add each candidate's code as a column.")
+def export_command(run_dir: Path, fmt: str, out: Path | None, with_sources: bool) -> None:
+    """Per-unit results (one row per method, task and repeat) and every candidate as plain files,
+    with export.json beside them (simulated label, progress, what each column means)."""
+    from results.export import export_run
+
+    files = export_run(run_dir, fmt, out, with_sources)
+    if files.banner:
+        _say(files.banner)
+    click.echo(f"units: {files.units} ({files.rows} rows)")
+    click.echo(f"candidates: {files.candidates} ({files.candidate_rows} rows)")
+    click.echo(f"about them: {files.sidecar}")
 
 
 # ---------------------------------------------------------------------------- verify

@@ -308,6 +308,21 @@ def _num(x: Any) -> float:
     return float(x) if x is not None else float("nan")
 
 
+def deciding_evaluation(store: Store, evaluations: pd.DataFrame, h: str, task: str,
+                        case_set: str) -> dict[str, Any] | None:
+    """The recorded evaluation whose verdict the run reports for (source, task, case set), read
+    as `hidden_verdicts` reads it (a failing one first, then the untimed one), with its message
+    and failing case; None when there is none."""
+    rows = evaluations[(evaluations["source_hash"] == h) & (evaluations["task"] == task)
+                       & (evaluations["case_set"] == case_set)].copy()
+    rows["_fails"] = rows["verdict"] != "correct"
+    for r in rows.sort_values(["_fails", "timed"], ascending=[False, True], kind="stable").itertuples(index=False):
+        found = store.evaluation(h, task, case_set, str(r.device_key), timed=bool(r.timed))
+        if found is not None:
+            return found
+    return None
+
+
 def hidden_verdicts(evaluations: pd.DataFrame) -> dict[tuple[str, str], str]:
     """(source hash, task) -> hidden verdict. A final submission on a GPU has two hidden
     evaluations, untimed and timed; both judge the hidden cases (which include the perf cases

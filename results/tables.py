@@ -13,6 +13,7 @@ CSV (read it with `pandas.read_csv(path, comment="#")`), a line above Markdown t
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -606,11 +607,18 @@ def to_latex(t: Table) -> str:
 
 
 def to_csv(t: Table) -> str:
-    body = t.numeric.to_csv(index=False)
-    return (f"# {SIMULATED_BANNER}\n" if t.simulated else "") + body
+    """Plain CSV that `pandas.read_csv` reads as it is: the numbers, plus a `simulated` column
+    (the label travels with every row; a comment line would break readers). Title, notes and
+    the label are also in the folder's tables.json (write_tables)."""
+    return t.numeric.assign(simulated=t.simulated).to_csv(index=False)
+
+
+TABLES_SIDECAR = "tables.json"
 
 
 def write_tables(tables: list[Table], out_dir: Path) -> list[Path]:
+    """Markdown, LaTeX and CSV per table, and tables.json: per table its title, notes and whether
+    it comes from the simulated model (SIMULATED_BANNER then), for whoever reads the CSVs."""
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     for t in tables:
@@ -618,4 +626,8 @@ def write_tables(tables: list[Table], out_dir: Path) -> list[Path]:
             p = out_dir / f"{t.name}.{ext}"
             p.write_text(text)
             paths.append(p)
-    return paths
+    sidecar = out_dir / TABLES_SIDECAR
+    sidecar.write_text(json.dumps({t.name: {"title": t.title, "notes": list(t.notes), "simulated": t.simulated,
+                                            "label": SIMULATED_BANNER if t.simulated else None,
+                                            "csv": f"{t.name}.csv"} for t in tables}, indent=2) + "\n")
+    return paths + [sidecar]

@@ -37,7 +37,7 @@ from judge.device import Target, default_device, detect_target
 from judge.policy import TimingPolicy
 from judge.privileges import PrivilegeError
 from judge.verdict import Evaluation
-from results.readers import RunData, load_run
+from results.readers import RunData, deciding_evaluation, load_run
 from results.run_folder import RunFolder
 from results.store import Store
 from runners.config import ConfigError
@@ -200,17 +200,6 @@ def _items(data: RunData, candidates: bool) -> list[_Item]:
     return out
 
 
-def _recorded_evaluation(store: Store, evaluations: pd.DataFrame, h: str, task: str) -> dict[str, Any] | None:
-    """The recorded hidden evaluation of a source (untimed first, as the run's verdicts are read)."""
-    rows = evaluations[(evaluations["source_hash"] == h) & (evaluations["task"] == task)
-                       & (evaluations["case_set"] == "hidden")].sort_values("timed", kind="stable")
-    for device_key in rows["device_key"]:
-        found = store.evaluation(h, task, "hidden", str(device_key))
-        if found is not None:
-            return found
-    return None
-
-
 def _case_names(task_id: str, interpreter: bool) -> set[str]:
     return {c.name for c in get_task(task_id).cases("hidden", interpreter)}
 
@@ -256,7 +245,7 @@ def verify_run(run_dir: Path, options: VerifyOptions | None = None) -> VerifyRep
         sources_by_key = {(i.source_hash, i.task): store.source(i.source_hash) for i in items}
         for _, row in timed_units.iterrows():
             sources_by_key.setdefault((row["final_hash"], row["task"]), store.source(row["final_hash"]))
-        recorded_evals = {key: _recorded_evaluation(store, data.evaluations, *key) for key in sources_by_key}
+        recorded_evals = {key: deciding_evaluation(store, data.evaluations, *key, "hidden") for key in sources_by_key}
     finally:
         store.close()
 

@@ -230,6 +230,14 @@ BAD_VALUES: list[tuple[tuple[str, ...], str]] = [
     (("figures", "/nonexistent"), "is not a folder"),
     (("figures", "--resamples", "0", "."), "0 is not in the range x>=100"),
     (("figures", "--out", "/proc/kmc-not-writable", "{run}"), "cannot write"),
+    (("runs", "list", "/nonexistent"), "is not a folder"),
+    (("show", "/nonexistent", "--method", "direct", "--task", "vector_add"), "is not a folder"),
+    (("show", "{run}", "--method", "gaek", "--task", "vector_add"), "the run has no method 'gaek'; did you mean geak?"),
+    (("show", "{run}", "--method", "geak", "--task", "vector_ad"), "the run has no task 'vector_ad'"),
+    (("show", "{run}", "--method", "geak", "--task", "vector_add", "--repeat", "-1"), "-1 is not in the range x>=0"),
+    (("export", "/nonexistent"), "is not a folder"),
+    (("export", "{run}", "--format", "xlsx"), "'xlsx' is not one of"),
+    (("export", "{run}", "--out", "/proc/kmc-not-writable"), "cannot write to /proc/kmc-not-writable"),
     (("verify", "/nonexistent"), "is not a folder"),
     (("verify", "{run}", "--source", "nosuch:/tmp", "--device", "cpu"), "unknown adapter"),
     (("verify", "{run}", "--device", "tpu"), "'tpu' is not one of"),
@@ -238,14 +246,15 @@ BAD_VALUES: list[tuple[tuple[str, ...], str]] = [
     (("verify", "{run}", "--speedup-tolerance", "-1"), "-1.0 is not in the range x>=0"),
     (("verify", "{run}", "--candidates", "--device", "cpu", "--source", "geak-eval:/nonexistent"), "does not exist"),
 ]
-FLAGS_WITHOUT_VALUES = {"--help", "--json", "--quiet", "--dry-run", "--hidden", "--visible", "--verbose", "--no-timing",
-                        "--reject-json-mode"}
+FLAGS_WITHOUT_VALUES = {"--help", "--json", "--quiet", "--dry-run", "--hidden", "--visible", "--verbose", "--all",
+                        "--calls", "--sources", "--candidates", "--no-timing", "--reject-json-mode"}
 SHARED = {"--log-file"}  # one callback for every command: one case (on compare) covers it
 
 
 def test_every_value_taking_option_has_a_bad_value_case() -> None:
     covered = {(args[0], opt) for args, _ in BAD_VALUES for opt in args if opt.startswith("--")}
-    covered |= {(args[1], opt) for args, _ in BAD_VALUES if args[0] == "bench" for opt in args if opt.startswith("--")}
+    covered |= {(args[1], opt) for args, _ in BAD_VALUES if args[0] in ("bench", "runs") for opt in args
+                if opt.startswith("--")}
     missing = []
     for name, command in cli.cli.commands.items():
         subs = command.commands.items() if isinstance(command, click.Group) else [(name, command)]

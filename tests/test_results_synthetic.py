@@ -6,6 +6,7 @@ refusal of runs, and the report/figures commands' bad-input paths."""
 from __future__ import annotations
 
 import io
+import json
 import math
 from pathlib import Path
 
@@ -232,11 +233,14 @@ def test_renderers_carry_the_simulated_label(tables, tmp_path: Path) -> None:
     assert md.count("\n| ") >= 4 and "| direct prompting |" in md
     assert tex.startswith("% SIMULATED MODEL") and "\\caption{Accuracy and speedup per method at 4 calls (SIMULATED MODEL)}" in tex
     assert "\\begin{tabular}" in tex and tex.count("\\\\") == 4  # header + 3 methods
-    assert "fast\\_1.5" in to_latex(tables["speedups"])  # underscores escaped
-    back = pd.read_csv(io.StringIO(csv), comment="#")
-    assert back["submitted_pass"].tolist() == [0.75, 0.5, 0.5]
+    assert r"fast\_1.5" in to_latex(tables["speedups"])  # underscores escaped
+    back = pd.read_csv(io.StringIO(csv))  # plain CSV: no comment line to skip
+    assert back["submitted_pass"].tolist() == [0.75, 0.5, 0.5] and back["simulated"].tolist() == [True] * 3
     paths = write_tables(list(tables.values()), tmp_path / "tables")  # every table as files, long ones too
-    assert {p.suffix for p in paths} == {".md", ".tex", ".csv"} and len(paths) == 3 * len(tables)
+    assert {p.suffix for p in paths} == {".md", ".tex", ".csv", ".json"} and len(paths) == 3 * len(tables) + 1
+    sidecar = json.loads((tmp_path / "tables" / "tables.json").read_text())
+    assert sidecar["accuracy"]["simulated"] is True and sidecar["accuracy"]["label"].startswith("SIMULATED MODEL")
+    assert pd.read_csv(tmp_path / "tables" / "accuracy.csv").shape == (3, back.shape[1])
 
 
 # ---------------------------------------------------------------------------- comparisons and verdicts
