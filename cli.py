@@ -460,6 +460,8 @@ def report_command(run_dirs: tuple[Path, ...], fmt: str, out: Path | None, resam
     if not run_dirs:
         raise BadInput("give at least one run folder")
     files = write_report(list(run_dirs), out, fmt, n_resamples=resamples)
+    if files.banner:
+        _say(files.banner)
     drawn = [f for f in files.figures if not f.skipped]
     click.echo(f"report: {files.report}")
     click.echo(f"tables: {len(files.tables)} files in {files.tables[0].parent}" if files.tables else "tables: none")
@@ -481,7 +483,10 @@ def figures_command(run_dirs: tuple[Path, ...], out: Path | None, resamples: int
 
     if not run_dirs:
         raise BadInput("give at least one run folder")
-    for f in write_figures_only(list(run_dirs), out, n_resamples=resamples):
+    files = write_figures_only(list(run_dirs), out, n_resamples=resamples)
+    if files.banner:
+        _say(files.banner)
+    for f in files.figures:
         click.echo(f"{f.name}: " + (", ".join(str(p) for p in f.files) if not f.skipped else f"not drawn ({f.skipped})"))
 
 

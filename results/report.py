@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from results.analysis import Analysis, analyse
+from results.completeness import RunProgress, runs_progress
 from results.figures import FigureResult, write_figures
 from results.labels import SIMULATED_BANNER
 from results.readers import RunData, RunError, load_runs
@@ -36,17 +37,28 @@ class ReportFiles:
     report: Path
     tables: list[Path]
     figures: list[FigureResult]
+    banner: str | None = None  # the partial-run banner (results/completeness.py), None for a finished run
 
 
-def _run_lines(data: RunData) -> list[str]:
+def _run_lines(data: RunData, progress: RunProgress | None = None) -> list[str]:
     unit = "calls" if data.budget_unit == "calls" else f"tokens ({data.budget_unit})"
+    partial = progress is not None and not progress.complete
+    reported = set(data.units["task"])
+    tasks = (f"tasks ({len(data.tasks)} planned, {len(reported)} with finished units): "
+             + ", ".join(t if t in reported else f"{t} (none finished)" for t in data.tasks)) if partial \
+        else f"tasks ({len(data.tasks)}): {', '.join(data.tasks)}"
+    methods = ", ".join(display(m) + (f" ({progress.done.get(m, 0)}/{progress.planned.get(m, 0)} units"
+                                      + (": none finished, absent from every table)" if not progress.done.get(m) else ")")
+                                      if partial and progress is not None else "") for m in data.methods)
     lines = [f"runs: {', '.join(str(i.path) for i in data.infos)}",
              f"model: {data.first.model}" + (" (built-in simulated model)" if data.simulated else ""),
              f"device: {data.first.device_name}" + (" (no timings)" if data.first.interpreter else ""),
              f"budget: {data.budget} {unit} per (method, task, repeat)",
-             f"tasks ({len(data.tasks)}): {', '.join(data.tasks)}",
-             f"methods: {', '.join(display(m) for m in data.methods)}",
-             f"finished units: {len(data.units)}; repeats per (method, task): {_span(data)}"]
+             tasks,
+             f"methods: {methods}",
+             f"finished units: {len(data.units)}"
+             + (f" of {progress.units_planned} planned" if partial and progress is not None else "")
+             + f"; repeats per (method, task): {_span(data)}"]
     for m in data.methods:
         opts = data.method_options.get(m, {})
         lines.append(f"{display(m)} options: " + ", ".join(f"{k}={v}" for k, v in sorted(opts.items())))
@@ -59,12 +71,16 @@ def _span(data: RunData) -> str:
     return str(lo) if lo == hi else f"{lo}-{hi}"
 
 
-def build_blocks(a: Analysis, tables: list[Table], figures: list[FigureResult], fig_dir: str) -> list[Block]:
+def build_blocks(a: Analysis, tables: list[Table], figures: list[FigureResult], fig_dir: str,
+                 progress: RunProgress | None = None) -> list[Block]:
     d = a.data
     blocks = [Block("h1", "Kernel-method comparison report" + (" (SIMULATED MODEL)" if d.simulated else ""))]
     if d.simulated:
         blocks.append(Block("banner", SIMULATED_BANNER))
-    blocks.append(Block("list", _run_lines(d)))
+    banner = progress.banner() if progress is not None else None
+    if banner:
+        blocks.append(Block("banner", banner))
+    blocks.append(Block("list", _run_lines(d, progress)))
     blocks.append(Block("h2", "Verdicts"))
     if a.comparisons:
         blocks.append(Block("list", [verdict_sentence(c) for c in a.comparisons]))
@@ -208,19 +224,38 @@ def write_report(paths: list[Path], out_dir: Path | None = None, fmt: str = "md"
         raise ValueError(f"format must be one of {FORMATS}")
     data = load_runs(paths)
     out_dir = writable_folder(Path(out_dir) if out_dir is not None else default_out(list(paths), "report"))
+    progress = runs_progress([i.path for i in data.infos])
     a = analyse(data, n_resamples, seed)
     tables = build_tables(a)
+    if not progress.complete:
+        say_partial(tables, progress)
     table_files = write_tables(tables, out_dir / "tables")
     figures = write_figures(a, out_dir / "figures")
-    blocks = build_blocks(a, tables, figures, "figures")
+    blocks = build_blocks(a, tables, figures, "figures", progress)
     report = out_dir / f"report.{fmt}"
     title = "Kernel-method comparison report" + (" (SIMULATED MODEL)" if data.simulated else "")
     report.write_text(render_markdown(blocks) if fmt == "md" else render_html(blocks, title))
-    return ReportFiles(report, table_files, figures)
+    return ReportFiles(report, table_files, figures, progress.banner())
+
+
+def say_partial(tables: list[Table], progress: RunProgress) -> None:
+    """Every table of a partial run says, in its notes, that it holds only finished units."""
+    absent = [display(m) for m, n in progress.planned.items() if n and not progress.done.get(m)]
+    note = (f"Partial run: only the {progress.units_done} finished units of {progress.units_planned} planned "
+            f"({progress.per_method()})" + (f"; absent: {', '.join(absent)}" if absent else "") + ".")
+    for t in tables:
+        t.notes.append(note)
+
+
+@dataclass
+class FigureFiles:
+    figures: list[FigureResult]
+    banner: str | None = None  # the partial-run banner, None for a finished run
 
 
 def write_figures_only(paths: list[Path], out_dir: Path | None = None, n_resamples: int = 10_000,
-                       seed: int = 0) -> list[FigureResult]:
+                       seed: int = 0) -> FigureFiles:
     data = load_runs(paths)
     out_dir = writable_folder(Path(out_dir) if out_dir is not None else default_out(list(paths), "figures"))
-    return write_figures(analyse(data, n_resamples, seed), out_dir)
+    progress = runs_progress([i.path for i in data.infos])
+    return FigureFiles(write_figures(analyse(data, n_resamples, seed), out_dir), progress.banner())

@@ -137,3 +137,29 @@ def test_show_refuses_unknown_names_and_unfinished_units(run: Path) -> None:
         show_unit(make_partial(run), "geak", "flip")
     code, _, err = invoke("show", str(run), "--method", "geak", "--task", "vector_add", "--repeat", "3")
     assert code == 2 and err.strip() == "error: geak on vector_add has no finished repeat 3 (finished: 0)"
+
+
+# ---------------------------------------------------------------------------- partial runs said loudly
+@pytest.mark.slow
+def test_report_and_figures_of_a_partial_run_say_so(run: Path, tmp_path: Path) -> None:
+    from results.report import write_report
+
+    with sqlite3.connect(make_partial(run) / "store.sqlite") as db:
+        db.execute("DELETE FROM units WHERE method = 'geak'")  # GEAK: nothing finished at all
+    banner = ("PARTIAL RUN: 8 of 12 units done (direct 4/4, reflexion 4/4, geak 0/4); everything below shows only "
+              "the finished units")
+    files = write_report([run], tmp_path / "report", "md", n_resamples=200)
+    text = files.report.read_text()
+    assert files.banner == banner and f"> **{banner}**" in text.split("## Verdicts")[0]  # in the header
+    assert "GEAK (0/4 units: none finished, absent from every table)" in text
+    assert "finished units: 8 of 12 planned" in text
+    sidecar = json.loads((tmp_path / "report" / "tables" / "tables.json").read_text())
+    note = "Partial run: only the 8 finished units of 12 planned (direct 4/4, reflexion 4/4, geak 0/4); absent: GEAK."
+    assert all(note in t["notes"] for t in sidecar.values())
+    assert note in text
+    code, _, err = invoke("figures", str(run), "--out", str(tmp_path / "figs"), "--resamples", "200")
+    assert code == 0 and err.strip() == banner
+    code, _, err = invoke("report", str(run), "--out", str(tmp_path / "r2"), "--resamples", "200")
+    assert code == 0 and err.strip() == banner
+    complete = make_synthetic_run(tmp_path / "complete")
+    assert write_report([complete], tmp_path / "r3", "md", n_resamples=200).banner is None
