@@ -477,13 +477,26 @@ def report_command(run_dirs: tuple[Path, ...], fmt: str, out: Path | None, resam
               help="Output folder [default RUN_DIR/figures].")
 @click.option("--resamples", type=click.IntRange(min=MIN_RESAMPLES), default=10_000, show_default=True,
               help=f"Bootstrap resamples (at least {MIN_RESAMPLES}).")
-def figures_command(run_dirs: tuple[Path, ...], out: Path | None, resamples: int) -> None:
-    """The report's figures alone (PNG and PDF), ready for a paper."""
+@click.option("--style", "style_name", type=click.Choice(["default", "paper"]), default="default", show_default=True,
+              help="paper: 3.25/6.75 in column widths, 8 pt text, no titles; default: screen sizes with titles.")
+@click.option("--format", "formats", default="png,pdf", show_default=True, metavar="png,pdf,svg",
+              help="Comma-separated file formats (PNG at 300 dpi; PDF and SVG with TrueType text).")
+@click.option("--titles/--no-titles", default=None,
+              help="Draw titles on the figures [default: on for the default style, off for paper].")
+def figures_command(run_dirs: tuple[Path, ...], out: Path | None, resamples: int, style_name: str, formats: str,
+                    titles: bool | None) -> None:
+    """The report's figures alone, camera-ready: each in the chosen formats with a CSV of the
+    plotted numbers beside it; a simulated (or unfinished) run is watermarked inside the axes."""
+    from results.figure_style import FigureStyle
     from results.report import write_figures_only
 
     if not run_dirs:
         raise BadInput("give at least one run folder")
-    files = write_figures_only(list(run_dirs), out, n_resamples=resamples)
+    try:
+        style = FigureStyle.make(style_name, _split(formats) or [], titles)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+    files = write_figures_only(list(run_dirs), out, n_resamples=resamples, style=style)
     if files.banner:
         _say(files.banner)
     for f in files.figures:

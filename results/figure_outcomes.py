@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from results.figure_style import FigureStyle, title, watermark
+from results.figure_style import FigureStyle, title
 from results.readers import RunData
 
 PASSED, FAILED, ERROR, NONE = "passed", "failed", "error", "nothing submitted"
@@ -61,7 +61,8 @@ def outcome_table(data: RunData) -> pd.DataFrame:
 
 
 def draw_outcomes(data: RunData, style: FigureStyle, display: Any = str) -> tuple[Any, pd.DataFrame, str]:
-    """(figure, the plotted table, the title it would carry). `display` names methods."""
+    """(figure, the plotted table, the title it would carry). `display` names methods; the caller
+    draws the watermark (results/figures.py does, for every figure alike)."""
     from matplotlib.colors import LogNorm
     from matplotlib.patches import Patch, Rectangle
 
@@ -119,7 +120,6 @@ def draw_outcomes(data: RunData, style: FigureStyle, display: Any = str) -> tupl
         bar.ax.yaxis.set_major_locator(LogLocator(base=2))
         bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
         bar.ax.yaxis.set_minor_formatter(NullFormatter())
-    watermark(ax, style)
     text = title(ax, "Outcome of each method's final submission per task", style)
     return fig, table, text
 

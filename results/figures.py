@@ -1,16 +1,17 @@
-"""Paper figures (PNG and PDF) from an Analysis: budget curves with interval bands against
-calls and against tokens, parallel scaling over independent runs, fast_p curves, speedup
-distributions and latency noise per task.
+"""Paper figures from an Analysis: budget curves with interval bands against calls, tokens
+and GPU evaluations, parallel scaling over independent runs, fast_p curves, speedup
+distributions, latency noise per task and clock state, and the per-task outcome heatmap.
 
 Why these: a reader must see success at every budget (not a single point), how sure we
 are (bands over tasks), what a speedup claim rests on (every unit's speedup, failures
-counted), and how noisy the timings under it were. Figures of a simulated run carry
-"SIMULATED MODEL" in their title (invariant 7). A figure whose data do not exist (no
-timings on the CPU interpreter, no complete independent runs) is not drawn, and the
-reason is returned instead of an empty plot.
+counted), how noisy the timings under it were, and which tasks each method won or lost. A
+figure whose data do not exist (no timings on the CPU interpreter, no complete independent
+runs) is not drawn, and the reason is returned instead of an empty plot.
 
-matplotlib is imported inside functions with the Agg backend, so importing this module
-costs nothing and works without a display.
+How they look and are saved is results/figure_style.py's: camera-ready sizes, 300 dpi PNG,
+TrueType PDF, optional SVG, titles only when the style has them, one look per method, the
+SIMULATED (and PARTIAL RUN) watermark inside every axes (invariant 7), and the plotted
+numbers as `<name>.csv` beside every figure.
 """
 
 from __future__ import annotations
@@ -23,61 +24,64 @@ import numpy as np
 import pandas as pd
 
 from results.analysis import Analysis
+from results.curves import MethodRuns
+from results.figure_style import FigureStyle, MethodLook, band, method_looks, pyplot, save, title, watermark
 from results.method_stats import REPORTED_FAST_PS
 from results.verdicts import display
 from stats import fast_p, flagged_share, mean_ci_columns
 
-_COLORS = {"direct": "#1f77b4", "reflexion": "#ff7f0e", "geak": "#2ca02c"}
-_STYLES = {"direct": "-", "reflexion": "--", "geak": "-."}
-_EXTRA = ["#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
-
 
 @dataclass
 class FigureResult:
-    """One figure: its files (PNG and PDF), a caption saying what it shows, or why it was skipped."""
+    """One figure: its files (one per format, then the CSV of plotted numbers), a caption saying
+    what it shows, or why it was skipped."""
 
     name: str
     caption: str
     files: list[Path] = field(default_factory=list)
     skipped: str = ""
-    title: str = ""  # the title drawn on the figure (tests read it: the simulated label must be there)
+    title: str = ""  # the title the figure carries (drawn only when the style has titles)
+    watermark: str | None = None  # the label drawn inside its axes (SIMULATED MODEL, PARTIAL RUN)
 
 
-def _plt() -> Any:
-    import matplotlib
+@dataclass(frozen=True)
+class Look:
+    """What every figure of one run shares: the style (with its watermark) and each method's look."""
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    style: FigureStyle
+    methods: dict[str, MethodLook]
+    simulated: bool
 
-    plt.rcParams.update({"font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10, "legend.fontsize": 9,
-                         "axes.spines.top": False, "axes.spines.right": False, "figure.dpi": 100})
+    def of(self, method: str) -> MethodLook:
+        return self.methods[method]
+
+
+def make_look(a: Analysis, style: FigureStyle | None = None, partial: bool = False) -> Look:
+    chosen = (style or FigureStyle.make()).with_watermark(a.data.simulated, partial)
+    return Look(chosen, method_looks(a.data.methods), a.data.simulated)
+
+
+def _plt(look: Look) -> Any:
+    """pyplot with the style's rcParams in force (set globally: drawing and saving both read them)."""
+    plt = pyplot()
+    plt.rcParams.update(look.style.rc())
     return plt
 
 
-def color(method: str, methods: tuple[str, ...]) -> str:
-    if method in _COLORS:
-        return _COLORS[method]
-    others = [m for m in methods if m not in _COLORS]
-    return _EXTRA[others.index(method) % len(_EXTRA)] if method in others else _EXTRA[0]
+def _done(fig: Any, out_dir: Path, name: str, caption: str, look: Look, plotted: pd.DataFrame,
+          text: str) -> FigureResult:
+    """Watermark every axes, save in the style's formats with the plotted numbers beside, close."""
+    for ax in fig.axes:
+        if ax.get_label() != "<colorbar>":
+            watermark(ax, look.style)
+    files = save(fig, out_dir, name, look.style, plotted, look.simulated)
+    return FigureResult(name, caption, files, title=text, watermark=look.style.watermark)
 
 
-def style(method: str) -> str:
-    return _STYLES.get(method, ":")
-
-
-def _title(a: Analysis, text: str) -> str:
-    return (f"SIMULATED MODEL: {text}" if a.data.simulated else text)
-
-
-def _done(fig: Any, out_dir: Path, name: str, caption: str) -> FigureResult:
-    """Save as PNG (150 dpi) and PDF, close, and say what was drawn."""
-    title = fig.get_suptitle() or " | ".join(ax.get_title() for ax in fig.axes if ax.get_title())
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = [out_dir / f"{name}.png", out_dir / f"{name}.pdf"]
-    fig.savefig(paths[0], dpi=150, bbox_inches="tight")
-    fig.savefig(paths[1], bbox_inches="tight")
-    _plt().close(fig)
-    return FigureResult(name, caption, paths, title=title)
+def _t(a: Analysis, text: str) -> str:
+    """A drawn title of a simulated run starts with the label too (the watermark is the one that
+    cannot be cropped away)."""
+    return f"SIMULATED MODEL: {text}" if a.data.simulated else text
 
 
 def _subtitle(a: Analysis) -> str:
@@ -91,79 +95,117 @@ def _subtitle(a: Analysis) -> str:
 # ---------------------------------------------------------------------------- budget curves
 SPENT_COLUMNS = {"calls": "calls_used", "tokens": "tokens_used", "evaluations": "feedback_evals"}
 AXIS_LABELS = {"calls": "LLM calls spent", "tokens": "tokens spent (thousands, prompt + completion)",
-               "evaluations": "GPU evaluations spent (visible feedback + own test runs)"}
+               "evaluations": "GPU evaluations spent\n(visible feedback + own test runs)"}
 
 
-def budget_figure(a: Analysis, axis: str, out_dir: Path) -> FigureResult:
-    plt = _plt()
+def budget_figure(a: Analysis, axis: str, out_dir: Path, look: Look | None = None) -> FigureResult:
+    look = look or make_look(a)
+    plt = _plt(look)
     curves = a.curves[axis]
     name = f"budget_{axis}"
     caption = (f"Submitted pass (left) and oracle pass (right) against {axis} spent, mean over tasks with 95% "
-               "pointwise bootstrap bands over tasks; each curve ends (tick) at the most any unit of that method "
-               "spent, and a unit that stopped earlier keeps its last submission.")
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+               "pointwise bootstrap bands over tasks (hatched, outlined); each curve ends (tick) at the most any "
+               "unit of that method spent, and a unit that stopped earlier keeps its last submission.")
+    fig, axes = plt.subplots(1, 2, figsize=look.style.size("double", 0.38), sharey=True)
     scale = 1000.0 if axis == "tokens" else 1.0
+    rows = []
     for ax, kind, label in ((axes[0], "submitted", "submitted pass"), (axes[1], "oracle", "oracle pass")):
         for m, c in curves.items():
-            band = getattr(c, kind)
+            curve = getattr(c, kind)
             # Stop each curve at the most any unit of the method spent: beyond it nothing was spent.
             spent = a.data.units.loc[a.data.units["method"] == m, SPENT_COLUMNS[axis]]
             n = min(len(c.grid), int(np.searchsorted(c.grid, float(spent.max()), side="left")) + 1)
             x = c.grid[:n] / scale
-            col = color(m, a.data.methods)
-            ax.step(x, band.mean[:n], where="post", color=col, lw=2, ls=style(m), label=display(m))
-            ax.fill_between(x, band.lo[:n], band.hi[:n], step="post", color=col, alpha=0.14, lw=0)
-            ax.plot(x[-1:], band.mean[n - 1:n], marker="|", ms=10, mew=2, color=col)
-        ax.set_title(label)
+            lk = look.of(m)
+            ax.step(x, curve.mean[:n], where="post", color=lk.color, ls=lk.line, label=display(m))
+            band(ax, x, curve.lo[:n], curve.hi[:n], lk, step="post")
+            ax.plot(x[-1:], curve.mean[n - 1:n], marker="|", ms=9, mew=2, color=lk.color)
+            rows += [{"panel": kind, "method": m, axis: float(c.grid[i]), "mean": float(curve.mean[i]),
+                      "lo": float(curve.lo[i]), "hi": float(curve.hi[i])} for i in range(n)]
+        ax.text(0.02, 0.97, label, transform=ax.transAxes, ha="left", va="top")  # the panel's name, always
         ax.set_xlabel(AXIS_LABELS[axis])
         ax.set_ylim(-0.03, 1.03)
         ax.set_xlim(0, float(next(iter(curves.values())).grid[-1]) / scale)
         ax.grid(alpha=0.3)
-    axes[0].set_ylabel("share of tasks passing hidden tests")
+    axes[0].set_ylabel("share of tasks passing\nhidden tests")
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.suptitle(_title(a, f"Budget curves against {axis}") + "\n" + _subtitle(a), fontsize=11)
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
-    fig.legend(handles, labels, loc="lower center", ncol=len(labels), frameon=False, handlelength=3)
-    return _done(fig, out_dir, name, caption)
+    text = title(fig, _t(a, f"Budget curves against {axis}") + f"\n{_subtitle(a)}", look.style, suptitle=True)
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), handlelength=3)
+    return _done(fig, out_dir, name, caption, look, pd.DataFrame(rows), text)
 
 
-def parallel_figure(a: Analysis, out_dir: Path) -> FigureResult:
+# ---------------------------------------------------------------------------- parallel scaling
+def spent_per_run(r: MethodRuns) -> float:
+    """Mean calls a complete run actually spent (a Reflexion trial that passes stops early)."""
+    complete = r.runs[r.runs["complete"]]
+    return float((complete["calls_end"] - complete["calls_start"]).mean()) if len(complete) else float("nan")
+
+
+def calls_limit(a: Analysis, method: str) -> float:
+    """The most calls one unit of the method spent (never more than a calls budget): k runs
+    drawn past it would claim spend that no unit had."""
+    spent = a.data.units.loc[a.data.units["method"] == method, "calls_used"]
+    most = float(spent.max()) if len(spent) else 0.0
+    return min(most, float(a.data.budget)) if a.data.budget_unit == "calls" else most
+
+
+def parallel_figure(a: Analysis, out_dir: Path, look: Look | None = None) -> FigureResult:
+    look = look or make_look(a)
     name = "parallel_scaling"
-    caption = ("pass@k over independent runs against the calls of k runs (k x calls per run), mean over tasks with "
-               "95% bootstrap bands; markers at each k.")
+    caption = ("pass@k over independent runs against the calls k runs actually spent (k x the mean calls of a "
+               "complete run), mean over tasks with 95% bootstrap bands; hollow markers: the same k charged at the "
+               "method's cap per run where it is higher (a Reflexion trial's call cap). No method is drawn past the "
+               "most calls one of its units spent.")
     usable = {m: r for m, r in a.runs.items() if r.curve is not None and len(r.curve.k) >= 1}
     if not usable:
         return FigureResult(name, caption, skipped="no method has complete independent runs on every task")
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    plt = _plt(look)
+    fig, ax = plt.subplots(figsize=look.style.size("single", 0.85))
+    rows = []
     for m, r in usable.items():
         c = r.curve
         assert c is not None
-        col = color(m, a.data.methods)
+        lk = look.of(m)
+        spent, limit = spent_per_run(r), calls_limit(a, m)
+        x = c.k * spent
+        keep = x <= limit + 1e-9
+        cap = c.k * r.calls_per_run
+        rows += [{"method": m, "k": int(k), "calls_spent": float(xs), "calls_cap": float(cp), "limit": limit,
+                  "mean": float(v), "lo": float(lo), "hi": float(hi), "drawn": bool(kp)}
+                 for k, xs, cp, v, lo, hi, kp in zip(c.k, x, cap, c.mean, c.lo, c.hi, keep, strict=True)]
+        if not keep.any():
+            continue
         opts = a.data.method_options.get(m, {})
         temp0 = opts.get("impl_temperature", opts.get("temperature")) == 0
-        label = f"{display(m)} ({r.calls_per_run:g} call{'s' if r.calls_per_run != 1 else ''}/run" + (
+        label = f"{display(m)} ({spent:.3g} call{'s' if spent != 1 else ''}/run" + (
             "; temperature 0: runs not independent)" if temp0 else ")")
-        ax.plot(c.cost, c.mean, marker="o", ms=4, color=col, lw=2, ls=style(m), label=label)
-        ax.fill_between(c.cost, c.lo, c.hi, color=col, alpha=0.18, lw=0)
-        if len(c.k) == 1:  # a band needs two points: show the lone interval as an error bar
-            ax.errorbar(c.cost, c.mean, yerr=[c.mean - c.lo, c.hi - c.mean], color=col, capsize=4, lw=1.5)
+        ax.plot(x[keep], c.mean[keep], marker=lk.marker, color=lk.color, ls=lk.line, label=label)
+        if keep.sum() >= 2:
+            band(ax, x[keep], c.lo[keep], c.hi[keep], lk)
+        else:  # a band needs two points: show the lone interval as an error bar
+            ax.errorbar(x[keep], c.mean[keep], yerr=[c.mean[keep] - c.lo[keep], c.hi[keep] - c.mean[keep]],
+                        color=lk.color, capsize=3, lw=1.2)
+        charged = keep & (cap > x * 1.01) & (cap <= limit + 1e-9)
+        if charged.any():
+            ax.plot(cap[charged], c.mean[charged], ls="none", marker=lk.marker, mfc="none", color=lk.color,
+                    alpha=0.8, label=f"{display(m)} charged at its cap ({r.calls_per_run:g} calls/run)")
     if a.data.budget_unit == "calls":
-        ax.axvline(a.data.budget, color="grey", ls=":", lw=1.2, label=f"budget of one unit ({a.data.budget} calls)")
+        ax.axvline(a.data.budget, color="grey", ls=":", lw=1.0, label=f"budget of one unit ({a.data.budget} calls)")
     from matplotlib.ticker import FuncFormatter
 
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.set_xlabel("LLM calls of k runs, k x calls per run (log scale)")
+    ax.set_xlabel("LLM calls spent by k runs (log scale)")
     ax.set_ylabel("pass@k over runs")
     ax.set_ylim(-0.03, 1.03)
     ax.grid(alpha=0.3, which="both")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1, frameon=False)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=1)
     missing = [display(m) for m in a.runs if m not in usable]
     sub = f"not estimable: {', '.join(missing)}" if missing else f"{a.n_tasks} tasks"
-    ax.set_title(_title(a, "Parallel scaling over independent runs") + f"\n({sub})", fontsize=11)
+    text = title(ax, _t(a, "Parallel scaling over independent runs") + f"\n({sub})", look.style)
     fig.tight_layout()
-    return _done(fig, out_dir, name, caption)
+    return _done(fig, out_dir, name, caption, look, pd.DataFrame(rows), text)
 
 
 # ---------------------------------------------------------------------------- speedups
@@ -176,18 +218,20 @@ def _correct_speedups(units: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return correct, known["speedup"].where(known["submitted_pass"]).to_numpy(float)
 
 
-def fast_p_figure(a: Analysis, out_dir: Path) -> FigureResult:
+def fast_p_figure(a: Analysis, out_dir: Path, look: Look | None = None) -> FigureResult:
+    look = look or make_look(a)
     name = "fast_p"
     caption = ("fast_p: share of ALL tasks whose submission is correct and more than p times as fast as the expert "
                "baseline, against p (failures are never fast; flagged timings left out); 95% bootstrap bands over "
                "tasks; dotted lines at the tabulated p.")
     if not a.data.has_timings:
         return FigureResult(name, caption, skipped="no timed evaluations (CPU interpreter)")
-    plt = _plt()
+    plt = _plt(look)
     u = a.data.units
     top = float(np.nanmax(u["speedup"])) if u["speedup"].notna().any() else 2.0
     ps = np.linspace(0, max(2.5, 1.1 * top), 241)
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    fig, ax = plt.subplots(figsize=look.style.size("single", 0.7))
+    rows = []
     for m in a.data.methods:
         units = u[u["method"] == m]
         if not len(units):
@@ -201,9 +245,11 @@ def fast_p_figure(a: Analysis, out_dir: Path) -> FigureResult:
             continue
         cols = mean_ci_columns(np.asarray(per_task), n_resamples=min(a.n_resamples, 2000), method="percentile",
                                seed=a.seed)
-        col = color(m, a.data.methods)
-        ax.plot(ps, cols.value, color=col, lw=2, ls=style(m), label=display(m), drawstyle="steps-post")
-        ax.fill_between(ps, cols.lo, cols.hi, step="post", color=col, alpha=0.15, lw=0)
+        lk = look.of(m)
+        ax.plot(ps, cols.value, color=lk.color, ls=lk.line, label=display(m), drawstyle="steps-post")
+        band(ax, ps, cols.lo, cols.hi, lk, step="post")
+        rows += [{"method": m, "p": float(p), "fast_p": float(v), "lo": float(lo), "hi": float(hi)}
+                 for p, v, lo, hi in zip(ps, cols.value, cols.lo, cols.hi, strict=True)]
     for p in REPORTED_FAST_PS:
         ax.axvline(p, color="grey", ls=":", lw=0.8)
     ax.set_xlabel("speedup threshold p (vs expert Triton baseline)")
@@ -212,42 +258,45 @@ def fast_p_figure(a: Analysis, out_dir: Path) -> FigureResult:
     ax.set_xlim(0, ps[-1])
     ax.grid(alpha=0.3)
     ax.legend(loc="upper right", handlelength=3)
-    ax.set_title(_title(a, "fast_p against the speedup threshold"), fontsize=11)
+    text = title(ax, _t(a, "fast_p against the speedup threshold"), look.style)
     fig.tight_layout()
-    return _done(fig, out_dir, name, caption)
+    return _done(fig, out_dir, name, caption, look, pd.DataFrame(rows), text)
 
 
-def speedup_figure(a: Analysis, out_dir: Path) -> FigureResult:
-
+def speedup_figure(a: Analysis, out_dir: Path, look: Look | None = None) -> FigureResult:
+    look = look or make_look(a)
     name = "speedups"
     caption = ("Speedup of each correct, timed final submission over the expert baseline (one dot per unit, log "
                "scale; box = quartiles when there are at least 5; dashed = geometric mean over these units; flagged "
                "timings left out); the label under each method gives correct submissions out of all units.")
     if not a.data.has_timings:
         return FigureResult(name, caption, skipped="no timed evaluations (CPU interpreter)")
-    plt = _plt()
+    plt = _plt(look)
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
 
     u = a.data.units
     methods = [m for m in a.data.methods if (u["method"] == m).any()]
-    fig, ax = plt.subplots(figsize=(max(5.5, 1.8 * len(methods) + 2), 4.2))
+    fig, ax = plt.subplots(figsize=look.style.size("single", 0.75))
     rng = np.random.default_rng(0)
-    labels = []
+    labels, rows = [], []
     for i, m in enumerate(methods):
         units = u[u["method"] == m]
-        _, s = _correct_speedups(units)
-        vals = s[np.isfinite(s)]
+        usable = units[units["submitted_pass"] & units["speedup"].notna() & ~units["speedup_flagged"]]
+        vals = usable["speedup"].to_numpy(float)
         labels.append(f"{display(m)}\n{len(vals)}/{len(units)} correct")
-        col = color(m, a.data.methods)
+        lk = look.of(m)
         if len(vals) >= 5:  # quartiles of fewer points say nothing the dots do not
             ax.boxplot([vals], positions=[i], widths=0.5, showfliers=False, medianprops={"color": "black"},
-                       boxprops={"color": col}, whiskerprops={"color": col}, capprops={"color": col})
+                       boxprops={"color": lk.color}, whiskerprops={"color": lk.color}, capprops={"color": lk.color})
         if len(vals):
-            ax.scatter(i + rng.uniform(-0.15, 0.15, len(vals)), vals, s=18, color=col, alpha=0.8, zorder=3)
+            ax.scatter(i + rng.uniform(-0.15, 0.15, len(vals)), vals, s=14, color=lk.color, marker=lk.marker,
+                       alpha=0.8, zorder=3)
             gm = float(np.exp(np.mean(np.log(vals))))
-            ax.plot([i - 0.3, i + 0.3], [gm, gm], color=col, lw=2.5, ls="--")
+            ax.plot([i - 0.3, i + 0.3], [gm, gm], color=lk.color, lw=2.2, ls="--")
         else:
-            ax.text(i, 1.0, "no correct\ntimed kernels", ha="center", va="center", fontsize=9)
+            ax.text(i, 1.0, "no correct\ntimed kernels", ha="center", va="center")
+        rows += [{"method": m, "task": t, "repeat": int(r), "speedup": float(v)}
+                 for t, r, v in zip(usable["task"], usable["repeat"], vals, strict=True)]
     ax.axhline(1.0, color="grey", lw=1)
     ax.set_yscale("log")
     shown = u["speedup"][u["submitted_pass"] & u["speedup"].notna()]
@@ -260,74 +309,98 @@ def speedup_figure(a: Analysis, out_dir: Path) -> FigureResult:
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xticks(range(len(methods)), labels)
     ax.set_xlim(-0.6, len(methods) - 0.4)
-    ax.set_ylabel("speedup vs expert baseline (x, log scale)")
+    ax.set_ylabel("speedup vs expert baseline\n(x, log scale)")
     ax.grid(alpha=0.3, axis="y", which="both")
-    ax.set_title(_title(a, "Speedups of correct submissions") + "\n(dashed: geometric mean over correct units)",
-                 fontsize=11)
+    text = title(ax, _t(a, "Speedups of correct submissions") + "\n(dashed: geometric mean over correct units)",
+                 look.style)
     fig.tight_layout()
-    return _done(fig, out_dir, name, caption)
+    return _done(fig, out_dir, name, caption, look, pd.DataFrame(rows), text)
 
 
-_STATE_MARKERS = {"locked": ("o", "#2ca02c"), "not locked": ("o", "#1f77b4"), "lock not recorded": ("o", "#7f7f7f")}
+# ---------------------------------------------------------------------------- latency noise
+_STATE_COLORS = {"locked": "#009E73", "not locked": "#0072B2", "lock not recorded": "#7f7f7f"}
+_FLAGGED_COLOR = "#D55E00"
 
 
 def _state_style(state: str) -> tuple[str, str, bool]:
+    """(marker, colour, flagged) of a clock state such as 'not locked, flagged'."""
     base, _, flag = state.partition(", ")
-    marker, col = _STATE_MARKERS.get(base, ("o", "#7f7f7f"))
-    return ("x" if flag else marker), ("#d62728" if flag else col), bool(flag)
+    return ("x" if flag else "o"), (_FLAGGED_COLOR if flag else _STATE_COLORS.get(base, "#7f7f7f")), bool(flag)
 
 
-def latency_figure(a: Analysis, out_dir: Path) -> FigureResult:
+def latency_figure(a: Analysis, out_dir: Path, look: Look | None = None) -> FigureResult:
+    look = look or make_look(a)
     name = "latency_noise"
     caption = ("Latency noise per task and clock state: IQR/median of the raw candidate samples of every timed case "
-               "(one point per case; colour = clock lock state; red crosses = timings flagged for moving clocks or "
+               "(one point per case; colour = clock lock state; crosses = timings flagged for moving clocks or "
                "throttling, left out of every average); the title gives the share of timed cases flagged.")
     lat = a.latency
     if not len(lat):
         return FigureResult(name, caption, skipped="no timed evaluations (CPU interpreter)")
-    plt = _plt()
+    plt = _plt(look)
     tasks = sorted(lat["task"].unique())
     states = sorted(lat["clock_state"].unique())
-    many = len(tasks) > 40
-    if many:  # one summary per task and state, sorted, unlabelled: hundreds of names cannot be read
-        fig, ax = plt.subplots(figsize=(10, 4.2))
+    fig, ax = plt.subplots(figsize=look.style.size("double", 0.38))
+    if len(tasks) > 40:  # one summary per task and state, sorted, unlabelled: hundreds of names cannot be read
         order = lat[~lat["flagged"]].groupby("task")["rel_iqr"].median().sort_values().index.tolist()
         order += [t for t in tasks if t not in order]
         pos = {t: i for i, t in enumerate(order)}
         for state in states:
             g = lat[lat["clock_state"] == state].groupby("task")["rel_iqr"].median()
             marker, col, _ = _state_style(state)
-            ax.scatter([pos[t] for t in g.index], 100 * g.to_numpy(float), s=10, marker=marker, color=col,
+            ax.scatter([pos[t] for t in g.index], 100 * g.to_numpy(float), s=8, marker=marker, color=col,
                        label=f"{state} (median over cases)")
         ax.set_xlabel(f"{len(tasks)} tasks, sorted by the median IQR/median of unflagged cases")
         ax.set_xticks([])
     else:
-        fig, ax = plt.subplots(figsize=(min(12.0, max(6.0, 0.45 * len(tasks) + 3)), 4.2))
         rng = np.random.default_rng(0)
         width = 0.6 / max(1, len(states))
         for j, state in enumerate(states):
             marker, col, _ = _state_style(state)
             g = lat[lat["clock_state"] == state]
             x = np.array([tasks.index(t) for t in g["task"]], dtype=float) - 0.3 + (j + 0.5) * width
-            ax.scatter(x + rng.uniform(-width / 4, width / 4, len(g)), 100 * g["rel_iqr"].to_numpy(float), s=16,
+            ax.scatter(x + rng.uniform(-width / 4, width / 4, len(g)), 100 * g["rel_iqr"].to_numpy(float), s=12,
                        marker=marker, color=col, alpha=0.7, label=state)
         rotate = len(tasks) > 6
-        ax.set_xticks(range(len(tasks)), tasks, rotation=60 if rotate else 0, ha="right" if rotate else "center",
-                      fontsize=8 if rotate else 9)
+        ax.set_xticks(range(len(tasks)), tasks, rotation=60 if rotate else 0, ha="right" if rotate else "center")
         ax.set_xlim(-0.6, len(tasks) - 0.4)
-    ax.set_ylabel("IQR / median of latency samples per case (%)")
+    ax.set_ylabel("IQR / median of latency\nsamples per case (%)")
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3, axis="y")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False, title="clock state")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), title="clock state")
     share = flagged_share(lat["flagged"].to_numpy(bool))
-    ax.set_title(_title(a, "Latency noise per task and clock state")
-                 + f"\n({len(lat)} timed cases, {100 * share:.0f}% flagged)", fontsize=11)
+    text = title(ax, _t(a, "Latency noise per task and clock state")
+                 + f"\n({len(lat)} timed cases, {100 * share:.0f}% flagged)", look.style)
     fig.tight_layout()
-    return _done(fig, out_dir, name, caption)
+    plotted = lat[["task", "source_hash", "case", "clock_state", "flagged", "median_ms", "rel_iqr"]]
+    return _done(fig, out_dir, name, caption, look, plotted, text)
 
 
-def write_figures(a: Analysis, out_dir: Path) -> list[FigureResult]:
-    """Draw every figure into out_dir (PNG and PDF); skipped ones say why."""
-    return [budget_figure(a, "calls", out_dir), budget_figure(a, "tokens", out_dir),
-            budget_figure(a, "evaluations", out_dir), parallel_figure(a, out_dir),
-            fast_p_figure(a, out_dir), speedup_figure(a, out_dir), latency_figure(a, out_dir)]
+# ---------------------------------------------------------------------------- outcomes per task
+def outcome_figure(a: Analysis, out_dir: Path, look: Look | None = None) -> FigureResult:
+    from results.figure_outcomes import draw_outcomes
+
+    look = look or make_look(a)
+    name = "outcomes"
+    caption = ("Outcome of each method's final submission on each task: passed the hidden cases (colour: speedup vs "
+               "the expert baseline, geometric mean over passing repeats with unflagged timings, when timed), failed "
+               "(it ran and was wrong; hatched) or error (it did not run: syntax, compile or runtime error, timeout, "
+               "crash, missing entry point; cross-hatched); 'k/n' counts passing repeats.")
+    _plt(look)
+    fig, plotted, text = draw_outcomes(a.data, look.style, display)
+    return _done(fig, out_dir, name, caption, look, plotted, _t(a, text) if look.style.titles else text)
+
+
+FIGURE_NAMES = ("budget_calls", "budget_tokens", "budget_evaluations", "parallel_scaling", "fast_p", "speedups",
+                "latency_noise", "outcomes")
+
+
+def write_figures(a: Analysis, out_dir: Path, style: FigureStyle | None = None,
+                  partial: bool = False) -> list[FigureResult]:
+    """Draw every figure into out_dir in the style's formats, each with its CSV; skipped ones say why.
+    `partial`: the run is unfinished, and every figure's watermark says so."""
+    look = make_look(a, style, partial)
+    return [budget_figure(a, "calls", out_dir, look), budget_figure(a, "tokens", out_dir, look),
+            budget_figure(a, "evaluations", out_dir, look), parallel_figure(a, out_dir, look),
+            fast_p_figure(a, out_dir, look), speedup_figure(a, out_dir, look), latency_figure(a, out_dir, look),
+            outcome_figure(a, out_dir, look)]

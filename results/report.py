@@ -17,6 +17,7 @@ from typing import Any
 
 from results.analysis import Analysis, analyse
 from results.completeness import RunProgress, runs_progress
+from results.figure_style import FigureStyle
 from results.figures import FigureResult, write_figures
 from results.labels import SIMULATED_BANNER
 from results.readers import RunData, RunError, load_runs
@@ -230,7 +231,7 @@ def write_report(paths: list[Path], out_dir: Path | None = None, fmt: str = "md"
     if not progress.complete:
         say_partial(tables, progress)
     table_files = write_tables(tables, out_dir / "tables")
-    figures = write_figures(a, out_dir / "figures")
+    figures = write_figures(a, out_dir / "figures", partial=not progress.complete)
     blocks = build_blocks(a, tables, figures, "figures", progress)
     report = out_dir / f"report.{fmt}"
     title = "Kernel-method comparison report" + (" (SIMULATED MODEL)" if data.simulated else "")
@@ -254,8 +255,10 @@ class FigureFiles:
 
 
 def write_figures_only(paths: list[Path], out_dir: Path | None = None, n_resamples: int = 10_000,
-                       seed: int = 0) -> FigureFiles:
+                       seed: int = 0, style: FigureStyle | None = None) -> FigureFiles:
+    """The report's figures alone, in `style` (results/figure_style.py; default: the report's)."""
     data = load_runs(paths)
     out_dir = writable_folder(Path(out_dir) if out_dir is not None else default_out(list(paths), "figures"))
     progress = runs_progress([i.path for i in data.infos])
-    return FigureFiles(write_figures(analyse(data, n_resamples, seed), out_dir), progress.banner())
+    figures = write_figures(analyse(data, n_resamples, seed), out_dir, style, partial=not progress.complete)
+    return FigureFiles(figures, progress.banner())

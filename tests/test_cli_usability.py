@@ -230,6 +230,8 @@ BAD_VALUES: list[tuple[tuple[str, ...], str]] = [
     (("figures", "/nonexistent"), "is not a folder"),
     (("figures", "--resamples", "0", "."), "0 is not in the range x>=100"),
     (("figures", "--out", "/proc/kmc-not-writable", "{run}"), "cannot write"),
+    (("figures", "--style", "poster", "{run}"), "'poster' is not one of"),
+    (("figures", "--format", "png,eps", "{run}"), "figure formats must be among png, pdf, svg, got eps"),
     (("runs", "list", "/nonexistent"), "is not a folder"),
     (("show", "/nonexistent", "--method", "direct", "--task", "vector_add"), "is not a folder"),
     (("show", "{run}", "--method", "gaek", "--task", "vector_add"), "the run has no method 'gaek'; did you mean geak?"),
@@ -247,7 +249,7 @@ BAD_VALUES: list[tuple[tuple[str, ...], str]] = [
     (("verify", "{run}", "--candidates", "--device", "cpu", "--source", "geak-eval:/nonexistent"), "does not exist"),
 ]
 FLAGS_WITHOUT_VALUES = {"--help", "--json", "--quiet", "--dry-run", "--hidden", "--visible", "--verbose", "--all",
-                        "--calls", "--sources", "--candidates", "--no-timing", "--reject-json-mode"}
+                        "--calls", "--sources", "--candidates", "--no-timing", "--reject-json-mode", "--titles"}
 SHARED = {"--log-file"}  # one callback for every command: one case (on compare) covers it
 
 

@@ -99,6 +99,7 @@ def test_outcome_table_and_heatmap_from_the_synthetic_run(tmp_path: Path) -> Non
     style = FigureStyle.make("paper", ["pdf"]).with_watermark(True, False)
     with drawing(style):
         fig, plotted, text = draw_outcomes(data, style)
+        watermark(fig.axes[0], style)
         assert fig.axes[0].get_title() == "" and text.startswith("Outcome of each method")
         labels = [t.get_text() for t in fig.axes[0].texts]
         assert "SIMULATED MODEL" in labels and "1.50x" in labels and "wrong" in labels

@@ -105,8 +105,7 @@ def test_report_and_figures_commands(real_run: Path, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-2000:]
     drawn = sorted(p.name for p in (tmp_path / "figs").iterdir())
     assert drawn == sorted(f"{n}.{e}" for n in ("budget_calls", "budget_tokens", "budget_evaluations",
-                                                "parallel_scaling")
-                           for e in ("png", "pdf"))
+                                                "parallel_scaling", "outcomes") for e in ("png", "pdf", "csv"))
 
 
 def test_runs_are_declared_by_the_methods(real_run: Path) -> None:

@@ -1,0 +1,85 @@
+"""Every figure drawn camera-ready from a recorded run on a CPU (issue 17, item 4): from the
+GPU run shipped in examples/h200-run/ (when the repository has it) and from the synthetic
+run with timings (tests/fixtures/synthetic_run.py): all drawn, TrueType fonts in every PDF,
+300 dpi PNGs, the SIMULATED watermark in the SVG text, no titles in paper style, a CSV
+beside every figure, and parallel scaling never past the budget a method spent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from PIL import Image
+
+from results.analysis import analyse
+from results.figure_style import FigureStyle
+from results.figures import FIGURE_NAMES, write_figures
+from results.readers import load_run
+from tests.fixtures.synthetic_run import make_random_run
+from tests.helpers import ROOT
+from tests.test_figure_style import pdf_font_subtypes
+
+SHIPPED = ROOT / "examples" / "h200-run"
+ALL = set(FIGURE_NAMES)
+
+
+@pytest.fixture(params=["shipped-gpu-run", "synthetic-run"])
+def run(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    if request.param == "synthetic-run":
+        return make_random_run(tmp_path / "run", n_tasks=6, budget=12, repeats=2)
+    if not (SHIPPED / "store.sqlite").is_file():
+        pytest.skip("examples/h200-run/ is not shipped yet (scripts/ship_run.py, run on a GPU)")
+    return SHIPPED
+
+
+@pytest.mark.slow
+def test_every_figure_is_drawn_camera_ready(run: Path, tmp_path: Path) -> None:
+    data = load_run(run)
+    style = FigureStyle.make("paper", ["png", "pdf", "svg"])
+    figures = {f.name: f for f in write_figures(analyse(data, n_resamples=300), tmp_path / "figs", style)}
+    assert set(figures) == ALL
+    for name, f in figures.items():
+        assert not f.skipped, (name, f.skipped)
+        assert [p.suffix for p in f.files] == [".png", ".pdf", ".svg", ".csv"], name
+        png, pdf, svg, csv = f.files
+        fonts = pdf_font_subtypes(pdf)
+        assert fonts and "Type3" not in fonts, (name, fonts)
+        with Image.open(png) as image:
+            assert round(image.info["dpi"][0]) == 300, name
+            assert image.size[0] <= 6.75 * 300 * 1.05, (name, image.size)  # at most a double column
+        text = svg.read_text()
+        assert (f.watermark == "SIMULATED MODEL") == data.simulated
+        if data.simulated:
+            assert "SIMULATED MODEL" in text, name  # inside the axes, as text
+        assert f.title and f.title.splitlines()[0].split(": ")[-1] not in text, name  # paper style: no titles
+        plotted = pd.read_csv(csv)
+        assert len(plotted) and plotted["simulated"].eq(data.simulated).all(), name
+    scaling = pd.read_csv(figures["parallel_scaling"].files[-1])
+    drawn = scaling[scaling["drawn"]]
+    assert len(drawn) and (drawn["calls_spent"] <= data.budget).all()  # never past one unit's budget
+    assert (drawn["calls_spent"] <= drawn["calls_cap"] + 1e-9).all()  # charged at what was spent, not the cap
+
+
+@pytest.mark.slow
+def test_parallel_scaling_charges_runs_at_the_calls_they_spent(tmp_path: Path) -> None:
+    """The hand-made run's Reflexion trials (max_iters 2, visible feedback: cap 1 + 2 = 3 calls)
+    spent 3, 3, 3, 1, 1 and 3 calls when complete (tests/fixtures/synthetic_run.py SPEC roles),
+    so k = 1 is drawn at 14/6 calls, with the cap (3) as a hollow marker; runs pooled over
+    repeats that would reach past one unit's budget are not drawn."""
+    from results.figures import make_look, parallel_figure
+    from tests.fixtures.synthetic_run import make_synthetic_run
+
+    a = analyse(load_run(make_synthetic_run(tmp_path / "hand")), n_resamples=200)
+    f = parallel_figure(a, tmp_path / "f1", make_look(a, FigureStyle.make("paper", ["pdf"])))
+    rows = pd.read_csv(f.files[-1]).set_index(["method", "k"])
+    assert rows.loc[("reflexion", 1), "calls_spent"] == pytest.approx(14 / 6)
+    assert rows.loc[("reflexion", 1), "calls_cap"] == 3.0
+    assert [rows.loc[("direct", k), "calls_spent"] for k in (1, 2, 3, 4)] == [1.0, 2.0, 3.0, 4.0]
+    assert rows["drawn"].all() and (rows["calls_spent"] <= 4).all()
+    pooled = analyse(load_run(make_random_run(tmp_path / "pooled", n_tasks=3, budget=6, repeats=2)), n_resamples=200)
+    g = parallel_figure(pooled, tmp_path / "f2", make_look(pooled, FigureStyle.make("paper", ["pdf"])))
+    direct = pd.read_csv(g.files[-1]).query("method == 'direct'")
+    assert direct["k"].max() == 12  # 6 one-call samples x 2 repeats per task
+    assert direct.loc[direct["drawn"], "calls_spent"].max() == 6.0
+    assert not direct.loc[direct["calls_spent"] > 6, "drawn"].any()
