@@ -53,9 +53,11 @@ UNIT_COLUMNS = {
                "correct or not timed)",
     "speedup_lo": "lower end of the speedup's 95% bootstrap interval",
     "speedup_hi": "upper end of the speedup's 95% bootstrap interval",
-    "speedup_vs_eager": "final submission vs PyTorch eager",
-    "timing_flagged": "the timing was flagged (clocks moved, throttling, side streams): kept out of averages",
+    "speedup_vs_eager": "final submission vs PyTorch eager (empty: not correct or not timed)",
+    "timing_flagged": "the timing was flagged (clocks moved, throttling, side streams): kept out of averages "
+                      "(empty: nothing timed)",
     "error": "why the unit ended early (a failed model call), else empty",
+    "failed_calls": "model calls of the unit that failed for good (those --retry-errors sent again included)",
 }
 CANDIDATE_COLUMNS = {
     "run": "run folder name", "method": "method", "task": "task id", "repeat": "repeat index within the run",
@@ -63,6 +65,7 @@ CANDIDATE_COLUMNS = {
     "run_index": "the method's independent run it belongs to (-1: none declared)",
     "calls_used": "calls the unit had spent when it was proposed",
     "tokens_used": "tokens the unit had spent when it was proposed",
+    "evals_used": "GPU evaluations the unit had spent when it was proposed",
     "source_hash": "hash of its code (show RUN_DIR --all prints the code)",
     "hidden_verdict": "verdict on the hidden cases", "hidden_pass": "passes the hidden cases",
     "visible_verdict": "first visible feedback the method asked for on it (empty: never asked)",
@@ -98,7 +101,7 @@ def unit_table(data: RunData) -> pd.DataFrame:
     final = finals.set_index(["run", "method", "task", "repeat"])
     counts_c = data.candidates.groupby(["run", "method", "task", "repeat"]).size()
     counts_s = data.submissions.groupby(["run", "method", "task", "repeat"]).size()
-    timed = data.evaluations[(data.evaluations["case_set"] == "hidden") & data.evaluations["timed"]]
+    timed = data.evaluations[(data.evaluations["case_set"] == "hidden") & data.evaluations["has_timing"]]
     timing = {(h, t): r for h, t, r in zip(timed["source_hash"], timed["task"], timed.itertuples(index=False),
                                            strict=True)}
     difficulty = task_difficulty(data, list(data.tasks))
@@ -121,9 +124,10 @@ def unit_table(data: RunData) -> pd.DataFrame:
             "submissions": int(counts_s.get(key, 0)), "speedup": _num(r.speedup),
             "speedup_lo": _num(t.speedup_lo) if t is not None and bool(r.submitted_pass) else None,
             "speedup_hi": _num(t.speedup_hi) if t is not None and bool(r.submitted_pass) else None,
-            "speedup_vs_eager": _num(t.speedup_vs_eager) if t is not None and bool(r.submitted_pass) else None,
-            "timing_flagged": bool(t.flagged) if t is not None else None,
+            "speedup_vs_eager": _num(r.speedup_vs_eager),
+            "timing_flagged": bool(r.speedup_flagged) if t is not None else None,
             "error": r.error if isinstance(r.error, str) and r.error else None,
+            "failed_calls": int(r.failed_calls),
         })
     return pd.DataFrame(rows, columns=list(UNIT_COLUMNS))
 
@@ -140,6 +144,7 @@ def candidate_table(data: RunData, with_sources: bool = False) -> pd.DataFrame:
         "run": c["run"], "method": c["method"], "task": c["task"], "repeat": c["run_repeat"].astype(int),
         "candidate_index": c["candidate_index"].astype(int), "run_index": c["run_index"].astype(int),
         "calls_used": c["calls_used"].astype(int), "tokens_used": c["tokens_used"].astype(int),
+        "evals_used": c["evals_used"].astype(int),
         "source_hash": c["source_hash"], "hidden_verdict": c["hidden_verdict"], "hidden_pass": c["hidden_pass"],
         "visible_verdict": c["visible_verdict"],
     })
