@@ -148,16 +148,20 @@ def watermark(ax: Any, style: FigureStyle) -> None:
     data loses it."""
     if not style.watermark:
         return
-    # Sized to fit the axes (bold DejaVu runs about 0.65 em per character), never above 2.2x text.
+    # Sized to fit the axes (bold DejaVu runs about 0.65 em per character), never above 2.2x text,
+    # where the axes end up: a layout engine (constrained layout) moves them when drawing.
+    if ax.figure.get_layout_engine() is not None:
+        ax.figure.draw_without_rendering()
     fig_w, fig_h = ax.figure.get_size_inches()
     pos = ax.get_position()
     width_pt, height_pt = fig_w * pos.width * 72, fig_h * pos.height * 72
     lines = style.watermark.splitlines()
     size = min(style.font_size * 2.2, 0.8 * width_pt / (0.65 * max(len(x) for x in lines)),
                0.6 * height_pt / (1.2 * len(lines)))
-    ax.text(0.5, 0.5, style.watermark, transform=ax.transAxes, ha="center", va="center", rotation=15,
-            fontsize=max(size, 5.0), fontweight="bold", color="#777777", alpha=0.2, zorder=20,
-            clip_on=True, linespacing=1.1)
+    mark = ax.text(0.5, 0.5, style.watermark, transform=ax.transAxes, ha="center", va="center", rotation=15,
+                   fontsize=max(size, 5.0), fontweight="bold", color="#777777", alpha=0.2, zorder=20,
+                   clip_on=True, linespacing=1.1)
+    mark.set_in_layout(False)  # a label, not content: the layout must not make room for it
 
 
 def band(ax: Any, x: np.ndarray, lo: np.ndarray, hi: np.ndarray, look: MethodLook, step: str | None = None) -> None:

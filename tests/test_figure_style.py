@@ -75,6 +75,23 @@ def test_a_saved_figure_has_truetype_fonts_300_dpi_a_watermark_and_its_numbers(t
     assert back["y"].tolist() == [0.1, 0.5, 0.6] and back["simulated"].all()
 
 
+def test_the_watermark_lies_inside_its_axes_after_a_layout_engine_moved_them(tmp_path: Path) -> None:
+    """The outcome heatmap uses constrained layout, which shrinks its axes when the figure is
+    drawn (colourbar, legend below): the watermark is sized for where the axes end up, so no
+    part of it is clipped away."""
+    data = load_run(make_synthetic_run(tmp_path / "run"))
+    style = FigureStyle.make("paper").with_watermark(simulated=True, partial=True)
+    with drawing(style) as plt:
+        fig, _, _ = draw_outcomes(data, style)
+        ax = fig.axes[0]
+        watermark(ax, style)
+        fig.canvas.draw()
+        mark = next(t for t in ax.texts if t.get_text() == "SIMULATED MODEL\nPARTIAL RUN")
+        inner, box = mark.get_window_extent(), ax.get_window_extent()
+        plt.close(fig)
+    assert box.x0 <= inner.x0 and inner.x1 <= box.x1 and box.y0 <= inner.y0 and inner.y1 <= box.y1, (inner, box)
+
+
 # ---------------------------------------------------------------------------- the outcome heatmap
 def test_outcomes_are_passed_failed_error_or_nothing() -> None:
     assert outcome("correct") == PASSED
