@@ -2,13 +2,13 @@
 """Copy a finished run folder into the repository as a compact, read-only example.
 
 Why: reviewers and the figure tests need a recorded GPU run to draw every figure on a CPU
-(examples/h200-run/). A run folder as written holds a WAL-mode SQLite store and outputs
-(report/, figures/, export/) that do not belong in the repository; this copies only the run's
+(benchmarks/results/gpu_run_small/). A run folder as written holds a WAL-mode SQLite store and
+outputs (report/, figures/, export/) that do not belong in the repository; this copies only the run's
 own files (RunFolder's config.json, env.json, summary.json, run.log and store.sqlite), the
 store through SQLite's backup API and VACUUM (one compact file, no -wal/-shm), and refuses
 the result when it is larger than --max-mb.
 
-    python scripts/ship_run.py RUN_DIR examples/h200-run [--max-mb 4]
+    python scripts/ship_run.py RUN_DIR benchmarks/results/gpu_run_small [--max-mb 4]
 """
 
 from __future__ import annotations
