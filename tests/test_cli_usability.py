@@ -149,6 +149,14 @@ def test_version_names_the_toolkit() -> None:
     assert code == 0 and out.startswith("kmc 0.") and len(out.strip().splitlines()) == 1
 
 
+def test_kmc_is_an_installed_command_for_the_same_cli_and_the_licence_is_mit() -> None:
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["scripts"]["kmc"] == "cli:main"  # `pip install` puts `kmc` on PATH: the same commands
+    assert (ROOT / "LICENSE").read_text().startswith("MIT License")
+
+
 def test_every_command_takes_verbose_and_log_file() -> None:
     def leaves(command: click.Command, path: str = "") -> list[tuple[str, click.Command]]:
         if isinstance(command, click.Group):

@@ -23,7 +23,7 @@ pd = pytest.importorskip("pandas")
 @pytest.fixture(scope="module")
 def fresh_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A quick CPU run: two methods on two tasks, budget 2 (seed 1: the simulated model's draws
-    give correct submissions on both tasks, which the cross-target test needs)."""
+    give correct submissions, which the cross-target test needs)."""
     config = CompareConfig(budget=2, methods=["direct", "geak"], tasks=["vector_add", "softmax"], device="cpu",
                            workers=2, task_sources=[], method_modules=[], seed=1)
     return run_compare(config, CompareOptions(out=tmp_path_factory.mktemp("runs"))).run_dir
@@ -88,15 +88,17 @@ def test_on_the_cpu_a_gpu_run_is_audited_and_what_cannot_be_checked_is_said(fres
         db.execute("INSERT INTO evaluations(source_hash, task, case_set, device_key, timed, verdict, evaluation, "
                    "created) VALUES (?, ?, 'hidden', 'nvidia:NVIDIA H200', 1, 'correct', ?, 0)",
                    (h, task, json.dumps(timed)))
-        # another submission's recorded verdict says a GPU-only size failed; the CPU set never runs that size
-        other = next(r for r in rows if r[2] != h and r[3] == "correct")
+        # another submission's recorded verdict says it failed on a GPU-only size (a kind other than
+        # the one it really gets, so re-judging differs); the CPU set never runs that size
+        other = next(r for r in rows if r[2] != h)
         from bench.registry import get_task
 
         cases = get_task(other[1]).cases
         only_gpu = sorted({c.name for c in cases("hidden", False)} - {c.name for c in cases("hidden", True)})
-        gpu_only = Evaluation(Verdict("wrong_result", "mismatch", only_gpu[0])).to_json()
-        db.execute("UPDATE evaluations SET verdict = 'wrong_result', evaluation = ? WHERE source_hash = ? AND task = ? "
-                   "AND case_set = 'hidden' AND timed = 0", (json.dumps(gpu_only), other[2], other[1]))
+        kind = "runtime_error" if other[3] == "wrong_result" else "wrong_result"
+        gpu_only = Evaluation(Verdict(kind, "failed at a GPU-only size", only_gpu[0])).to_json()
+        db.execute("UPDATE evaluations SET verdict = ?, evaluation = ? WHERE source_hash = ? AND task = ? "
+                   "AND case_set = 'hidden' AND timed = 0", (kind, json.dumps(gpu_only), other[2], other[1]))
     report = verify_run(run, VerifyOptions(workers=2))
     assert report.ok, report.format()
     audited = next(m for m in report.methods if m.method == other[0])
