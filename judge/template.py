@@ -1,7 +1,7 @@
 """The warm template: `python -m judge.template FD`, started by the judge worker.
 
 It imports torch, triton and the candidate-side modules once, installs the launch recorder
-and the poisoned allocators, takes the project off the import path (the task registry,
+and the poisoned allocators, pays the first-call costs a fresh process would (judge/warmup.py), takes the project off the import path (the task registry,
 references and the judge's own modules cannot be imported after that), and then forks one
 fresh candidate process per candidate on the judge's request. It never creates a GPU context
 (a fork after one is unsafe); each child makes its own. It is a child subreaper, so a process a
@@ -125,6 +125,9 @@ def main() -> None:
     if threads > 0:
         torch.set_num_threads(threads)
     prepare_process()
+    from judge.warmup import warm_up
+
+    warm_up(os.environ.get("TRITON_INTERPRET") == "1")
     subreaper = containment.become_subreaper()
     for name in list(sys.modules):
         top = name.split(".")[0]
