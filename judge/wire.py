@@ -163,6 +163,10 @@ def encode_values(values: Any) -> tuple[Any, list[torch.Tensor]]:
             return {"seq": [enc(x) for x in v], "tuple": isinstance(v, tuple)}
         if v is None or isinstance(v, (bool, int, float, str)):
             return {"value": v}
+        if isinstance(v, dict) and all(isinstance(k, str) for k in v):
+            return {"map": [[k, enc(x)] for k, x in v.items()]}  # launch options of a replayed launch
+        if isinstance(v, torch.dtype):
+            return {"dtype": str(v).removeprefix("torch.")}
         return {"other": type(v).__name__}
 
     return enc(values), tensors
@@ -194,6 +198,15 @@ def decode_values(spec: Any, tensors: list[torch.Tensor]) -> Any:
         v = spec["value"]
         if v is None or isinstance(v, (bool, int, float, str)):
             return v
+    if "map" in spec and isinstance(spec["map"], list):
+        pairs = spec["map"]
+        if not all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) for p in pairs):
+            raise WireError("a mapping that is not a list of [name, value] pairs")
+        return {k: decode_values(x, tensors) for k, x in pairs}
+    if "dtype" in spec:
+        if spec["dtype"] not in _DTYPES:
+            raise WireError(f"an unknown dtype {str(spec['dtype'])[:40]}")
+        return _DTYPES[spec["dtype"]]
     if "subclass" in spec:
         return Opaque(str(spec["subclass"])[:80], subclass=True)
     if "other" in spec:
