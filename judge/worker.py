@@ -23,6 +23,7 @@ import os
 import shutil
 import signal
 import sys
+import sysconfig
 import tempfile
 import time
 from collections.abc import Iterator
@@ -112,6 +113,7 @@ class Worker:
         self.user = check_worker_user()  # (uid, gid) the candidate processes drop to, or None
         self.tmp = Path(tempfile.mkdtemp(prefix="kmc-worker-"))
         self.triton_cache = Path(os.environ.get("TRITON_CACHE_DIR") or self.tmp / "triton-cache")
+        self.helpers = self._compile_helpers()
         self.template = TemplateProcess(self.device)
         self.spare: Any = None
         self.counter = 0
@@ -122,12 +124,46 @@ class Worker:
         self.clock = PhaseClock()
         self._refill_spare()
 
+    def _compile_helpers(self) -> list[Path]:
+        """On a GPU: Triton's driver helpers (its C utilities and launcher, built with the system
+        C compiler on first use and kept in the Triton cache) compiled once here, by the judge,
+        into its own cache. Each source's cache is seeded with copies of them (`_plan`), so a
+        candidate process does not rebuild them (seconds per source) and never writes into what
+        another process loads."""
+        if self.target.interpreter:
+            return []
+        try:
+            from judge.warmup import compile_helpers
+
+            compile_helpers()
+            suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+            return [entry for entry in self.triton_cache.iterdir()
+                    if entry.is_dir() and any(f.name.endswith(suffix) for f in entry.iterdir())]
+        except Exception as exc:  # noqa: BLE001 - an optimisation: candidates then build the helpers themselves
+            print(f"judge worker: Triton's helpers not prebuilt ({type(exc).__name__}: {exc})", file=sys.stderr)
+            return []
+
+    def _seed(self, cache: Path) -> None:
+        for entry in self.helpers:
+            target = cache / entry.name
+            if not target.exists():
+                with contextlib.suppress(OSError):
+                    shutil.copytree(entry, target)
+
     def _refill_spare(self) -> None:
         try:
             self.spare = self.template.spawn()
         except (OSError, EOFError) as exc:
             self.spare = None
             print(f"judge worker: could not fork a spare candidate process: {exc}", file=sys.stderr)
+
+    def _restart_template(self) -> None:
+        """A template that died (a candidate that reached it, where no seccomp filter stops
+        signals) is replaced; the judge worker itself goes on."""
+        from judge.remote import TemplateProcess
+
+        self.template.close()
+        self.template = TemplateProcess(self.device)
 
     def _plan(self, source: str) -> dict[str, Any]:
         self.counter += 1
@@ -139,8 +175,10 @@ class Worker:
             # a binary where another candidate (or the expert) will look for its own.
             cache = self.triton_cache / hashlib.sha256(source.encode()).hexdigest()[:24]
             cache.mkdir(parents=True, exist_ok=True)
+            self._seed(cache)
             if self.user:
-                os.chown(cache, *self.user)
+                for path in (cache, *cache.rglob("*")):
+                    os.chown(path, *self.user)
             plan["writable"] = [str(cache)]
         if self.user:
             plan["uid"], plan["gid"] = self.user
@@ -148,9 +186,13 @@ class Worker:
 
     def _candidate(self) -> Any:
         proc, self.spare = self.spare, None
-        if proc is None:
-            proc = self.template.spawn()
-        return proc
+        if proc is not None:
+            return proc
+        try:
+            return self.template.spawn()
+        except (OSError, EOFError):
+            self._restart_template()
+            return self.template.spawn()
 
     def handle(self, job: dict[str, Any]) -> dict[str, Any]:
         from judge.phases import PhaseClock
