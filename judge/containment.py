@@ -12,8 +12,9 @@ By a real mechanism, in this order:
 5. a seccomp filter through libseccomp (`pyseccomp`, else the `seccomp` bindings): no
    exec, no fork (threads are fine), no ptrace, no new sessions or process groups, no
    mounts, namespaces, keyrings, BPF or io_uring, no signals to other processes, no
-   sockets but Unix ones. On a GPU, fork and exec stay allowed: Triton runs ptxas (and the
-   C compiler for launch stubs) as subprocesses there; the rest of the filter holds.
+   sockets but Unix ones. On a GPU exec stays allowed through vfork-style spawns (CLONE_VM),
+   since Triton runs ptxas (and the C compiler for its helpers) as subprocesses there; a real
+   fork is still refused, and the rest of the filter holds.
 
 What could not be applied is said, not hidden: `apply` returns one line naming what is and is
 not enforced, which the worker logs and `statement()` reports.
@@ -33,6 +34,7 @@ PR_SET_CHILD_SUBREAPER = 36
 CLONE_NEWNS = 0x00020000
 CLONE_NEWNET = 0x40000000
 CLONE_THREAD = 0x00010000
+CLONE_VM = 0x00000100
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 32, 4096, 16384, 1 << 18
 _SKIP_RDONLY = ("/proc", "/sys", "/dev")
 
@@ -123,6 +125,13 @@ def _seccomp(plan: Plan) -> str:
     if not plan.allow_exec:
         names += ["execve", "execveat", "fork", "vfork"]
         f.add_rule(deny, "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
+    else:
+        # Exec stays (Triton's compilers), through vfork-style spawns (CLONE_VM: what
+        # subprocess, posix_spawn and system() use); a real fork, which would copy the candidate
+        # process with its connection to the judge, is refused, and so is every fork a shell it
+        # starts would need.
+        names += ["fork"]
+        f.add_rule(deny, "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_VM, 0))
     for name in names:
         try:
             f.add_rule(deny, name)
@@ -136,7 +145,8 @@ def _seccomp(plan: Plan) -> str:
     f.add_rule(deny, "prctl", sc.Arg(0, sc.EQ, PR_SET_PDEATHSIG))
     f.add_rule(deny, "socket", sc.Arg(0, sc.NE, 1))  # AF_UNIX only
     f.load()
-    return "seccomp (" + ("fork and exec allowed for Triton's compiler" if plan.allow_exec else "no fork or exec") + ")"
+    return "seccomp (" + ("exec through vfork-style spawns allowed for Triton's compilers, no fork" if plan.allow_exec
+                          else "no fork or exec") + ")"
 
 
 def detach() -> None:

@@ -79,7 +79,10 @@ CORPUS: tuple[Hostile, ...] = (
     Hostile("forges_reply.py", "vector_add", "wrong_result", "outside atol"),
     Hostile("patches_oracle.py", "vector_add", "runtime_error", "No module named"),
     Hostile("patches_torch_in_call.py", "vector_add", "wrong_result"),
-    Hostile("spawns_shell.py", "vector_add", "runtime_error", "Operation not permitted"),
+    # On a GPU, exec stays allowed (Triton's compilers): the shell runs, inside the private mounts
+    # (as root) where its marker cannot reach the real /tmp, and the PyTorch addition is judged.
+    Hostile("spawns_shell.py", "vector_add", *(("torch_fallback", "add") if HAS_GPU
+                                               else ("runtime_error", "Operation not permitted"))),
     Hostile("kills_parent.py", "vector_add", "runtime_error", "Operation not permitted"),
     Hostile("leaves_thread.py", "vector_add", "correct", case_set="visible"),
     Hostile("sets_alarm.py", "vector_add", "correct", case_set="visible", restarted=False),
@@ -211,7 +214,11 @@ def test_secret_probe_works_when_the_secret_is_there(monkeypatch: pytest.MonkeyP
 
 
 def test_shell_never_ran(corpus_run: dict[str, Any]) -> None:
-    assert corpus_run["outcomes"]["spawns_shell.py"].verdict.kind == "runtime_error"
+    """On the CPU seccomp refuses the shell; on a GPU (exec allowed) it runs only inside the
+    candidate's private mounts, which needs root (without it, the threat model says so)."""
+    if HAS_GPU and not IS_ROOT:
+        pytest.skip("on a GPU without root nothing keeps a shell's files out of the real /tmp")
+    assert corpus_run["outcomes"]["spawns_shell.py"].verdict.kind != "correct"
     assert not SHELL_MARKER.exists()
 
 
@@ -222,7 +229,8 @@ def test_corpus_time_is_bounded(corpus_run: dict[str, Any]) -> None:
 def test_containment_left_nothing_behind(corpus_run: dict[str, Any]) -> None:
     """The shell, the fork and the setsid child of recovers_shell.py never ran; fills_disk.py's
     files and writes_project.py's sitecustomize.py are nowhere outside the candidate's process."""
-    assert not Path("/tmp/kmc_hostile_recovered_shell").exists()
+    if not (HAS_GPU and not IS_ROOT):  # a GPU allows exec: only root's private /tmp keeps the marker in
+        assert not Path("/tmp/kmc_hostile_recovered_shell").exists()
     assert not Path("/tmp/kmc_hostile_fill.bin").exists()
     root = Path(__file__).resolve().parent.parent
     planted = root / "sitecustomize.py"
