@@ -28,6 +28,7 @@ import os
 import resource
 import signal
 from dataclasses import dataclass
+from typing import Any
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -109,11 +110,23 @@ def _namespaces(plan: Plan) -> list[str]:
             "no network"]
 
 
-def _seccomp(plan: Plan) -> str:
+def seccomp_bindings() -> Any:
+    """libseccomp's Python bindings: the project's own (`seccomp`) where the system has them,
+    else `pyseccomp` (the same API over ctypes, PyPI). The template imports them before it
+    takes the project off the import path and forks (a wheel dropped beside the project is
+    then found, and no candidate process loads the library again); ImportError without them."""
     try:
-        import seccomp as sc  # the libseccomp project's own bindings, where the system has them
+        import seccomp
+
+        return seccomp
     except ImportError:
-        import pyseccomp as sc  # the same API over ctypes (PyPI)
+        import pyseccomp
+
+        return pyseccomp
+
+
+def _seccomp(plan: Plan) -> str:
+    sc = seccomp_bindings()
     deny = sc.ERRNO(errno.EPERM)
     f = sc.SyscallFilter(sc.ALLOW)
     names = ["ptrace", "process_vm_readv", "process_vm_writev", "setsid", "setpgid", "mount", "umount2",

@@ -128,6 +128,8 @@ def main() -> None:
     from judge.warmup import warm_up
 
     warm_up(os.environ.get("TRITON_INTERPRET") == "1")
+    with contextlib.suppress(ImportError, OSError):
+        containment.seccomp_bindings()  # imported while the project is still on the path
     subreaper = containment.become_subreaper()
     for name in list(sys.modules):
         top = name.split(".")[0]
