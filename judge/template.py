@@ -128,7 +128,7 @@ def main() -> None:
     from judge.warmup import warm_up
 
     warm_up(os.environ.get("TRITON_INTERPRET") == "1")
-    with contextlib.suppress(ImportError, OSError):
+    with contextlib.suppress(ImportError, OSError, RuntimeError):  # pyseccomp without libseccomp: RuntimeError
         containment.seccomp_bindings()  # imported while the project is still on the path
     subreaper = containment.become_subreaper()
     for name in list(sys.modules):
