@@ -23,7 +23,8 @@ from runners.pool import LocalPool  # noqa: E402
 from tests.test_hostile import ACTIVE, CHAIN, HANG_TIMEOUT_S, HOSTILE, JOB_TIMEOUT_S  # noqa: E402
 
 
-def corpus(target: Any) -> list[dict[str, Any]]:
+def corpus(target: Any) -> tuple[list[dict[str, Any]], str]:
+    """Each corpus entry's verdict against the one it must get, and the containment line."""
     rows = []
     with LocalPool(target, workers=1, job_timeout=JOB_TIMEOUT_S) as pool:
         for h in ACTIVE:
@@ -35,7 +36,7 @@ def corpus(target: Any) -> list[dict[str, Any]]:
                          "seconds": round(time.perf_counter() - t0, 2), "verdict": v.one_line()[:200]})
             print(f"  {'ok ' if ok else 'BAD'} {h.file:<36} expected {h.kind:<15} got {v.one_line()[:90]}", flush=True)
         print(f"containment: {pool.contained}")
-    return rows
+        return rows, pool.contained
 
 
 def chain(target: Any) -> list[dict[str, Any]]:
@@ -65,7 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     target = detect_target()
     print(f"target: {target.vendor} ({target.device_name})")
     print("hostile corpus:")
-    result: dict[str, Any] = {"target": target.to_json(), "corpus": corpus(target)}
+    rows, contained = corpus(target)
+    result: dict[str, Any] = {"target": target.to_json(), "containment": contained, "corpus": rows}
     print("same-worker chain (attack, wrong kernel, expert):")
     result["chain"] = chain(target)
     args.json_out.parent.mkdir(parents=True, exist_ok=True)
