@@ -3,7 +3,7 @@
 the hostile corpus through one pool, the same-worker chain, and the evaluator throughput,
 pool vs the naive subprocess harness with verdict agreement. Prints each and writes JSON.
 
-Usage: python scripts/judge_check.py [--n 200] [--json runs/judge-check.json] [--skip-throughput]
+Usage: python scripts/judge_check.py [--n 200] [--workers W] [--json runs/judge-check.json] [--skip-throughput]
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=200)
     ap.add_argument("--json", dest="json_out", type=Path, default=ROOT / "runs" / "judge-check.json")
+    ap.add_argument("--workers", type=int, default=None, help="throughput: candidates at a time on each side")
     ap.add_argument("--skip-throughput", action="store_true")
     args = ap.parse_args(argv)
     target = detect_target()
@@ -77,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
 
         print("throughput, pool vs naive:")
         out = args.json_out.with_name(args.json_out.stem + "-throughput.json")
-        throughput(["--n", str(args.n), "--json", str(out)])
+        throughput(["--n", str(args.n), "--json", str(out), *(["--workers", str(args.workers)] if args.workers else [])])
         result["throughput"] = json.loads(out.read_text())
         args.json_out.write_text(json.dumps(result, indent=2))
     bad = [r for r in result["corpus"] + result["chain"] if not r["ok"]]
