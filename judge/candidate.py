@@ -61,7 +61,13 @@ class CandidateServer:
             if handler is None:
                 wire.send(self.sock, {"ok": False, "kind": "runtime_error", "message": f"unknown op {op!r}"})
                 continue
-            reply, out = handler(header, tensors)
+            try:
+                reply, out = handler(header, tensors)
+            except (wire.WireError, OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
+                # Answered, not died of: a reply that cannot be built (an output this process
+                # cannot encode, memory for the reply refused) is the candidate's runtime error.
+                reply, out = {"ok": False, "kind": "runtime_error",
+                              "message": f"the candidate process could not answer: {format_exception(exc)}"}, []
             wire.send(self.sock, {**reply, "seq": header.get("seq")}, out)
 
     def _op_load(self, header: dict[str, Any], _: list[torch.Tensor]) -> tuple[dict[str, Any], list]:

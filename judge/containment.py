@@ -8,7 +8,8 @@ By a real mechanism, in this order:
    folder, other workers' folders), a private size-capped tmpfs on /tmp, /dev/shm and the
    candidate's folder (gone with the process), no network;
 3. the unprivileged `--worker-user`, when one is named;
-4. resource limits (file size, core dumps);
+4. no core dumps (file sizes are bounded by the capped tmpfs mounts, not by RLIMIT_FSIZE,
+   which would also cap the memfd carrying the candidate's reply);
 5. a seccomp filter through libseccomp (`pyseccomp`, else the `seccomp` bindings): no
    exec, no fork (threads are fine), no ptrace, no new sessions or process groups, no
    mounts, namespaces, keyrings, BPF or io_uring, no signals to other processes, no
@@ -44,7 +45,6 @@ _SKIP_RDONLY = ("/proc", "/sys", "/dev")
 class Plan:
     folder: str  # the candidate's working folder (created here, private)
     tmp_cap_mb: int = 256
-    file_cap_mb: int = 64  # below the tmpfs cap: one big file cannot leave /tmp unusable
     allow_exec: bool = False  # GPU: Triton's compiler subprocesses
     uid: int | None = None
     gid: int | None = None
@@ -89,6 +89,10 @@ def _namespaces(plan: Plan) -> list[str]:
     if libc.unshare(CLONE_NEWNS | CLONE_NEWNET) != 0:
         raise OSError(ctypes.get_errno(), "unshare")
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    # Held open before anything is covered: the folders that stay writable may live under /tmp
+    # (the worker's own Triton cache), which the private tmpfs below hides; they are bound back
+    # from these descriptors, which still reach the (writable) mounts they were opened on.
+    keep = [(path, os.open(path, os.O_PATH | os.O_DIRECTORY)) for path in plan.writable]
     for point in sorted(set(_mount_points()), key=len):
         if point.startswith(_SKIP_RDONLY) or point in ("/tmp", "/dev/shm"):
             continue
@@ -101,8 +105,15 @@ def _namespaces(plan: Plan) -> list[str]:
     for target in ("/tmp", "/dev/shm"):
         if os.path.isdir(target):
             _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, cap)
-    for path in plan.writable:  # a Triton cache of this source's own: bound writable, kept
-        _mount(path, path, None, MS_BIND)
+    for path, fd in keep:  # a Triton cache of this source's own: bound writable, kept
+        os.makedirs(path, exist_ok=True)  # under /tmp it is gone from the new tmpfs: a mount point again
+        try:
+            _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND)
+            # A bind copies its source's flags, and the read-only remount above may have reached
+            # that very mount (the process's root): this one is made writable on its own.
+            _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_NOSUID)
+        finally:
+            os.close(fd)
     os.makedirs(plan.folder, exist_ok=True)
     if not plan.folder.startswith("/tmp/"):
         _mount("tmpfs", plan.folder, "tmpfs", MS_NOSUID | MS_NODEV, cap)
@@ -189,10 +200,11 @@ def apply(plan: Plan) -> str:
         _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # cleared by the change of credentials
         held.append(f"uid {plan.uid}")
     os.chdir(plan.folder)
-    cap = plan.file_cap_mb << 20
-    resource.setrlimit(resource.RLIMIT_FSIZE, (cap, cap))
+    # No RLIMIT_FSIZE: it caps every file the process writes, the sealed memfd of its own reply
+    # too, and so made correct kernels with outputs past the cap crash (seen on the H200). What
+    # it writes is bounded by the size-capped tmpfs mounts instead (as root).
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    held.append(f"files up to {plan.file_cap_mb} MiB")
+    held.append("no core dumps")
     try:
         held.append(_seccomp(plan))
     except (ImportError, OSError, RuntimeError, ValueError) as exc:

@@ -119,6 +119,7 @@ class Worker:
         self.counter = 0
         self.baselines: dict[str, Any] = {}
         self.contained = ""
+        self.fatal = ""  # why this worker must not judge the next candidate ("" when it may)
         from judge.phases import PhaseClock
 
         self.clock = PhaseClock()
@@ -211,14 +212,15 @@ class Worker:
         evaluation = Evaluation(verdict, timing, dict(self.clock.seconds)).to_json()
         if tests is not None:
             evaluation["tests"] = tests
-        return {"id": job["id"], "nonce": job.get("nonce"), "evaluation": evaluation, "fatal": False,
-                "restart_reason": "", "contained": self.contained}
+        fatal, self.fatal = self.fatal, ""
+        return {"id": job["id"], "nonce": job.get("nonce"), "evaluation": evaluation, "fatal": bool(fatal),
+                "restart_reason": fatal, "contained": self.contained}
 
     def _run(self, job: dict[str, Any], body: Any) -> tuple[Any, Any]:
         """Fork-fresh candidate process, load the source, run `body`; every failure of the
         candidate's process becomes the verdict, and the process is gone afterwards."""
         from bench.registry import get_task
-        from judge.oracle import format_exception
+        from judge.oracle import format_exception, is_device_error
         from judge.remote import CandidateDied, CandidateTimeout
         from judge.verdict import Verdict
         from judge.wire import WireError
@@ -243,6 +245,10 @@ class Worker:
             return Verdict("crash", str(exc)), None
         except (WireError, ValueError, KeyError, TypeError) as exc:
             return Verdict("runtime_error", f"protocol violation by the candidate process: {format_exception(exc)}"), None
+        except Exception as exc:  # noqa: BLE001 - the judge's own side failed (a suite reference raising): a verdict, not a dead worker
+            if is_device_error(exc):
+                self.fatal = "device error in the judge"  # its own GPU context is gone: the pool restarts it
+            return Verdict("runtime_error", f"the judge could not judge this candidate: {format_exception(exc)}"), None
         finally:
             proc.close()
             self._refill_spare()

@@ -80,8 +80,8 @@ CORPUS: tuple[Hostile, ...] = (
     Hostile("patches_oracle.py", "vector_add", "runtime_error", "No module named"),
     Hostile("patches_torch_in_call.py", "vector_add", "wrong_result"),
     # On a GPU, exec stays allowed (Triton's compilers): the shell runs, inside the private mounts
-    # (as root) where its marker cannot reach the real /tmp, and the PyTorch addition is judged.
-    Hostile("spawns_shell.py", "vector_add", *(("torch_fallback", "add") if HAS_GPU
+    # (as root) where its marker cannot reach the real /tmp, and the PyTorch result launched no kernel.
+    Hostile("spawns_shell.py", "vector_add", *(("no_kernel", "without launching") if HAS_GPU
                                                else ("runtime_error", "Operation not permitted"))),
     Hostile("kills_parent.py", "vector_add", "runtime_error", "Operation not permitted"),
     Hostile("leaves_thread.py", "vector_add", "correct", case_set="visible"),
@@ -92,7 +92,9 @@ CORPUS: tuple[Hostile, ...] = (
     Hostile("cumsum_no_carry.py", "cumsum", "wrong_result", "outside atol", case="cols1025"),
     # Typical model cheats (issue 12).
     Hostile("decoy_masked_store.py", "vector_add", "torch_fallback", "add", case_set="visible"),
-    Hostile("decoy_numpy_result.py", "vector_add", "no_kernel", "no kernel wrote it", case_set="visible"),
+    # On a GPU its numpy call meets a CUDA tensor and raises: refused either way.
+    Hostile("decoy_numpy_result.py", "vector_add", *(("runtime_error", "numpy") if HAS_GPU
+                                                     else ("no_kernel", "no kernel wrote it")), case_set="visible"),
     Hostile("imports_reference.py", "softmax", "runtime_error", "No module named 'bench", case_set="visible"),
     Hostile("torch_reduction_token_kernel.py", "row_sum", "torch_fallback", "sum", case_set="visible"),
     Hostile("returns_transpose_view.py", "transpose", "wrong_result", "shares memory with input 0", case_set="visible"),
@@ -110,7 +112,8 @@ CORPUS: tuple[Hostile, ...] = (
     Hostile("fills_disk.py", "vector_add", "wrong_result", "outside atol", case_set="visible"),
     Hostile("writes_project.py", "vector_add", "runtime_error", "Read-only file system", root_only=True, case_set="visible"),
     # Subtly wrong kernels the hidden cases used to miss.
-    Hostile("row_sum_capped_4096.py", "row_sum", "wrong_result", "outside atol", case="cols10007"),
+    Hostile("row_sum_capped_4096.py", "row_sum", "wrong_result", "outside atol",
+            case="cols8191" if HAS_GPU else "cols10007"),  # the first case past 4096 columns
     Hostile("layer_norm_fixed_eps.py", "layer_norm", "wrong_result", "outside atol"),
     Hostile("rms_norm_half_squares.py", "rms_norm", "wrong_result"),
     Hostile("argmax_later_tie.py", "argmax", "wrong_result", "outside atol", case="-s2"),
