@@ -8,6 +8,7 @@ held-out evaluation (design invariant 2) is enforced by the type rather than by 
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ class Case:
     sizes: tuple[tuple[str, int], ...]
     dtype: str
     seed: int
+    layout: str = "contiguous"  # or "strided": every tensor input a non-contiguous view (same values)
 
     def size(self, key: str) -> int:
         for name, value in self.sizes:
@@ -47,10 +49,17 @@ class Case:
 
     def describe(self) -> str:
         dims = ", ".join(f"{k}={v}" for k, v in self.sizes)
-        return f"{dims}, dtype={self.dtype}"
+        layout = "" if self.layout == "contiguous" else f", {self.layout} inputs"
+        return f"{dims}, dtype={self.dtype}{layout}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "sizes": dict(self.sizes), "dtype": self.dtype, "seed": self.seed}
+        d: dict[str, Any] = {"name": self.name, "sizes": dict(self.sizes), "dtype": self.dtype, "seed": self.seed}
+        if self.layout != "contiguous":
+            d["layout"] = self.layout
+        return d
+
+
+LAYOUTS = ("contiguous", "strided")
 
 
 def case(name: str, dtype: str, seed: int = 0, **sizes: int) -> Case:
@@ -58,14 +67,39 @@ def case(name: str, dtype: str, seed: int = 0, **sizes: int) -> Case:
 
 
 def case_grid(
-    prefix: str, sizes: Iterable[Mapping[str, int]], dtypes: Iterable[str], seeds: Iterable[int]
+    prefix: str, sizes: Iterable[Mapping[str, int]], dtypes: Iterable[str], seeds: Iterable[int],
+    layout: str = "contiguous",
 ) -> tuple[Case, ...]:
     """Every (sizes x dtype x seed) combination, named so a failing case is self-describing."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"unknown layout {layout!r} ({', '.join(LAYOUTS)})")
     out = []
+    tag = "" if layout == "contiguous" else f"-{layout}"
     for dims, dtype, seed in itertools.product(list(sizes), list(dtypes), list(seeds)):
         label = "x".join(f"{k}{v}" for k, v in sorted(dims.items()))
-        out.append(case(f"{prefix}-{label}-{dtype}-s{seed}", dtype, seed, **dims))
+        c = case(f"{prefix}-{label}-{dtype}-s{seed}{tag}", dtype, seed, **dims)
+        out.append(dataclasses.replace(c, layout=layout))
     return tuple(out)
+
+
+def strided_view(t: Any) -> Any:
+    """The same values as `t` in non-contiguous memory: rows padded (2-D and up) or every
+    other element (1-D). A kernel that assumes unit strides or packed rows reads garbage."""
+    import torch
+
+    if not isinstance(t, torch.Tensor) or t.dim() == 0 or t.numel() == 0:
+        return t
+    if t.dim() == 1:
+        base = torch.empty((t.shape[0], 2), dtype=t.dtype, device=t.device)
+        view = base[:, 0]
+    else:
+        base = torch.empty((*t.shape[:-1], t.shape[-1] + 3), dtype=t.dtype, device=t.device)
+        view = base[..., : t.shape[-1]]
+    # Padding a kernel must never read: NaN shows up in any float result; integers (indices) get
+    # 0, a valid index, so a kernel ignoring the strides gives wrong values rather than a crash.
+    base.fill_(float("nan") if t.is_floating_point() or t.is_complex() else 0)
+    view.copy_(t)
+    return view
 
 
 @dataclass(frozen=True)
@@ -153,11 +187,28 @@ class Task:
     source: str = "builtin"
     output_args: Callable[[Case], OutputArgs] = no_output_args
     seeded_rng: bool = False
+    """The entry point draws random numbers itself: the judge seeds torch's generators with the
+    case's seed right before each candidate and reference call, so both draw the same values."""
     triton_reference: bool = False
     """The reference is Triton code (an adapted suite's own), which may leave part of its output
     unwritten: the judge finds those elements and does not judge a candidate on them."""
-    """The entry point draws random numbers itself: the judge seeds torch's generators with the
-    case's seed right before each candidate and reference call, so both draw the same values."""
+    # The contiguity contract, stated in the instruction a method sees: with strided_inputs,
+    # hidden cases also pass non-contiguous views (same values), which the kernel must honour.
+    strided_inputs: bool = False
+    # Outputs may alias inputs only when the task says it works in place.
+    in_place: bool = False
+    # PyTorch operations a wrapper may run besides allocation, views and copies (judge/launches.py
+    # holds the common allow-list), e.g. a final scalar step; anything else is `torch_fallback`.
+    allowed_torch_ops: tuple[str, ...] = ()
+    # The reference gives the same bits on every run: on a GPU the final submission runs each
+    # hidden case twice and a difference flags a race.
+    deterministic: bool = True
+
+    def __post_init__(self) -> None:
+        strided = [c.name for c in (*self.visible, *self.hidden_gpu, *self.hidden_cpu) if c.layout == "strided"]
+        if strided and not self.strided_inputs:
+            raise ValueError(f"task {self.id}: case {strided[0]} passes strided inputs, but the task's contract says "
+                             "inputs are contiguous (set strided_inputs=True)")
 
     @property
     def baseline_path(self) -> Path:
@@ -165,6 +216,19 @@ class Task:
 
     def baseline_source(self) -> str:
         return self.baseline_path.read_text()
+
+    def contract(self) -> str:
+        """The contiguity sentence appended to the instruction a method reads."""
+        if self.strided_inputs:
+            return "Input tensors may be non-contiguous (arbitrary strides); the output must be a new tensor."
+        return "Input tensors are contiguous; the output must be a new tensor."
+
+    def inputs(self, c: Case, device: str) -> tuple:
+        """The case's inputs, laid out as the case says (the judge's only way to make them)."""
+        args = self.make_inputs(c, device)
+        if c.layout == "strided":
+            args = tuple(strided_view(a) for a in args)
+        return args
 
     def hidden(self, interpreter: bool) -> tuple[Case, ...]:
         return self.hidden_cpu if interpreter else self.hidden_gpu
@@ -210,7 +274,7 @@ class Task:
     def view(self) -> TaskView:
         return TaskView(
             id=self.id,
-            instruction=self.instruction,
+            instruction=" ".join(part for part in (self.instruction, self.contract()) if part),
             entry_point=self.entry_point,
             signature=self.signature,
             dtypes=self.dtypes,

@@ -9,7 +9,8 @@ hidden cases twice:
 2. through a naive harness, the public harnesses' way: per candidate, write
    `candidate.py` and `candidate_test.py` into a fresh folder and run
    `python candidate_test.py` in a fresh subprocess. The test script calls the same
-   `judge.oracle.judge`, so verdicts are comparable; a subprocess that times out is
+   `judge.oracle.judge_cases` (the candidate in the test script's own process, `LocalRunner`), so
+   verdicts are comparable; a subprocess that times out is
    `timeout`, one that dies without printing a verdict is `crash`.
 
 Both sides run `--workers` candidates at a time, so the ratio measures process reuse,
@@ -75,9 +76,10 @@ TEST_SCRIPT = textwrap.dedent('''
     sys.path.insert(0, {root!r})
     from pathlib import Path
     from bench.registry import get_task
-    from judge.oracle import CandidateLoadError, judge_cases, load_module, prepare_process
+    from judge.oracle import CandidateLoadError, LocalRunner, judge_cases, load_module, prepare_process
     task = get_task({task!r})
     interpreter = {interpreter!r}
+    device = "cpu" if interpreter else "cuda"
     prepare_process()
     try:
         module = load_module(Path(__file__).with_name("candidate.py"), "candidate")
@@ -85,7 +87,8 @@ TEST_SCRIPT = textwrap.dedent('''
         if not callable(entry):
             kind, message = "compile_error", "no entry point"
         else:
-            v = judge_cases(task, entry, task.cases({case_set!r}, interpreter), "cpu" if interpreter else "cuda", interpreter)
+            runner = LocalRunner(entry, device, interpreter, task.allowed_torch_ops)
+            v = judge_cases(task, runner, task.cases({case_set!r}, interpreter), device, interpreter)
             kind, message = v.kind, v.message
     except CandidateLoadError as exc:
         kind, message = exc.kind, str(exc)

@@ -1,5 +1,6 @@
-"""The worker side: code that runs in the evaluation worker process, beside candidate code.
+"""The judging side and the candidate's process, never the same process.
 
-It judges (oracle), times (timing), contains (sandbox, privileges) and reads clocks; it
-never imports the parent-side scheduler (`runners`), which starts it as `python -m judge.worker`.
+The judge (`python -m judge.worker`) judges (oracle), times (timing) and reads clocks; each
+candidate runs in a fresh, contained process forked from a warm template (template,
+candidate, containment, launches). It never imports the parent-side scheduler (`runners`).
 """

@@ -1,8 +1,9 @@
 """Running a method's own unit tests (Reflexion's internal tests) against a candidate.
 
 Methods never run code: `ctx.run_tests(candidate, tests)` sends a job of kind
-`"internal_tests"` to the sandboxed evaluation worker (judge/worker.py), which imports
-the candidate from its own file as for any evaluation and calls `run_test_functions` here.
+`"internal_tests"` to the judge worker (judge/worker.py), which has the candidate's own
+contained process (judge/candidate.py) import it from its file as for any evaluation and call
+`run_test_functions` there, where neither hidden cases nor references can be imported.
 The tests see two globals: the entry point (by its name) and `DEVICE` ("cuda" on a GPU,
 either vendor; "cpu" on the Triton interpreter). Every top-level `test_*` function is
 called in definition order, each under its own time limit, with Python's and torch's random
@@ -178,7 +179,7 @@ def _seeded_call(fn: Callable[[], Any], per_test_timeout: float | None) -> None:
 
     import torch
 
-    from judge.oracle import poisoned_allocations
+    from judge.running import poisoned_allocations
 
     random.seed(0)
     torch.manual_seed(0)
@@ -231,7 +232,7 @@ def run_test_functions(entry: Callable[..., Any], entry_name: str, tests: str, d
     except SyntaxError as exc:
         return (TestOutcome("tests", False, f"the tests do not parse: {exc}"),)
     try:
-        exec(compile(tests, "<internal_tests>", "exec"), namespace)  # noqa: S102 - the sandboxed worker's job
+        exec(compile(tests, "<internal_tests>", "exec"), namespace)  # noqa: S102 - the candidate process's job
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - a broken test file fails its tests, not the worker
         message = f"the tests could not be defined: {_failure_message(exc, tests)}"
         return tuple(TestOutcome(n, False, message) for n in names or ["tests"])

@@ -1,220 +1,54 @@
-"""The correctness oracle. Runs inside a worker process, never in the parent.
+"""The correctness oracle. Runs in the judge process; the candidate never runs here.
 
-Each defence answers a way public harnesses (KernelBench, TritonBench, GEAK-eval) were
-fooled: the reference runs in float64; outputs the candidate allocates with
+The candidate runs in a process of its own (judge/candidate.py) that gets inputs and hands
+back plain output tensors; this module makes the inputs, computes the expected outputs,
+compares and decides. Each defence answers a way public harnesses (KernelBench, TritonBench,
+GEAK-eval) were fooled: the reference runs in float64; outputs the candidate allocates with
 `torch.empty*` are poisoned with NaN (or a sentinel for integers) so stale memory never
-passes; inputs are cloned and checked unmodified; the candidate runs again after the
-inputs are rewritten *in place* (same data pointers, new values), which defeats caches
-keyed by `data_ptr`; NaN where the reference is finite never passes; a constant output
+passes; inputs are checked unmodified; the candidate runs again after the inputs are
+rewritten *in place* (same data pointers, new values), which defeats caches keyed by
+`data_ptr`; every output of a case set is compared only after every call has returned, so a
+buffer reused across calls shows; outputs must be exact `torch.Tensor`s and must not share
+memory with an input; NaN where the reference is finite never passes; a constant output
 where the reference varies fails; a call that launched no Triton kernel is `no_kernel`, and
-so is one whose returned tensor no launched kernel received (a token launch beside a
-PyTorch result). Poisoning wraps the allocators for the life of the worker (switched on
-only while judging), so a candidate that bound `torch.empty_like` at import is poisoned too.
+so is one whose output no kernel wrote (judge/launches.py); PyTorch arithmetic beyond the
+allow-list is `torch_fallback`.
+
+Adapted suites (issue 16) add, in the block at the end: output arguments (poisoned before the
+call where the reference ignores their contents, exempt from the inputs-unchanged check,
+compared through `Task.judged_output`), seeded entry points, cases that cannot be built here
+(`CaseUnavailable`, skipped with their reason) and output a Triton reference never writes.
 """
 
 from __future__ import annotations
 
-import contextlib
+import dataclasses
 import functools
-import traceback
-from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import torch
 
-from bench.modules import import_file
 from bench.task import Case, CaseUnavailable, OutputArgs, Task
+from judge.launches import PARTLY_STORED
+from judge.running import (  # noqa: F401 - re-exported: the judge's callers name them here
+    MARK_FLOAT,
+    CandidateLoadError,
+    allocations,
+    classify_exception,
+    format_exception,
+    install_poisoned_allocations,
+    is_device_error,
+    load_module,
+    mentions_device_error,
+    poison_tensor,
+    poisoned_allocations,
+    prepare_process,
+)
 from judge.value_text import describe_value
 from judge.verdict import Verdict
-
-DEVICE_ERROR_MARKERS = (
-    "illegal memory access",
-    "an illegal instruction",
-    "misaligned address",
-    "device-side assert",
-    "unspecified launch failure",
-    "CUDA error",
-    "HIP error",
-    "hipError",
-    "cudaError",
-)
-
-class _LaunchLog:
-    """Kernel launches seen in this process, and (while recording) the tensors they received.
-
-    Held in an object rather than module globals so a candidate assigning to a module
-    attribute cannot fake a launch; the tensors let the judge check that the returned
-    output was actually written by a kernel (not computed by PyTorch on the side)."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.recording = False
-        self.tensors: list[torch.Tensor] = []
-
-    def saw(self, args: tuple, kwargs: dict[str, Any]) -> None:
-        self.count += 1
-        if self.recording:
-            for a in (*args, *kwargs.values()):
-                t = kernel_tensor(a)
-                if t is not None:
-                    self.tensors.append(t)
-
-
-_LOG = _LaunchLog()
-
-
-def install_launch_counter() -> None:
-    """Count Triton kernel launches by wrapping the `run` of every kernel class.
-
-    Autotuners and heuristics wrappers end in `JITFunction.run` (or, in the interpreter,
-    `InterpretedFunction.run`), so counting there sees every real launch.
-    """
-    classes: list[Any] = []
-    from triton.runtime.jit import JITFunction
-
-    classes.append(JITFunction)
-    try:
-        from triton.runtime.interpreter import InterpretedFunction
-
-        classes.append(InterpretedFunction)
-    except ImportError:  # pragma: no cover - every supported triton has it
-        pass
-    for cls in classes:
-        if getattr(cls.run, "_counted", False):
-            continue
-        original = cls.run
-
-        def counted(self: Any, *args: Any, __original: Callable = original, **kwargs: Any) -> Any:
-            _LOG.saw(args, kwargs)
-            return __original(self, *args, **kwargs)
-
-        counted._counted = True  # type: ignore[attr-defined]
-        cls.run = counted
-
-
-def launches() -> int:
-    return _LOG.count
-
-
-def prepare_process() -> None:
-    """Install the launch counter and the poisoning allocators *before* any candidate is
-    imported, so a candidate that binds `torch.empty_like` at import gets the poisoned one."""
-    install_launch_counter()
-    install_poisoned_allocations()
-
-
-class CandidateLoadError(Exception):
-    def __init__(self, kind: str, message: str):
-        super().__init__(message)
-        self.kind = kind
-
-
-def load_module(path: Path, module_name: str) -> Any:
-    """Import a candidate from its own file (Triton's `@jit` refuses source from `exec`)."""
-    source = path.read_text()
-    try:
-        compile(source, str(path), "exec")
-    except (SyntaxError, ValueError) as exc:
-        raise CandidateLoadError("syntax_error", f"{type(exc).__name__}: {exc}") from None
-    try:
-        return import_file(path, module_name)
-    except BaseException as exc:  # noqa: BLE001 - SystemExit from candidate code is a verdict too
-        raise CandidateLoadError(classify_exception(exc), f"import failed: {format_exception(exc)}") from None
-
-
-def format_exception(exc: BaseException, limit: int = 2000) -> str:
-    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-    return text[-limit:]
-
-
-def mentions_device_error(text: str) -> bool:
-    return any(marker in text for marker in DEVICE_ERROR_MARKERS)
-
-
-def is_device_error(exc: BaseException) -> bool:
-    return mentions_device_error(f"{type(exc).__name__}: {exc}")
-
-
-# Errors the interpreter raises while tracing a kernel body that the GPU compiler would
-# reject before launch (unknown `tl` names, type and shape checks): the same candidate must
-# get the same verdict on the CPU interpreter and on a GPU.
-_INTERPRETER_COMPILE_CAUSES = (AttributeError, NameError, TypeError, ValueError)
-
-
-def classify_exception(exc: BaseException) -> str:
-    name = type(exc).__name__
-    module = type(exc).__module__ or ""
-    if name == "InterpreterError":
-        cause = exc.__cause__
-        if isinstance(cause, _INTERPRETER_COMPILE_CAUSES) and not mentions_device_error(str(cause)):
-            return "compile_error"
-        return "runtime_error"
-    if name == "CompilationError" or "triton.compiler" in module:
-        return "compile_error"
-    if isinstance(exc, SyntaxError):
-        return "syntax_error"
-    if isinstance(exc, AttributeError) and "triton.language" in str(exc):
-        return "compile_error"
-    return "runtime_error"
-
-
-# ---------------------------------------------------------------- poisoned allocations
-
-_POISON_INT = -0x5A5A
-
-
-def _poison(t: torch.Tensor) -> torch.Tensor:
-    if t.numel() == 0:
-        return t
-    if t.is_floating_point() or t.is_complex():
-        t.fill_(float("nan"))
-    elif t.dtype == torch.bool:
-        t.fill_(True)
-    else:
-        info = torch.iinfo(t.dtype)
-        t.fill_(max(info.min, min(info.max, _POISON_INT)) if info.min < 0 else info.max // 3)
-    return t
-
-
-class _PoisonState:
-    installed = False
-    on = False
-    marker = False  # fill with a finite marker instead (finding what a reference leaves unwritten)
-
-
-def install_poisoned_allocations() -> None:
-    """Wrap `torch.empty*` and `Tensor.new_empty` once, for the life of the process; the
-    wrappers poison only while `poisoned_allocations()` is active (judging, not timing)."""
-    if _PoisonState.installed:
-        return
-    _PoisonState.installed = True
-
-    def wrap(fn: Callable) -> Callable:
-        def maybe_poisoned(*args: Any, **kwargs: Any) -> Any:
-            t = fn(*args, **kwargs)
-            if _PoisonState.marker:
-                return _mark(t)
-            return _poison(t) if _PoisonState.on else t
-
-        maybe_poisoned.__wrapped__ = fn  # type: ignore[attr-defined]
-        return maybe_poisoned
-
-    for name in ("empty", "empty_like", "empty_strided"):
-        setattr(torch, name, wrap(getattr(torch, name)))
-    torch.Tensor.new_empty = wrap(torch.Tensor.new_empty)  # type: ignore[method-assign]
-
-
-@contextlib.contextmanager
-def poisoned_allocations() -> Iterator[None]:
-    """Make every `torch.empty*` the candidate calls return poisoned memory."""
-    install_poisoned_allocations()
-    _PoisonState.on = True
-    try:
-        yield
-    finally:
-        _PoisonState.on = False
-
+from judge.wire import Opaque
 
 # ---------------------------------------------------------------- comparison
 
@@ -357,32 +191,20 @@ def set_input_cache_bytes(max_bytes: int) -> None:
 
 
 def _inputs(task: Task, case: Case, device: str, refill: bool) -> tuple:
+    """Pristine inputs (cached, never handed out: a runner copies them into its own tensors)."""
     def make() -> tuple:
         c = case
         if refill:
-            c = Case(name=case.name + "+refill", sizes=case.sizes, dtype=case.dtype, seed=case.seed + 7919)
-        return task.make_inputs(c, device)
+            c = dataclasses.replace(case, name=case.name + "+refill", seed=case.seed + 7919)
+        return task.inputs(c, device)
 
     return _CACHE.get((task.id, case, device, refill), make)
-
-
-def _refill_in_place(args: tuple, case: Case, task: Task, device: str) -> None:
-    """New values in the *same* storage: a result cached by data_ptr is now stale."""
-    fresh = _inputs(task, case, device, refill=True)
-    for old, new in zip(args, fresh, strict=True):
-        if isinstance(old, torch.Tensor):
-            old.copy_(new)
 
 
 def _unchanged(before: torch.Tensor, after: torch.Tensor) -> bool:
     if before.is_floating_point():
         return bool(torch.equal(torch.nan_to_num(before, nan=0.0), torch.nan_to_num(after, nan=0.0)))
     return bool(torch.equal(before, after))
-
-
-def _sync(device: str) -> None:
-    if device != "cpu" and torch.cuda.is_available():
-        torch.cuda.synchronize()
 
 
 def _flatten(out: Any, path: str = "output") -> list[tuple[str, torch.Tensor]]:
@@ -393,50 +215,157 @@ def _flatten(out: Any, path: str = "output") -> list[tuple[str, torch.Tensor]]:
     return []
 
 
-def _storage_key(t: torch.Tensor) -> tuple[str, int]:
-    return t.device.type, t.untyped_storage().data_ptr()
+# ---------------------------------------------------------------- running the candidate
 
 
-def _same_values(kernel_tensor: torch.Tensor, out: torch.Tensor) -> bool:
-    if kernel_tensor.numel() != out.numel() or kernel_tensor.device.type != out.device.type:
-        return False
-    try:
-        cast = kernel_tensor.detach().reshape(out.shape).to(out.dtype)
-    except (RuntimeError, TypeError):
-        return False
-    return bool(torch.equal(cast, out)) or bool(torch.equal(torch.nan_to_num(cast), torch.nan_to_num(out)))
+@dataclass
+class CallReport:
+    """What one call of the entry point gave back (judge/candidate.py `run_call`)."""
+
+    ok: bool
+    kind: str = ""
+    message: str = ""
+    launched: int = 0
+    fallback: dict[str, int] = field(default_factory=dict)
+    unwritten: list[str] = field(default_factory=list)
+    aliased: list[str] = field(default_factory=list)
+    inputs_after: tuple = ()
+    output: Any = None  # as it was when the call returned
+
+    @classmethod
+    def from_reply(cls, reply: dict[str, Any], inputs_after: tuple = (), output: Any = None) -> CallReport:
+        def strings(v: Any) -> list[str]:
+            return [str(x)[:300] for x in v] if isinstance(v, list) else []
+
+        raw = reply.get("fallback")
+        fallback: dict[Any, Any] = raw if isinstance(raw, dict) else {}
+        return cls(ok=reply.get("ok") is True, kind=str(reply.get("kind", "runtime_error")),
+                   message=str(reply.get("message", ""))[:4000], launched=int(reply.get("launched") or 0),
+                   fallback={str(k)[:80]: int(v) for k, v in fallback.items() if isinstance(v, int)},
+                   unwritten=strings(reply.get("unwritten")), aliased=strings(reply.get("aliased")),
+                   inputs_after=inputs_after, output=output)
 
 
-def not_written_by_kernel(out: Any, kernel_tensors: list[torch.Tensor]) -> list[str]:
-    """Output tensors that no launched kernel received (by storage), and whose values are not
-    a copy or cast of a tensor one did. A wrapper that launches a token kernel and returns
-    a PyTorch result computed on the side is caught here; `out.to(x.dtype)` after a kernel
-    wrote a float32 buffer is not."""
-    keys = {_storage_key(k) for k in kernel_tensors}
-    missing = []
-    for path, t in _flatten(out):
-        if t.numel() == 0 or _storage_key(t) in keys:
-            continue
-        if not any(_same_values(k, t) for k in kernel_tensors):
-            missing.append(path)
-    return missing
+class Runner(Protocol):
+    """Runs the candidate's entry point: in its own process (judge/worker.py) or in this one
+    (`LocalRunner`, the naive harness and unit tests)."""
+
+    def call(self, slot: int, args: tuple, refill: bool, seed: int | None = None,
+             written: tuple[int, ...] = ()) -> CallReport:
+        """One call on `args` (copied into the runner's own tensors, or with `refill` copied into
+        the tensors of the slot's previous call); `seed`: torch's generators seeded right before
+        it (Task.seeded_rng); `written`: output arguments (an output may alias them)."""
+        ...
+
+    def collect(self) -> list[Any]: ...
+
+    def reset(self) -> None:
+        """Forget held outputs and inputs: a new case set begins."""
+        ...
 
 
-def judge_cases(task: Task, entry: Callable[..., Any], cases: tuple[Case, ...], device: str, interpreter: bool,
-          integrity: Callable[[], str] | None = None) -> Verdict:
-    """Run `entry` on every case; first failure decides the verdict.
+class LocalRunner:
+    """The candidate in this very process: for the naive benchmark harness and unit tests only."""
 
-    Per case the candidate runs twice: first on fresh inputs (before the reference has run
-    on them), then again after the inputs are rewritten in place (after the reference): a
-    result cached by data pointer, or read from memory the reference left behind, is stale
-    on the second run. `integrity`, if given, is called after every candidate call and
-    returns a non-empty message when the candidate tampered with the judge.
+    def __init__(self, entry: Callable[..., Any], device: str, interpreter: bool, allowed_ops: tuple[str, ...] = ()):
+        from judge import launches
+
+        launches.set_allowed_ops(allowed_ops)
+        self.entry, self.device, self.interpreter = entry, device, interpreter
+        self.inputs: dict[int, tuple] = {}
+        self.held: list[Any] = []
+
+    def call(self, slot: int, args: tuple, refill: bool, seed: int | None = None,
+             written: tuple[int, ...] = ()) -> CallReport:
+        from judge.candidate import held_output, run_call
+        from judge.candidate import refill as refill_in_place
+
+        if refill and slot in self.inputs:
+            self.inputs[slot] = refill_in_place(self.inputs[slot], args)
+        else:
+            self.inputs[slot] = tuple(_clone_exact(a) for a in args)
+        mine = self.inputs[slot]
+        reply, out = run_call(self.entry, mine, self.device, self.interpreter, seed=seed, written=written)
+        if reply["ok"]:
+            self.held.append(held_output(out, mine, written))
+        return CallReport.from_reply(reply, _clone_args(mine), _clone_out(out))
+
+    def collect(self) -> list[Any]:
+        held, self.held = self.held, []
+        return held
+
+    def reset(self) -> None:
+        self.held, self.inputs = [], {}
+
+
+def _clone_exact(a: Any) -> Any:
+    """A copy with the same strides and padding (`clone()` makes a non-dense view contiguous,
+    which would hide the strided layout from the candidate)."""
+    if not isinstance(a, torch.Tensor):
+        return a
+    copy = torch.empty(0, dtype=a.dtype, device=a.device)
+    return copy.set_(a.untyped_storage().clone(), a.storage_offset(), a.size(), a.stride())
+
+
+def _clone_out(out: Any) -> Any:
+    if isinstance(out, torch.Tensor):
+        return out.detach().clone()
+    if isinstance(out, (tuple, list)):
+        return type(out)(_clone_out(o) for o in out)
+    return out
+
+
+def _check_output(out: Any, path: str = "output") -> str:
+    """Plain tensors only: a subclass could answer the comparison itself."""
+    if isinstance(out, Opaque) and out.subclass:
+        return f"{path} is a tensor subclass ({out.type_name}); return a plain torch.Tensor"
+    if isinstance(out, torch.Tensor) and type(out) is not torch.Tensor:
+        return f"{path} is a tensor subclass ({type(out).__name__}); return a plain torch.Tensor"
+    if isinstance(out, (tuple, list)):
+        for i, o in enumerate(out):
+            problem = _check_output(o, f"{path}[{i}]")
+            if problem:
+                return problem
+    return ""
+
+
+@dataclass
+class _Ran:
+    slot: int
+    case: Case
+    attempt: str
+    report: CallReport
+    pristine: tuple
+    index: int
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+
+
+REPEAT = "repeat on the first inputs"
+
+
+def judge_cases(task: Task, runner: Runner, cases: tuple[Case, ...], device: str, interpreter: bool,
+                repeat_for_races: bool = False) -> Verdict:
+    """Run the candidate on every case and judge each call as it returns; the first failure
+    decides the verdict.
+
+    Per case the candidate runs twice: on fresh inputs, then after the inputs are rewritten in
+    place (same memory, new values): a result cached by data pointer is stale on the second
+    run. The candidate keeps every output it returned; once every call has returned, all come
+    back again and each must be what it was when its call returned, so an output buffer
+    reused by a later call shows. `repeat_for_races` (a final submission on a GPU): a third
+    call on the first inputs must agree with the first call (where the task's reference is
+    deterministic), else a race. A case the task cannot build here (`CaseUnavailable`) is
+    skipped with its reason.
     """
-    run = skipped = 0
+    runner.reset()
+    skipped = 0
     reasons: list[str] = []
+    ran: list[_Ran] = []
+    firsts: dict[int, Any] = {}
     worst_abs = worst_rel = 0.0
-    launched_any = False
-    for c in cases:
+    done: set[int] = set()
+    for slot, c in enumerate(cases):
         if interpreter and c.dtype in task.interpreter_skips:
             skipped += 1
             reason = f"{c.dtype}: {task.interpreter_skips[c.dtype]}"
@@ -444,86 +373,138 @@ def judge_cases(task: Task, entry: Callable[..., Any], cases: tuple[Case, ...], 
                 reasons.append(reason)
             continue
         try:
-            args = _clone_args(_inputs(task, c, device, refill=False))
+            _inputs(task, c, device, refill=False)
         except CaseUnavailable as exc:
             skipped += 1
             reasons.append(str(exc))
             continue
         outputs = task.output_args(c)
-        for attempt in ("first", "after in-place refill"):
-            if attempt != "first":
-                _refill_in_place(args, c, task, device)
-            poison_outputs(args, outputs)
-            before = _clone_args(args)
-            start = launches()
-            _LOG.tensors = []
-            _LOG.recording = True
-            try:
-                with poisoned_allocations():
-                    out = call_seeded(task, c, entry, args)
-                _sync(device)
-            except BaseException as exc:  # noqa: BLE001 - any candidate failure, even sys.exit, is a verdict
-                kind = classify_exception(exc)
-                return Verdict(kind, format_exception(exc), c.name, cases_run=run, kernel_launched=launches() > start)
-            finally:
-                _LOG.recording = False
-            kernel_tensors, _LOG.tensors = _LOG.tensors, []
-            if integrity is not None:
-                tampered = integrity()
-                if tampered:
-                    return Verdict("runtime_error", tampered, c.name, cases_run=run)
-            launched = launches() > start
-            launched_any = launched_any or launched
-            modified = modified_inputs(before, args, outputs)
-            if modified:
-                return Verdict("wrong_result", f"input {modified[0]} was modified in place ({attempt} run)", c.name,
-                               cases_run=run, kernel_launched=launched)
-            out = task.judged_output(out, args, c)
-            # `before` is the cached pristine (or refill) input, unmodified: checked just above.
-            expected, never_written = _CACHE.get((task.id, c, device, attempt, "expected"),
-                                                 functools.partial(expected_and_unwritten, task, before, c))
-            try:
-                a_err, r_err = compare(accept_unwritten(out, expected, never_written), expected, task)
-            except Mismatch as m:
-                return Verdict("wrong_result", f"{m} ({attempt} run)", c.name, m.max_abs, m.max_rel,
-                               cases_run=run, kernel_launched=launched)
-            if not launched:
-                return Verdict("no_kernel", "the entry point returned without launching a Triton kernel", c.name,
-                               a_err, r_err, cases_run=run)
-            unwritten = not_written_by_kernel(out, kernel_tensors)
-            if unwritten and not reference_finishes_in_torch(task):
-                return Verdict("no_kernel", f"{', '.join(unwritten)} was not written by any launched Triton kernel "
-                               "(a kernel ran, but the returned tensor was computed elsewhere)", c.name,
-                               a_err, r_err, cases_run=run, kernel_launched=True)
-            del kernel_tensors
-            worst_abs, worst_rel = max(worst_abs, a_err), max(worst_rel, r_err)
-        run += 1
-    if run == 0:
+        seed = c.seed if task.seeded_rng else None
+        attempts = ["first", "after in-place refill"]
+        if repeat_for_races and task.deterministic:
+            attempts.append(REPEAT)
+        for attempt in attempts:
+            args = poisoned_outputs(_inputs(task, c, device, refill=attempt == "after in-place refill"), outputs)
+            report = runner.call(slot, args, refill=attempt != "first", seed=seed, written=outputs.written)
+            if not report.ok:
+                return Verdict(report.kind, report.message, c.name, cases_run=len(done),
+                               kernel_launched=report.launched > 0)
+            r = _Ran(slot, c, attempt, report, args, len(ran))
+            ran.append(r)
+            verdict, judged = _judge_call(task, r, outputs, device, len(done))
+            if verdict is None and attempt == REPEAT and _race(firsts.get(slot), judged, task, device):
+                verdict = Verdict("wrong_result", "two runs on the same inputs gave different results (a race?)",
+                                  c.name, cases_run=len(done), kernel_launched=True)
+            if verdict is not None:
+                return verdict
+            if attempt == "first":
+                firsts[slot] = judged
+            worst_abs, worst_rel = max(worst_abs, r.max_abs), max(worst_rel, r.max_rel)
+        done.add(slot)
+    if ran:
+        again = runner.collect()
+        if len(again) != len(ran):
+            return Verdict("runtime_error", f"the candidate process returned {len(again)} outputs for {len(ran)} calls")
+        for r, out in zip(ran, again, strict=True):
+            if not _same_bits(r.report.output, out):
+                return Verdict("wrong_result", f"the output of this case changed after later calls ({r.attempt} run): "
+                               "a buffer reused across calls", r.case.name, cases_run=len(done), kernel_launched=True)
+    if not done:
         # Never a pass by default: a candidate nobody could judge here has not shown it is right.
         why = "; ".join(reasons) if reasons else "the case set is empty"
         return Verdict("runtime_error", f"no case could be judged here: {why}", cases_run=0, cases_skipped=skipped,
-                       skip_reasons=tuple(reasons), kernel_launched=launched_any)
-    return Verdict("correct", "", None, worst_abs, worst_rel, cases_run=run, cases_skipped=skipped,
-                   skip_reasons=tuple(reasons), kernel_launched=launched_any)
+                       skip_reasons=tuple(reasons))
+    return Verdict("correct", "", None, worst_abs, worst_rel, cases_run=len(done), cases_skipped=skipped,
+                   skip_reasons=tuple(reasons), kernel_launched=True)
+
+
+def _judge_call(task: Task, r: _Ran, outputs: OutputArgs, device: str, cases_run: int) -> tuple[Verdict | None, Any]:
+    """The verdict one call earns, or None when it passes (its largest errors kept on `r`),
+    with the output as judged (`Task.judged_output`: the return value, plus written output
+    arguments for tasks that have them)."""
+    c, attempt, report = r.case, r.attempt, r.report
+    launched = report.launched > 0
+
+    def fail(kind: str, message: str, a: float | None = None, rel: float | None = None) -> tuple[Verdict, Any]:
+        return Verdict(kind, message, c.name, a, rel, cases_run=cases_run, kernel_launched=launched), None
+
+    if len(report.inputs_after) != len(r.pristine):
+        return fail("runtime_error", "the candidate process sent back the wrong number of arguments")
+    modified = modified_inputs(r.pristine, report.inputs_after, outputs)
+    if modified:
+        return fail("wrong_result", f"input {modified[0]} was modified in place ({attempt} run)")
+    problem = _check_output(report.output)
+    if problem:
+        return fail("wrong_result", f"{problem} ({attempt} run)")
+    if report.aliased and not task.in_place:
+        return fail("wrong_result", f"{report.aliased[0]}; the task asks for a new tensor ({attempt} run)")
+    out = task.judged_output(_to_device(report.output, device), _to_device(report.inputs_after, device), c)
+    expected, never_written = _CACHE.get((task.id, c, device, attempt, "expected"),
+                                         functools.partial(expected_and_unwritten, task, r.pristine, c))
+    try:
+        a_err, r_err = compare(accept_unwritten(out, expected, never_written), expected, task)
+    except Mismatch as m:
+        return fail("wrong_result", f"{m} ({attempt} run)", m.max_abs, m.max_rel)
+    if not launched:
+        return fail("no_kernel", "the entry point returned without launching a Triton kernel", a_err, r_err)
+    fallback = {name: n for name, n in report.fallback.items() if name not in reference_ops(task)}
+    if fallback:
+        ops = ", ".join(f"{name}" + (f" x{n}" if n > 1 else "") for name, n in sorted(fallback.items()))
+        return fail("torch_fallback", f"the entry point computed with PyTorch outside Triton kernels: {ops}", a_err, r_err)
+    unwritten = [] if reference_finishes_in_torch(task) else report.unwritten
+    if never_written is not None:
+        # The reference itself leaves part of its output unwritten: a kernel may too.
+        unwritten = [u for u in unwritten if not u.endswith(PARTLY_STORED)]
+    if unwritten:
+        return fail("no_kernel", f"{', '.join(unwritten)}: not the work of a launched Triton kernel "
+                    "(a kernel ran, but the returned tensor was computed elsewhere)", a_err, r_err)
+    r.max_abs, r.max_rel = a_err, r_err
+    return None, out
+
+
+def _race(first: Any, again: Any, task: Task, device: str) -> bool:
+    """Two runs on the same inputs that differ beyond the task's tolerance (bit-level noise from
+    atomics reordering a float sum is not a race; a missing barrier or an unmasked read is)."""
+    if _same_bits(first, again):
+        return False
+    try:
+        compare(_to_device(again, device), _to_device(first, device), task)
+    except Mismatch:
+        return True
+    return False
+
+
+def _same_bits(a: Any, b: Any) -> bool:
+    pa, pb = _flatten(a), _flatten(b)
+    return len(pa) == len(pb) and all(
+        x.shape == y.shape and x.dtype == y.dtype and torch.equal(_as_bits(x), _as_bits(y))
+        for (_, x), (_, y) in zip(pa, pb, strict=True))
+
+
+def _as_bits(t: torch.Tensor) -> torch.Tensor:
+    size = t.element_size()
+    if t.dtype == torch.bool or t.is_complex() or size not in (1, 2, 4, 8):
+        return t
+    return t.contiguous().view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[size]).cpu()
+
+
+def _to_device(out: Any, device: str) -> Any:
+    if isinstance(out, torch.Tensor):
+        return out.to(device) if out.device.type != torch.device(device).type else out
+    if isinstance(out, (tuple, list)):
+        return type(out)(_to_device(o, device) for o in out)
+    return out
 
 
 # ---------------------------------------------------------------- output arguments, seeded entry points, skipped cases
 # What adapted suites need of the judge (issue 16), kept in one place: an entry point that
 # writes its result into arguments (`Task.output_args`: poisoned before the call when the
-# reference ignores their contents, exempt from the inputs-unchanged check, compared through
-# `Task.judged_output`), one that draws random numbers (`Task.seeded_rng`: candidate and
-# reference get the same seed before every call), a case that cannot be built here
-# (`CaseUnavailable`: skipped with its reason), and kernels given a `triton.reinterpret`
-# view of a tensor (the tensor counts as received by the kernel).
-
-
-def kernel_tensor(arg: Any) -> torch.Tensor | None:
-    """The tensor a kernel argument carries: the tensor itself, or the `.base` of the wrapper
-    `triton.reinterpret` makes."""
-    if isinstance(arg, torch.Tensor):
-        return arg
-    base = getattr(arg, "base", None)
-    return base if isinstance(base, torch.Tensor) and hasattr(arg, "dtype") else None
+# reference ignores their contents, exempt from the inputs-unchanged check and from the
+# aliasing check, compared through `Task.judged_output`), one that draws random numbers
+# (`Task.seeded_rng`: candidate and reference get the case's seed right before every call, the
+# candidate in its own process), and a case that cannot be built here (`CaseUnavailable`:
+# skipped with its reason). Kernels given a `triton.reinterpret` view of a tensor count as
+# receiving the tensor (judge/launches.py).
 
 
 def call_seeded(task: Task, case: Case | None, fn: Callable[..., Any], args: tuple) -> Any:
@@ -532,13 +513,17 @@ def call_seeded(task: Task, case: Case | None, fn: Callable[..., Any], args: tup
     return fn(*args)
 
 
-def poison_outputs(args: tuple, outputs: OutputArgs) -> None:
-    for i in outputs.poisoned:
-        if isinstance(args[i], torch.Tensor):
-            _poison(args[i])
+def poisoned_outputs(args: tuple, outputs: OutputArgs) -> tuple:
+    """`args` with the output arguments whose initial contents the reference ignores replaced
+    by poisoned copies (NaN, or an integer sentinel): a candidate that leaves part of such an
+    output unwritten cannot pass on stale values. The cached pristine inputs stay untouched."""
+    if not outputs.poisoned:
+        return args
+    return tuple(poison_tensor(a.clone()) if i in outputs.poisoned and isinstance(a, torch.Tensor) else a
+                 for i, a in enumerate(args))
 
 
-def modified_inputs(before: tuple, after: tuple, outputs: OutputArgs) -> list[int]:
+def modified_inputs(before: tuple | list, after: tuple | list, outputs: OutputArgs) -> list[int]:
     """Positions (among the tensor arguments, as the message numbers them) of inputs the call
     changed, output arguments excepted."""
     changed = []
@@ -546,7 +531,8 @@ def modified_inputs(before: tuple, after: tuple, outputs: OutputArgs) -> list[in
     for i, (b, a) in enumerate(zip(before, after, strict=True)):
         if not isinstance(b, torch.Tensor):
             continue
-        if i not in outputs.written and not _unchanged(b, a):
+        if i not in outputs.written and not (isinstance(a, torch.Tensor) and a.shape == b.shape
+                                             and a.dtype == b.dtype and _unchanged(b, a.to(b.device))):
             changed.append(k)
         k += 1
     return changed
@@ -559,63 +545,51 @@ def modified_inputs(before: tuple, after: tuple, outputs: OutputArgs) -> list[in
 # are nobody's answer: the reference runs once with its allocations poisoned and once with a
 # finite marker, elements that differ are unwritten, and a candidate is not judged on them
 # (for tasks whose reference is Triton code; a PyTorch reference writes everything). The same
-# run tells whether the reference itself finishes its output in PyTorch.
-
-_MARK_FLOAT = 7.25e3
-_MARK_INT = 0x3C3C
-
-
-def _mark(t: torch.Tensor) -> torch.Tensor:
-    if t.numel() == 0:
-        return t
-    if t.is_floating_point() or t.is_complex():
-        t.fill_(_MARK_FLOAT)
-    elif t.dtype == torch.bool:
-        t.fill_(False)
-    else:
-        info = torch.iinfo(t.dtype)
-        t.fill_(min(info.max, _MARK_INT))
-    return t
+# run, recorded as a candidate's call is (judge/launches.py), tells which PyTorch operations
+# the suite's own wrapper runs around its kernels (a candidate may run them too: they are the
+# suite's interface) and whether it finishes its output in PyTorch (then the check that a
+# kernel wrote the output is not applied to that task).
 
 
-@contextlib.contextmanager
-def _allocations(mode: str) -> Iterator[None]:
-    install_poisoned_allocations()
-    _PoisonState.on, _PoisonState.marker = mode == "poison", mode == "marker"
-    try:
-        yield
-    finally:
-        _PoisonState.on = _PoisonState.marker = False
+@dataclass
+class _ReferenceHabits:
+    ops: set[str] = field(default_factory=set)
+    finishes_in_torch: bool = False
+
+
+_HABITS: dict[str, _ReferenceHabits] = {}
 
 
 def expected_and_unwritten(task: Task, args: tuple, case: Case | None = None) -> tuple[Any, Any]:
     """The expected output, and a matching structure of masks of the elements the reference
     leaves unwritten (None where nothing is)."""
-    if not getattr(task, "triton_reference", False):
+    if not task.triton_reference:
         return expected_output(task, args, case), None
-    with _allocations("poison"):
+    from judge import launches
+
+    prepare_process()  # the judge runs the suite's Triton reference: record it as a candidate is recorded
+    with allocations("poison"):
         poisoned = expected_output(task, args, case)
-    with _allocations("marker"):
-        _LOG.tensors, _LOG.recording = [], True
-        try:
-            marked = expected_output(task, args, case)
-        finally:
-            _LOG.recording = False
-        kernel_tensors, _LOG.tensors = _LOG.tensors, []
-    if not_written_by_kernel(marked, kernel_tensors):
-        _FINISHED_IN_TORCH.add(task.id)
+    with allocations("marker"), launches.recording(args) as rec:
+        marked = expected_output(task, args, case)
+    habits = _HABITS.setdefault(task.id, _ReferenceHabits())
+    habits.ops |= set(rec.fallback)
+    habits.finishes_in_torch |= bool(launches.unwritten_outputs(marked, rec, interpreter=False))
     return marked, _unwritten_masks(poisoned, marked)
 
 
-_FINISHED_IN_TORCH: set[str] = set()
+def reference_ops(task: Task) -> set[str]:
+    """PyTorch operations the task's own Triton reference runs outside its kernels (empty for
+    a PyTorch reference, whose arithmetic is no candidate's licence)."""
+    habits = _HABITS.get(task.id)
+    return habits.ops if habits else set()
 
 
 def reference_finishes_in_torch(task: Task) -> bool:
     """Whether the task's own Triton reference returns a tensor no kernel wrote (a suite wrapper
-    that finishes its result in PyTorch, e.g. a sum over per-block partials). The check that
-    a candidate's output was written by a kernel is then the suite's interface, not a hack, and
-    is not applied to that task."""
-    return task.id in _FINISHED_IN_TORCH
+    that finishes its result in PyTorch, e.g. a sum over per-block partials)."""
+    habits = _HABITS.get(task.id)
+    return bool(habits and habits.finishes_in_torch)
 
 
 def _unwritten_masks(a: Any, b: Any) -> Any:
@@ -624,7 +598,7 @@ def _unwritten_masks(a: Any, b: Any) -> Any:
             a, b = torch.view_as_real(a), torch.view_as_real(b)
         differ = ~((a == b) | (torch.isnan(a) & torch.isnan(b))) if a.is_floating_point() else a != b
         if a.is_floating_point() and b.dtype == a.dtype:
-            differ = differ & (b == torch.tensor(_MARK_FLOAT, dtype=b.dtype))
+            differ = differ & (b == torch.tensor(MARK_FLOAT, dtype=b.dtype, device=b.device))
         return differ if bool(differ.any()) else None
     if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)) and len(a) == len(b):
         masks = [_unwritten_masks(x, y) for x, y in zip(a, b, strict=True)]

@@ -3,19 +3,21 @@
 Why: a worker's environment is scrubbed, but candidate code running as root can still read
 the parent's environment (`/proc/<ppid>/environ`, where the API key lives), open the run's
 `store.sqlite` and rewrite verdicts already recorded, or read any file on the machine. The
-guards in judge/sandbox.py are tripwires, not a boundary; a separate user is one. Only
+containment in judge/containment.py is one boundary; a separate user adds another. Only
 root can switch users, so the option needs the toolkit to run as root (containers often do).
 
 The parent (still root) hands the worker the folders it must write (its pool folder, a HOME,
-a TMPDIR and, unless the user named one, a Triton cache); the worker drops to the user after
-its imports and before it reads the first job, then checks that the parent's environment is
-out of reach and refuses to start if it is not, so the option never silently does nothing.
+a TMPDIR and, unless the user named one, a Triton cache); the judge worker stays as it is
+(it never runs candidate code) and checks at start that the user can read the interpreter and
+the libraries; each candidate process drops to the user before the candidate's source is
+written (judge/containment.py), and its seccomp filter refuses every way back to root.
 """
 
 from __future__ import annotations
 
 import os
 import pwd
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,38 +67,61 @@ def worker_environment(workdir: Path, user: WorkerUser) -> dict[str, str]:
     return env
 
 
-def drop_privileges_if_asked() -> None:
-    """In the worker: become the user the parent named, for good, and prove it worked.
-
-    Raises RuntimeError (the worker then fails to start, and the run stops with the message)
-    when the switch did not take, root can be regained, the parent's environment is still
-    readable, or the Triton cache cannot be written (every kernel would fail to compile)."""
+def check_worker_user() -> tuple[int, int] | None:
+    """In the judge worker: the (uid, gid) candidate processes drop to, after checking that
+    this user can read the interpreter and the libraries a candidate imports; otherwise one
+    line says which path it cannot read (RuntimeError: the worker does not start)."""
     uid, gid = os.environ.get(UID_ENV), os.environ.get(GID_ENV)
     if uid is None or gid is None:
-        return
-    os.setgroups([])
-    os.setgid(int(gid))
-    os.setuid(int(uid))
-    if os.getuid() != int(uid) or os.geteuid() != int(uid):
-        raise RuntimeError(f"could not switch to uid {uid}")
-    try:
-        os.setuid(0)
-    except PermissionError:
-        pass
-    else:
-        raise RuntimeError("the worker could switch back to root after dropping privileges")
-    if parent_environment_readable():
-        raise RuntimeError("the parent's environment is still readable after dropping privileges")
-    cache = os.environ.get("TRITON_CACHE_DIR")
-    if cache and not os.access(cache, os.W_OK | os.X_OK):
-        raise RuntimeError(f"TRITON_CACHE_DIR {cache} is not writable by uid {uid}; unset it or give that user "
-                           "a folder of its own")
+        return None
+    import sysconfig
+
+    import torch
+    import triton
+
+    paths = [sys.executable, sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"],
+             str(Path(torch.__file__).parent), str(Path(triton.__file__).parent), str(Path(__file__).parent)]
+    unreadable = unreadable_by(int(uid), int(gid), paths)
+    if unreadable:
+        raise RuntimeError(f"--worker-user: uid {uid} cannot read {unreadable[0]} (the interpreter and the libraries "
+                           "a candidate imports must be readable by that user; install them where it can read, or "
+                           "choose another user)")
+    return int(uid), int(gid)
 
 
-def parent_environment_readable() -> bool:
-    try:
-        with open(f"/proc/{os.getppid()}/environ", "rb") as f:
-            f.read(1)
-    except OSError:
-        return False
-    return True
+def unreadable_by(uid: int, gid: int, paths: list[str]) -> list[str]:
+    """The paths (files, or folders and their top-level files) `uid` cannot read, checked by a
+    child that becomes that user: permissions and ACLs decide, not a guess from mode bits. A
+    child that cannot answer makes every path count as unreadable (the check fails closed)."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read_fd)
+            os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
+            bad = []
+            for p in paths:
+                try:
+                    path = Path(p)
+                    if not os.access(path, os.R_OK | (os.X_OK if path.is_dir() else 0)):
+                        bad.append(p)
+                    elif path.is_dir():
+                        bad += [str(c) for c in sorted(path.iterdir())[:200]
+                                if c.is_file() and not os.access(c, os.R_OK)]
+                except OSError:
+                    bad.append(p)
+            os.write(write_fd, "\n".join([*bad, _CHECKED]).encode())
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    with os.fdopen(read_fd, "rb") as f:
+        lines = f.read().decode().splitlines()
+    os.waitpid(pid, 0)
+    if _CHECKED not in lines:
+        return list(paths)
+    return [line for line in lines if line and line != _CHECKED]
+
+
+_CHECKED = "\0checked"

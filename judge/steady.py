@@ -40,16 +40,21 @@ def disturb_memory(rerun: int, device: str, kept: list[Any]) -> None:
     del scratch
 
 
-def steady_verdict(first: Verdict, rejudge: Callable[[str], Verdict | None], device: str) -> Verdict:
+def steady_verdict(first: Verdict, rejudge: Callable[[str], Verdict | None], device: str,
+                   disturb: Callable[[int], Any] | None = None) -> Verdict:
     """`first` if it is not a wrong result, or if judging its failing case again (`rejudge(case
     name)`, None when that case cannot be judged alone) RERUNS times gives the same text; else
     `first` with its message replaced by a description: the verdict stays wrong (a kernel
-    wrong only sometimes is wrong)."""
+    wrong only sometimes is wrong). `disturb(rerun)` disturbs the memory of the process the
+    candidate runs in (judge/candidate.py's `disturb` op); by default, this process's."""
     if first.kind != "wrong_result" or first.failing_case is None:
         return first
     kept: list[Any] = []
     for rerun in range(RERUNS):
-        disturb_memory(rerun, device, kept)
+        if disturb is None:
+            disturb_memory(rerun, device, kept)
+        else:
+            disturb(rerun)
         again = rejudge(first.failing_case)
         if again is None:
             return first

@@ -30,6 +30,7 @@ import torch
 from bench.task import Case, Task
 from judge.clocks import CLOCKS_LOCKED_ENV, clock_flags, read_clocks
 from judge.policy import TimingPolicy
+from judge.sampling import GRAPH_TARGET_MS, SMALL_KERNEL_MS, median_rse
 from judge.verdict import CaseTiming, Timing
 
 
@@ -40,189 +41,97 @@ class OutputChangedDuringTiming(Exception):
         super().__init__(message)
         self.case = case
 
-L2_FLUSH_BYTES = 256 * 1024 * 1024
-SMALL_KERNEL_MS = 0.020
-GRAPH_TARGET_MS = 0.25
+class RemoteSide:
+    """The candidate's side, sampled in its own process on the judge's command (judge/candidate.py)."""
+
+    def __init__(self, proc: Any, args: tuple) -> None:
+        from judge import wire
+
+        self.proc = proc
+        spec, tensors = wire.encode_values(list(args))
+        self._start = ({"op": "time", "step": "start", "args": spec}, tensors)
+
+    def _step(self, step: str, **fields: Any) -> dict[str, Any]:
+        reply, _ = self.proc.request({"op": "time", "step": step, **fields})
+        if reply.get("ok") is not True:
+            raise RuntimeError(f"the candidate process failed the timing step {step}: {str(reply)[:300]}")
+        return reply
+
+    def warm_up(self, warmup_ms: float, warmup_calls: int, allow_graphs: bool = True) -> float:
+        header, tensors = self._start
+        reply, _ = self.proc.request({**header, "warmup_ms": warmup_ms, "warmup_calls": warmup_calls,
+                                      "allow_graphs": allow_graphs}, tensors)
+        if reply.get("ok") is not True:
+            raise RuntimeError(f"the candidate process failed to start timing: {str(reply)[:300]}")
+        return float(reply["estimate_ms"])
+
+    def prepare(self, launches: int, use_graph: bool) -> str:
+        return str(self._step("prepare", launches=launches, use_graph=use_graph)["method"])
+
+    def sample(self) -> float:
+        return float(self._step("sample")["ms"])
+
+    def wall(self) -> float:
+        return float(self._step("wall")["ms"])
+
+    def output(self, poisoned: tuple[int, ...] = (), seed: int | None = None) -> tuple[Any, tuple]:
+        """One more call on the timed inputs (output arguments in `poisoned` poisoned first,
+        torch seeded with `seed`): its output and the inputs after it."""
+        from judge import wire
+
+        reply, tensors = self.proc.request({"op": "time", "step": "output", "poisoned": list(poisoned), "seed": seed})
+        values = wire.decode_values(reply.get("values"), tensors)
+        if not isinstance(values, list) or len(values) != 2:
+            raise wire.WireError("timing output that is not (output, inputs)")
+        return values[0], tuple(values[1])
 
 
-def median_rse(samples: np.ndarray) -> float:
-    """Relative standard error of the median: sqrt(pi/2) * sigma / sqrt(n) / median, with
-    sigma estimated robustly as IQR / 1.349 (equal to the SD for normal data).
-
-    GPU latencies are right-skewed with rare large outliers (a context switch, a clock
-    change); one such outlier inflates the plain SD enough that the stopping rule never
-    fires, although the median itself is unaffected."""
-    samples = np.asarray(samples, dtype=float)
-    n = len(samples)
-    if n < 2:
-        return math.inf
-    med = float(np.median(samples))
-    if med <= 0:
-        return math.inf
-    q1, q3 = np.percentile(samples, [25, 75])
-    sigma = float(q3 - q1) / 1.349
-    return 1.2533 * sigma / math.sqrt(n) / med
-
-
-class _Runner:
-    """One timed function: either plain launches or a replayed graph of `launches` calls."""
-
-    def __init__(self, fn: Callable[[], Any], launches: int, use_graph: bool) -> None:
-        self.launches = launches
-        self.graph: torch.cuda.CUDAGraph | None = None
-        self.fn = fn
-        if use_graph:
-            try:
-                stream = torch.cuda.Stream()
-                stream.wait_stream(torch.cuda.current_stream())
-                with torch.cuda.stream(stream):
-                    for _ in range(2):
-                        fn()
-                torch.cuda.current_stream().wait_stream(stream)
-                graph = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(graph):
-                    for _ in range(launches):
-                        fn()
-                torch.cuda.synchronize()
-                self.graph = graph
-            except Exception:  # noqa: BLE001 - capture is an optimisation; plain launches still time correctly
-                torch.cuda.synchronize()
-                self.graph = None
-
-    @property
-    def method(self) -> str:
-        return "graph" if self.graph is not None else ("loop" if self.launches > 1 else "events")
-
-    def __call__(self) -> None:
-        if self.graph is not None:
-            self.graph.replay()
-        else:
-            for _ in range(self.launches):
-                self.fn()
-
-
-def _single_call_ms(fn: Callable[[], Any], calls: int = 5) -> float:
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    torch.cuda.synchronize()
-    start.record()
-    for _ in range(calls):
-        fn()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) / calls
-
-
-def _warm_up(fn: Callable[[], Any], policy: TimingPolicy) -> None:
-    """At least `warmup_calls` calls and `warmup_ms` of wall time (compilation, autotuning,
-    and clocks ramping up from idle all happen here, not in the samples)."""
-    deadline = time.perf_counter() + policy.warmup_ms / 1e3
-    calls = 0
-    while calls < policy.warmup_calls or time.perf_counter() < deadline:
-        fn()
-        calls += 1
-        if calls % 8 == 0:
-            torch.cuda.synchronize()  # keep the queue short so the wall clock tracks the GPU
-        if calls >= 100_000:
-            break
-    torch.cuda.synchronize()
-
-
-def _gpu_ms(fn: Callable[[], Any], calls: int = 10) -> float:
-    """Device time per call, from a replayed graph of `calls` launches when capture works.
-
-    Timing back-to-back Python launches measures the launch overhead (tens of us for a
-    Triton launch) instead of a tiny kernel, which would hide exactly the kernels that
-    need graph replay; a graph replays without that overhead."""
-    try:
-        runner = _Runner(fn, calls, use_graph=True)
-    except Exception:  # noqa: BLE001 - falls back to plain launches below
-        runner = None
-    if runner is None or runner.graph is None:
-        return _single_call_ms(fn)
-    runner()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    torch.cuda.synchronize()
-    start.record()
-    for _ in range(3):
-        runner()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) / (3 * calls)
-
-
-def _wall_ms(fn: Callable[[], Any], calls: int = 5) -> float:
-    """Synchronised wall-clock time per call: sees work on any stream, events do not."""
-    times = []
-    for _ in range(calls):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        fn()
-        torch.cuda.synchronize()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return float(np.median(times))
-
-
-def time_case(fns: dict[str, Callable[[], Any]], case_name: str, policy: TimingPolicy,
-              flush: torch.Tensor | None = None,
+def time_case(sides: dict[str, Any], case_name: str, policy: TimingPolicy,
               clocks: Callable[[], dict[str, Any]] | None = None,
               allow_graphs: bool = True) -> tuple[CaseTiming, dict[str, Any], dict[str, Any]]:
-    """Interleaved samples of every function in `fns` (keys: candidate, baseline, eager).
+    """Interleaved samples of every side (keys: candidate, baseline, eager), driven from here.
 
-    Kernels under SMALL_KERNEL_MS are timed as graph replays of many launches; the L2 is
-    flushed before each replay, not between the launches inside it, so those samples are
-    mostly warm-cache: the regime of back-to-back small kernels, the same for every side.
-    Returns the samples and the clock readings taken just before and just after sampling
-    (after warm-up: an idle GPU's clocks always "move" when work starts, which says
-    nothing about the samples).
+    Each side is a `judge.sampling.Side` (in this process) or a `RemoteSide` (the candidate in
+    its process); one sample at a time, each synchronised before the next starts, so sides
+    never overlap on the GPU even from two processes. Kernels under SMALL_KERNEL_MS are timed
+    as graph replays of many launches (the same count for every side; if any side's capture
+    fails, every side runs as a plain loop); the L2 is flushed before each sample. Returns the
+    samples and the clock readings taken just before and just after sampling (after warm-up:
+    an idle GPU's clocks always "move" when work starts, which says nothing about the samples).
+    Code that draws random numbers cannot be captured in a graph (and a failed capture leaves
+    the generator unusable): such tasks (Task.seeded_rng) are timed as plain launches
+    (`allow_graphs` False).
     """
-    if flush is None:
-        flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device="cuda")
-    for fn in fns.values():
-        _warm_up(fn, policy)
-    est = min((_gpu_ms(fn) if allow_graphs else _single_call_ms(fn)) for fn in fns.values())
-    # Code that draws random numbers cannot be captured in a graph (and a failed capture leaves
-    # the generator unusable): such tasks (Task.seeded_rng) are timed as plain launches.
+    est = min(side.warm_up(policy.warmup_ms, policy.warmup_calls, allow_graphs) for side in sides.values())
     small = est < SMALL_KERNEL_MS and allow_graphs
     launches = max(1, min(1000, math.ceil(GRAPH_TARGET_MS / max(est, 1e-4)))) if small else 1
-    runners = {name: _Runner(fn, launches, use_graph=small) for name, fn in fns.items()}
-    if small and len({r.method for r in runners.values()}) > 1:
-        # One side replaying a graph and the other paying Python launch overhead is not a
-        # comparison of kernels: if any capture failed, every side runs as a plain loop.
-        runners = {name: _Runner(fn, launches, use_graph=False) for name, fn in fns.items()}
-    names = list(runners)
+    methods = {name: side.prepare(launches, small) for name, side in sides.items()}
+    if small and len(set(methods.values())) > 1:
+        methods = {name: side.prepare(launches, False) for name, side in sides.items()}
+    names = list(sides)
     clocks_before = clocks() if clocks else {}
     samples: dict[str, list[float]] = {name: [] for name in names}
     deadline = time.perf_counter() + policy.max_seconds_per_case
     rounds = 0
     while rounds < policy.max_samples:
         order = names if rounds % 2 == 0 else names[::-1]
-        events = []
         for name in order:
-            flush.zero_()
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            runners[name]()
-            e.record()
-            events.append((name, s, e))
-        torch.cuda.synchronize()
-        for name, s, e in events:
-            samples[name].append(s.elapsed_time(e) / launches)
+            samples[name].append(sides[name].sample())
         rounds += 1
         if rounds >= policy.min_samples:
             converged = all(median_rse(np.asarray(v)) < policy.target_rse for v in samples.values())
             if converged or time.perf_counter() > deadline:
                 break
     clocks_after = clocks() if clocks else {}
-    wall = {name: _wall_ms(fns[name]) for name in ("candidate", "baseline")}
     return CaseTiming(
         case=case_name,
         candidate_ms=tuple(samples["candidate"]),
         baseline_ms=tuple(samples["baseline"]),
         eager_ms=tuple(samples.get("eager", ())),
         launches_per_sample=launches,
-        method=runners["candidate"].method,
-        candidate_wall_ms=wall["candidate"],
-        baseline_wall_ms=wall["baseline"],
+        method=methods["candidate"],
+        candidate_wall_ms=sides["candidate"].wall(),
+        baseline_wall_ms=sides["baseline"].wall(),
         clocks_before=clocks_before,
         clocks_after=clocks_after,
     ), clocks_before, clocks_after
@@ -279,18 +188,23 @@ def _positive(value: float) -> float:
     return max(float(value), _TINY_MS)
 
 
-def time_candidate(task: Task, candidate: Callable[..., Any], baseline: Callable[..., Any], cases: tuple[Case, ...],
+def time_candidate(task: Task, candidate: Any, baseline: Callable[..., Any], cases: tuple[Case, ...],
                    vendor: str, device_index: int | str, policy: TimingPolicy) -> Timing:
+    """`candidate`: a candidate process (judge/remote.py), or a plain callable (benchmarks
+    that time in one process). The baseline and eager PyTorch run here, in the judge."""
     from judge.oracle import (
         Mismatch,
+        _to_device,
         accept_unwritten,
         call_seeded,
         compare,
         expected_and_unwritten,
-        poison_outputs,
+        modified_inputs,
+        poison_tensor,
+        poisoned_outputs,
     )
+    from judge.sampling import Side
 
-    flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device="cuda")
     # Locked clocks (`--lock-clocks`) show up in NVML as an applications-clocks "throttle".
     locked = os.environ.get(CLOCKS_LOCKED_ENV) == "1"
     ignore = ("applications_clocks_setting",) if locked else ()
@@ -298,36 +212,40 @@ def time_candidate(task: Task, candidate: Callable[..., Any], baseline: Callable
     readings: list[tuple[dict[str, Any], dict[str, Any]]] = []
     flags: list[str] = []
     for c in cases:
-        args = task.make_inputs(c, "cuda")
         outputs = task.output_args(c)
-        poison_outputs(args, outputs)
+        args = poisoned_outputs(task.inputs(c, "cuda"), outputs)
         pristine = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
         expected, unwritten = expected_and_unwritten(task, pristine, c)
-        fns: dict[str, Callable[[], Any]] = {
-            "candidate": functools.partial(candidate, *args),
-            "baseline": functools.partial(baseline, *args),
-        }
+        mine = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
+        remote = RemoteSide(candidate, args) if not callable(candidate) else None
+        sides: dict[str, Any] = {"candidate": remote or Side(functools.partial(candidate, *args)),
+                                 "baseline": Side(functools.partial(baseline, *mine))}
         if policy.time_eager:
-            fns["eager"] = functools.partial(task.reference, *args)
-        ct, before, after = time_case(fns, c.name, policy, flush, lambda: read_clocks(vendor, device_index),
+            sides["eager"] = Side(functools.partial(task.reference, *mine))
+        ct, before, after = time_case(sides, c.name, policy, lambda: read_clocks(vendor, device_index),
                                       allow_graphs=not task.seeded_rng)
         results.append(ct)
         readings.append((before, after))
         flags += [f for f in clock_flags(before, after, ignore=ignore) if f not in flags]
         # A kernel that behaves once the judge has looked away (after N calls, or only
         # outside warm-up) is caught here, on the very inputs it was timed on.
-        for i, (a, p) in enumerate(zip(args, pristine, strict=True)):
-            if isinstance(a, torch.Tensor) and i not in outputs.written and not torch.equal(a, p):
-                raise OutputChangedDuringTiming(c.name, f"input {i} was modified during timing")
-        poison_outputs(args, outputs)
-        out = task.judged_output(call_seeded(task, c, candidate, args), args, c)
-        torch.cuda.synchronize()
+        seed = c.seed if task.seeded_rng else None
+        if remote is not None:
+            returned, inputs_after = remote.output(outputs.poisoned, seed)
+        else:
+            for i in outputs.poisoned:
+                poison_tensor(args[i])
+            returned, inputs_after = call_seeded(task, c, candidate, args), args
+            torch.cuda.synchronize()
+        changed = modified_inputs(pristine, inputs_after, outputs)
+        if changed:
+            raise OutputChangedDuringTiming(c.name, f"input {changed[0]} was modified during timing")
+        out = task.judged_output(_to_device(returned, "cuda"), _to_device(tuple(inputs_after), "cuda"), c)
         try:
             compare(accept_unwritten(out, expected, unwritten), expected, task)
         except Mismatch as m:
             raise OutputChangedDuringTiming(c.name, f"output after timing is wrong: {m}") from None
-        del args, pristine, expected, out
-    del flush
+        del args, pristine, expected, out, mine, returned, inputs_after
     flags += [f"side_stream_suspected:{ct.case}" for ct in results if side_stream_suspected(ct)]
     speedup, ci = speedup_with_ci(results, policy)
     eager = speedup_with_ci(results, policy, against="eager")[0] if policy.time_eager else None

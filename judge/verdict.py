@@ -19,6 +19,7 @@ VERDICT_KINDS = (
     "wrong_result",
     "no_kernel",
     "missing_entry_point",  # the code imported, but defines no callable under the task's entry-point name
+    "torch_fallback",  # PyTorch did arithmetic outside Triton kernels beyond the task's allow-list
 )
 
 
@@ -54,7 +55,7 @@ class Verdict:
 
     @property
     def ran(self) -> bool:
-        return self.kind in ("correct", "wrong_result", "no_kernel")
+        return self.kind in ("correct", "wrong_result", "no_kernel", "torch_fallback")
 
     @property
     def correct(self) -> bool:

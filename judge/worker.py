@@ -1,36 +1,39 @@
-"""Worker process: `python -m judge.worker`. Imports torch and triton once, then judges
-candidates sent as JSON lines, one at a time.
+"""Judge worker process: `python -m judge.worker`. The trusted side: it holds the task registry,
+makes inputs, computes the references, compares and decides. It never runs candidate code.
 
-The parent owns every limit (time, restarts); the worker only has to be honest about what
-it saw. The protocol runs on private duplicates of the original stdin and stdout: fd 0 is
-pointed at /dev/null and fd 1 at stderr, so a candidate that prints or reads stdin cannot
-corrupt or steal the conversation, and every reply carries the job's nonce, so a forged
-line written to the reply channel is recognised by the parent. Each candidate is written
-to its own temporary directory, which is also the working directory while it runs.
+Each candidate runs in a process of its own, forked from a warm template (judge/template.py,
+judge/remote.py) and contained (judge/containment.py); this worker sends it inputs, gets
+plain output tensors back (judge/candidate.py) and enforces the job's time limit itself, so a
+hang, a crash or a forged message costs that candidate its verdict and its process, never
+this worker. A spare candidate process is forked ahead of need, so its start (and on a GPU
+its context) overlaps with the current job.
 
-A reply asks for a restart (`fatal`) when the process can no longer be trusted: a device
-error (illegal memory access poisons the CUDA context), a candidate that tampered with the
-judge or a library, or one that left a thread running behind it.
+The protocol with the parent runs on private duplicates of the original stdin and stdout, and
+every reply carries the job's nonce plus a digest confirmation: candidate code never runs in
+this process, but the channel stays strict.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
 import shutil
 import signal
 import sys
+import sysconfig
 import tempfile
-import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
 GPU_LOCK_ENV = "KMC_GPU_LOCK"
 THREADS_ENV = "KMC_TORCH_THREADS"
-INPUT_CACHE_ENV = "KMC_INPUT_CACHE_MB"  # device memory kept for cached case inputs and reference outputs
+INPUT_CACHE_ENV = "KMC_INPUT_CACHE_MB"
+TMP_CAP_ENV = "KMC_CANDIDATE_TMP_MB"  # size cap of a candidate's private /tmp and folder  # device memory kept for cached case inputs and reference outputs
 
 _dumps = json.dumps  # bound at start: a candidate replacing json.dumps cannot rewrite replies
 _loads = json.loads
@@ -87,15 +90,6 @@ def _reset_timers() -> None:
             signal.signal(sig, signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL)
 
 
-def _library_thread(t: threading.Thread) -> bool:
-    """A thread torch or triton started for itself (a compile pool, say) may outlive a job;
-    one running candidate code, or a bare builtin such as `os._exit` on a timer, may not."""
-    target = getattr(t, "_target", None) or getattr(t, "function", None)
-    code = getattr(target, "__code__", None)
-    filename = code.co_filename.replace(os.sep, "/") if code is not None else ""
-    return "-packages/" in filename and "kmc-worker-" not in filename
-
-
 class Worker:
     def __init__(self, task_sources: list[str] | tuple[str, ...] = ()) -> None:
         import torch
@@ -105,188 +99,281 @@ class Worker:
             # Interpreter workers share few cores; torch's default thread pool then spins
             # against itself and the other workers (measured: 300x slower small ops).
             torch.set_num_threads(threads)
-        # Importing torch._dynamo replaces torch.manual_seed with a wrapped one; suite code that
-        # imports it later (torch.compile, ...) would read as tampering. Settle it before the snapshot.
-        import torch._dynamo  # noqa: F401
-        import triton  # noqa: F401 - import once, up front: that is the point of a persistent worker
-
         import bench.registry
-        import judge.timing  # noqa: F401 - imported before the integrity snapshot is taken
         from judge.device import detect_target
-        from judge.oracle import judge_cases, load_module, prepare_process, set_input_cache_bytes
-        from judge.privileges import drop_privileges_if_asked
-        from judge.sandbox import IntegritySnapshot, default_namespaces, install_process_guards
+        from judge.oracle import set_input_cache_bytes
+        from judge.privileges import check_worker_user
+        from judge.remote import TemplateProcess
 
         self.target = detect_target()  # TRITON_INTERPRET=1 in this worker's environment: the interpreter
         bench.registry.load_sources(task_sources, self.target.vendor)  # the run's sources, as the parent loaded them
         self.device = "cpu" if self.target.interpreter else "cuda"
-        prepare_process()
         default_mb = 256 if self.target.interpreter else 4096
         set_input_cache_bytes(int(os.environ.get(INPUT_CACHE_ENV, default_mb)) << 20)
-        drop_privileges_if_asked()  # after the imports (root may own them), before any candidate code
-        install_process_guards()
-        # Bound now, so a candidate replacing the module attributes later cannot swap them.
-        self._judge = judge_cases
-        self._load_module = load_module
-        self._check = IntegritySnapshot(default_namespaces()).check
+        self.user = check_worker_user()  # (uid, gid) the candidate processes drop to, or None
         self.tmp = Path(tempfile.mkdtemp(prefix="kmc-worker-"))
-        os.chdir(self.tmp)
-        self.baselines: dict[str, Any] = {}
+        self.triton_cache = Path(os.environ.get("TRITON_CACHE_DIR") or self.tmp / "triton-cache")
+        self.helpers = self._compile_helpers()
+        self.template = TemplateProcess(self.device)
+        self.spare: Any = None
         self.counter = 0
+        self.baselines: dict[str, Any] = {}
+        self.contained = ""
+        self.fatal = ""  # why this worker must not judge the next candidate ("" when it may)
+        from judge.phases import PhaseClock
 
-    def _tampered(self) -> str:
-        report = self._check()
-        return report.message() if report else ""
+        self.clock = PhaseClock()
+        self._refill_spare()
 
-    def _load(self, source: str, stem: str, folder: Path, prefix: str = "kmc_candidate") -> Any:
+    def _compile_helpers(self) -> list[Path]:
+        """On a GPU: Triton's driver helpers (its C utilities and launcher, built with the system
+        C compiler on first use and kept in the Triton cache) compiled once here, by the judge,
+        into its own cache. Each source's cache is seeded with copies of them (`_plan`), so a
+        candidate process does not rebuild them (seconds per source) and never writes into what
+        another process loads."""
+        if self.target.interpreter:
+            return []
+        try:
+            from judge.warmup import compile_helpers
+
+            compile_helpers()
+            suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+            return [entry for entry in self.triton_cache.iterdir()
+                    if entry.is_dir() and any(f.name.endswith(suffix) for f in entry.iterdir())]
+        except Exception as exc:  # noqa: BLE001 - an optimisation: candidates then build the helpers themselves
+            print(f"judge worker: Triton's helpers not prebuilt ({type(exc).__name__}: {exc})", file=sys.stderr)
+            return []
+
+    def _seed(self, cache: Path) -> None:
+        for entry in self.helpers:
+            target = cache / entry.name
+            if not target.exists():
+                with contextlib.suppress(OSError):
+                    shutil.copytree(entry, target)
+
+    def _refill_spare(self) -> None:
+        try:
+            self.spare = self.template.spawn()
+        except (OSError, EOFError) as exc:
+            self.spare = None
+            print(f"judge worker: could not fork a spare candidate process: {exc}", file=sys.stderr)
+
+    def _restart_template(self) -> None:
+        """A template that died (a candidate that reached it, where no seccomp filter stops
+        signals) is replaced; the judge worker itself goes on."""
+        from judge.remote import TemplateProcess
+
+        self.template.close()
+        self.template = TemplateProcess(self.device)
+
+    def _plan(self, source: str) -> dict[str, Any]:
         self.counter += 1
-        path = folder / f"{stem}.py"
-        path.write_text(source)
-        return self._load_module(path, f"{prefix}_{os.getpid()}_{self.counter}")
+        plan: dict[str, Any] = {"folder": str(self.tmp / f"cand-{self.counter}"),
+                                "allow_exec": not self.target.interpreter,
+                                "tmp_cap_mb": int(os.environ.get(TMP_CAP_ENV, "256"))}
+        if not self.target.interpreter:
+            # A Triton cache per source: duplicates reuse their kernels, and no candidate can plant
+            # a binary where another candidate (or the expert) will look for its own.
+            cache = self.triton_cache / hashlib.sha256(source.encode()).hexdigest()[:24]
+            cache.mkdir(parents=True, exist_ok=True)
+            self._seed(cache)
+            if self.user:
+                for path in (cache, *cache.rglob("*")):
+                    os.chown(path, *self.user)
+            plan["writable"] = [str(cache)]
+        if self.user:
+            plan["uid"], plan["gid"] = self.user
+        return plan
 
-    def _baseline(self, task: Any) -> Any:
-        if task.id not in self.baselines:
-            folder = Path(tempfile.mkdtemp(prefix=f"baseline-{task.id}-", dir=self.tmp))
-            module = self._load(task.baseline_source(), f"baseline_{task.id}", folder, prefix="kmc_baseline")
-            self.baselines[task.id] = getattr(module, task.entry_point)
-        return self.baselines[task.id]
+    def _candidate(self) -> Any:
+        proc, self.spare = self.spare, None
+        if proc is not None:
+            return proc
+        try:
+            return self.template.spawn()
+        except (OSError, EOFError):
+            self._restart_template()
+            return self.template.spawn()
 
     def handle(self, job: dict[str, Any]) -> dict[str, Any]:
         from judge.phases import PhaseClock
         from judge.verdict import Evaluation
 
         self.clock = PhaseClock()  # seconds per phase of this job, sent back with the evaluation
-        folder = Path(tempfile.mkdtemp(prefix="cand-", dir=self.tmp))
-        threads_before = set(threading.enumerate())
-        modules_before = set(sys.modules)
-        os.chdir(folder)
         tests: list[dict[str, Any]] | None = None
+        timing = None
         try:
             if job.get("kind") == "internal_tests":
-                verdict, tests, restart = self._internal_tests_job(job, folder)
-                timing = None
+                verdict, tests = self._run(job, self._internal_tests)
             else:
-                verdict, timing, restart = self._judge_job(job, folder)
+                verdict, timing = self._run(job, self._judge_job)
         finally:
-            os.chdir(self.tmp)
-            shutil.rmtree(folder, ignore_errors=True)
-            for name in set(sys.modules) - modules_before:
-                if name.startswith("kmc_candidate_"):
-                    sys.modules.pop(name, None)
             _reset_timers()
-        leftover = [t for t in set(threading.enumerate()) - threads_before if t.is_alive() and not _library_thread(t)]
-        if leftover and not restart:
-            restart = f"the candidate left {len(leftover)} thread(s) running"
-        tampered = self._tampered()
-        evaluation: dict[str, Any]
-        if tampered:
-            # Built by hand: the record classes' own serialisers may be what was replaced.
-            restart = "tampering"
-            evaluation = {"verdict": {"kind": "runtime_error", "message": tampered, "worker_restarted": True},
-                          "timing": None}
-        else:
-            evaluation = Evaluation(verdict, timing, dict(self.clock.seconds)).to_json()
-            if tests is not None:
-                evaluation["tests"] = tests
-        return {"id": job["id"], "nonce": job.get("nonce"), "evaluation": evaluation, "fatal": bool(restart),
-                "restart_reason": restart}
+        evaluation = Evaluation(verdict, timing, dict(self.clock.seconds)).to_json()
+        if tests is not None:
+            evaluation["tests"] = tests
+        fatal, self.fatal = self.fatal, ""
+        return {"id": job["id"], "nonce": job.get("nonce"), "evaluation": evaluation, "fatal": bool(fatal),
+                "restart_reason": fatal, "contained": self.contained}
 
-    def _judge_job(self, job: dict[str, Any], folder: Path) -> tuple[Any, Any, str]:
+    def _run(self, job: dict[str, Any], body: Any) -> tuple[Any, Any]:
+        """Fork-fresh candidate process, load the source, run `body`; every failure of the
+        candidate's process becomes the verdict, and the process is gone afterwards."""
         from bench.registry import get_task
-        from judge.oracle import CandidateLoadError, format_exception, is_device_error, mentions_device_error
-        from judge.steady import steady_verdict
-        from judge.timing import TimingPolicy, time_candidate
-        from judge.verdict import Verdict, missing_entry_point
+        from judge.oracle import format_exception, is_device_error
+        from judge.remote import CandidateDied, CandidateTimeout
+        from judge.verdict import Verdict
+        from judge.wire import WireError
 
         task = get_task(job["task"])
-        cases = task.cases(job["case_set"], self.target.interpreter)
-        timing = None
-        restart = ""
+        limit = float(job.get("timeout") or 600.0)
+        proc = self._candidate()
         try:
-            with self.clock("compile"):
-                module = self._load(job["source"], f"candidate_{task.id}", folder)
-            tampered = self._tampered()
-            entry = getattr(module, task.entry_point, None)
-            if tampered:
-                verdict, restart = Verdict("runtime_error", f"at import: {tampered}"), "tampering"
-            elif not callable(entry):
-                verdict = missing_entry_point(task.entry_point, module)
-            else:
-                with gpu_gate(exclusive=False), self.clock("correctness"):
-                    verdict = self._judge(task, entry, cases, self.device, self.target.interpreter,
-                                          integrity=self._tampered)
-                    verdict = steady_verdict(verdict, lambda name: self._judge_alone(task, entry, cases, name),
-                                             self.device)
-                if verdict.correct and job.get("timing") and not self.target.interpreter:
-                    with self.clock("timing"):  # the perf-case check, then the timing protocol
-                        verdict, timing = self._time(task, entry, verdict, job, TimingPolicy, time_candidate)
-        except CandidateLoadError as exc:
-            verdict = Verdict(exc.kind, str(exc))
-        except Exception as exc:  # noqa: BLE001 - a failure inside timing is still a verdict
-            verdict = Verdict("runtime_error", f"during timing: {format_exception(exc)}")
+            proc.start_clock(limit)
+            proc.wait_ready(max(1.0, proc.deadline - time.monotonic()))
+            proc.plan = self._plan(job["source"])
+            with self.clock("compile"):  # writing and importing the candidate, in its process
+                reply, _ = proc.request({"op": "load", "source": job["source"], "entry_point": task.entry_point,
+                                         "allowed_ops": list(task.allowed_torch_ops), "plan": proc.plan})
+            self.contained = str(reply.get("contained", ""))[:500]
+            if reply.get("ok") is not True:
+                return Verdict(str(reply.get("kind", "runtime_error")), str(reply.get("message", ""))[:4000]), None
+            return body(task, job, proc)
+        except CandidateTimeout:
+            return Verdict("timeout", f"no verdict within {limit:.0f} s; the candidate process was killed"), None
+        except CandidateDied as exc:
+            return Verdict("crash", str(exc)), None
+        except (WireError, ValueError, KeyError, TypeError) as exc:
+            return Verdict("runtime_error", f"protocol violation by the candidate process: {format_exception(exc)}"), None
+        except Exception as exc:  # noqa: BLE001 - the judge's own side failed (a suite reference raising): a verdict, not a dead worker
             if is_device_error(exc):
-                restart = "device error"
-        if verdict.kind == "runtime_error" and mentions_device_error(verdict.message):
-            restart = "device error"
-        if verdict.kind == "runtime_error" and "altered the evaluator" in verdict.message:
-            restart = "tampering"
-        return verdict, timing, restart
+                self.fatal = "device error in the judge"  # its own GPU context is gone: the pool restarts it
+            return Verdict("runtime_error", f"the judge could not judge this candidate: {format_exception(exc)}"), None
+        finally:
+            proc.close()
+            self._refill_spare()
 
-    def _judge_alone(self, task: Any, entry: Any, cases: Any, name: str) -> Any:
-        """The named case judged again on its own (judge/steady.py); None when it is not one of `cases`."""
-        chosen = tuple(c for c in cases if name == c.name or name.startswith(c.name + "+"))
-        return self._judge(task, entry, chosen, self.device, self.target.interpreter,
-                           integrity=self._tampered) if chosen else None
+    def _judge_job(self, task: Any, job: dict[str, Any], proc: Any) -> tuple[Any, Any]:
+        from judge.oracle import judge_cases
+        from judge.remote import RemoteRunner
+        from judge.steady import steady_verdict
 
-    def _internal_tests_job(self, job: dict[str, Any], folder: Path) -> tuple[Any, list[dict[str, Any]], str]:
-        """A method's own unit tests (Reflexion) against the candidate: judge/internal_tests.py."""
-        from dataclasses import asdict
+        cases = task.cases(job["case_set"], self.target.interpreter)
+        runner = RemoteRunner(proc)
 
-        from bench.registry import get_task
-        from judge.internal_tests import DEFAULT_TEST_TIMEOUT_S, judge_internal_tests
-        from judge.oracle import CandidateLoadError, mentions_device_error
+        def alone(name: str) -> Any:
+            """The named case judged again on its own (judge/steady.py), in the same candidate process."""
+            chosen = tuple(c for c in cases if name == c.name or name.startswith(c.name + "+"))
+            return judge_cases(task, runner, chosen, self.device, self.target.interpreter) if chosen else None
+
+        with gpu_gate(exclusive=False), self.clock("correctness"):
+            # A final submission (timed) on a GPU runs each case a third time on the first inputs.
+            races = bool(job.get("timing")) and not self.target.interpreter
+            verdict = judge_cases(task, runner, cases, self.device, self.target.interpreter, repeat_for_races=races)
+            # Memory is disturbed where the candidate runs, in its process, before each re-run.
+            verdict = steady_verdict(verdict, alone, self.device, disturb=runner.disturb)
+        timing = None
+        if verdict.correct and job.get("timing") and not self.target.interpreter:
+            with self.clock("timing"):  # the perf-case check, then the timing protocol
+                verdict, timing = self._time(task, runner, verdict, job)
+        if verdict.correct and job.get("sanitize") and job.get("timing") and self.target.vendor == "nvidia":
+            verdict = self._sanitize(task, job, cases, verdict)
+        return verdict, timing
+
+    def _sanitize(self, task: Any, job: dict[str, Any], cases: Any, verdict: Any) -> Any:
+        """`--sanitize` (config `sanitize: true`): the final submission judged again under
+        compute-sanitizer memcheck and racecheck, each in a template of its own; any error it
+        reports turns the verdict into wrong_result with the tool's first lines."""
+        import re
+        import shutil as sh
+
+        from judge.oracle import judge_cases
+        from judge.remote import RemoteRunner, TemplateProcess
         from judge.verdict import Verdict
 
-        task = get_task(job["task"])
-        try:
-            with self.clock("compile"):
-                module = self._load(job["source"], f"candidate_{task.id}", folder)
-        except CandidateLoadError as exc:
-            return Verdict(exc.kind, str(exc)), [], ""
-        tampered = self._tampered()
-        if tampered:
-            return Verdict("runtime_error", f"at import: {tampered}"), [], "tampering"
-        with gpu_gate(exclusive=False), self.clock("correctness"):
-            report = judge_internal_tests(module, task.entry_point, job["tests"], self.device,
-                                          job.get("per_test_timeout", DEFAULT_TEST_TIMEOUT_S))
-        restart = "device error" if any(mentions_device_error(t.message) for t in report.tests) else ""
-        return report.verdict, [asdict(t) for t in report.tests], restart
+        tool_path = sh.which("compute-sanitizer")
+        if tool_path is None:
+            return dataclasses.replace(verdict, message="compute-sanitizer not found; not sanitized")
+        for tool in ("memcheck", "racecheck"):
+            log = self.tmp / f"sanitize-{self.counter}-{tool}.log"
+            template = TemplateProcess(self.device, prefix=(tool_path, "--tool", tool, "--target-processes", "all",
+                                                            "--print-limit", "10", "--log-file", str(log)))
+            proc = template.spawn()
+            try:
+                proc.start_clock(float(job.get("timeout") or 600.0) * 4)
+                proc.wait_ready(600.0)
+                proc.plan = self._plan(job["source"])
+                reply, _ = proc.request({"op": "load", "source": job["source"], "entry_point": task.entry_point,
+                                         "allowed_ops": list(task.allowed_torch_ops), "plan": proc.plan})
+                if reply.get("ok") is True:
+                    judge_cases(task, RemoteRunner(proc), cases, self.device, False)
+            finally:
+                proc.close()
+                template.close()
+            text = log.read_text(errors="replace") if log.exists() else ""
+            errors = [int(n) for n in re.findall(r"ERROR SUMMARY: (\d+) error", text)]
+            if any(errors):
+                first = "; ".join(line.strip() for line in text.splitlines() if line.strip().startswith("=========")
+                                  and "ERROR SUMMARY" not in line)[:600]
+                return Verdict("wrong_result", f"compute-sanitizer {tool}: {max(errors)} error(s): {first}",
+                               cases_run=verdict.cases_run, kernel_launched=True)
+        return verdict
 
-    def _time(self, task: Any, entry: Any, verdict: Any, job: dict[str, Any], policy_cls: Any,
-              time_candidate: Any) -> tuple[Any, Any]:
-        """Check the timing cases first (they are larger than the hidden ones), then time
-        candidate, expert baseline and eager PyTorch interleaved, alone on the GPU."""
-        import dataclasses
+    def _internal_tests(self, task: Any, job: dict[str, Any], proc: Any) -> tuple[Any, list[dict[str, Any]]]:
+        """A method's own unit tests, run in the candidate's process (where neither hidden
+        cases nor references can be imported): judge/internal_tests.py."""
+        from judge.internal_tests import DEFAULT_TEST_TIMEOUT_S, InternalTestReport
+        from judge.verdict import TestOutcome, Verdict
 
-        from judge.timing import OutputChangedDuringTiming
+        if not str(job["tests"]).strip():
+            return Verdict("correct", "no tests to run; the candidate imported"), []
+        with self.clock("correctness"):
+            reply, _ = proc.request({"op": "tests", "tests": job["tests"],
+                                     "per_test_timeout": job.get("per_test_timeout", DEFAULT_TEST_TIMEOUT_S)})
+        outcomes = tuple(TestOutcome(str(t["name"])[:200], t["passed"] is True, str(t.get("message", ""))[:2000])
+                         for t in reply.get("tests", []) if isinstance(t, dict))
+        report = InternalTestReport.from_outcomes(outcomes)
+        return report.verdict, [dataclasses.asdict(t) for t in report.tests]
+
+    def _baseline(self, task: Any) -> Any:
+        """The expert baseline, imported here in the judge: trusted code, timed by the judge."""
+        from judge.oracle import load_module
+
+        if task.id not in self.baselines:
+            folder = Path(tempfile.mkdtemp(prefix=f"baseline-{task.id}-", dir=self.tmp))
+            path = folder / f"baseline_{task.id}.py"
+            path.write_text(task.baseline_source())
+            module = load_module(path, f"kmc_baseline_{task.id}")
+            self.baselines[task.id] = getattr(module, task.entry_point)
+        return self.baselines[task.id]
+
+    def _time(self, task: Any, runner: Any, verdict: Any, job: dict[str, Any]) -> tuple[Any, Any]:
+        """Check the timing cases first (they are larger than the hidden ones), then time the
+        candidate (in its process, on the judge's command) and the expert baseline and eager
+        PyTorch (here) interleaved round by round, alone on the GPU."""
+        from judge.oracle import judge_cases
+        from judge.timing import OutputChangedDuringTiming, TimingPolicy, time_candidate
         from judge.verdict import Verdict
 
         with gpu_gate(exclusive=False):
-            perf_verdict = self._judge(task, entry, task.perf, self.device, False, integrity=self._tampered)
+            perf_verdict = judge_cases(task, runner, task.perf, self.device, False)
         if not perf_verdict.correct:
             return dataclasses.replace(perf_verdict, message=f"on a timing case: {perf_verdict.message}",
                                        cases_run=verdict.cases_run), None
-        policy = policy_cls.from_json(job.get("timing_policy"))
-        baseline = self._baseline(task)
+        policy = TimingPolicy.from_json(job.get("timing_policy"))
         try:
             with gpu_gate(exclusive=True):
-                timing = time_candidate(task, entry, baseline, task.perf, self.target.vendor, physical_device(), policy)
+                timing = time_candidate(task, runner.proc, self._baseline(task), task.perf, self.target.vendor,
+                                        physical_device(), policy)
         except OutputChangedDuringTiming as exc:
             return Verdict("wrong_result", str(exc), exc.case, cases_run=verdict.cases_run,
                            kernel_launched=True), None
         return verdict, timing
 
     def close(self) -> None:
+        if self.spare is not None:
+            self.spare.close()
+        self.template.close()
         os.chdir("/")
         shutil.rmtree(self.tmp, ignore_errors=True)
 

@@ -83,7 +83,7 @@ def open_oneshot(config: CompareConfig) -> OneShotLibrary:
 def local_executor(config: CompareConfig, target: Target, clocks_locked: bool = False) -> LocalPool:
     """The run's worker pool, its workers told the run's task sources (and whether clocks are locked)."""
     return LocalPool(target, workers=config.workers, job_timeout=config.job_timeout_s, worker_user=config.worker_user,
-                     task_sources=config.task_sources, clocks_locked=clocks_locked)
+                     task_sources=config.task_sources, clocks_locked=clocks_locked, sanitize=config.sanitize)
 
 
 class Progress:
@@ -156,7 +156,8 @@ class CompareRun:
         self.executor: Executor = executor or local_executor(config, target)
         self.stopping = threading.Event()
         self.evaluator = Evaluator(self.executor, self.store, target, config.timing_policy, self.stopping,
-                                   recorded=recorded_evaluations, on_executed=self._evaluated)
+                                   recorded=recorded_evaluations, on_executed=self._evaluated,
+                                   sanitize=config.sanitize)
         self.oneshot = open_oneshot(config)
         self.retry_errors = retry_errors
 

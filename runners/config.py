@@ -80,7 +80,8 @@ class CompareConfig:
     sim_params: dict[str, Any] = field(default_factory=dict)
     charge_failed_calls: bool = False
     timing_policy: TimingPolicy = field(default_factory=TimingPolicy)
-    worker_user: str | None = None  # run evaluation workers as this user (judge/privileges.py)
+    worker_user: str | None = None  # run candidate processes as this user (judge/privileges.py)
+    sanitize: bool = False  # final submissions also under compute-sanitizer memcheck/racecheck (NVIDIA)
     # Plugin modules defining methods (`@register_method`); $KMC_METHOD_MODULES gives the default,
     # and the names are recorded so --resume and --replay load the same plugins.
     method_modules: list[str] = field(default_factory=_default_method_modules)

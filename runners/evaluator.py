@@ -37,6 +37,13 @@ class RecordedLookup(Protocol):
     def evaluation(self, h: str, task: str, case_set: str, device_key: str, timed: bool = False) -> dict[str, Any] | None: ...
 
 
+SANITIZED_SUFFIX = "|sanitized"
+"""On the device key of a timed evaluation judged under compute-sanitizer as well (`sanitize`,
+NVIDIA only): the sanitizer can fail a candidate the plain judge passes, so the two verdicts
+are different results and neither is reused for the other (a run resumed or replayed with the
+option changed judges afresh)."""
+
+
 class Evaluator:
     """`recorded`: a recorded run's evaluations (`compare --replay`); every evaluation is then
     answered from them, copied into this run's store, and nothing runs: an evaluation the
@@ -45,11 +52,14 @@ class Evaluator:
     def __init__(self, executor: Executor, store: EvaluationStore, target: Target,
                  timing_policy: TimingPolicy | None = None, stopping: threading.Event | None = None,
                  recorded: RecordedLookup | None = None,
-                 on_executed: Callable[[str, str, str, float], None] | None = None):
+                 on_executed: Callable[[str, str, str, float], None] | None = None, sanitize: bool = False):
         """`on_executed(task, case_set, verdict, seconds)` hears of every job a worker ran (not of
-        answers from the cache or the record): the scheduler's progress bar and log."""
+        answers from the cache or the record): the scheduler's progress bar and log. `sanitize`:
+        the executor runs timed evaluations under compute-sanitizer too (the pool's option of
+        the same name); part of the cache key of those evaluations."""
         self.recorded = recorded
         self.replayed = 0
+        self.sanitize = sanitize
         self.executor = executor
         self.stopping = stopping or threading.Event()
         self.store = store
@@ -101,10 +111,16 @@ class Evaluator:
         self.store.record_evaluation(*key, result, timed=timed)
         return result
 
+    def judging_key(self, timed: bool) -> str:
+        """The device key an evaluation is cached under: the device, and whether the sanitizer
+        judged it too (timed evaluations on NVIDIA with `sanitize`)."""
+        sanitized = timed and self.sanitize and self.target.vendor == "nvidia" and not self.target.interpreter
+        return self.target.key + (SANITIZED_SUFFIX if sanitized else "")
+
     def evaluate(self, task_id: str, source: str, case_set: str, timing: bool = False) -> Evaluation:
         timed = timing and not self.target.interpreter
         return Evaluation.from_json(self._cached(
-            source, task_id, case_set, self.target.key,
+            source, task_id, case_set, self.judging_key(timed),
             lambda: self.executor.evaluate(task_id, judged_source(task_id, source), case_set, timing=timed,
                                            timing_policy=self.timing_policy),
             timed=timed))

@@ -1,6 +1,8 @@
 """A pool of persistent worker processes: the local executor.
 
-Each worker is a separate process (`python -m judge.worker`, never a fork of the parent)
+Each worker is a separate process (`python -m judge.worker`, never a fork of the parent), the
+trusted judge: it forks a fresh, contained process per candidate from a warm template and
+never runs candidate code itself (judge/worker.py). Each worker is
 in its own session, bound to one GPU through CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES,
 with an environment built from an allow-list, so API keys and tokens never reach
 candidate code. The parent enforces every limit: a job that runs past its time limit, a
@@ -79,6 +81,9 @@ def worker_command(task_sources: tuple[str, ...] = ()) -> list[str]:
     """How a worker is started. What it must know that its environment does not say (the run's
     task sources) goes on its command line, never through this process's environment."""
     return [sys.executable, "-m", "judge.worker", *(arg for s in task_sources for arg in ("--task-source", s))]
+
+
+JUDGE_MARGIN_S = 60.0  # the parent's backstop beyond the job limit the judge worker enforces
 
 
 class WorkerDied(Exception):
@@ -280,12 +285,15 @@ class LocalPool:
 
     def __init__(self, target: Target, workers: int | None = None, job_timeout: float | None = None,
                  startup_timeout: float = 300.0, workers_per_gpu: int = 2, worker_user: str | None = None,
-                 task_sources: list[str] | tuple[str, ...] = (), clocks_locked: bool = False):
-        """`worker_user`: run the workers as this unprivileged user (judge/privileges.py);
+                 task_sources: list[str] | tuple[str, ...] = (), clocks_locked: bool = False,
+                 sanitize: bool = False):
+        """`worker_user`: run the candidate processes as this unprivileged user (judge/privileges.py);
         PrivilegeError, before anything starts, when that is not possible here. `task_sources`:
         the run's `ADAPTER:PATH` task sources, which every worker loads at start-up.
         `clocks_locked`: the GPU clocks are locked for as long as the pool lives (--lock-clocks),
-        which the workers' timings record."""
+        which the workers' timings record. `sanitize`: timed (final) evaluations are also run
+        under compute-sanitizer on NVIDIA."""
+        self.sanitize = sanitize
         self.target = target
         user = resolve_worker_user(worker_user) if worker_user else None
         devices = visible_devices(target)
@@ -295,6 +303,7 @@ class LocalPool:
             raise ValueError(f"a pool needs at least 1 worker, got {workers}")  # none would wait forever for one
         self.job_timeout = job_timeout or (600.0 if target.interpreter else 180.0)
         self.stats = PoolStats()
+        self.contained = ""  # the candidate processes' one-line containment statement, once known
         self._stats_lock = threading.Lock()
         self._idle: queue.Queue[WorkerProcess] = queue.Queue()
         self.workdir = Path(tempfile.mkdtemp(prefix="kmc-pool-"))
@@ -335,15 +344,19 @@ class LocalPool:
 
     def _run_job(self, job: dict[str, Any], limit: float, timeout_message: str) -> tuple[dict[str, Any] | Verdict, float]:
         """Send one job to an idle worker: its reply, or the verdict the worker's failure earns,
-        and the seconds it waited for an idle worker. The worker is restarted after a timeout, a crash, a protocol
-        violation or a reply that asks for it (device error)."""
+        and the seconds it waited for an idle worker.
+
+        The judge worker enforces `limit` on the candidate's process itself (a hang costs that
+        process, not the worker); the parent waits `limit` plus a margin as the backstop for a
+        judge that is itself stuck, and restarts the worker after that, a crash, a protocol
+        violation or a reply that asks for it."""
         asked = time.perf_counter()
         worker = self._idle.get()
         queued = time.perf_counter() - asked
         try:
             self._count("jobs")
             try:
-                reply = worker.run(job, limit)
+                reply = worker.run({**job, "timeout": limit}, limit + JUDGE_MARGIN_S)
             except WorkerTimeout:
                 self._count("timeouts")
                 self._restart(worker)
@@ -357,6 +370,10 @@ class LocalPool:
                 return Verdict("runtime_error", f"protocol violation: {exc}", worker_restarted=True), queued
             if reply.get("fatal"):
                 self._restart(worker)
+            kind = reply.get("evaluation", {}).get("verdict", {}).get("kind")
+            if kind in ("timeout", "crash"):
+                self._count("timeouts" if kind == "timeout" else "crashes")
+            self.contained = str(reply.get("contained") or self.contained)
             return reply, queued
         finally:
             self._idle.put(worker)
@@ -364,7 +381,7 @@ class LocalPool:
     def evaluate(self, task_id: str, source: str, case_set: str, timing: bool = False,
                  timing_policy: TimingPolicy | None = None, timeout: float | None = None) -> Evaluation:
         job = {"task": task_id, "source": source, "case_set": case_set, "timing": timing,
-               "timing_policy": (timing_policy or TimingPolicy()).to_json()}
+               "timing_policy": (timing_policy or TimingPolicy()).to_json(), "sanitize": self.sanitize}
         limit = timeout or self.job_timeout
         reply, queued = self._run_job(job, limit, f"no verdict within {limit:.0f} s; worker restarted")
         if isinstance(reply, Verdict):

@@ -286,6 +286,31 @@ def test_geak_eval_catches_a_wrong_candidate(adapted_pool: Any) -> None:
     assert v.kind == "wrong_result", v.one_line()
 
 
+@pytest.mark.slow
+def test_adapted_judging_reaches_the_candidate_process(adapted_pool: Any) -> None:
+    """What adapted suites need of the judge, with the candidate in its own process (the same
+    checks in-process are in test_geak_eval_adapter.py): a poisoned output argument left half
+    unwritten, an entry point's random draws seeded as the reference's are, and a suite wrapper
+    that finishes in PyTorch (its own torch ops allowed, no `torch_fallback`)."""
+    tasks = {t.id: t for t in load_source("geak-eval", GEAK, vendor="cpu").tasks}
+    gather = tasks["tb-gather_rows_into"].baseline_source()
+    half = gather.replace("tl.store(out_ptr + row * stride_out + cols, v, mask=mask)",
+                          "tl.store(out_ptr + row * stride_out + cols, v, mask=mask & (cols < 8))")
+    assert half != gather
+    v = adapted_pool.evaluate("tb-gather_rows_into", half, "hidden").verdict
+    assert v.kind == "wrong_result" and "NaN" in v.message, v.one_line()
+    noise = tasks["tb-noise_double"].baseline_source()
+    other = noise.replace("x = torch.randn(n, device='cpu')", "x = torch.rand(n, device='cpu')")
+    assert other != noise
+    assert adapted_pool.evaluate("tb-noise_double", other, "hidden").verdict.kind == "wrong_result"
+    sums = adapted_pool.evaluate("tb-block_sums", tasks["tb-block_sums"].baseline_source(), "visible").verdict
+    assert sums.correct, sums.one_line()
+    add = tasks["tb-add_vectors"].baseline_source()
+    token = add.replace("    return c\n", "    return a + b\n").replace("](a, b, c, n", "](a, a, c, n")
+    assert token != add
+    assert adapted_pool.evaluate("tb-add_vectors", token, "visible").verdict.kind == "torch_fallback"
+
+
 def test_kernelbench_task_judges_a_triton_candidate(adapted_pool: Any) -> None:
     good = adapted_pool.evaluate("kb-l1-1-scaled_relu", _KB_RELU, "hidden").verdict
     assert good.correct and good.cases_run == 7, good.one_line()

@@ -41,6 +41,12 @@ def _jobs() -> list[tuple[str, str, str, str]]:
     return jobs
 
 
+# Every expert and mutation on hidden cases that now vary layout, bf16, wide rows and value
+# profiles: the first test to ask for the verdicts pays for all of them (about 10 minutes on a
+# loaded 2-core machine), beyond pytest-timeout's default per-test limit.
+JUDGE_ALL_TIMEOUT_S = 2400
+
+
 @pytest.fixture(scope="module")
 def verdicts() -> dict[tuple[str, str, str], Any]:
     from judge.device import Target
@@ -145,6 +151,7 @@ def test_mutations_are_well_formed(task: Task) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(JUDGE_ALL_TIMEOUT_S)
 @pytest.mark.parametrize("task", TASKS, ids=IDS)
 def test_baseline_passes_its_visible_and_hidden_cases(task: Task, verdicts: dict) -> None:
     v, _ = verdicts[(task.id, "baseline", "hidden")]
@@ -157,6 +164,7 @@ def test_baseline_passes_its_visible_and_hidden_cases(task: Task, verdicts: dict
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(JUDGE_ALL_TIMEOUT_S)
 @pytest.mark.parametrize("task", TASKS, ids=IDS)
 def test_breaking_mutations_fail_hidden_and_one_slips_past_visible(task: Task, verdicts: dict) -> None:
     slipped = []
@@ -172,6 +180,7 @@ def test_breaking_mutations_fail_hidden_and_one_slips_past_visible(task: Task, v
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(JUDGE_ALL_TIMEOUT_S)
 @pytest.mark.parametrize("task", TASKS, ids=IDS)
 def test_tuning_mutations_pass_hidden(task: Task, verdicts: dict) -> None:
     for i, m in enumerate(task.mutations):
@@ -208,6 +217,7 @@ def test_roofline_fraction_is_roofline_time_over_measured_time() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(JUDGE_ALL_TIMEOUT_S)
 def test_bench_list_json_lists_the_suite() -> None:
     r = run_cli("bench", "list", "--json", timeout=120)
     assert r.returncode == 0, r.stderr
@@ -220,6 +230,7 @@ def test_bench_list_json_lists_the_suite() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(JUDGE_ALL_TIMEOUT_S)
 def test_bench_check_quick_passes_on_the_cpu() -> None:
     r = run_cli("bench", "check", "--suite", "quick", "--device", "cpu", "--json", timeout=600)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
@@ -262,6 +273,7 @@ result_gold = test_{name}()
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(JUDGE_ALL_TIMEOUT_S)
 def test_bench_check_runs_adapted_sources_and_exits_1_when_a_baseline_fails(tmp_path: Any) -> None:
     """Adapted tasks are looked up in the workers, which are handed the --source entries. A reference that
     keeps state between calls cannot agree with itself: its baseline fails, and so does the check."""

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-pytestmark = pytest.mark.slow  # worker processes or whole runs: minutes on 2 cores
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]  # the corpus fixture: minutes on 2 cores
 
 
 def _has_gpu() -> bool:
@@ -32,6 +32,7 @@ def _has_gpu() -> bool:
 
 
 HAS_GPU = _has_gpu()
+IS_ROOT = os.geteuid() == 0
 HOSTILE = Path(__file__).resolve().parent / "hostile"
 HANG_TIMEOUT_S = 15.0  # the short job limit for the hang cases
 JOB_TIMEOUT_S = 180.0  # everything else: generous, so a loaded CI machine cannot turn a verdict into a timeout
@@ -49,6 +50,7 @@ class Hostile:
     case_set: str = "hidden"
     hang: bool = False
     gpu_only: bool = False
+    root_only: bool = False  # needs the private read-only mounts only root can make
     restarted: bool | None = None  # None: not checked
 
 
@@ -60,35 +62,67 @@ CORPUS: tuple[Hostile, ...] = (
     Hostile("off_by_one.py", "vector_add", "wrong_result", "outside atol"),
     Hostile("modifies_input.py", "vector_add", "wrong_result", "modified in place"),
     Hostile("returns_torch.py", "vector_add", "no_kernel", "without launching"),
-    Hostile("side_torch_result.py", "vector_add", "no_kernel", "not written by any launched Triton kernel"),
+    Hostile("side_torch_result.py", "vector_add", "torch_fallback", "add"),
     Hostile("caches_data_ptr.py", "vector_add", "wrong_result", "after in-place refill"),
     Hostile("stale_empty_like.py", "vector_add", "wrong_result", "NaN"),
     Hostile("constant_output.py", "vector_add", "wrong_result", "outside atol"),
     Hostile("wrong_dtype.py", "vector_add", "wrong_result", "dtype"),
     Hostile("prints_returns_none.py", "vector_add", "wrong_result", "got NoneType"),
     Hostile("raises.py", "vector_add", "runtime_error", "shapes are not supported"),
-    Hostile("infinite_loop.py", "vector_add", "timeout", hang=True, restarted=True),
-    Hostile("sleeps.py", "vector_add", "timeout", hang=True, restarted=True),
-    Hostile("exit_at_import.py", "vector_add", "crash", "exit status 0", restarted=True),
-    Hostile("segfault_ctypes.py", "vector_add", "crash", "signal 11", restarted=True),
-    Hostile("illegal_memory_access.py", "vector_add", "runtime_error", "illegal memory access", gpu_only=True,
-            restarted=True),
+    Hostile("infinite_loop.py", "vector_add", "timeout", "candidate process was killed", hang=True),
+    Hostile("sleeps.py", "vector_add", "timeout", hang=True),
+    Hostile("exit_at_import.py", "vector_add", "crash", "exit status 0", restarted=False),
+    Hostile("segfault_ctypes.py", "vector_add", "crash", "signal 11", restarted=False),
+    Hostile("illegal_memory_access.py", "vector_add", "runtime_error", "illegal memory access", gpu_only=True),
     Hostile("reads_secret.py", "vector_add", "correct", restarted=False),
     Hostile("reads_stdin.py", "vector_add", "correct", restarted=False),
-    Hostile("forges_reply.py", "vector_add", "runtime_error", "protocol violation", restarted=True),
-    Hostile("patches_oracle.py", "vector_add", "runtime_error", "judge.oracle.compare", restarted=True),
-    Hostile("patches_torch_in_call.py", "vector_add", "runtime_error", "torch.isfinite", restarted=True),
-    Hostile("spawns_shell.py", "vector_add", "runtime_error", "disabled in the evaluation worker"),
-    Hostile("kills_parent.py", "vector_add", "runtime_error", "disabled in the evaluation worker"),
-    Hostile("leaves_thread.py", "vector_add", "correct", case_set="visible", restarted=True),
+    Hostile("forges_reply.py", "vector_add", "wrong_result", "outside atol"),
+    Hostile("patches_oracle.py", "vector_add", "runtime_error", "No module named"),
+    Hostile("patches_torch_in_call.py", "vector_add", "wrong_result"),
+    # On a GPU, exec stays allowed (Triton's compilers): the shell runs, inside the private mounts
+    # (as root) where its marker cannot reach the real /tmp, and the PyTorch result launched no kernel.
+    Hostile("spawns_shell.py", "vector_add", *(("no_kernel", "without launching") if HAS_GPU
+                                               else ("runtime_error", "Operation not permitted"))),
+    Hostile("kills_parent.py", "vector_add", "runtime_error", "Operation not permitted"),
+    Hostile("leaves_thread.py", "vector_add", "correct", case_set="visible"),
     Hostile("sets_alarm.py", "vector_add", "correct", case_set="visible", restarted=False),
     Hostile("softmax_tail_mask.py", "softmax", "wrong_result", "outside atol"),
     Hostile("softmax_one_block.py", "softmax", "wrong_result", "NaN", case="cols1025"),
     Hostile("softmax_no_max.py", "softmax", "wrong_result", "NaN"),
     Hostile("cumsum_no_carry.py", "cumsum", "wrong_result", "outside atol", case="cols1025"),
+    # Typical model cheats (issue 12).
+    Hostile("decoy_masked_store.py", "vector_add", "torch_fallback", "add", case_set="visible"),
+    # On a GPU its numpy call meets a CUDA tensor and raises: refused either way.
+    Hostile("decoy_numpy_result.py", "vector_add", *(("runtime_error", "numpy") if HAS_GPU
+                                                     else ("no_kernel", "no kernel wrote it")), case_set="visible"),
+    Hostile("imports_reference.py", "softmax", "runtime_error", "No module named 'bench", case_set="visible"),
+    Hostile("torch_reduction_token_kernel.py", "row_sum", "torch_fallback", "sum", case_set="visible"),
+    Hostile("returns_transpose_view.py", "transpose", "wrong_result", "shares memory with input 0", case_set="visible"),
+    Hostile("reused_output_buffer.py", "vector_add", "wrong_result", "reused across calls", case_set="visible"),
+    Hostile("memo_by_shape_and_corner.py", "vector_add", "wrong_result", "outside atol"),
+    # Tampering with the judge from inside the candidate's process: none of it is there.
+    Hostile("walks_judge_frames.py", "vector_add", "wrong_result", "outside atol", case_set="visible"),
+    Hostile("edits_judge_state.py", "vector_add", "wrong_result", "outside atol", case_set="visible"),
+    Hostile("tensor_subclass_output.py", "vector_add", "wrong_result", "tensor subclass", case_set="visible"),
+    Hostile("global_hooks.py", "vector_add", "wrong_result", "outside atol", case_set="visible"),
+    Hostile("forges_frames.py", "vector_add", "runtime_error", "protocol violation", case_set="visible"),
+    Hostile("poisons_next_candidate.py", "vector_add", "wrong_result", case_set="visible"),
+    # Containment.
+    Hostile("recovers_shell.py", "vector_add", "wrong_result", "outside atol", case_set="visible"),
+    Hostile("fills_disk.py", "vector_add", "wrong_result", "outside atol", case_set="visible"),
+    Hostile("writes_project.py", "vector_add", "runtime_error", "Read-only file system", root_only=True, case_set="visible"),
+    # Subtly wrong kernels the hidden cases used to miss.
+    Hostile("row_sum_capped_4096.py", "row_sum", "wrong_result", "outside atol",
+            case="cols8191" if HAS_GPU else "cols10007"),  # the first case past 4096 columns
+    Hostile("layer_norm_fixed_eps.py", "layer_norm", "wrong_result", "outside atol"),
+    Hostile("rms_norm_half_squares.py", "rms_norm", "wrong_result"),
+    Hostile("argmax_later_tie.py", "argmax", "wrong_result", "outside atol", case="-s2"),
+    Hostile("softmax_assumes_contiguous.py", "softmax", "wrong_result", case="strided"),
+    # The false reject: a last step in PyTorch that the task allows.
+    Hostile("total_sum_torch_last_step.py", "total_sum", "correct"),
 )
 
-ACTIVE = tuple(h for h in CORPUS if HAS_GPU or not h.gpu_only)
+ACTIVE = tuple(h for h in CORPUS if (HAS_GPU or not h.gpu_only) and (IS_ROOT or not h.root_only))
 
 
 @dataclass
@@ -138,8 +172,14 @@ def test_corpus_is_large_and_complete() -> None:
     assert {h.task for h in CORPUS} >= {"vector_add", "softmax", "cumsum"}
 
 
-@pytest.mark.parametrize("h", [pytest.param(h, id=h.file, marks=[pytest.mark.gpu] if h.gpu_only else [])
-                               for h in CORPUS])
+def _marks(h: Hostile) -> list[Any]:
+    marks: list[Any] = [pytest.mark.gpu] if h.gpu_only else []
+    if h.root_only and not IS_ROOT:
+        marks.append(pytest.mark.skip(reason="needs root (private read-only mounts)"))
+    return marks
+
+
+@pytest.mark.parametrize("h", [pytest.param(h, id=h.file, marks=_marks(h)) for h in CORPUS])
 def test_hostile_verdict(h: Hostile, corpus_run: dict[str, Any]) -> None:
     outcome = corpus_run["outcomes"][h.file]
     v = outcome.verdict
@@ -177,9 +217,50 @@ def test_secret_probe_works_when_the_secret_is_there(monkeypatch: pytest.MonkeyP
 
 
 def test_shell_never_ran(corpus_run: dict[str, Any]) -> None:
-    assert corpus_run["outcomes"]["spawns_shell.py"].verdict.kind == "runtime_error"
+    """On the CPU seccomp refuses the shell; on a GPU (exec allowed) it runs only inside the
+    candidate's private mounts, which needs root (without it, the threat model says so)."""
+    if HAS_GPU and not IS_ROOT:
+        pytest.skip("on a GPU without root nothing keeps a shell's files out of the real /tmp")
+    assert corpus_run["outcomes"]["spawns_shell.py"].verdict.kind != "correct"
     assert not SHELL_MARKER.exists()
 
 
 def test_corpus_time_is_bounded(corpus_run: dict[str, Any]) -> None:
-    assert corpus_run["seconds"] < 180, f"hostile corpus took {corpus_run['seconds']:.0f} s"
+    assert corpus_run["seconds"] < 900, f"hostile corpus took {corpus_run['seconds']:.0f} s"
+
+
+def test_containment_left_nothing_behind(corpus_run: dict[str, Any]) -> None:
+    """The shell, the fork and the setsid child of recovers_shell.py never ran; fills_disk.py's
+    files and writes_project.py's sitecustomize.py are nowhere outside the candidate's process."""
+    if not (HAS_GPU and not IS_ROOT):  # a GPU allows exec: only root's private /tmp keeps the marker in
+        assert not Path("/tmp/kmc_hostile_recovered_shell").exists()
+    assert not Path("/tmp/kmc_hostile_fill.bin").exists()
+    root = Path(__file__).resolve().parent.parent
+    planted = root / "sitecustomize.py"
+    try:
+        assert not planted.exists(), "a candidate wrote into the project"
+    finally:
+        planted.unlink(missing_ok=True)
+
+
+CHAIN = ("poisons_next_candidate.py", "global_hooks.py", "tensor_subclass_output.py", "leaves_thread.py")
+
+
+def test_same_worker_chain_attack_then_wrong_kernel_then_expert() -> None:
+    """On one worker, in order: an attack that rigs its process for whoever comes next, a plainly
+    wrong kernel, the correct expert. Each is judged as if it ran alone."""
+    from bench.registry import get_task
+    from judge.device import detect_target
+    from runners.pool import LocalPool
+
+    target = detect_target(force_cpu=not HAS_GPU)
+    expert = get_task("vector_add").baseline_source()
+    wrong = (HOSTILE / "off_by_one.py").read_text()
+    with LocalPool(target, workers=1, job_timeout=JOB_TIMEOUT_S) as pool:
+        for attack in CHAIN:
+            pool.evaluate("vector_add", (HOSTILE / attack).read_text(), "visible")
+            after_wrong = pool.evaluate("vector_add", wrong, "visible").verdict
+            after_expert = pool.evaluate("vector_add", expert, "visible").verdict
+            assert after_wrong.kind == "wrong_result", f"after {attack}: {after_wrong.one_line()}"
+            assert after_expert.kind == "correct", f"after {attack}: {after_expert.one_line()}"
+        assert pool.stats.restarts == 0, "the judge worker itself never needed a restart"

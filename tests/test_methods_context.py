@@ -336,3 +336,21 @@ def test_a_resume_refuses_a_changed_oneshot_corpus(tmp_path: Path) -> None:
         CompareConfig(json_mode=True).validate()
     with pytest.raises(ConfigError, match="eval_budget"):
         CompareConfig(eval_budget=0).validate()
+
+
+def test_sanitize_is_part_of_the_evaluation_cache_key(tmp_path: Path) -> None:
+    """A timed evaluation judged under compute-sanitizer is a different result from a plain one:
+    a run with `sanitize` never reuses a plain timed verdict (nor the other way round), while
+    untimed evaluations, which the sanitizer never touches, are still shared."""
+    gpu = Target("nvidia", False, "NVIDIA H200", 1)
+    store = Store(tmp_path / "store.sqlite")
+    executor = ScriptedExecutor(Verdict("correct", ""))
+    plain, sanitized = Evaluator(executor, store, gpu), Evaluator(executor, store, gpu, sanitize=True)
+    for evaluator in (plain, sanitized, plain, sanitized):
+        evaluator.evaluate("vector_add", CODE, "hidden", timing=True)
+        evaluator.evaluate("vector_add", CODE, "hidden")
+    assert [timing for _, _, timing in executor.jobs] == [True, False, True], "one plain and one sanitized timed run"
+    keys = {r[0] for r in store.query("SELECT device_key FROM evaluations")}
+    assert keys == {gpu.key, gpu.key + "|sanitized"}
+    on_cpu = Evaluator(ScriptedExecutor(), store, CPU, sanitize=True)
+    assert on_cpu.judging_key(True) == CPU.key, "nothing is sanitized on the interpreter"

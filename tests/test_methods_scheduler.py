@@ -143,9 +143,6 @@ def test_a_hostile_plugin_reaches_nothing_through_the_context_and_cannot_overdra
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(reason="needs the judge rewrite (issue 12, branch judge): a method's tests must run in a "
-                          "candidate-side process that cannot import the task registry; today the worker can",
-                   strict=True)  # strict: once the judge rework makes it pass, this marker must go
 def test_a_hostile_plugins_own_tests_cannot_read_hidden_cases_or_the_reference(
         hostile_run: tuple[dict[str, Any], Store]) -> None:
     from bench.registry import get_task

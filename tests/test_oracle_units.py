@@ -3,13 +3,10 @@ behaviour through real workers is in test_hostile.py)."""
 
 from __future__ import annotations
 
-import types
-
 import pytest
 import torch
 
-from judge.oracle import Mismatch, classify_exception, compare, not_written_by_kernel, poisoned_allocations
-from judge.sandbox import IntegritySnapshot
+from judge.oracle import Mismatch, classify_exception, compare, poisoned_allocations
 from runners.pool import scrubbed_env
 
 
@@ -34,14 +31,6 @@ def test_poisoning_reaches_an_allocator_bound_before_it_started() -> None:
         assert torch.isnan(x.new_empty(3)).all()
         assert (torch.empty(4, dtype=torch.int32) != 0).all()
     assert not torch.isnan(bound(x).fill_(1.0)).any()  # off outside judging: timing pays nothing
-
-
-def test_output_provenance() -> None:
-    buf32 = torch.arange(6, dtype=torch.float32)
-    assert not_written_by_kernel(buf32.view(2, 3), [buf32]) == []  # same storage
-    assert not_written_by_kernel(buf32.to(torch.float16), [buf32]) == []  # cast of a kernel's buffer
-    assert not_written_by_kernel((buf32, buf32 * 2), [buf32]) == ["output[1]"]
-    assert not_written_by_kernel(buf32 + 1, [torch.zeros(6)]) == ["output"]
 
 
 def test_compare_rejects_nan_constant_and_shape() -> None:
@@ -85,21 +74,3 @@ def test_interpreter_errors_are_classified_like_the_gpu_compiler() -> None:
     assert classify_exception(wrapped(ValueError("arange's range must be a power of 2"))) == "compile_error"
     assert classify_exception(wrapped(RuntimeError("boom"))) == "runtime_error"
     assert classify_exception(ZeroDivisionError()) == "runtime_error"
-
-
-def test_integrity_snapshot_sees_replacements_not_additions() -> None:
-    def f() -> int:
-        return 1
-
-    def g() -> int:
-        return 2
-
-    ns = types.SimpleNamespace(f=f, counter=0)
-    snap = IntegritySnapshot({"ns": ns})
-    ns.counter += 1  # plain values change legitimately
-    ns.extra = g  # new attributes are ignored
-    assert not snap.check()
-    f.__code__ = g.__code__  # same object, new code
-    assert snap.check().changed == ("ns.f",)
-    ns.f = g
-    assert "ns.f replaced" in snap.check().message()

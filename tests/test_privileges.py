@@ -1,10 +1,11 @@
-"""`--worker-user`: evaluation workers as an unprivileged user (judge/privileges.py).
+"""`--worker-user`: candidate processes as an unprivileged user (judge/privileges.py).
 
 The escape probe is a correct kernel that first tries what a candidate running as root can
-do: read the parent's environment (where the API key lives) and append to a root-owned
-file (standing in for the run's store.sqlite). Run as root it escapes (so the probe is
-shown to work); with `worker_user="nobody"` it cannot, and is judged correct. Tests that
-switch users need root and the `nobody` user, and skip cleanly without them.
+do: read its parent's environment and append to a root-owned file (standing in for the run's
+store.sqlite). As root, the private read-only mounts already keep the file out of reach,
+while the parent's (scrubbed) environment stays readable, which shows the probe works; with
+`worker_user="nobody"` neither is reachable and it is judged correct. Tests that switch users
+need root and the `nobody` user, and skip cleanly without them.
 """
 
 from __future__ import annotations
@@ -77,7 +78,9 @@ def _root_file(tmp_path: Path) -> Path:
 
 @pytest.mark.slow
 @needs_root
-def test_probe_escapes_as_root_and_not_as_nobody(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_probe_is_contained_as_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As root, the candidate's process still sees its parent's (scrubbed) environment, but the
+    run's files are out of reach (private read-only mounts)."""
     from runners.pool import LocalPool
 
     root_file = _root_file(tmp_path)
@@ -86,14 +89,41 @@ def test_probe_escapes_as_root_and_not_as_nobody(tmp_path: Path, monkeypatch: py
     with LocalPool(target, workers=1) as pool:
         as_root = pool.evaluate("vector_add", _probe(), "visible").verdict
     assert as_root.kind == "runtime_error" and "read the parent's environment" in as_root.message
-    assert "wrote a root-owned file" in as_root.message and root_file.read_text().endswith("tampered")
+    assert "wrote a root-owned file" not in as_root.message and root_file.read_text() == "recorded\n"
 
-    root_file.write_text("recorded\n")
-    with LocalPool(target, workers=1, worker_user="nobody") as pool:
+
+
+def _interpreter_unreadable_by_nobody() -> list[str]:
+    import sys
+    import sysconfig
+
+    from judge.privileges import unreadable_by
+
+    nobody = pwd.getpwnam("nobody")
+    return unreadable_by(nobody.pw_uid, nobody.pw_gid, [sys.executable, sysconfig.get_paths()["stdlib"]])
+
+
+@pytest.mark.slow
+@needs_root
+def test_probe_is_contained_as_nobody_or_the_worker_says_why_not(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where nobody can read the interpreter, the probe finds nothing and the expert runs; where
+    it cannot (an interpreter under /root), the worker refuses to start, naming the path."""
+    from runners.pool import LocalPool, WorkerStartError
+
+    root_file = _root_file(tmp_path)
+    monkeypatch.setenv("KMC_TEST_ROOT_FILE", str(root_file))
+    unreadable = _interpreter_unreadable_by_nobody()
+    with LocalPool(_target(), workers=1, worker_user="nobody", startup_timeout=120) as pool:
+        if unreadable:
+            with pytest.raises(WorkerStartError, match="cannot read"):
+                pool.evaluate("vector_add", _probe(), "visible")
+            return
         as_nobody = pool.evaluate("vector_add", _probe(), "visible").verdict
         baseline = pool.evaluate("vector_add", _baseline(), "hidden").verdict
+        assert "uid" in pool.contained, pool.contained
     assert as_nobody.kind == "correct", as_nobody.message
-    assert baseline.kind == "correct", baseline.message  # kernels still compile and run as nobody
+    assert baseline.kind == "correct", baseline.message  # kernels still run as nobody
     assert root_file.read_text() == "recorded\n"
 
 
@@ -107,19 +137,27 @@ def _probe() -> str:
     return _baseline() + ESCAPE_PROBE_TAIL
 
 
-@pytest.mark.slow
 @needs_root
-def test_unwritable_triton_cache_stops_the_worker_with_the_reason(tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every kernel would fail to compile: the worker refuses to start instead."""
-    from runners.pool import LocalPool, WorkerStartError
+def test_paths_the_worker_user_cannot_read_are_named() -> None:
+    """The check `--worker-user` runs at start: a child that becomes the user tries each path."""
+    import shutil
+    import tempfile
 
-    cache = tmp_path / "root-only-cache"
-    cache.mkdir(mode=0o700)
-    monkeypatch.setenv("TRITON_CACHE_DIR", str(cache))
-    with LocalPool(_target(), workers=1, worker_user="nobody", startup_timeout=120) as pool:
-        with pytest.raises(WorkerStartError, match="TRITON_CACHE_DIR .* is not writable"):
-            pool.evaluate("vector_add", _baseline(), "visible")
+    from judge.privileges import unreadable_by
+
+    folder = Path(tempfile.mkdtemp(prefix="kmc-readable-", dir="/tmp"))  # pytest's tmp_path is root-only
+    try:
+        folder.chmod(0o755)
+        private = folder / "root-only"
+        private.mkdir(mode=0o700)
+        (private / "lib.py").write_text("")
+        readable = folder / "readable.py"
+        readable.write_text("")
+        readable.chmod(0o644)
+        nobody = pwd.getpwnam("nobody")
+        assert unreadable_by(nobody.pw_uid, nobody.pw_gid, [str(private), str(readable)]) == [str(private)]
+    finally:
+        shutil.rmtree(folder)
 
 
 def test_worker_user_is_refused_where_it_cannot_work(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -85,6 +85,11 @@ class AdaptedTask(Task):
         return dataclasses.replace(self, id=f"{self.id}@{name}", visible=self.suite_cases, hidden_gpu=(),
                                    hidden_cpu=(), suites=(), tolerances=tolerances, suite_cases=())
 
+    def contract(self) -> str:
+        """A suite with its own Triton reference states its contract through its own calls (their
+        layouts, output arguments its wrappers write in place): nothing is added to it."""
+        return "" if self.triton_reference else super().contract()
+
     def complete_source(self, source: str) -> str:
         from bench.adapters._glue import complete
 

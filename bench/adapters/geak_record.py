@@ -120,6 +120,26 @@ class _ApplyRecorder:
         return getattr(self._cls, name)
 
 
+def _frozen_grid(grid: Any, kernel: Any, sig: inspect.Signature, bound: dict[str, Any], kwargs: dict) -> Any:
+    """A grid the test wrote as a function of the launch's meta-parameters (`lambda meta:
+    (cdiv(n, meta['BLOCK_SIZE']),)`), evaluated now on the launch's own arguments. The replayed
+    launch's values cross to the candidate's process as data (judge/wire.py), where a function
+    cannot go; for a kernel that is not autotuned the meta-parameters are exactly the launch's
+    arguments, so the tuple is the grid Triton would have computed. An autotuned kernel's grid
+    depends on the configuration it picks and stays a function (such a launch cannot be replayed
+    in a candidate's process)."""
+    if not callable(grid) or hasattr(kernel, "configs"):
+        return grid
+    meta = {name: p.default for name, p in sig.parameters.items() if p.default is not inspect.Parameter.empty}
+    meta.update(bound)
+    meta.update(kwargs)
+    try:
+        frozen = grid(meta)
+    except Exception:  # noqa: BLE001 - a grid needing what the launch does not say stays a function
+        return grid
+    return tuple(int(g) for g in frozen) if isinstance(frozen, (tuple, list)) else grid
+
+
 class _LaunchRecorder:
     """Stands in for a kernel the test launches itself: `kernel[grid](...)` is recorded, then
     launched for real (a TritonBench test goes on using its result)."""
@@ -243,7 +263,7 @@ class GeakSuite:
                 return None
         if shape.options:
             values.append({k: v for k, v in kwargs.items() if k not in sig.parameters})
-        values.append(grid)
+        values.append(_frozen_grid(grid, kernel, sig, bound.arguments, kwargs))
         return tuple(values)
 
     def _install(self, ns: dict[str, Any], originals: dict[str, Any], sink: list[tuple], stop: bool) -> None:

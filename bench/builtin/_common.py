@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 import torch
 
-from bench.task import Case
+from bench.task import Case, case_grid
 
 ELEMENT_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int8": 1, "int32": 4, "int64": 8}
 
@@ -59,3 +59,47 @@ def sizes(keys: str, shapes: Iterable[tuple[int, ...]]) -> list[dict[str, int]]:
             raise ValueError(f"shape {shape} does not match keys {names}")
         out.append(dict(zip(names, shape, strict=True)))
     return out
+
+
+# ---------------------------------------------------------------- hidden cases that vary everything
+
+BF16_CPU_SEEDS = (1, 4)  # the interpreter emulates bfloat16: two seeds keep CPU judging quick
+STRIDED_SEEDS = (2, 3)
+
+
+def hidden_grid(shapes: list[dict[str, int]], dtypes: Iterable[str], *, cpu: bool, strided: bool = False,
+                strided_shapes: list[dict[str, int]] | None = None) -> tuple[Case, ...]:
+    """Every shape x dtype x seed (on the CPU, bfloat16 at two seeds only), plus, for tasks
+    whose contract allows non-contiguous inputs, the same values in strided memory on a few shapes."""
+    dtypes = tuple(dtypes)
+    half_seeds = BF16_CPU_SEEDS if cpu else SEEDS
+    cases = case_grid("hidden", shapes, [d for d in dtypes if d != "bfloat16"], SEEDS)
+    if "bfloat16" in dtypes:
+        cases += case_grid("hidden", shapes, ("bfloat16",), half_seeds)
+    if strided:
+        cases += case_grid("hidden", strided_shapes or shapes[-2:], dtypes[:1], STRIDED_SEEDS, layout="strided")
+    return cases
+
+
+def value_profile(c: Case) -> str:
+    """What a seed stresses besides the sizes: seed 2 ties (values on a coarse grid), seed 3
+    very negative values, seed 4 large magnitudes; 0 and 1 plain draws."""
+    return ("plain", "plain", "ties", "negative", "large")[c.seed % 5]
+
+
+def stressed(x: torch.Tensor, c: Case, negative: float = -1000.0, large: float = 300.0) -> torch.Tensor:
+    """`x` moved into the case's value profile (computed in float32, returned in x's dtype):
+    ties round to a grid of 0.5 (many equal maxima in a row), negative shifts far below zero
+    (a max padded with 0.0, or an exp without max subtraction, fails), large scales up (x*x
+    overflows float16, so statistics computed in half precision fail)."""
+    profile = value_profile(c)
+    if profile == "plain":
+        return x
+    xf = x.to(torch.float32)
+    if profile == "ties":
+        xf = torch.round(xf * 2.0).clamp(-4.0, 4.0) / 2.0
+    elif profile == "negative":
+        xf = xf + negative
+    else:
+        xf = xf * large
+    return xf.to(x.dtype)

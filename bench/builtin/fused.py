@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import torch
 
-from bench.builtin._common import SEEDS, nbytes, randn, sizes
+from bench.builtin._common import hidden_grid, nbytes, randn, sizes, stressed
 from bench.registry import register_task
-from bench.task import Case, Mutation, Task, case, case_grid
+from bench.task import Case, Mutation, Task, case
 
 FLOATS = ("float32", "float16", "bfloat16")
 GPU_N = (1, 97, 1025, 131_071, 4_000_037)
@@ -21,8 +21,8 @@ PERF_N = 1 << 26
 _VISIBLE_1D = (case("visible-n1024", "float32", 0, n=1024), case("visible-n4096", "float32", 1, n=4096))
 
 
-def _n_grid(ns: tuple[int, ...], dtypes: tuple[str, ...]) -> tuple[Case, ...]:
-    return case_grid("hidden", [{"n": n} for n in ns], dtypes, SEEDS)
+def _n_grid(ns: tuple[int, ...], dtypes: tuple[str, ...], cpu: bool) -> tuple[Case, ...]:
+    return hidden_grid([{"n": n} for n in ns], dtypes, cpu=cpu)
 
 
 def _tail_grid_mutation() -> Mutation:
@@ -32,7 +32,7 @@ def _tail_grid_mutation() -> Mutation:
 
 def _add_relu_inputs(c: Case, device: str) -> tuple:
     n = c.size("n")
-    return (randn((n,), c, device, salt=1), randn((n,), c, device, salt=2))
+    return tuple(stressed(randn((n,), c, device, salt=s), c, negative=-3e4, large=2e4) for s in (1, 2))
 
 
 register_task(Task(
@@ -49,8 +49,8 @@ register_task(Task(
     make_inputs=_add_relu_inputs,
     dtypes=FLOATS,
     visible=_VISIBLE_1D,
-    hidden_gpu=_n_grid(GPU_N, FLOATS),
-    hidden_cpu=_n_grid(CPU_N, ("float32", "float16")),
+    hidden_gpu=_n_grid(GPU_N, FLOATS, cpu=False),
+    hidden_cpu=_n_grid(CPU_N, FLOATS, cpu=True),
     perf=(case("perf-n64M", "float16", 0, n=PERF_N), case("perf-n64K", "float32", 0, n=1 << 16)),
     baseline_file="add_relu.py",
     difficulty=1,
@@ -78,11 +78,11 @@ register_task(Task(
     entry_point="gelu",
     signature="def gelu(x: torch.Tensor) -> torch.Tensor",
     reference=lambda x: torch.nn.functional.gelu(x),
-    make_inputs=lambda c, device: (randn((c.size("n"),), c, device, salt=1, scale=2.0),),
+    make_inputs=lambda c, device: (stressed(randn((c.size("n"),), c, device, salt=1, scale=2.0), c, large=100.0),),
     dtypes=FLOATS,
     visible=_VISIBLE_1D,
-    hidden_gpu=_n_grid(GPU_N, FLOATS),
-    hidden_cpu=_n_grid(CPU_N, ("float32", "float16")),
+    hidden_gpu=_n_grid(GPU_N, FLOATS, cpu=False),
+    hidden_cpu=_n_grid(CPU_N, FLOATS, cpu=True),
     perf=(case("perf-n64M", "float16", 0, n=PERF_N),),
     baseline_file="gelu.py",
     difficulty=1,
@@ -117,14 +117,16 @@ register_task(Task(
     entry_point="swiglu",
     signature="def swiglu(x: torch.Tensor) -> torch.Tensor",
     reference=_swiglu_ref,
-    make_inputs=lambda c, device: (randn((c.size("rows"), 2 * c.size("cols")), c, device, salt=1, scale=2.0),),
+    make_inputs=lambda c, device: (stressed(randn((c.size("rows"), 2 * c.size("cols")), c, device, salt=1, scale=2.0),
+                                            c, negative=-50.0, large=20.0),),
     dtypes=FLOATS,
     visible=(case("visible-4x1024", "float32", 0, rows=4, cols=1024),
              case("visible-8x1024", "float32", 1, rows=8, cols=1024)),
-    hidden_gpu=case_grid("hidden", sizes("rows,cols", [(1, 1), (3, 7), (37, 1025), (129, 4099), (4096, 11008)]),
-                         FLOATS, SEEDS),
-    hidden_cpu=case_grid("hidden", sizes("rows,cols", [(1, 1), (3, 7), (4, 1025), (2, 3001)]),
-                         ("float32", "float16"), SEEDS),
+    hidden_gpu=hidden_grid(sizes("rows,cols", [(1, 1), (3, 7), (37, 1025), (129, 4099), (4096, 11008), (2, 16411)]),
+                           FLOATS, cpu=False, strided=True),
+    hidden_cpu=hidden_grid(sizes("rows,cols", [(1, 1), (3, 7), (4, 1025), (2, 3001), (1, 8221)]), FLOATS, cpu=True,
+                           strided=True),
+    strided_inputs=True,
     perf=(case("perf-8192x11008", "bfloat16", 0, rows=8192, cols=11008),),
     baseline_file="swiglu.py",
     difficulty=2,
@@ -144,8 +146,10 @@ register_task(Task(
 
 def _axpby_inputs(c: Case, device: str) -> tuple:
     n = c.size("n")
-    alpha = 0.5 + 0.37 * c.seed  # alpha and beta never coincide, so swapping them is always caught
-    beta = -1.25 + 0.11 * c.seed
+    # alpha and beta never coincide (swapping them is always caught); zero, negative and large
+    # values each appear, so a kernel that drops or clamps a scalar fails somewhere.
+    alpha = (0.5, -2.75, 0.0, 1e3, 1.37)[c.seed % 5]
+    beta = (-1.25, 0.0, 3.5, -1e-3, -0.81)[c.seed % 5]
     return (alpha, randn((n,), c, device, salt=1), beta, randn((n,), c, device, salt=2))
 
 
@@ -163,8 +167,8 @@ register_task(Task(
     make_inputs=_axpby_inputs,
     dtypes=FLOATS,
     visible=_VISIBLE_1D,
-    hidden_gpu=_n_grid(GPU_N, FLOATS),
-    hidden_cpu=_n_grid(CPU_N, ("float32", "float16")),
+    hidden_gpu=_n_grid(GPU_N, FLOATS, cpu=False),
+    hidden_cpu=_n_grid(CPU_N, FLOATS, cpu=True),
     perf=(case("perf-n64M", "float32", 0, n=PERF_N),),
     baseline_file="axpby.py",
     difficulty=1,

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import torch
 
-from bench.builtin._common import ELEMENT_BYTES, SEEDS, nbytes, randint, randn, sizes
+from bench.builtin._common import ELEMENT_BYTES, hidden_grid, nbytes, randint, randn, sizes
 from bench.registry import register_task
-from bench.task import Case, Mutation, Task, case, case_grid
+from bench.task import Case, Mutation, Task, case
 
 FLOATS = ("float32", "float16", "bfloat16")
 COPY_DTYPES = ("float32", "float16")
@@ -40,11 +40,12 @@ register_task(Task(
     dtypes=COPY_DTYPES,
     visible=(case("visible-4x2048x1024", "float32", 0, rows=4, cols=2048, k=1024),
              case("visible-8x4096x2048", "float32", 1, rows=8, cols=4096, k=2048)),
-    hidden_gpu=case_grid("hidden", sizes("rows,cols,k", [(1, 1, 1), (3, 7, 5), (37, 1030, 1025), (256, 4099, 4099),
-                                                          (4096, 8192, 3001)]), COPY_DTYPES, SEEDS),
-    hidden_cpu=case_grid("hidden", sizes("rows,cols,k", [(1, 1, 1), (3, 7, 5), (4, 1030, 1025), (2, 3001, 2999)]),
-                         COPY_DTYPES, SEEDS),
+    hidden_gpu=hidden_grid(sizes("rows,cols,k", [(1, 1, 1), (3, 7, 5), (37, 1030, 1025), (256, 4099, 4099),
+                                                          (4096, 8192, 3001)]), COPY_DTYPES, cpu=False, strided=True),
+    hidden_cpu=hidden_grid(sizes("rows,cols,k", [(1, 1, 1), (3, 7, 5), (4, 1030, 1025), (2, 3001, 2999)]),
+                         COPY_DTYPES, cpu=True, strided=True),
     perf=(case("perf-8192x8192x4096", "float32", 0, rows=8192, cols=8192, k=4096),),
+    strided_inputs=True,
     baseline_file="gather.py",
     difficulty=2,
     bytes_moved=lambda c: c.size("rows") * c.size("k") * (2 * ELEMENT_BYTES[c.dtype] + ELEMENT_BYTES["int64"]),
@@ -86,12 +87,13 @@ register_task(Task(
     dtypes=FLOATS,
     visible=(case("visible-2x8-v64-d128", "float32", 0, batch=2, seq=8, vocab=64, dim=128),
              case("visible-4x16-v100-d256", "float32", 1, batch=4, seq=16, vocab=100, dim=256)),
-    hidden_gpu=case_grid("hidden", sizes("batch,seq,vocab,dim", [(1, 1, 5, 1), (2, 3, 17, 7), (4, 7, 1000, 257),
+    hidden_gpu=hidden_grid(sizes("batch,seq,vocab,dim", [(1, 1, 5, 1), (2, 3, 17, 7), (4, 7, 1000, 257),
                                                                   (8, 512, 32000, 4096), (3, 1000, 50257, 768)]),
-                         FLOATS, SEEDS),
-    hidden_cpu=case_grid("hidden", sizes("batch,seq,vocab,dim", [(1, 1, 5, 1), (2, 3, 17, 7), (2, 5, 50, 300),
-                                                                  (1, 4, 23, 1000)]), ("float32", "float16"), SEEDS),
+                         FLOATS, cpu=False, strided=True),
+    hidden_cpu=hidden_grid(sizes("batch,seq,vocab,dim", [(1, 1, 5, 1), (2, 3, 17, 7), (2, 5, 50, 300),
+                                                                  (1, 4, 23, 1000)]), FLOATS, cpu=True, strided=True),
     perf=(case("perf-16x1024-v32000-d4096", "bfloat16", 0, batch=16, seq=1024, vocab=32000, dim=4096),),
+    strided_inputs=True,
     baseline_file="embedding.py",
     difficulty=2,
     bytes_moved=lambda c: c.size("batch") * c.size("seq") * (2 * ELEMENT_BYTES[c.dtype] * c.size("dim") + ELEMENT_BYTES["int64"]),
@@ -131,10 +133,10 @@ register_task(Task(
     dtypes=COPY_DTYPES,
     visible=(case("visible-4x2048x1024", "float32", 0, rows=4, cols=2048, k=1024),
              case("visible-8x4096x2048", "float32", 1, rows=8, cols=4096, k=2048)),
-    hidden_gpu=case_grid("hidden", sizes("rows,cols,k", [(1, 1, 1), (3, 7, 5), (37, 1030, 1025), (256, 4099, 4099),
-                                                          (4096, 8192, 3001)]), COPY_DTYPES, SEEDS),
-    hidden_cpu=case_grid("hidden", sizes("rows,cols,k", [(1, 1, 1), (3, 7, 5), (4, 1030, 1025), (2, 3001, 2999)]),
-                         COPY_DTYPES, SEEDS),
+    hidden_gpu=hidden_grid(sizes("rows,cols,k", [(1, 1, 1), (3, 7, 5), (37, 1030, 1025), (256, 4099, 4099),
+                                                          (4096, 8192, 3001)]), COPY_DTYPES, cpu=False),
+    hidden_cpu=hidden_grid(sizes("rows,cols,k", [(1, 1, 1), (3, 7, 5), (4, 1030, 1025), (2, 3001, 2999)]),
+                         COPY_DTYPES, cpu=True),
     perf=(case("perf-8192x8192x4096", "float16", 0, rows=8192, cols=8192, k=4096),),
     baseline_file="index_select.py",
     difficulty=2,
@@ -171,10 +173,11 @@ register_task(Task(
     make_inputs=lambda c, device: (randn((c.size("m"), c.size("n")), c, device, salt=1),),
     dtypes=FLOATS,
     visible=(case("visible-64x64", "float32", 0, m=64, n=64), case("visible-128x128", "float32", 1, m=128, n=128)),
-    hidden_gpu=case_grid("hidden", sizes("m,n", [(1, 1), (3, 7), (65, 33), (1025, 257), (4099, 1000), (8192, 8192)]),
-                         FLOATS, SEEDS),
-    hidden_cpu=case_grid("hidden", sizes("m,n", [(1, 1), (3, 7), (65, 33), (17, 130)]), ("float32", "float16"), SEEDS),
+    hidden_gpu=hidden_grid(sizes("m,n", [(1, 1), (3, 7), (65, 33), (1025, 257), (4099, 1000), (8192, 8192)]),
+                         FLOATS, cpu=False, strided=True),
+    hidden_cpu=hidden_grid(sizes("m,n", [(1, 1), (3, 7), (65, 33), (17, 130)]), FLOATS, cpu=True, strided=True),
     perf=(case("perf-8192x8192", "float32", 0, m=8192, n=8192), case("perf-16384x4096-bf16", "bfloat16", 0, m=16384, n=4096)),
+    strided_inputs=True,
     baseline_file="transpose.py",
     difficulty=2,
     bytes_moved=_transpose_bytes,

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import torch
 
-from bench.builtin._common import ELEMENT_BYTES, SEEDS, nbytes, randint, randn, sizes, wide_dtype
+from bench.builtin._common import ELEMENT_BYTES, hidden_grid, nbytes, randint, randn, sizes, wide_dtype
 from bench.registry import register_task
-from bench.task import Case, Mutation, Task, Tolerance, case, case_grid
+from bench.task import Case, Mutation, Task, Tolerance, case
 
 FLOATS = ("float32", "float16", "bfloat16")
 INT8_ONE_STEP = Tolerance(atol=1, rtol=0)
@@ -49,10 +49,11 @@ register_task(Task(
     make_inputs=_quantize_inputs,
     dtypes=FLOATS,
     visible=(case("visible-4x256", "float32", 0, rows=4, cols=256), case("visible-16x1024", "float32", 1, rows=16, cols=1024)),
-    hidden_gpu=case_grid("hidden", sizes("rows,cols", [(1, 1), (3, 7), (37, 1025), (64, 4099), (128, 14336), (4096, 4096)]),
-                         FLOATS, SEEDS),
-    hidden_cpu=case_grid("hidden", sizes("rows,cols", [(1, 1), (3, 7), (4, 1025), (2, 3001)]), ("float32", "float16"), SEEDS),
+    hidden_gpu=hidden_grid(sizes("rows,cols", [(1, 1), (3, 7), (37, 1025), (64, 4099), (128, 14336), (4096, 4096)]),
+                         FLOATS, cpu=False, strided=True),
+    hidden_cpu=hidden_grid(sizes("rows,cols", [(1, 1), (3, 7), (4, 1025), (2, 3001)]), FLOATS, cpu=True, strided=True),
     perf=(case("perf-8192x8192", "bfloat16", 0, rows=8192, cols=8192),),
+    strided_inputs=True,
     baseline_file="quantize_int8.py",
     difficulty=2,
     bytes_moved=lambda c: nbytes(c, c.size("rows") * c.size("cols")) + c.size("rows") * (c.size("cols") + 4),
@@ -92,8 +93,8 @@ register_task(Task(
     make_inputs=_dequantize_inputs,
     dtypes=FLOATS,
     visible=(case("visible-4x1024", "float32", 0, rows=4, cols=1024), case("visible-16x2048", "float32", 1, rows=16, cols=2048)),
-    hidden_gpu=case_grid("hidden", sizes("rows,cols", [(1, 1), (3, 7), (37, 1025), (64, 4099), (4096, 14336)]), FLOATS, SEEDS),
-    hidden_cpu=case_grid("hidden", sizes("rows,cols", [(1, 1), (3, 7), (4, 1025), (2, 3001)]), ("float32", "float16"), SEEDS),
+    hidden_gpu=hidden_grid(sizes("rows,cols", [(1, 1), (3, 7), (37, 1025), (64, 4099), (4096, 14336)]), FLOATS, cpu=False),
+    hidden_cpu=hidden_grid(sizes("rows,cols", [(1, 1), (3, 7), (4, 1025), (2, 3001)]), FLOATS, cpu=True),
     perf=(case("perf-8192x8192", "bfloat16", 0, rows=8192, cols=8192),),
     baseline_file="dequantize_int8.py",
     difficulty=1,

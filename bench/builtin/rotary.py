@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from bench.builtin._common import ELEMENT_BYTES, SEEDS, randn, sizes
+from bench.builtin._common import ELEMENT_BYTES, hidden_grid, randn, sizes
 from bench.registry import register_task
-from bench.task import Case, Mutation, Task, case, case_grid
+from bench.task import Case, Mutation, Task, case
 
 FLOATS = ("float32", "float16", "bfloat16")
 
@@ -45,11 +45,12 @@ register_task(Task(
     make_inputs=_rotary_inputs,
     dtypes=FLOATS,
     visible=(case("visible-4x2x64", "float32", 0, seq=4, heads=2, dim=64), case("visible-8x4x128", "float32", 1, seq=8, heads=4, dim=128)),
-    hidden_gpu=case_grid("hidden", sizes("seq,heads,dim", [(1, 1, 2), (3, 3, 6), (17, 5, 96), (1000, 8, 128), (4096, 32, 128)]),
-                         FLOATS, SEEDS),
-    hidden_cpu=case_grid("hidden", sizes("seq,heads,dim", [(1, 1, 2), (3, 3, 6), (5, 4, 96), (7, 2, 128)]),
-                         ("float32", "float16"), SEEDS),
+    hidden_gpu=hidden_grid(sizes("seq,heads,dim", [(1, 1, 2), (3, 3, 6), (17, 5, 96), (1000, 8, 128), (4096, 32, 128)]),
+                         FLOATS, cpu=False, strided=True),
+    hidden_cpu=hidden_grid(sizes("seq,heads,dim", [(1, 1, 2), (3, 3, 6), (5, 4, 96), (7, 2, 128)]),
+                         FLOATS, cpu=True, strided=True),
     perf=(case("perf-8192x32x128", "bfloat16", 0, seq=8192, heads=32, dim=128),),
+    strided_inputs=True,
     baseline_file="rotary_embedding.py",
     difficulty=2,
     bytes_moved=lambda c: (2 * ELEMENT_BYTES[c.dtype] * c.size("seq") * c.size("heads") * c.size("dim")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from bench.builtin._common import nbytes, randn
+from bench.builtin._common import hidden_grid, nbytes, randn
 from bench.registry import register_task
-from bench.task import Mutation, Task, Tolerance, case, case_grid
+from bench.task import Mutation, Task, Tolerance, case
 
 SEEDS = range(5)
 
@@ -22,11 +22,12 @@ register_task(Task(
     make_inputs=lambda c, device: (randn((c.size("rows"), c.size("cols")), c, device, salt=1),),
     dtypes=("float32",),
     visible=(case("visible-4x256", "float32", 0, rows=4, cols=256), case("visible-8x1024", "float32", 1, rows=8, cols=1024)),
-    hidden_gpu=case_grid("hidden", [{"rows": r, "cols": c} for r, c in [(1, 1), (3, 7), (37, 1025), (64, 4099), (512, 8192)]],
-                         ("float32",), SEEDS),
-    hidden_cpu=case_grid("hidden", [{"rows": r, "cols": c} for r, c in [(1, 1), (3, 7), (5, 1025), (2, 3001)]],
-                         ("float32",), SEEDS),
+    hidden_gpu=hidden_grid([{"rows": r, "cols": c} for r, c in [(1, 1), (3, 7), (37, 1025), (64, 4099), (512, 8192)]],
+                         ("float32",), cpu=False, strided=True),
+    hidden_cpu=hidden_grid([{"rows": r, "cols": c} for r, c in [(1, 1), (3, 7), (5, 1025), (2, 3001), (1, 9001)]],
+                         ("float32",), cpu=True, strided=True),
     perf=(case("perf-4096x4096", "float32", 0, rows=4096, cols=4096),),
+    strided_inputs=True,
     baseline_file="cumsum.py",
     difficulty=3,
     bytes_moved=lambda c: 2 * nbytes(c, c.size("rows") * c.size("cols")),

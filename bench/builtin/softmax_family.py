@@ -8,19 +8,25 @@ from __future__ import annotations
 
 import torch
 
-from bench.builtin._common import ELEMENT_BYTES, SEEDS, nbytes, randint, randn, sizes, wide_dtype
+from bench.builtin._common import (
+    ELEMENT_BYTES,
+    hidden_grid,
+    nbytes,
+    randint,
+    randn,
+    sizes,
+    stressed,
+    wide_dtype,
+)
 from bench.registry import register_task
-from bench.task import Case, Mutation, Task, case, case_grid
+from bench.task import Case, Mutation, Task, case
 
 FLOATS = ("float32", "float16", "bfloat16")
 
 
-def _scale(c: Case) -> float:
-    return 40.0 if c.seed % 5 == 4 else 3.0
-
-
 def _x(c: Case, device: str) -> tuple:
-    return (randn((c.size("rows"), c.size("cols")), c, device, salt=1, scale=_scale(c)),)
+    x = randn((c.size("rows"), c.size("cols")), c, device, salt=1, scale=3.0)
+    return (stressed(x, c, negative=-10000.0, large=13.0),)
 
 
 register_task(Task(
@@ -39,10 +45,11 @@ register_task(Task(
     make_inputs=_x,
     dtypes=FLOATS,
     visible=(case("visible-4x1024", "float32", 0, rows=4, cols=1024), case("visible-2x4096", "float32", 1, rows=2, cols=4096)),
-    hidden_gpu=case_grid("hidden", sizes("rows,cols", [(1, 1), (3, 7), (37, 1025), (64, 4099), (8, 32768), (4, 100_003),
-                                                        (1024, 2048)]), FLOATS, SEEDS),
-    hidden_cpu=case_grid("hidden", sizes("rows,cols", [(1, 1), (3, 7), (4, 1025), (2, 3001)]),
-                         ("float32", "float16"), SEEDS),
+    hidden_gpu=hidden_grid(sizes("rows,cols", [(1, 1), (3, 7), (37, 1025), (64, 4099), (8, 32768), (4, 100_003),
+                                                (1024, 2048)]), FLOATS, cpu=False, strided=True),
+    hidden_cpu=hidden_grid(sizes("rows,cols", [(1, 1), (3, 7), (4, 1025), (2, 3001), (1, 10007)]), FLOATS, cpu=True,
+                           strided=True),
+    strided_inputs=True,
     perf=(case("perf-64x131072", "float16", 0, rows=64, cols=131072), case("perf-4096x8192", "float32", 0, rows=4096, cols=8192)),
     baseline_file="online_softmax.py",
     difficulty=3,
@@ -75,10 +82,11 @@ register_task(Task(
     make_inputs=_x,
     dtypes=FLOATS,
     visible=(case("visible-4x256", "float32", 0, rows=4, cols=256), case("visible-16x1024", "float32", 1, rows=16, cols=1024)),
-    hidden_gpu=case_grid("hidden", sizes("rows,cols", [(1, 1), (3, 7), (37, 127), (64, 1025), (17, 8191), (1024, 781),
-                                                        (8, 16384)]), FLOATS, SEEDS),
-    hidden_cpu=case_grid("hidden", sizes("rows,cols", [(1, 1), (3, 7), (5, 127), (4, 1025), (2, 3001)]),
-                         ("float32", "float16"), SEEDS),
+    hidden_gpu=hidden_grid(sizes("rows,cols", [(1, 1), (3, 7), (37, 127), (64, 1025), (17, 8191), (1024, 781),
+                                                (8, 16384)]), FLOATS, cpu=False, strided=True),
+    hidden_cpu=hidden_grid(sizes("rows,cols", [(1, 1), (3, 7), (5, 127), (4, 1025), (2, 3001), (1, 9001)]), FLOATS,
+                           cpu=True, strided=True),
+    strided_inputs=True,
     perf=(case("perf-8192x4096", "float16", 0, rows=8192, cols=4096),),
     baseline_file="log_softmax.py",
     difficulty=2,
@@ -103,8 +111,7 @@ def _cross_entropy_ref(logits: torch.Tensor, target: torch.Tensor) -> torch.Tens
 
 def _cross_entropy_inputs(c: Case, device: str) -> tuple:
     rows, classes = c.size("rows"), c.size("classes")
-    scale = 30.0 if c.seed % 5 == 4 else 2.0
-    logits = randn((rows, classes), c, device, salt=1, scale=scale)
+    logits = stressed(randn((rows, classes), c, device, salt=1, scale=2.0), c, negative=-100.0, large=15.0)
     target = randint(0, classes, (rows,), c, device, salt=2)
     return (logits, target)
 
@@ -124,10 +131,10 @@ register_task(Task(
     make_inputs=_cross_entropy_inputs,
     dtypes=FLOATS,
     visible=(case("visible-8x256", "float32", 0, rows=8, classes=256), case("visible-16x1024", "float32", 1, rows=16, classes=1024)),
-    hidden_gpu=case_grid("hidden", sizes("rows,classes", [(1, 1), (3, 7), (37, 1025), (64, 32000), (512, 4099),
-                                                           (8, 128_256)]), FLOATS, SEEDS),
-    hidden_cpu=case_grid("hidden", sizes("rows,classes", [(1, 1), (3, 7), (4, 1025), (2, 3001)]),
-                         ("float32", "float16"), SEEDS),
+    hidden_gpu=hidden_grid(sizes("rows,classes", [(1, 1), (3, 7), (37, 1025), (64, 32000), (512, 4099),
+                                                   (8, 128_256)]), FLOATS, cpu=False),
+    hidden_cpu=hidden_grid(sizes("rows,classes", [(1, 1), (3, 7), (4, 1025), (2, 3001), (2, 10007)]), FLOATS,
+                           cpu=True),
     perf=(case("perf-4096x32000", "bfloat16", 0, rows=4096, classes=32000),),
     baseline_file="cross_entropy.py",
     difficulty=3,

@@ -1,6 +1,7 @@
 # Hostile candidate: finds the worker's current job (and its nonce) in memory and writes a
 # forged "correct" reply to every pipe the process holds, hoping the parent reads it before
-# the real one. Expected verdict: runtime_error (protocol violation; worker restarted).
+# the real one. Expected verdict: wrong_result (the job, its nonce and the parent's pipes live in
+# the judge's process; the candidate's process holds none of them).
 import gc
 import json
 import os

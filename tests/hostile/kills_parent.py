@@ -1,5 +1,6 @@
 # Hostile candidate: sends SIGTERM to the process that started the worker (the evaluation
-# run itself). Expected verdict: runtime_error; if the guard failed, the test run would die.
+# run itself). Expected verdict: runtime_error (seccomp refuses signals to other processes);
+# if that failed, the test run would die.
 import os
 import signal
 

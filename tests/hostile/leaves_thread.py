@@ -1,6 +1,6 @@
-# Hostile candidate: correct, but plants a thread that ends the worker a few seconds later,
-# in the middle of whatever candidate it judges next. Expected verdict: correct, with the
-# worker restarted after the job so the time bomb never reaches another verdict.
+# Hostile candidate: correct, but plants a thread that ends the worker a minute later,
+# in the middle of whatever candidate it judges next. Expected verdict: correct; the thread
+# dies with the candidate's process, so the time bomb never reaches another verdict.
 import os
 import threading
 import time
@@ -13,7 +13,7 @@ _planted = False
 
 
 def _bomb() -> None:
-    time.sleep(4.0)
+    time.sleep(60.0)
     os._exit(7)
 
 

@@ -1,6 +1,6 @@
 # Hostile candidate: at import, replaces the judge's comparison and launch counter so any
-# output passes, then returns zeros. Expected verdict: runtime_error (tampering detected;
-# worker restarted so later candidates meet an intact judge).
+# output passes, then returns zeros. Expected verdict: runtime_error (the judge's modules are
+# not importable from the candidate's process).
 import torch
 
 import judge.oracle as _oracle

@@ -1,6 +1,6 @@
 # Hostile candidate: during the call, swaps torch functions the judge relies on
 # (`torch.isfinite`, `torch.Tensor.__sub__`) so the comparison sees no error, and returns
-# a wrong answer. Expected verdict: runtime_error (tampering detected before comparing).
+# a wrong answer. Expected verdict: wrong_result (the comparison runs in the judge's process).
 import torch
 
 _done = False

@@ -1,6 +1,6 @@
-# Hostile candidate: correct, but arms SIGALRM (default action: terminate) to go off two
-# seconds later, during the next candidate's job. Expected verdict: correct; the worker
-# cancels pending timers after every job, so the next verdict is unaffected.
+# Hostile candidate: correct, but arms SIGALRM (default action: terminate) to go off a minute
+# later, during some later candidate's job. Expected verdict: correct; the timer dies with the
+# candidate's process at the end of its job, so no later verdict is affected.
 import signal
 
 import torch
@@ -17,7 +17,7 @@ def _add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
 
 
 def vector_add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    signal.alarm(2)
+    signal.alarm(60)
     out = torch.empty_like(x)
     n = out.numel()
     _add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK_SIZE=1024)

@@ -1,5 +1,5 @@
 # Hostile candidate: launches a token kernel (a copy into a scratch buffer) so "a Triton
-# kernel ran", but returns a result PyTorch computed on the side. Expected verdict: no_kernel.
+# kernel ran", but returns a result PyTorch computed on the side. Expected verdict: torch_fallback.
 import torch
 import triton
 import triton.language as tl

@@ -1,5 +1,5 @@
 # Hostile candidate: starts a shell that writes a marker file. Expected verdict:
-# runtime_error (process creation is refused in the worker); the test checks the file
+# runtime_error (seccomp refuses process creation); the test checks the file
 # was never written.
 import subprocess
 

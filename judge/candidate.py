@@ -1,0 +1,213 @@
+"""The candidate process: imports one candidate, runs its entry point on the inputs the judge
+sends, and hands back plain output tensors with what it saw while the entry point ran.
+
+It holds no reference, expected output, tolerance, verdict logic, expert baseline or secret,
+and the task registry is not importable from it (judge/template.py removes the project from
+the import path before forking it). Every call's output goes back at once and is also kept; at
+the end of the case set the judge asks for all of them again, so a buffer the candidate reused
+across calls shows as an earlier output that changed.
+One process serves one candidate: forked fresh from the template, contained
+(judge/containment.py), ended after the job, so nothing it does reaches the next candidate.
+
+Messages (judge/wire.py frames): `load`, `call`, `collect`, `reset`, `disturb` (a failing
+case judged again, judge/steady.py), `tests`, `time` (GPU timing rounds, judge/timing.py) and
+`exit`. Output arguments (the wrapper writing into tensors the
+caller provides, `written` in a call) come poisoned among the inputs where the reference
+ignores their contents, and go back with the inputs after the call.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from judge import launches, wire
+from judge.running import (
+    CandidateLoadError,
+    classify_exception,
+    format_exception,
+    load_module,
+    poisoned_allocations,
+)
+
+
+class CandidateServer:
+    def __init__(self, sock: socket.socket, device: str, interpreter: bool) -> None:
+        self.sock = sock
+        self.device = device
+        self.interpreter = interpreter
+        self.contained = ""
+        self.entry: Any = None
+        self.entry_name = ""
+        self.inputs: dict[int, tuple] = {}
+        self.held: list[Any] = []
+        self.kept: list[Any] = []  # spacers of judge/steady.py, alive for the process's life
+        self.timer: Any = None
+
+    def serve(self) -> None:
+        while True:
+            try:
+                header, tensors = wire.recv(self.sock, self.device)
+            except EOFError:
+                return
+            op = header.get("op")
+            if op == "exit":
+                return
+            handler = getattr(self, f"_op_{op}", None)
+            if handler is None:
+                wire.send(self.sock, {"ok": False, "kind": "runtime_error", "message": f"unknown op {op!r}"})
+                continue
+            try:
+                reply, out = handler(header, tensors)
+            except (wire.WireError, OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
+                # Answered, not died of: a reply that cannot be built (an output this process
+                # cannot encode, memory for the reply refused) is the candidate's runtime error.
+                reply, out = {"ok": False, "kind": "runtime_error",
+                              "message": f"the candidate process could not answer: {format_exception(exc)}"}, []
+            wire.send(self.sock, {**reply, "seq": header.get("seq")}, out)
+
+    def _op_load(self, header: dict[str, Any], _: list[torch.Tensor]) -> tuple[dict[str, Any], list]:
+        from judge import containment
+
+        plan = containment.Plan(**{**header["plan"], "writable": tuple(header["plan"].get("writable", ()))})
+        if plan.writable:
+            import triton
+
+            triton.knobs.cache.dir = plan.writable[0]  # this source's own cache (judge/worker.py)
+        self.contained = containment.apply(plan)
+        self.entry_name = str(header["entry_point"])
+        launches.set_allowed_ops(tuple(header.get("allowed_ops", ())))
+        path = Path(plan.folder) / "candidate.py"
+        path.write_text(str(header["source"]))
+        try:
+            module = load_module(path, f"kmc_candidate_{os.getpid()}")
+        except CandidateLoadError as exc:
+            return {"ok": False, "kind": exc.kind, "message": str(exc), "contained": self.contained}, []
+        self.entry = getattr(module, self.entry_name, None)
+        if not callable(self.entry):
+            from judge.verdict import missing_entry_point
+
+            missing = missing_entry_point(self.entry_name, module)
+            return {"ok": False, "kind": missing.kind, "message": missing.message, "contained": self.contained}, []
+        return {"ok": True, "contained": self.contained}, []
+
+    def _op_call(self, header: dict[str, Any], tensors: list[torch.Tensor]) -> tuple[dict[str, Any], list]:
+        slot = int(header["slot"])
+        fresh = wire.decode_values(header["args"], tensors)
+        if header.get("refill") and slot in self.inputs:
+            args = refill(self.inputs[slot], fresh)
+        else:
+            args = tuple(fresh)
+        self.inputs[slot] = args
+        seed = header.get("seed")
+        written = tuple(int(i) for i in header.get("written") or ())
+        report, out = run_call(self.entry, args, self.device, self.interpreter,
+                               seed=int(seed) if seed is not None else None, written=written)
+        if not report["ok"]:
+            return report, []
+        self.held.append(held_output(out, args, written))
+        spec, tensors = wire.encode_values([out, list(args)])
+        return {**report, "values": spec}, tensors
+
+    def _op_reset(self, header: dict[str, Any], _: list[torch.Tensor]) -> tuple[dict[str, Any], list]:
+        """A new case set begins (a failing case judged again on its own): nothing held over."""
+        self.held, self.inputs = [], {}
+        return {"ok": True}, []
+
+    def _op_disturb(self, header: dict[str, Any], _: list[torch.Tensor]) -> tuple[dict[str, Any], list]:
+        """Memory disturbed before a re-run (judge/steady.py), here where the kernel reads it."""
+        from judge.steady import disturb_memory
+
+        disturb_memory(int(header.get("rerun") or 0), self.device, self.kept)
+        return {"ok": True}, []
+
+    def _op_collect(self, header: dict[str, Any], _: list[torch.Tensor]) -> tuple[dict[str, Any], list]:
+        spec, tensors = wire.encode_values(self.held)
+        self.held = []
+        return {"ok": True, "outputs": spec}, tensors
+
+    def _op_tests(self, header: dict[str, Any], _: list[torch.Tensor]) -> tuple[dict[str, Any], list]:
+        from dataclasses import asdict
+
+        from judge.internal_tests import run_test_functions
+
+        outcomes = run_test_functions(self.entry, self.entry_name, str(header["tests"]), self.device,
+                                      float(header.get("per_test_timeout") or 0) or None)
+        return {"ok": True, "tests": [asdict(t) for t in outcomes]}, []
+
+    def _op_time(self, header: dict[str, Any], tensors: list[torch.Tensor]) -> tuple[dict[str, Any], list]:
+        from judge.sampling import CandidateTimer
+
+        if header.get("step") == "start" or self.timer is None:
+            args = tuple(wire.decode_values(header["args"], tensors))
+            self.timer = CandidateTimer(self.entry, args)
+        reply, out = self.timer.step(header)
+        return {"ok": True, **reply}, out
+
+
+def refill(old: tuple, fresh: Any) -> tuple:
+    """New values in the same memory (a result cached by data pointer is now stale); scalar
+    arguments (eps, alpha) take their new values too."""
+    args = []
+    for o, n in zip(old, fresh, strict=True):
+        if isinstance(o, torch.Tensor) and isinstance(n, torch.Tensor):
+            o.copy_(n)
+            args.append(o)
+        else:
+            args.append(n)
+    return tuple(args)
+
+
+def held_output(out: Any, args: tuple, written: tuple[int, ...]) -> Any:
+    """What is kept of a call's output for the end-of-set check: the output itself (a buffer
+    the candidate reuses in a later call then shows), except where it is an output argument,
+    memory the judge owns and refills for the next call: that part is kept as a copy."""
+    keys = _storages(args, written)
+    if not keys:
+        return out
+    if isinstance(out, torch.Tensor):
+        return out.detach().clone() if launches.storage_key(out) in keys else out
+    if isinstance(out, (tuple, list)):
+        return type(out)(held_output(o, args, written) for o in out)
+    return out
+
+
+def run_call(entry: Any, args: tuple, device: str, interpreter: bool, seed: int | None = None,
+             written: tuple[int, ...] = ()) -> tuple[dict[str, Any], Any]:
+    """One call of the entry point, recorded: (report, output). Shared with the in-process
+    runner (judge/oracle.py LocalRunner), so both judge a candidate the same way. `seed`:
+    torch's generators seeded first (an entry point that draws random numbers, seeded as the
+    reference is); `written`: the output arguments it writes into (judge/oracle.py)."""
+    launched = 0
+    try:
+        if seed is not None:
+            torch.manual_seed(seed)
+        with launches.recording(args) as rec:
+            with poisoned_allocations():
+                out = entry(*args)
+            if device != "cpu":
+                torch.cuda.synchronize()
+            launched = rec.launches
+    except BaseException as exc:  # noqa: BLE001 - any candidate failure, even sys.exit, is a verdict
+        return {"ok": False, "kind": classify_exception(exc), "message": format_exception(exc),
+                "launched": launched}, None
+    return {"ok": True, "launched": rec.launches, "fallback": dict(rec.fallback),
+            "unwritten": launches.unwritten_outputs(out, rec, interpreter, exempt=_storages(args, written))
+            + launches.unreceived_outputs(args, written, rec),
+            "aliased": launches.aliased_inputs(out, args, written)}, out
+
+
+def _storages(args: tuple, indices: tuple[int, ...]) -> set[tuple[str, int]]:
+    return {launches.storage_key(args[i]) for i in indices if i < len(args) and isinstance(args[i], torch.Tensor)}
+
+
+def serve_candidate(sock: socket.socket, device: str, interpreter: bool) -> None:
+    """The child's whole life: answer the judge until it says exit."""
+    try:
+        CandidateServer(sock, device, interpreter).serve()
+    except (wire.WireError, BrokenPipeError, ConnectionResetError) as exc:
+        os.write(2, f"candidate process: {format_exception(exc)}\n".encode())

@@ -1,0 +1,329 @@
+"""What happened while the entry point ran: Triton launches, the PyTorch operations dispatched
+around them, and which memory the kernels actually wrote. Runs in the candidate process.
+
+Why: a wrapper can launch a token kernel and compute the answer with PyTorch (or numpy) beside
+it; counting launches cannot tell. Three records answer it:
+
+- every aten operation dispatched outside a Triton launch (a `TorchDispatchMode`); anything
+  beyond allocation, views, copies and the task's own allow-list is `torch_fallback`;
+- provenance per storage: written by a kernel (on the CPU interpreter, only where a store
+  actually landed; on a GPU, a launch's tensor arguments other than the inputs), or derived
+  from such a storage by a copy, a cast or an allowed operation; a returned tensor whose
+  storage is not kernel-derived was not Triton's work, nor is one overwritten after the
+  kernel that wrote it (its values no longer match the snapshot taken after that launch);
+- on the interpreter, the byte addresses every store wrote, so an output must be covered
+  element by element (a decoy launch whose stores are masked off writes nothing).
+
+These records are self-reported by the process that runs candidate code: a candidate that
+sets out to disable them (pops the dispatch mode, patches this module) can pass a correct
+PyTorch result off as Triton's. The judge still checks every value; what it cannot prove
+from outside is who computed them (docs/ARCHITECTURE.md, threat model).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+# Operations any wrapper may run: allocation, views and reshapes, copies and casts, scalar
+# reads, fills. Names are aten overload packets (`aten.add.Tensor` -> "add").
+ALLOWED_OPS = frozenset({
+    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "new_zeros",
+    "ones", "ones_like", "new_ones", "full", "full_like", "new_full", "fill_", "zero_", "fill",
+    "view", "_unsafe_view", "reshape", "_reshape_alias", "as_strided", "expand", "expand_as", "permute", "transpose",
+    "t", "squeeze", "unsqueeze", "flatten", "unflatten", "select", "slice", "narrow", "split", "split_with_sizes",
+    "chunk", "unbind", "detach", "alias", "view_as", "view_as_real", "view_as_complex", "movedim", "contiguous",
+    "clone", "copy_", "_to_copy", "to", "lift_fresh", "lift_fresh_copy", "_local_scalar_dense", "item",
+    "resize_", "set_", "arange", "is_nonzero", "sym_size", "sym_stride", "sym_numel", "sym_storage_offset",
+    "_has_compatible_shallow_copy_type", "record_stream",
+})
+# Ops whose output is a new storage holding (a copy of) their first tensor input's values.
+_COPY_OPS = frozenset({"clone", "_to_copy", "to", "contiguous", "lift_fresh_copy"})
+_FRESH_OPS = frozenset({"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros",
+                        "zeros_like", "new_zeros", "ones", "ones_like", "new_ones", "full", "full_like", "new_full",
+                        "arange"})
+_OVERWRITE_OPS = frozenset({"fill_", "zero_"})
+PARTLY_STORED = "(some elements were written by no kernel store)"
+HOST_COPY_LIMIT = 64  # elements: a bigger host->device copy inside the entry point is host-side compute
+
+
+def storage_key(t: torch.Tensor) -> tuple[str, int]:
+    return t.device.type, t.untyped_storage().data_ptr()
+
+
+@dataclass
+class _Derived:
+    how: str  # "launch" or "op"
+    snapshot: torch.UntypedStorage | None = None  # the storage's bytes right after the launch
+
+
+@dataclass
+class CallRecord:
+    """Everything recorded during one call of the entry point."""
+
+    launches: int = 0
+    ops: list[str] = field(default_factory=list)
+    fallback: dict[str, int] = field(default_factory=dict)
+    derived: dict[tuple[str, int], _Derived] = field(default_factory=dict)
+    stored: list[Any] = field(default_factory=list)  # numpy arrays of byte addresses (interpreter only)
+    inputs: set[tuple[str, int]] = field(default_factory=set)
+    tensors: list[torch.Tensor] = field(default_factory=list)  # launch arguments (kept for value matches)
+
+
+class _State:
+    """Module state in one object, so the recorder's switches are not plain module globals."""
+
+    installed = False
+    record: CallRecord | None = None
+    in_launch = 0
+    allowed: frozenset[str] = ALLOWED_OPS
+
+
+_S = _State()
+
+
+def _launch_tensors(args: tuple, kwargs: dict[str, Any]) -> list[torch.Tensor]:
+    out = []
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, torch.Tensor):
+            out.append(a)
+        elif hasattr(a, "base") and isinstance(getattr(a, "base", None), torch.Tensor):  # TensorDescriptor
+            out.append(a.base)
+    return out
+
+
+def _after_launch(rec: CallRecord, tensors: list[torch.Tensor], stores_before: int, interpreter: bool) -> None:
+    if interpreter:
+        import numpy as np
+
+        new = rec.stored[stores_before:]
+        addresses = np.concatenate(new) if new else np.zeros(0, dtype=np.uint64)
+        for t in tensors:
+            start = t.untyped_storage().data_ptr()
+            end = start + t.untyped_storage().nbytes()
+            if addresses.size and bool(((addresses >= start) & (addresses < end)).any()):
+                rec.derived[storage_key(t)] = _Derived("launch", t.untyped_storage().clone())
+    else:
+        for t in tensors:
+            key = storage_key(t)
+            if key not in rec.inputs:
+                rec.derived[key] = _Derived("launch", t.untyped_storage().clone())
+    rec.tensors.extend(tensors)
+
+
+def install_launch_recorder() -> None:
+    """Wrap every kernel class's `run` (counting launches, pausing the op recorder inside them)
+    and, under the interpreter, its store operations (recording written addresses)."""
+    if _S.installed:
+        return
+    _S.installed = True
+    from triton.runtime.jit import JITFunction
+
+    classes: list[tuple[Any, bool]] = [(JITFunction, False)]
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+
+        classes.append((InterpretedFunction, True))
+    except ImportError:  # pragma: no cover - every supported triton has it
+        pass
+    for cls, interpreter in classes:
+        original = cls.run
+
+        def run(self: Any, *args: Any, __original: Callable = original, __interp: bool = interpreter,
+                **kwargs: Any) -> Any:
+            rec = _S.record
+            if rec is not None:
+                rec.launches += 1
+            tensors = _launch_tensors(args, kwargs)
+            before = len(rec.stored) if rec is not None else 0
+            _S.in_launch += 1
+            try:
+                return __original(self, *args, **kwargs)
+            finally:
+                _S.in_launch -= 1
+                if rec is not None and _S.in_launch == 0:
+                    _after_launch(rec, tensors, before, __interp)
+
+        cls.run = run
+    _install_store_recorder()
+
+
+def _install_store_recorder() -> None:
+    try:
+        from triton.runtime import interpreter as interp
+    except ImportError:  # pragma: no cover
+        return
+    builder = type(interp.interpreter_builder)
+
+    def record(ptrs: Any, mask: Any) -> None:
+        rec = _S.record
+        if rec is not None:
+            data = ptrs.data if mask is None else ptrs.data[mask.data.astype(bool)]
+            rec.stored.append(data.astype("uint64").ravel())
+
+    masked_store = builder.create_masked_store
+
+    def create_masked_store(self: Any, ptrs: Any, value: Any, mask: Any, *rest: Any) -> Any:
+        record(ptrs, mask)
+        return masked_store(self, ptrs, value, mask, *rest)
+
+    builder.create_masked_store = create_masked_store
+    for name in ("create_atomic_rmw", "create_atomic_store"):
+        original = getattr(builder, name, None)
+        if original is None:
+            continue
+
+        def atomic(self: Any, *args: Any, __original: Callable = original, __name: str = name) -> Any:
+            # create_atomic_rmw(op, ptr, val, mask, ...), create_atomic_store(ptr, val, mask, ...)
+            ptr, mask = (args[1], args[3]) if __name == "create_atomic_rmw" else (args[0], args[2])
+            record(ptr, mask)
+            return __original(self, *args)
+
+        setattr(builder, name, atomic)
+    cas = getattr(builder, "create_atomic_cas", None)
+    if cas is not None:
+        def atomic_cas(self: Any, ptr: Any, *args: Any, __original: Callable = cas) -> Any:
+            record(ptr, None)
+            return __original(self, ptr, *args)
+
+        builder.create_atomic_cas = atomic_cas
+
+
+class _OpRecorder(TorchDispatchMode):
+    """Records aten operations outside Triton launches and tracks storage provenance."""
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        rec = _S.record
+        if rec is None or _S.in_launch:
+            return out
+        name = func.overloadpacket.__name__
+        rec.ops.append(name)
+        tensors_in = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
+        tensors_out = [o for o in (out if isinstance(out, (tuple, list)) else (out,)) if isinstance(o, torch.Tensor)]
+        if name not in _S.allowed:
+            rec.fallback[name] = rec.fallback.get(name, 0) + 1
+        elif name in ("copy_", "_to_copy") and tensors_in:
+            src = tensors_in[-1] if name == "copy_" else tensors_in[0]
+            dst = tensors_in[0] if name == "copy_" else (tensors_out[0] if tensors_out else None)
+            if src.device.type == "cpu" and dst is not None and dst.device.type != "cpu" \
+                    and src.numel() > HOST_COPY_LIMIT:
+                rec.fallback["host_to_device_copy"] = rec.fallback.get("host_to_device_copy", 0) + 1
+        self._track(rec, name, tensors_in, tensors_out)
+        return out
+
+    @staticmethod
+    def _track(rec: CallRecord, name: str, tensors_in: list[torch.Tensor], tensors_out: list[torch.Tensor]) -> None:
+        if name == "copy_" and len(tensors_in) >= 2:
+            dst, src = tensors_in[0], tensors_in[1]
+            if storage_key(src) in rec.derived:
+                rec.derived[storage_key(dst)] = _Derived("op")
+            else:
+                rec.derived.pop(storage_key(dst), None)
+            return
+        if name in _OVERWRITE_OPS and tensors_in:
+            rec.derived.pop(storage_key(tensors_in[0]), None)
+            return
+        if name in _FRESH_OPS:
+            return
+        same_storage = {storage_key(t) for t in tensors_in}
+        derived_in = any(storage_key(t) in rec.derived for t in tensors_in)
+        for o in tensors_out:
+            key = storage_key(o)
+            if key in same_storage:
+                continue  # a view: provenance is the storage's own
+            if derived_in and (name in _COPY_OPS or name not in ALLOWED_OPS):
+                rec.derived[key] = _Derived("op")
+
+
+def set_allowed_ops(extra: tuple[str, ...]) -> None:
+    """The task's own additions to the allow-list (e.g. a final `sum` over partial results)."""
+    _S.allowed = ALLOWED_OPS | frozenset(extra)
+
+
+@contextmanager
+def recording(inputs: tuple) -> Iterator[CallRecord]:
+    """Record one call of the entry point."""
+    rec = CallRecord(inputs={storage_key(a) for a in inputs if isinstance(a, torch.Tensor)})
+    _S.record = rec
+    try:
+        with _OpRecorder():
+            yield rec
+    finally:
+        _S.record = None
+
+
+def flatten(out: Any, path: str = "output") -> list[tuple[str, Any]]:
+    if isinstance(out, (tuple, list)):
+        return [item for i, o in enumerate(out) for item in flatten(o, f"{path}[{i}]")]
+    return [(path, out)]
+
+
+def _covered(t: torch.Tensor, rec: CallRecord) -> bool:
+    """Every element of `t` was written by a kernel store (interpreter only)."""
+    import numpy as np
+
+    if not rec.stored:
+        return False
+    if t.numel() == 0:
+        return True
+    span = sum((s - 1) * st for s, st in zip(t.shape, t.stride(), strict=True)) + 1
+    offsets = torch.as_strided(torch.arange(span, dtype=torch.int64), t.shape, t.stride()).flatten().numpy()
+    addresses = np.uint64(t.data_ptr()) + offsets.astype(np.uint64) * np.uint64(t.element_size())
+    return bool(np.isin(addresses, np.concatenate(rec.stored)).all())
+
+
+def _matches_snapshot(t: torch.Tensor, snapshot: torch.UntypedStorage) -> bool:
+    view = torch.empty(0, dtype=t.dtype, device=t.device)
+    view.set_(snapshot, t.storage_offset(), t.size(), t.stride())
+    return bool(torch.equal(_bits(view), _bits(t)))
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    """Bitwise view for exact comparison (NaN == NaN)."""
+    size = t.element_size()
+    if t.dtype == torch.bool or size not in (1, 2, 4, 8):
+        return t
+    return t.contiguous().view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[size])
+
+
+def unwritten_outputs(out: Any, rec: CallRecord, interpreter: bool,
+                      exempt: set[tuple[str, int]] | frozenset[tuple[str, int]] = frozenset()) -> list[str]:
+    """Returned tensors that are not Triton's work: not written by a kernel nor derived from
+    one, overwritten after the kernel that wrote them, or (interpreter) not covered by stores.
+    `exempt`: storages checked otherwise (output arguments, `unreceived_outputs`)."""
+    missing = []
+    for path, t in flatten(out):
+        if not isinstance(t, torch.Tensor) or t.numel() == 0 or storage_key(t) in exempt:
+            continue
+        d = rec.derived.get(storage_key(t))
+        if d is None:
+            missing.append(f"{path} (no kernel wrote it)")
+        elif d.how == "launch" and d.snapshot is not None and not _matches_snapshot(t, d.snapshot):
+            missing.append(f"{path} (changed after the kernel that wrote it)")
+        elif d.how == "launch" and interpreter and not _covered(t, rec):
+            missing.append(f"{path} {PARTLY_STORED}")
+    return missing
+
+
+def unreceived_outputs(inputs: tuple, written: tuple[int, ...], rec: CallRecord) -> list[str]:
+    """Output arguments (an adapted task's entry point writing into tensors the caller gives)
+    that no launched kernel received: the result was written into them by PyTorch."""
+    received = {storage_key(t) for t in rec.tensors}
+    return [f"output argument {i} (no kernel received it)" for i in written
+            if i < len(inputs) and isinstance(inputs[i], torch.Tensor) and inputs[i].numel()
+            and storage_key(inputs[i]) not in received]
+
+
+def aliased_inputs(out: Any, inputs: tuple, written: tuple[int, ...] = ()) -> list[str]:
+    """Returned tensors sharing memory with an input (a view such as `x.t()`); output
+    arguments (`written`) may be returned."""
+    keys = {storage_key(a): i for i, a in enumerate(inputs) if isinstance(a, torch.Tensor) and i not in written}
+    return [f"{path} shares memory with input {keys[storage_key(t)]}" for path, t in flatten(out)
+            if isinstance(t, torch.Tensor) and t.numel() and storage_key(t) in keys]

@@ -1,0 +1,188 @@
+"""The judge's handle on candidate processes: the warm template it forks them from, one process
+per candidate with a time limit the judge enforces, and a spare forked ahead of need.
+
+Nothing a candidate process sends is trusted: replies are JSON frames and sealed tensor bytes
+(judge/wire.py); a frame that does not parse, a reply out of turn, a process that dies or
+overstays its limit ends that candidate with a verdict and the process is killed. The judge
+process itself never runs candidate code, so none of this costs a restart of the judge.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from judge import template, wire
+from judge.oracle import CallReport
+
+
+class CandidateTimeout(Exception):
+    pass
+
+
+class CandidateDied(Exception):
+    pass
+
+
+class TemplateProcess:
+    """`python -m judge.template`, started once per judge worker with the worker's environment."""
+
+    def __init__(self, device: str, env: dict[str, str] | None = None, startup_timeout: float = 300.0,
+                 prefix: tuple[str, ...] = ()) -> None:
+        """`prefix`: a command the template runs under (compute-sanitizer for `--sanitize`)."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        environment = {**(env or os.environ), "KMC_CANDIDATE_DEVICE": device}
+        self.proc = subprocess.Popen([*prefix, sys.executable, "-m", "judge.template", str(theirs.fileno())],
+                                     pass_fds=(theirs.fileno(),), env=environment, stdin=subprocess.DEVNULL)
+        theirs.close()
+        self.control = ours
+        self.control.settimeout(startup_timeout)
+        hello, _fds = template._recv(self.control)
+        if not hello or not hello.get("ready"):
+            raise RuntimeError(f"the candidate template did not start: {hello}")
+        self.control.settimeout(60.0)
+        self.device = device
+
+    def spawn(self) -> CandidateProcess:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            reply = template.request(self.control, {"op": "spawn"}, theirs.fileno())
+        finally:
+            theirs.close()
+        return CandidateProcess(self, int(reply["pid"]), ours)
+
+    def status(self, pid: int) -> int | None:
+        try:
+            return template.request(self.control, {"op": "status", "pid": pid}).get("status")
+        except (OSError, EOFError):
+            return None
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.control.close()
+        with contextlib.suppress(OSError):
+            self.proc.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=10)
+
+
+class CandidateProcess:
+    """One candidate's process: the judge talks to it with `request`, then ends it with `close`."""
+
+    def __init__(self, owner: TemplateProcess, pid: int, sock: socket.socket) -> None:
+        self.owner = owner
+        self.pid = pid
+        self.sock = sock
+        self.plan: dict[str, Any] = {}  # set when the judge sends the source and the containment plan
+        self.contained = ""
+        self.ready = False
+        self.deadline = float("inf")
+        self.seq = 0
+
+    def wait_ready(self, timeout: float) -> None:
+        if not self.ready:
+            header, _ = self._recv(timeout)
+            if header.get("ready") is not True:
+                raise wire.WireError("the candidate process did not say it was ready")
+            self.ready = True
+
+    def start_clock(self, seconds: float) -> None:
+        """Every request from now on shares this limit (the job's)."""
+        self.deadline = time.monotonic() + seconds
+
+    def _recv(self, timeout: float) -> tuple[dict[str, Any], list[torch.Tensor]]:
+        self.sock.settimeout(max(0.01, timeout))
+        try:
+            return wire.recv(self.sock, self.owner.device)
+        except TimeoutError:
+            self.kill()
+            raise CandidateTimeout() from None
+        except (EOFError, ConnectionResetError, BrokenPipeError):
+            raise CandidateDied(self._ended()) from None
+
+    def request(self, header: dict[str, Any], tensors: list[torch.Tensor] | None = None
+                ) -> tuple[dict[str, Any], list[torch.Tensor]]:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            self.kill()
+            raise CandidateTimeout()
+        self.seq += 1
+        try:
+            self.sock.settimeout(max(0.01, left))
+            wire.send(self.sock, {**header, "seq": self.seq}, tensors)
+        except TimeoutError:
+            self.kill()
+            raise CandidateTimeout() from None
+        except (BrokenPipeError, ConnectionResetError):
+            raise CandidateDied(self._ended()) from None
+        reply, back = self._recv(self.deadline - time.monotonic())
+        if reply.get("seq") != self.seq:
+            raise wire.WireError(f"a reply out of turn (request {self.seq}, reply {str(reply.get('seq'))[:20]})")
+        return reply, back
+
+    def _ended(self) -> str:
+        self.kill()
+        code = self.owner.status(self.pid)
+        how = f"signal {-code}" if code is not None and code < 0 else f"exit status {code}"
+        return f"the candidate process ended ({how})"
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(self.pid, signal.SIGKILL)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError, wire.WireError):
+            self.sock.settimeout(1.0)
+            wire.send(self.sock, {"op": "exit"})
+        self.kill()
+        self.owner.status(self.pid)
+        with contextlib.suppress(OSError):
+            self.sock.close()
+        folder = Path(self.plan.get("folder") or "/nonexistent")
+        if folder.exists():  # without a private mount namespace the folder is a real one
+            import shutil
+
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+class RemoteRunner:
+    """judge/oracle.py's Runner over a candidate process."""
+
+    def __init__(self, proc: CandidateProcess) -> None:
+        self.proc = proc
+
+    def call(self, slot: int, args: tuple, refill: bool, seed: int | None = None,
+             written: tuple[int, ...] = ()) -> CallReport:
+        spec, tensors = wire.encode_values(args)
+        reply, back = self.proc.request({"op": "call", "slot": slot, "refill": refill, "args": spec, "seed": seed,
+                                         "written": list(written)}, tensors)
+        if reply.get("ok") is not True:
+            return CallReport.from_reply(reply)
+        values = wire.decode_values(reply.get("values"), back)
+        if not isinstance(values, list) or len(values) != 2 or not isinstance(values[1], list):
+            raise wire.WireError("a call reply without (output, inputs)")
+        return CallReport.from_reply(reply, tuple(values[1]), values[0])
+
+    def reset(self) -> None:
+        self.proc.request({"op": "reset"})
+
+    def disturb(self, rerun: int) -> None:
+        self.proc.request({"op": "disturb", "rerun": rerun})
+
+    def collect(self) -> list[Any]:
+        reply, tensors = self.proc.request({"op": "collect"})
+        outputs = wire.decode_values(reply.get("outputs"), tensors)
+        if not isinstance(outputs, list):
+            raise wire.WireError("collect did not return a list of outputs")
+        return outputs

@@ -1,0 +1,178 @@
+"""What the process that runs candidate code needs, and nothing of the judge: importing a
+candidate from its file, classifying what it raised, poisoned allocations.
+
+Shared by the candidate process (judge/candidate.py) and the in-process runner the naive
+benchmark harness uses; it imports no task, reference or tolerance.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import traceback
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from bench.modules import import_file
+from judge.launches import install_launch_recorder
+
+DEVICE_ERROR_MARKERS = (
+    "illegal memory access",
+    "an illegal instruction",
+    "misaligned address",
+    "device-side assert",
+    "unspecified launch failure",
+    "CUDA error",
+    "HIP error",
+    "hipError",
+    "cudaError",
+)
+
+def prepare_process() -> None:
+    """Install the launch recorder and the poisoning allocators *before* any candidate is
+    imported, so a candidate that binds `torch.empty_like` at import gets the poisoned one."""
+    install_launch_recorder()
+    install_poisoned_allocations()
+
+
+class CandidateLoadError(Exception):
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+def load_module(path: Path, module_name: str) -> Any:
+    """Import a candidate from its own file (Triton's `@jit` refuses source from `exec`)."""
+    source = path.read_text()
+    try:
+        compile(source, str(path), "exec")
+    except (SyntaxError, ValueError) as exc:
+        raise CandidateLoadError("syntax_error", f"{type(exc).__name__}: {exc}") from None
+    try:
+        return import_file(path, module_name)
+    except BaseException as exc:  # noqa: BLE001 - SystemExit from candidate code is a verdict too
+        raise CandidateLoadError(classify_exception(exc), f"import failed: {format_exception(exc)}") from None
+
+
+def format_exception(exc: BaseException, limit: int = 2000) -> str:
+    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    return text[-limit:]
+
+
+def mentions_device_error(text: str) -> bool:
+    return any(marker in text for marker in DEVICE_ERROR_MARKERS)
+
+
+def is_device_error(exc: BaseException) -> bool:
+    return mentions_device_error(f"{type(exc).__name__}: {exc}")
+
+
+# Errors the interpreter raises while tracing a kernel body that the GPU compiler would
+# reject before launch (unknown `tl` names, type and shape checks): the same candidate must
+# get the same verdict on the CPU interpreter and on a GPU.
+_INTERPRETER_COMPILE_CAUSES = (AttributeError, NameError, TypeError, ValueError)
+
+
+def classify_exception(exc: BaseException) -> str:
+    name = type(exc).__name__
+    module = type(exc).__module__ or ""
+    if name == "InterpreterError":
+        cause = exc.__cause__
+        if isinstance(cause, _INTERPRETER_COMPILE_CAUSES) and not mentions_device_error(str(cause)):
+            return "compile_error"
+        return "runtime_error"
+    if name == "CompilationError" or "triton.compiler" in module:
+        return "compile_error"
+    if isinstance(exc, SyntaxError):
+        return "syntax_error"
+    if isinstance(exc, AttributeError) and "triton.language" in str(exc):
+        return "compile_error"
+    return "runtime_error"
+
+
+# ---------------------------------------------------------------- poisoned allocations
+
+_POISON_INT = -0x5A5A
+
+
+def poison_tensor(t: torch.Tensor) -> torch.Tensor:
+    if t.numel() == 0:
+        return t
+    if t.is_floating_point() or t.is_complex():
+        t.fill_(float("nan"))
+    elif t.dtype == torch.bool:
+        t.fill_(True)
+    else:
+        info = torch.iinfo(t.dtype)
+        t.fill_(max(info.min, min(info.max, _POISON_INT)) if info.min < 0 else info.max // 3)
+    return t
+
+
+MARK_FLOAT = 7.25e3
+_MARK_INT = 0x3C3C
+
+
+def _mark(t: torch.Tensor) -> torch.Tensor:
+    """A finite marker (the judge's run of a Triton reference, finding what it leaves unwritten)."""
+    if t.numel() == 0:
+        return t
+    if t.is_floating_point() or t.is_complex():
+        t.fill_(MARK_FLOAT)
+    elif t.dtype == torch.bool:
+        t.fill_(False)
+    else:
+        t.fill_(min(torch.iinfo(t.dtype).max, _MARK_INT))
+    return t
+
+
+class _PoisonState:
+    installed = False
+    on = False
+    marker = False  # fill with a finite marker instead of poison
+
+
+def install_poisoned_allocations() -> None:
+    """Wrap `torch.empty*` and `Tensor.new_empty` once, for the life of the process; the
+    wrappers poison only while `poisoned_allocations()` is active (judging, not timing)."""
+    if _PoisonState.installed:
+        return
+    _PoisonState.installed = True
+
+    def wrap(fn: Callable) -> Callable:
+        def maybe_poisoned(*args: Any, **kwargs: Any) -> Any:
+            t = fn(*args, **kwargs)
+            if _PoisonState.marker:
+                return _mark(t)
+            return poison_tensor(t) if _PoisonState.on else t
+
+        maybe_poisoned.__wrapped__ = fn  # type: ignore[attr-defined]
+        return maybe_poisoned
+
+    for name in ("empty", "empty_like", "empty_strided"):
+        setattr(torch, name, wrap(getattr(torch, name)))
+    torch.Tensor.new_empty = wrap(torch.Tensor.new_empty)  # type: ignore[method-assign]
+
+
+@contextlib.contextmanager
+def poisoned_allocations() -> Iterator[None]:
+    """Make every `torch.empty*` the candidate calls return poisoned memory."""
+    install_poisoned_allocations()
+    _PoisonState.on = True
+    try:
+        yield
+    finally:
+        _PoisonState.on = False
+
+
+@contextlib.contextmanager
+def allocations(mode: str) -> Iterator[None]:
+    """`poison` or `marker`: what every `torch.empty*` returns meanwhile (the judge's runs of a
+    Triton reference, judge/oracle.py)."""
+    install_poisoned_allocations()
+    _PoisonState.on, _PoisonState.marker = mode == "poison", mode == "marker"
+    try:
+        yield
+    finally:
+        _PoisonState.on = _PoisonState.marker = False

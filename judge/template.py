@@ -1,0 +1,174 @@
+"""The warm template: `python -m judge.template FD`, started by the judge worker.
+
+It imports torch, triton and the candidate-side modules once, installs the launch recorder
+and the poisoned allocators, pays the first-call costs a fresh process would (judge/warmup.py), takes the project off the import path (the task registry,
+references and the judge's own modules cannot be imported after that), and then forks one
+fresh candidate process per candidate on the judge's request. It never creates a GPU context
+(a fork after one is unsafe); each child makes its own. It is a child subreaper, so a process a
+candidate manages to start cannot outlive it unseen.
+
+Control messages on FD (a Unix socket; JSON frames, the candidate's socket passed beside
+them): `spawn` -> `{"pid"}` (the child contains itself when its
+`load` message brings the source and a judge/containment.py Plan); `status` (pid) -> how it ended.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import struct
+import sys
+from importlib.abc import MetaPathFinder
+from pathlib import Path
+from typing import Any
+
+PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
+# Importable from a candidate process: what it runs on. Everything else of the project is not.
+_CANDIDATE_SIDE = ("judge.candidate", "judge.launches", "judge.running", "judge.wire", "judge.containment",
+                   "judge.internal_tests", "judge.verdict", "judge.sampling", "judge.steady", "judge.value_text",
+                   "bench.modules")
+
+
+class _ProjectBlocker(MetaPathFinder):
+    """Refuses the project's other modules: a candidate asking for `bench.registry` (to copy a
+    reference) gets ModuleNotFoundError, as if the project were not there."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        top = name.split(".")[0]
+        if top in ("bench", "judge", "runners", "results", "methods", "modelio", "stats", "cli") \
+                and name not in sys.modules:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+def _send(sock: socket.socket, message: dict[str, Any]) -> None:
+    data = json.dumps(message).encode()
+    sock.sendall(struct.pack("!I", len(data)) + data)
+
+
+def _recv(sock: socket.socket) -> tuple[dict[str, Any] | None, list[int]]:
+    fds: list[int] = []
+    head = b""
+    while len(head) < 4:
+        data, got, _f, _a = socket.recv_fds(sock, 4 - len(head), 2)
+        fds += got
+        if not data:
+            return None, fds
+        head += data
+    (n,) = struct.unpack("!I", head)
+    body = b""
+    while len(body) < n:
+        data, got, _f, _a = socket.recv_fds(sock, n - len(body), 2)
+        fds += got
+        if not data:
+            return None, fds
+        body += data
+    return json.loads(body), fds
+
+
+def request(sock: socket.socket, message: dict[str, Any], fd: int | None = None) -> dict[str, Any]:
+    """The judge's side of one control exchange."""
+    data = json.dumps(message).encode()
+    payload = struct.pack("!I", len(data)) + data
+    if fd is None:
+        sock.sendall(payload)
+    else:
+        socket.send_fds(sock, [payload], [fd])
+    reply, fds = _recv(sock)
+    for extra in fds:
+        os.close(extra)
+    if reply is None:
+        raise EOFError("the template process is gone")
+    return reply
+
+
+def _child(sock_fd: int, device: str, interpreter: bool) -> None:
+    from judge import containment, wire
+    from judge.candidate import serve_candidate
+
+    sock = socket.socket(fileno=sock_fd)
+    containment.detach()
+    if device != "cpu":
+        import torch
+
+        torch.cuda.init()  # made now, while the judge is still busy with the previous candidate
+        torch.empty(1, device="cuda")
+    wire.send(sock, {"ready": True, "pid": os.getpid()})
+    serve_candidate(sock, device, interpreter)
+
+
+def _reap(ended: dict[int, int]) -> None:
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        ended[pid] = status
+
+
+def main() -> None:
+    control = socket.socket(fileno=int(sys.argv[1]))
+    import torch  # noqa: F401 - imported once, here: the point of a warm template
+    import triton  # noqa: F401
+
+    import judge.candidate  # noqa: F401
+    import judge.containment as containment
+    import judge.internal_tests  # noqa: F401
+    from judge.running import prepare_process
+
+    threads = int(os.environ.get("KMC_TORCH_THREADS", "0") or 0)
+    if threads > 0:
+        torch.set_num_threads(threads)
+    prepare_process()
+    from judge.warmup import warm_up
+
+    warm_up(os.environ.get("TRITON_INTERPRET") == "1")
+    with contextlib.suppress(ImportError, OSError, RuntimeError):  # pyseccomp without libseccomp: RuntimeError
+        containment.seccomp_bindings()  # imported while the project is still on the path
+    subreaper = containment.become_subreaper()
+    for name in list(sys.modules):
+        top = name.split(".")[0]
+        if top in ("bench", "judge") and name not in _CANDIDATE_SIDE and name not in ("bench", "judge"):
+            sys.modules.pop(name, None)
+    sys.path[:] = [p for p in sys.path if p and Path(p).resolve() != Path(PROJECT_ROOT)]
+    sys.meta_path.insert(0, _ProjectBlocker())
+    device = os.environ.get("KMC_CANDIDATE_DEVICE", "cpu")
+    interpreter = os.environ.get("TRITON_INTERPRET") == "1"
+    ended: dict[int, int] = {}
+    _send(control, {"ready": True, "pid": os.getpid(), "subreaper": subreaper})
+    while True:
+        message, fds = _recv(control)
+        if message is None:
+            break
+        _reap(ended)
+        if message.get("op") == "spawn" and len(fds) == 1:
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    control.close()
+                    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                    _child(fds[0], device, interpreter)
+                finally:
+                    os._exit(0)
+            os.close(fds[0])
+            _send(control, {"pid": pid})
+        elif message.get("op") == "status":
+            pid = int(message["pid"])
+            with contextlib.suppress(ChildProcessError):
+                done, status = os.waitpid(pid, 0)
+                ended[done] = status
+            code = os.waitstatus_to_exitcode(ended.pop(pid)) if pid in ended else None
+            _send(control, {"pid": pid, "status": code})
+        else:
+            for fd in fds:
+                os.close(fd)
+            _send(control, {"error": f"unknown request {str(message)[:100]}"})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+"""The judge's GPU paths on a device machine: inputs and outputs crossing to the candidate's
+process as host bytes, timing rounds driven by the judge with the candidate sampled in its own
+process, and the race re-run of a final submission. Skipped without a GPU."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytestmark = [pytest.mark.gpu, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def pool() -> Any:
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    from judge.device import detect_target
+    from runners.pool import LocalPool
+
+    with LocalPool(detect_target(), workers=1, job_timeout=300) as p:
+        yield p
+
+
+def test_expert_is_correct_on_hidden_cases_with_strided_inputs(pool: Any) -> None:
+    from bench.registry import get_task
+
+    task = get_task("softmax")
+    v = pool.evaluate("softmax", task.baseline_source(), "hidden").verdict
+    assert v.correct, v.one_line()
+    assert any(c.layout == "strided" for c in task.hidden_gpu)
+
+
+def test_timing_interleaves_the_candidate_process_with_the_judges_baseline(pool: Any) -> None:
+    from bench.registry import get_task
+    from judge.policy import TimingPolicy
+
+    src = get_task("vector_add").baseline_source()
+    ev = pool.evaluate("vector_add", src, "hidden", timing=True,
+                       timing_policy=TimingPolicy(min_samples=10, max_samples=40, max_seconds_per_case=5))
+    assert ev.verdict.correct, ev.verdict.one_line()
+    assert ev.timing is not None and ev.timing.speedup_vs_baseline is not None
+    # The expert against itself: the same kernel in two processes, sampled in alternation.
+    assert 0.7 < ev.timing.speedup_vs_baseline < 1.4, ev.timing.speedup_vs_baseline
+    for ct in ev.timing.cases:
+        assert len(ct.candidate_ms) == len(ct.baseline_ms) >= 10
+        assert ct.clocks_before and ct.clocks_after, "each case keeps the clock readings it was timed under"
+    assert ev.timing.clocks_locked is False
+
+
+def test_containment_line_is_reported(pool: Any) -> None:
+    from bench.registry import get_task
+
+    pool.evaluate("vector_add", get_task("vector_add").baseline_source(), "visible")
+    assert pool.contained.startswith("enforced:"), pool.contained
+
+
+def test_each_sources_cache_is_seeded_with_the_judges_helpers(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Triton's driver helpers are built once by the judge and copied into each source's own
+    cache, so no candidate process rebuilds them with the C compiler."""
+    import hashlib
+
+    from bench.registry import get_task
+    from judge.device import detect_target
+    from runners.pool import LocalPool
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    src = get_task("vector_add").baseline_source()
+    with LocalPool(detect_target(), workers=1, job_timeout=300) as p:
+        assert p.evaluate("vector_add", src, "visible").verdict.correct
+    helpers = {d.name for d in tmp_path.iterdir() if d.is_dir() and any(f.suffix == ".so" for f in d.iterdir())}
+    assert helpers, "the judge built no helper module"
+    own = tmp_path / hashlib.sha256(src.encode()).hexdigest()[:24]
+    assert helpers <= {d.name for d in own.iterdir()}
+
+
+def test_adapted_output_arguments_and_seeding_on_the_gpu() -> None:
+    """GEAK-eval fixtures through the candidate process on a GPU, timed: an output argument
+    poisoned before the timing re-check, and an entry point whose draws are seeded (timed
+    without CUDA graphs)."""
+    from pathlib import Path
+
+    from bench.adapters import load_source
+    from judge.device import detect_target
+    from judge.policy import TimingPolicy
+    from runners.pool import LocalPool
+
+    geak = Path(__file__).resolve().parent / "fixtures" / "geak_eval"
+    target = detect_target()
+    tasks = {t.id: t for t in load_source("geak-eval", geak, vendor=target.vendor).tasks}
+    policy = TimingPolicy(min_samples=5, max_samples=20, max_seconds_per_case=3)
+    with LocalPool(target, workers=1, job_timeout=300, task_sources=(f"geak-eval:{geak}",)) as p:
+        for tid in ("tb-gather_rows_into", "tb-noise_double", "tb-block_sums"):
+            ev = p.evaluate(tid, tasks[tid].baseline_source(), "hidden", timing=True, timing_policy=policy)
+            assert ev.verdict.correct, f"{tid}: {ev.verdict.one_line()}"
+            assert ev.timing is not None and all(ct.clocks_before for ct in ev.timing.cases), tid

@@ -1,0 +1,59 @@
+"""judge/launches.py: what counts as Triton doing the work, on the CPU interpreter."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+import torch
+
+from judge import launches
+from judge.candidate import run_call
+from judge.running import prepare_process
+
+prepare_process()
+K = importlib.import_module("tests.fixtures.provenance_kernels")
+
+
+def _run(name: str, allowed: tuple[str, ...] = ()) -> dict:
+    launches.set_allowed_ops(allowed)
+    try:
+        report, _ = run_call(getattr(K, name), (torch.randn(100),), "cpu", True)
+    finally:
+        launches.set_allowed_ops(())
+    assert report["ok"], report
+    return report
+
+
+def test_a_kernel_writing_every_element_is_the_work() -> None:
+    report = _run("honest")
+    assert report["launched"] == 1 and report["fallback"] == {} and report["unwritten"] == []
+
+
+def test_a_cast_of_a_kernel_written_buffer_is_still_the_work() -> None:
+    report = _run("cast_after_kernel")
+    assert report["fallback"] == {} and report["unwritten"] == []
+
+
+@pytest.mark.parametrize("name, why", [("masked_decoy_then_numpy", "no kernel wrote it"),
+                                       ("overwritten_by_numpy", "changed after the kernel")])
+def test_numpy_results_beside_a_kernel_are_not_the_work(name: str, why: str) -> None:
+    report = _run(name)
+    assert report["launched"] == 1
+    assert report["unwritten"] and why in report["unwritten"][0]
+
+
+def test_torch_arithmetic_is_recorded_by_name() -> None:
+    assert _run("torch_beside_token_kernel")["fallback"] == {"add": 1}
+
+
+def test_a_task_allow_list_admits_its_final_step() -> None:
+    assert _run("partial_sums_then_torch_sum")["fallback"] == {"sum": 1}
+    allowed = _run("partial_sums_then_torch_sum", allowed=("sum",))
+    assert allowed["fallback"] == {} and allowed["unwritten"] == []
+
+
+def test_an_output_sharing_memory_with_an_input_is_reported() -> None:
+    x = torch.randn(100)
+    report, _ = run_call(K.view_of_input, (x,), "cpu", True)
+    assert report["aliased"] == ["output shares memory with input 0"]
