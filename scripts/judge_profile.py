@@ -62,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append({"task": task_id, "repeat": i, "cases": n_cases, "wall_s": round(wall, 3),
                              "verdict": ev.verdict.kind, "phases": phases})
                 print(f"{task_id:<12} #{i} {n_cases:>3} cases  {wall:6.2f} s  {ev.verdict.kind:<14} {phases}", flush=True)
+                if not ev.verdict.correct:
+                    print(f"    {ev.verdict.one_line()[:1500]}", flush=True)
     if args.json_out:
         args.json_out.write_text(json.dumps(rows, indent=2))
     return 0
