@@ -63,12 +63,18 @@ class CandidateServer:
                 continue
             try:
                 reply, out = handler(header, tensors)
-            except (wire.WireError, OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
-                # Answered, not died of: a reply that cannot be built (an output this process
-                # cannot encode, memory for the reply refused) is the candidate's runtime error.
+            except Exception as exc:  # noqa: BLE001 - answered, not died of
+                # A reply that cannot be built (an output this process cannot encode, memory for
+                # the reply refused, a timing step the candidate's code breaks) is the
+                # candidate's runtime error, with its message: a silent exit would say nothing.
                 reply, out = {"ok": False, "kind": "runtime_error",
                               "message": f"the candidate process could not answer: {format_exception(exc)}"}, []
-            wire.send(self.sock, {**reply, "seq": header.get("seq")}, out)
+            try:
+                wire.send(self.sock, {**reply, "seq": header.get("seq")}, out)
+            except Exception as exc:  # noqa: BLE001 - the reply itself could not be sent: say why, in a small one
+                wire.send(self.sock, {"ok": False, "kind": "runtime_error", "seq": header.get("seq"),
+                                      "message": f"the candidate process could not send its reply: "
+                                                 f"{format_exception(exc)}"})
 
     def _op_load(self, header: dict[str, Any], _: list[torch.Tensor]) -> tuple[dict[str, Any], list]:
         from judge import containment

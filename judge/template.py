@@ -149,12 +149,18 @@ def main() -> None:
         if message.get("op") == "spawn" and len(fds) == 1:
             pid = os.fork()
             if pid == 0:
+                code = 0
                 try:
                     control.close()
                     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
                     _child(fds[0], device, interpreter)
+                except BaseException:  # noqa: BLE001 - a child never returns into the template's loop
+                    import traceback
+
+                    traceback.print_exc()  # to the judge worker's stderr: why the candidate process ended
+                    code = 70
                 finally:
-                    os._exit(0)
+                    os._exit(code)
             os.close(fds[0])
             _send(control, {"pid": pid})
         elif message.get("op") == "status":
