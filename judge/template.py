@@ -116,9 +116,15 @@ def main() -> None:
     import torch  # noqa: F401 - imported once, here: the point of a warm template
     import triton  # noqa: F401
 
-    import judge.candidate  # noqa: F401
+    import importlib
+
     import judge.containment as containment
-    import judge.internal_tests  # noqa: F401
+
+    for module in _CANDIDATE_SIDE:
+        # Every candidate-side module now, while the project is on the path: one imported
+        # lazily inside a candidate process (judge.sampling for a timing step) would find the
+        # project gone and end that process.
+        importlib.import_module(module)
     from judge.running import prepare_process
 
     threads = int(os.environ.get("KMC_TORCH_THREADS", "0") or 0)

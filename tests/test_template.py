@@ -1,0 +1,34 @@
+"""The warm template's promise to candidate processes: every candidate-side module is already
+loaded when a candidate runs (the project is off the import path by then, so a module first
+imported inside a candidate process, as the timing step's judge.sampling once was, ended the
+process), and the judge's own modules stay out of reach."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.registry import get_task
+from judge.device import detect_target
+from judge.template import _CANDIDATE_SIDE
+from runners.pool import LocalPool
+
+PROBE = '''
+import sys
+_missing = [m for m in {modules!r} if m not in sys.modules]
+if _missing:
+    raise RuntimeError("candidate-side modules not loaded: " + ", ".join(_missing))
+try:
+    import bench.registry  # noqa: F401
+except ModuleNotFoundError:
+    pass
+else:
+    raise RuntimeError("the task registry was importable")
+'''
+
+
+@pytest.mark.slow
+def test_candidate_side_modules_are_loaded_and_the_registry_is_not() -> None:
+    source = PROBE.format(modules=list(_CANDIDATE_SIDE)) + get_task("vector_add").baseline_source()
+    with LocalPool(detect_target(), workers=1) as pool:
+        verdict = pool.evaluate("vector_add", source, "visible").verdict
+    assert verdict.correct, verdict.one_line()
