@@ -118,6 +118,10 @@ class Worker:
         self.spare: Any = None
         self.counter = 0
         self.baselines: dict[str, Any] = {}
+        # Reference timings (expert baseline, eager PyTorch) for the short feedback protocol,
+        # measured once per (case, clock state) and kept for this worker's life: in the judge,
+        # out of every candidate's reach, per device (judge/baselines.py says why here).
+        self.references: Any = None
         self.contained = ""
         self.fatal = ""  # why this worker must not judge the next candidate ("" when it may)
         from judge.phases import PhaseClock
@@ -360,11 +364,15 @@ class Worker:
         if not perf_verdict.correct:
             return dataclasses.replace(perf_verdict, message=f"on a timing case: {perf_verdict.message}",
                                        cases_run=verdict.cases_run), None
+        from judge.baselines import BaselineCache
+
         policy = TimingPolicy.from_json(job.get("timing_policy"))
+        if self.references is None:
+            self.references = BaselineCache()
         try:
             with gpu_gate(exclusive=True):
                 timing = time_candidate(task, runner.proc, self._baseline(task), task.perf, self.target.vendor,
-                                        physical_device(), policy)
+                                        physical_device(), policy, self.references)
         except OutputChangedDuringTiming as exc:
             return Verdict("wrong_result", str(exc), exc.case, cases_run=verdict.cases_run,
                            kernel_launched=True), None
