@@ -171,9 +171,10 @@ class Store:
 
     def _backfill_protocols(self) -> None:
         """Timed evaluations recorded before the protocol columns existed (all of them timings of
-        the full protocol) get them filled from their record; cheap when there are none."""
+        the full protocol) get them filled from their record; cheap when there are none. (Selected by
+        text, not SQLite's JSON functions: the records are Python's JSON, which writes NaN.)"""
         rows = self.query("SELECT rowid, evaluation FROM evaluations WHERE timed = 1 AND protocol IS NULL "
-                          "AND json_type(evaluation, '$.timing') = 'object'")
+                          "AND evaluation NOT LIKE '%\"timing\": null%'")
         marks = ", ".join(f"{c}=?" for c in PROTOCOL_COLUMNS)
         for rowid, text in rows:
             self._write(f"UPDATE evaluations SET {marks} WHERE rowid=?", (*protocol_columns(json.loads(text)), rowid))

@@ -23,11 +23,12 @@ error rate of a fixed-level interval, so each look uses the level 1 - alpha / L,
 most looks the cap allows (Bonferroni over looks): the chance that any look decides wrongly
 stays at most alpha. Conservative, and simple enough to state in one line.
 
-Pure: arrays in, numbers out (scipy.stats for the quantiles and the IQR).
+Pure: arrays in, numbers out (scipy.stats for the Student-t quantiles).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
@@ -41,6 +42,12 @@ _NORMAL_MEDIAN_SE = math.sqrt(math.pi / 2)  # SE of a normal sample's median per
 _IQR_PER_SIGMA = 1.349
 
 
+@functools.lru_cache(maxsize=1024)
+def _t_quantile(q: float, df: int) -> float:
+    """Student-t quantile, memoised: the sequential rule asks for the same few at every look."""
+    return float(st.t.ppf(q, df))
+
+
 def median_log_se(samples: Sequence[float] | np.ndarray, noise_floor: float = 0.0) -> float:
     """Standard error of log(median) (the median's relative standard error), robust to outliers;
     infinite with fewer than two samples or a median that is not positive."""
@@ -50,7 +57,8 @@ def median_log_se(samples: Sequence[float] | np.ndarray, noise_floor: float = 0.
     med = float(np.median(x))
     if med <= 0 or not math.isfinite(med):
         return math.inf
-    sigma = float(st.iqr(x)) / _IQR_PER_SIGMA
+    q1, q3 = np.percentile(x, [25, 75])  # scipy.stats.iqr gives the same, at a hundred times the cost per look
+    sigma = float(q3 - q1) / _IQR_PER_SIGMA
     return max(_NORMAL_MEDIAN_SE * sigma / math.sqrt(len(x)) / med, noise_floor)
 
 
@@ -63,7 +71,7 @@ def median_interval(samples: Sequence[float] | np.ndarray, confidence: float = 0
     med = float(np.median(x)) if len(x) else math.nan
     if not math.isfinite(se):
         return (0.0, math.inf)
-    t = float(st.t.ppf(0.5 + confidence / 2, len(x) - 1))
+    t = _t_quantile(0.5 + confidence / 2, len(x) - 1)
     return (med * math.exp(-t * se), med * math.exp(t * se))
 
 
@@ -92,7 +100,7 @@ def speedup_interval(baseline: Sequence[float] | np.ndarray, candidate: Sequence
     point = math.log(mb / mc)
     if not math.isfinite(se):
         return (math.exp(point), 0.0, math.inf)
-    t = float(st.t.ppf(0.5 + confidence / 2, max(len(c) - 1, 1)))
+    t = _t_quantile(0.5 + confidence / 2, max(len(c) - 1, 1))
     return (math.exp(point), math.exp(point - t * se), math.exp(point + t * se))
 
 
