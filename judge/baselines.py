@@ -41,21 +41,24 @@ from typing import Any
 
 from stats.sequential import intervals_overlap, median_interval
 
-CLOCK_STEP_MHZ = 50  # SM clocks within one step are the same clock state (boost clocks jitter by a few MHz)
 DRIFT_CONFIDENCE = 0.95
 
 
 def clock_state(reading: dict[str, Any], locked: bool) -> str:
-    """The clock state a reference timing is valid under: locked or boost clocks, the SM clock
-    to the nearest CLOCK_STEP_MHZ, the memory clock, and any slowdown reason (throttling).
-    "unknown" where the clocks cannot be read (a re-check for drift still guards the cache)."""
+    """The clock state a reference timing is valid under, from the clocks read after warm-up.
+
+    Locked clocks (`--lock-clocks`) are a state per locked SM and memory clock. Unlocked, the
+    GPU runs at its boost clock under load, and the SM clock read at one instant jitters by a
+    few MHz around it: keying on that reading would flap between states (and re-measure the
+    references) for nothing, so unlocked clocks are one state, "boost", unless a slowdown
+    reason is active (power cap, thermal or hardware slowdown: each set of reasons a state of
+    its own). Slower moves inside one state are what the drift re-check is for. "unknown"
+    where the clocks cannot be read."""
     if not reading.get("available"):
         return "unknown"
-    sm = reading.get("sm_mhz") or 0
-    throttle = [t for t in reading.get("throttle", ()) if not (locked and t == "applications_clocks_setting")]
-    parts = ["locked" if locked else "boost", f"sm{int(round(float(sm) / CLOCK_STEP_MHZ)) * CLOCK_STEP_MHZ}",
-             f"mem{reading.get('mem_mhz')}"]
-    return ":".join(parts + (["throttle=" + ",".join(sorted(throttle))] if throttle else []))
+    throttle = sorted(t for t in reading.get("throttle", ()) if not (locked and t == "applications_clocks_setting"))
+    state = f"locked:sm{reading.get('sm_mhz')}:mem{reading.get('mem_mhz')}" if locked else "boost"
+    return state + (":throttle=" + ",".join(throttle) if throttle else "")
 
 
 @dataclass(frozen=True)

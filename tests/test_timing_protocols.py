@@ -198,6 +198,8 @@ def test_references_are_measured_again_per_case_and_per_clock_state() -> None:
     assert _short(FakeSide(5.0), refs, case="c0", clocks=throttled)[0].baseline_source == "fresh"  # clocks moved
     assert refs.measured == 3 and len(cache) == 3
     assert clock_state(boost, False) != clock_state(boost, True)  # locked clocks are a state of their own
+    assert clock_state(boost, True) != clock_state(dict(boost, sm_mhz=1500), True)  # ... per locked clock
+    assert clock_state(dict(boost, sm_mhz=1965), False) == clock_state(boost, False)  # boost jitter: one state
     assert clock_state(dict(boost, throttle=["applications_clocks_setting"]), True) == clock_state(boost, True)
     assert clock_state({"available": False}, False) == "unknown"
 
