@@ -67,7 +67,7 @@ class BaselineKey:
     task: str
     case: str
     clock_state: str
-    plain: bool = False  # measured as plain launches (a candidate whose graph capture failed needs these)
+    mode: str = "natural"  # launch mode (judge/timing.py launch_mode): the references' own, graph:N or loop:N
 
 
 @dataclass(frozen=True)

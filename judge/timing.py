@@ -88,12 +88,12 @@ class RemoteSide:
         return values[0], tuple(values[1])
 
 
-def _prepare_sides(sides: dict[str, Any], policy: TimingPolicy, allow_graphs: bool, plain: bool = False,
+def _prepare_sides(sides: dict[str, Any], policy: TimingPolicy, allow_graphs: bool,
                    mode: tuple[int, bool] | None = None) -> tuple[int, dict[str, str], bool]:
     """Warm every side up and prepare it for sampling: (launches per sample, each side's method,
     whether every side replays a graph). Kernels under SMALL_KERNEL_MS are timed as graph
     replays of many launches (the same count for every side); if any side's capture fails,
-    every side runs as a plain loop of that count (as does `plain`). `mode` (launches, graph)
+    every side runs as a plain loop of that count. `mode` (launches, graph)
     repeats an earlier measurement's choice instead of deciding from the estimates."""
     est = min(side.warm_up(policy.warmup_ms, policy.warmup_calls, allow_graphs) for side in sides.values())
     if mode is not None:
@@ -101,7 +101,6 @@ def _prepare_sides(sides: dict[str, Any], policy: TimingPolicy, allow_graphs: bo
     else:
         graph = est < SMALL_KERNEL_MS and allow_graphs
         launches = max(1, min(1000, math.ceil(GRAPH_TARGET_MS / max(est, 1e-4)))) if graph else 1
-    graph = graph and not plain
     methods = {name: side.prepare(launches, graph) for name, side in sides.items()}
     if graph and len(set(methods.values())) > 1:
         methods = {name: side.prepare(launches, False) for name, side in sides.items()}
@@ -165,11 +164,27 @@ def time_case(sides: dict[str, Any], case_name: str, policy: TimingPolicy,
     ), clocks_before, clocks_after
 
 
+NATURAL = "natural"
+"""The references' own launch mode (graph replays when they are small kernels, else plain
+launches); the other modes are `graph:<launches>` and `loop:<launches>` (`launch_mode`)."""
+
+
+def launch_mode(mode: str) -> tuple[int, bool] | None:
+    """(launches, graph) of a mode string, None for NATURAL; a ValueError for anything else."""
+    if mode == NATURAL:
+        return None
+    kind, _, count = mode.partition(":")
+    if kind not in ("graph", "loop") or not count.isdigit() or int(count) < 1:
+        raise ValueError(f"unknown launch mode {mode!r}")
+    return int(count), kind == "graph"
+
+
 def measure_references(sides: dict[str, Any], policy: TimingPolicy, clocks: Callable[[], dict[str, Any]] | None,
-                       allow_graphs: bool, plain: bool = False) -> ReferenceTiming:
+                       allow_graphs: bool, mode: str = NATURAL) -> ReferenceTiming:
     """The expert baseline and eager PyTorch (keys baseline, eager) timed once, interleaved with
-    each other under the full protocol's stopping rule: what the short protocol caches."""
-    launches, methods, graph = _prepare_sides(sides, policy, allow_graphs, plain=plain)
+    each other under the full protocol's stopping rule, in launch `mode`: what the short
+    protocol caches."""
+    launches, methods, graph = _prepare_sides(sides, policy, allow_graphs, mode=launch_mode(mode))
     before = clocks() if clocks else {}
     samples = _sample_rounds(sides, policy.min_samples, policy.max_samples, policy.target_rse,
                              policy.max_seconds_per_case)
@@ -188,8 +203,8 @@ def recheck_references(sides: dict[str, Any], policy: TimingPolicy, cached: Refe
                            methods["baseline"])
 
 
-References = Callable[[str, bool], Acquired]
-"""(clock state, plain launches) -> the case's reference timing from the cache (judge/baselines.py)."""
+References = Callable[[str, str], Acquired]
+"""(clock state, launch mode) -> the case's reference timing from the cache (judge/baselines.py)."""
 
 
 def time_case_short(candidate: Any, case_name: str, policy: TimingPolicy, references: References,
@@ -200,21 +215,26 @@ def time_case_short(candidate: Any, case_name: str, policy: TimingPolicy, refere
 
     The candidate is warmed up as in the full protocol, the clocks read, and the references
     for this clock state fetched (measured now when the cache has none, re-checked for drift
-    when due). The candidate is prepared in the references' launch mode (graph replays of the
-    same launch count, or plain launches; a candidate whose graph capture fails gets reference
-    timings taken as plain launches), so both sides are timed alike, and sampled with an L2
+    when due). Both sides are timed alike: the candidate is prepared in the references' launch
+    mode (graph replays of the same launch count, or plain launches); a candidate under
+    SMALL_KERNEL_MS against references too slow for graphs gets references replayed as graphs
+    of its launch count (as the full protocol would time all three), and a candidate whose
+    graph capture fails gets references taken as a plain loop. It is sampled with an L2
     flush before each sample, at least `feedback_min_samples` times and at most
     `feedback_max_samples`; after each sample from the minimum on, the sequential rule of
     stats/sequential.py looks at the speedup's interval and stops once it is decisively above,
     below or around 1.0x (or at the per-case time cap)."""
-    candidate.warm_up(policy.warmup_ms, policy.warmup_calls, allow_graphs)
+    est = candidate.warm_up(policy.warmup_ms, policy.warmup_calls, allow_graphs)
     before = clocks() if clocks else {}
     state = clock_state(before, locked)
-    got = references(state, not allow_graphs)
+    got = references(state, NATURAL)
     drift = [got.drift] if got.drift else []
+    if allow_graphs and est < SMALL_KERNEL_MS and not got.timing.use_graph and got.timing.launches == 1:
+        got = references(state, f"graph:{max(1, min(1000, math.ceil(GRAPH_TARGET_MS / max(est, 1e-4))))}")
+        drift += [got.drift] if got.drift else []
     method = candidate.prepare(got.timing.launches, got.timing.use_graph)
     if got.timing.use_graph and method != "graph":
-        got = references(state, True)
+        got = references(state, f"loop:{got.timing.launches}")
         drift += [got.drift] if got.drift else []
         method = candidate.prepare(got.timing.launches, False)
     ref = got.timing
@@ -351,10 +371,10 @@ def time_candidate(task: Task, candidate: Any, baseline: Callable[..., Any], cas
             return refs
 
         if short:
-            def references(state: str, plain: bool, case: Case = c) -> Acquired:
-                key = BaselineKey(str(device_index), task.id, case.name, state, plain)
+            def references(state: str, mode: str, case: Case = c) -> Acquired:
+                key = BaselineKey(str(device_index), task.id, case.name, state, mode)
                 return cache.acquire(
-                    key, lambda: measure_references(reference_sides(), policy, clocks, not task.seeded_rng, plain),
+                    key, lambda: measure_references(reference_sides(), policy, clocks, not task.seeded_rng, mode),
                     lambda cached: recheck_references(reference_sides(), policy, cached),
                     policy.baseline_recheck_uses, policy.baseline_recheck_seconds)
 

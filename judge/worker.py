@@ -353,8 +353,10 @@ class Worker:
 
     def _time(self, task: Any, runner: Any, verdict: Any, job: dict[str, Any]) -> tuple[Any, Any]:
         """Check the timing cases first (they are larger than the hidden ones), then time the
-        candidate (in its process, on the judge's command) and the expert baseline and eager
-        PyTorch (here) interleaved round by round, alone on the GPU."""
+        candidate (in its process, on the judge's command) alone on the GPU, by the job's
+        protocol: final-full interleaves it round by round with the expert baseline and eager
+        PyTorch (here); feedback-short samples it briefly against their timings from this
+        worker's cache (`self.references`, judge/baselines.py)."""
         from judge.oracle import judge_cases
         from judge.timing import OutputChangedDuringTiming, TimingPolicy, time_candidate
         from judge.verdict import Verdict

@@ -25,7 +25,7 @@ import pytest
 
 from judge.baselines import BaselineCache, BaselineKey, ReferenceTiming, clock_state
 from judge.policy import FEEDBACK_SHORT, FINAL_FULL, TimingPolicy
-from judge.timing import measure_references, recheck_references, time_case, time_case_short
+from judge.timing import launch_mode, measure_references, recheck_references, time_case, time_case_short
 from judge.verdict import CaseTiming, Evaluation, Timing, Verdict
 from results.protocols import protocol_summary
 from results.store import Store
@@ -85,6 +85,7 @@ class References:
         self.cache = cache if cache is not None else BaselineCache(clock=lambda: self.now)
         self.case, self.policy = case, policy
         self.measured = 0
+        self.modes: list[str] = []
         self.rechecked = 0
         self.seed = 100
 
@@ -93,17 +94,18 @@ class References:
         return {"baseline": FakeSide(self.baseline_ms, seed=self.seed), "eager": FakeSide(2 * self.baseline_ms,
                                                                                        seed=self.seed + 500)}
 
-    def measure(self, plain: bool) -> ReferenceTiming:
+    def measure(self, mode: str) -> ReferenceTiming:
         self.measured += 1
-        return measure_references(self.sides(), self.policy, None, True, plain)
+        self.modes.append(mode)
+        return measure_references(self.sides(), self.policy, None, True, mode)
 
     def recheck(self, cached: ReferenceTiming) -> ReferenceTiming:
         self.rechecked += 1
         return recheck_references(self.sides(), self.policy, cached)
 
-    def __call__(self, state: str, plain: bool) -> Any:
-        key = BaselineKey("0", "task", self.case, state, plain)
-        return self.cache.acquire(key, lambda: self.measure(plain), self.recheck, self.policy.baseline_recheck_uses,
+    def __call__(self, state: str, mode: str) -> Any:
+        key = BaselineKey("0", "task", self.case, state, mode)
+        return self.cache.acquire(key, lambda: self.measure(mode), self.recheck, self.policy.baseline_recheck_uses,
                                   self.policy.baseline_recheck_seconds)
 
 
@@ -211,6 +213,21 @@ def test_a_candidate_whose_graph_capture_fails_is_timed_against_plain_references
     assert ct.method == "loop" and refs.measured == 2  # graph references, then plain ones for this candidate
     launches = ct.launches_per_sample
     assert launches > 1 and cand.prepared == [(launches, True), (launches, False)]
+    assert refs.modes == ["natural", f"loop:{launches}"]
+
+
+def test_a_small_candidate_against_slow_references_gets_graph_replayed_references() -> None:
+    """As the full protocol would: a kernel under 20 us is timed as graph replays, and so are
+    the references it is compared with, at its launch count."""
+    refs = References(baseline_ms=0.05)  # 50 us: the references alone are timed launch by launch
+    cand = FakeSide(0.005, seed=5)
+    ct, _ = _short(cand, refs)
+    assert refs.modes == ["natural", "graph:50"] and cand.prepared == [(50, True)]
+    assert ct.method == "graph" and ct.launches_per_sample == 50
+    again, _ = _short(FakeSide(0.005, seed=6), refs)
+    assert again.baseline_source == "reused" and refs.measured == 2
+    with pytest.raises(ValueError):
+        launch_mode("warp:3")
 
 
 def test_a_cached_reference_is_rechecked_after_k_uses_and_kept_when_it_did_not_move() -> None:
