@@ -25,10 +25,13 @@ baseline look slow (a file shared by the workers of one GPU would be writable by
 candidate wherever the containment has no root and no read-only mounts). A worker lives as
 long as the run's pool and is bound to one GPU, so its cache is per device and survives
 across candidate processes; a restarted worker starts empty and measures afresh, which is
-safe. With several workers per GPU each keeps its own cache: the cost is at most one extra
-reference timing per (case, worker), against a cache shared through the parent, which would
-put timing numbers on the parent's channel where every job could carry them. Timing runs
-one job at a time on a device (the GPU gate), so no two measurements of one worker overlap.
+safe. With several workers per GPU each keeps its own cache, measured by itself: the cost is
+at most one extra reference timing per (case, worker) (twice the minimum with the default two
+workers per GPU; none where one timing lane per GPU does every timing). Sharing through the
+parent would save that, but then every job and reply would carry reference samples across
+the pool's channel, and a worker would compare its candidate with numbers another process
+took under a clock state it never read. Timing runs one job at a time on a device (the GPU
+gate), so no two measurements of one worker overlap.
 """
 
 from __future__ import annotations
