@@ -568,7 +568,8 @@ def protocol_table(a: Analysis) -> Table | None:
              "PyTorch round by round until every median is precise): final submissions. feedback-short: visible "
              "feedback, a few candidate samples against expert-baseline and eager timings the judge worker "
              "measured once per (task, case, device, clock state) and re-uses, re-checked for drift; sampling "
-             "stops once the speedup's interval lies above, below or within 5% of 1.0x (Bonferroni over looks). "
+             "stops once the speedup's interval lies above 1.0x, below it, or within the equivalence margin "
+             "around it (timing_policy feedback_equivalence, 5% by default; Bonferroni over looks). "
              "Samples are the candidate's, over all perf cases. Speedups of final submissions, and every figure "
              "of timing noise, come from final-full timings only."]
     return _table("timing_protocols", "Timings by protocol and method", rows, a, notes)
