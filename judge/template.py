@@ -113,10 +113,10 @@ def _reap(ended: dict[int, int]) -> None:
 
 def main() -> None:
     control = socket.socket(fileno=int(sys.argv[1]))
+    import importlib
+
     import torch  # noqa: F401 - imported once, here: the point of a warm template
     import triton  # noqa: F401
-
-    import importlib
 
     import judge.containment as containment
 
