@@ -174,8 +174,8 @@ def main() -> None:
             with contextlib.suppress(ChildProcessError):
                 done, status = os.waitpid(pid, 0)
                 ended[done] = status
-            code = os.waitstatus_to_exitcode(ended.pop(pid)) if pid in ended else None
-            _send(control, {"pid": pid, "status": code})
+            exit_code = os.waitstatus_to_exitcode(ended.pop(pid)) if pid in ended else None
+            _send(control, {"pid": pid, "status": exit_code})
         else:
             for fd in fds:
                 os.close(fd)
