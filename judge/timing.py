@@ -28,10 +28,12 @@ import numpy as np
 import torch
 
 from bench.task import Case, Task
+from judge.baselines import Acquired, BaselineCache, BaselineKey, DriftEvent, ReferenceTiming, clock_state
 from judge.clocks import CLOCKS_LOCKED_ENV, clock_flags, read_clocks
-from judge.policy import TimingPolicy
+from judge.policy import FEEDBACK_SHORT, TimingPolicy
 from judge.sampling import GRAPH_TARGET_MS, SMALL_KERNEL_MS, median_rse
 from judge.verdict import CaseTiming, Timing
+from stats.sequential import decide, look_confidence, speedup_interval
 
 
 class OutputChangedDuringTiming(Exception):
@@ -86,10 +88,51 @@ class RemoteSide:
         return values[0], tuple(values[1])
 
 
+def _prepare_sides(sides: dict[str, Any], policy: TimingPolicy, allow_graphs: bool,
+                   mode: tuple[int, bool] | None = None) -> tuple[int, dict[str, str], bool]:
+    """Warm every side up and prepare it for sampling: (launches per sample, each side's method,
+    whether every side replays a graph). Kernels under SMALL_KERNEL_MS are timed as graph
+    replays of many launches (the same count for every side); if any side's capture fails,
+    every side runs as a plain loop of that count. `mode` (launches, graph)
+    repeats an earlier measurement's choice instead of deciding from the estimates."""
+    est = min(side.warm_up(policy.warmup_ms, policy.warmup_calls, allow_graphs) for side in sides.values())
+    if mode is not None:
+        launches, graph = mode
+    else:
+        graph = est < SMALL_KERNEL_MS and allow_graphs
+        launches = max(1, min(1000, math.ceil(GRAPH_TARGET_MS / max(est, 1e-4)))) if graph else 1
+    methods = {name: side.prepare(launches, graph) for name, side in sides.items()}
+    if graph and len(set(methods.values())) > 1:
+        methods = {name: side.prepare(launches, False) for name, side in sides.items()}
+        graph = False
+    return launches, methods, graph
+
+
+def _sample_rounds(sides: dict[str, Any], min_rounds: int, max_rounds: int, target_rse: float,
+                   max_seconds: float) -> dict[str, list[float]]:
+    """Rounds of one sample per side, the order alternating, until every median's relative
+    standard error is under `target_rse` (after `min_rounds`), `max_rounds`, or the time cap."""
+    names = list(sides)
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    deadline = time.perf_counter() + max_seconds
+    rounds = 0
+    while rounds < max_rounds:
+        order = names if rounds % 2 == 0 else names[::-1]
+        for name in order:
+            samples[name].append(sides[name].sample())
+        rounds += 1
+        if rounds >= min_rounds:
+            converged = all(median_rse(np.asarray(v)) < target_rse for v in samples.values())
+            if converged or time.perf_counter() > deadline:
+                break
+    return samples
+
+
 def time_case(sides: dict[str, Any], case_name: str, policy: TimingPolicy,
               clocks: Callable[[], dict[str, Any]] | None = None,
               allow_graphs: bool = True) -> tuple[CaseTiming, dict[str, Any], dict[str, Any]]:
-    """Interleaved samples of every side (keys: candidate, baseline, eager), driven from here.
+    """Interleaved samples of every side (keys: candidate, baseline, eager), driven from here:
+    the full protocol (FINAL_FULL).
 
     Each side is a `judge.sampling.Side` (in this process) or a `RemoteSide` (the candidate in
     its process); one sample at a time, each synchronised before the next starts, so sides
@@ -102,26 +145,10 @@ def time_case(sides: dict[str, Any], case_name: str, policy: TimingPolicy,
     the generator unusable): such tasks (Task.seeded_rng) are timed as plain launches
     (`allow_graphs` False).
     """
-    est = min(side.warm_up(policy.warmup_ms, policy.warmup_calls, allow_graphs) for side in sides.values())
-    small = est < SMALL_KERNEL_MS and allow_graphs
-    launches = max(1, min(1000, math.ceil(GRAPH_TARGET_MS / max(est, 1e-4)))) if small else 1
-    methods = {name: side.prepare(launches, small) for name, side in sides.items()}
-    if small and len(set(methods.values())) > 1:
-        methods = {name: side.prepare(launches, False) for name, side in sides.items()}
-    names = list(sides)
+    launches, methods, _ = _prepare_sides(sides, policy, allow_graphs)
     clocks_before = clocks() if clocks else {}
-    samples: dict[str, list[float]] = {name: [] for name in names}
-    deadline = time.perf_counter() + policy.max_seconds_per_case
-    rounds = 0
-    while rounds < policy.max_samples:
-        order = names if rounds % 2 == 0 else names[::-1]
-        for name in order:
-            samples[name].append(sides[name].sample())
-        rounds += 1
-        if rounds >= policy.min_samples:
-            converged = all(median_rse(np.asarray(v)) < policy.target_rse for v in samples.values())
-            if converged or time.perf_counter() > deadline:
-                break
+    samples = _sample_rounds(sides, policy.min_samples, policy.max_samples, policy.target_rse,
+                             policy.max_seconds_per_case)
     clocks_after = clocks() if clocks else {}
     return CaseTiming(
         case=case_name,
@@ -137,6 +164,109 @@ def time_case(sides: dict[str, Any], case_name: str, policy: TimingPolicy,
     ), clocks_before, clocks_after
 
 
+NATURAL = "natural"
+"""The references' own launch mode (graph replays when they are small kernels, else plain
+launches); the other modes are `graph:<launches>` and `loop:<launches>` (`launch_mode`)."""
+
+
+def launch_mode(mode: str) -> tuple[int, bool] | None:
+    """(launches, graph) of a mode string, None for NATURAL; a ValueError for anything else."""
+    if mode == NATURAL:
+        return None
+    kind, _, count = mode.partition(":")
+    if kind not in ("graph", "loop") or not count.isdigit() or int(count) < 1:
+        raise ValueError(f"unknown launch mode {mode!r}")
+    return int(count), kind == "graph"
+
+
+def measure_references(sides: dict[str, Any], policy: TimingPolicy, clocks: Callable[[], dict[str, Any]] | None,
+                       allow_graphs: bool, mode: str = NATURAL) -> ReferenceTiming:
+    """The expert baseline and eager PyTorch (keys baseline, eager) timed once, interleaved with
+    each other under the full protocol's stopping rule, in launch `mode`: what the short
+    protocol caches."""
+    launches, methods, graph = _prepare_sides(sides, policy, allow_graphs, mode=launch_mode(mode))
+    before = clocks() if clocks else {}
+    samples = _sample_rounds(sides, policy.min_samples, policy.max_samples, policy.target_rse,
+                             policy.max_seconds_per_case)
+    after = clocks() if clocks else {}
+    return ReferenceTiming(tuple(samples["baseline"]), tuple(samples.get("eager", ())), launches, graph,
+                           methods["baseline"], sides["baseline"].wall(), before, after)
+
+
+def recheck_references(sides: dict[str, Any], policy: TimingPolicy, cached: ReferenceTiming) -> ReferenceTiming:
+    """A short re-timing of the references (`feedback_max_samples` rounds, the cached launch
+    count and mode): the drift re-check of judge/baselines.py."""
+    launches, methods, graph = _prepare_sides(sides, policy, cached.use_graph, mode=(cached.launches, cached.use_graph))
+    n = policy.feedback_max_samples
+    samples = _sample_rounds(sides, n, n, 0.0, policy.max_seconds_per_case)
+    return ReferenceTiming(tuple(samples["baseline"]), tuple(samples.get("eager", ())), launches, graph,
+                           methods["baseline"])
+
+
+References = Callable[[str, str], Acquired]
+"""(clock state, launch mode) -> the case's reference timing from the cache (judge/baselines.py)."""
+
+
+def time_case_short(candidate: Any, case_name: str, policy: TimingPolicy, references: References,
+                    clocks: Callable[[], dict[str, Any]] | None = None, allow_graphs: bool = True,
+                    locked: bool = False) -> tuple[CaseTiming, list[DriftEvent]]:
+    """The short protocol (FEEDBACK_SHORT) for one case: the candidate alone, against reference
+    timings from the cache.
+
+    The candidate is warmed up as in the full protocol, the clocks read, and the references
+    for this clock state fetched (measured now when the cache has none, re-checked for drift
+    when due). Both sides are timed alike: the candidate is prepared in the references' launch
+    mode (graph replays of the same launch count, or plain launches); a candidate under
+    SMALL_KERNEL_MS against references too slow for graphs gets references replayed as graphs
+    of its launch count (as the full protocol would time all three), and a candidate whose
+    graph capture fails gets references taken as a plain loop. It is sampled with an L2
+    flush before each sample, at least `feedback_min_samples` times and at most
+    `feedback_max_samples`; after each sample from the minimum on, the sequential rule of
+    stats/sequential.py looks at the speedup's interval and stops once it is decisively above,
+    below or around 1.0x (or at the per-case time cap)."""
+    est = candidate.warm_up(policy.warmup_ms, policy.warmup_calls, allow_graphs)
+    before = clocks() if clocks else {}
+    state = clock_state(before, locked)
+    got = references(state, NATURAL)
+    drift = [got.drift] if got.drift else []
+    if allow_graphs and est < SMALL_KERNEL_MS and not got.timing.use_graph and got.timing.launches == 1:
+        got = references(state, f"graph:{max(1, min(1000, math.ceil(GRAPH_TARGET_MS / max(est, 1e-4))))}")
+        drift += [got.drift] if got.drift else []
+    method = candidate.prepare(got.timing.launches, got.timing.use_graph)
+    if got.timing.use_graph and method != "graph":
+        got = references(state, f"loop:{got.timing.launches}")
+        drift += [got.drift] if got.drift else []
+        method = candidate.prepare(got.timing.launches, False)
+    ref = got.timing
+    confidence = look_confidence(policy.feedback_alpha, policy.feedback_min_samples, policy.feedback_max_samples)
+    samples: list[float] = []
+    decision = None
+    deadline = time.perf_counter() + policy.max_seconds_per_case
+    while len(samples) < policy.feedback_max_samples:
+        samples.append(candidate.sample())
+        if len(samples) >= policy.feedback_min_samples:
+            _, lo, hi = speedup_interval(ref.baseline_ms, samples, confidence, policy.feedback_noise_floor)
+            decision = decide(lo, hi, policy.feedback_equivalence)
+            if decision is not None or time.perf_counter() > deadline:
+                break
+    after = clocks() if clocks else {}
+    return CaseTiming(
+        case=case_name,
+        candidate_ms=tuple(samples),
+        baseline_ms=ref.baseline_ms,
+        eager_ms=ref.eager_ms,
+        launches_per_sample=ref.launches,
+        method=method,
+        candidate_wall_ms=candidate.wall(),
+        baseline_wall_ms=ref.baseline_wall_ms,
+        clocks_before=before,
+        clocks_after=after,
+        baseline_source=got.source,
+        early_stopped=decision is not None and len(samples) < policy.feedback_max_samples,
+        decision=decision,
+    ), drift
+
+
 def side_stream_suspected(ct: CaseTiming, min_wall_ms: float = 0.05) -> bool:
     """True when the candidate's event time is far below its synchronised wall time while
     the baseline's is not: the work ran where the events could not see it. Only judged
@@ -149,14 +279,15 @@ def side_stream_suspected(ct: CaseTiming, min_wall_ms: float = 0.05) -> bool:
 
 
 def speedup_with_ci(cases: list[CaseTiming], policy: TimingPolicy,
-                    against: str = "baseline") -> tuple[float, tuple[float, float]]:
+                    against: str = "baseline", paired: bool = True) -> tuple[float, tuple[float, float]]:
     """Geometric mean over cases of median(against) / median(candidate), with a 95%
     percentile bootstrap interval.
 
     The samples of candidate and reference were taken interleaved, one of each per round,
     so rounds are resampled as pairs (same indices on both sides): drift shared by a round
     (clocks, temperature) stays paired, as it was measured. Sides of unequal length (a
-    stored timing edited by hand) fall back to independent resampling."""
+    stored timing edited by hand), or `paired` False (the short protocol, whose reference
+    samples come from another measurement), are resampled independently."""
     if not cases:
         raise ValueError("speedup_with_ci needs at least one case")
     rng = np.random.default_rng(policy.seed)
@@ -169,7 +300,7 @@ def speedup_with_ci(cases: list[CaseTiming], policy: TimingPolicy,
         if len(cand) == 0 or len(base) == 0:
             raise ValueError(f"case {ct.case}: no {against if len(base) == 0 else 'candidate'} samples")
         logs.append(math.log(_positive(np.median(base)) / _positive(np.median(cand))))
-        if len(cand) == len(base):
+        if paired and len(cand) == len(base):
             idx = rng.integers(0, len(cand), size=(b, len(cand)))
             rc, rb = cand[idx], base[idx]
         else:
@@ -189,9 +320,15 @@ def _positive(value: float) -> float:
 
 
 def time_candidate(task: Task, candidate: Any, baseline: Callable[..., Any], cases: tuple[Case, ...],
-                   vendor: str, device_index: int | str, policy: TimingPolicy) -> Timing:
+                   vendor: str, device_index: int | str, policy: TimingPolicy,
+                   baselines: BaselineCache | None = None) -> Timing:
     """`candidate`: a candidate process (judge/remote.py), or a plain callable (benchmarks
-    that time in one process). The baseline and eager PyTorch run here, in the judge."""
+    that time in one process). The baseline and eager PyTorch run here, in the judge.
+
+    `policy.protocol` picks the protocol: FINAL_FULL times every case with `time_case`
+    (candidate, baseline and eager interleaved); FEEDBACK_SHORT with `time_case_short`,
+    against reference timings from `baselines` (the worker's cache; a throwaway one when None,
+    so every reference is measured afresh)."""
     from judge.oracle import (
         Mismatch,
         _to_device,
@@ -208,6 +345,13 @@ def time_candidate(task: Task, candidate: Any, baseline: Callable[..., Any], cas
     # Locked clocks (`--lock-clocks`) show up in NVML as an applications-clocks "throttle".
     locked = os.environ.get(CLOCKS_LOCKED_ENV) == "1"
     ignore = ("applications_clocks_setting",) if locked else ()
+    short = policy.protocol == FEEDBACK_SHORT
+    cache = baselines if baselines is not None else BaselineCache()
+    drift: list[DriftEvent] = []
+
+    def clocks() -> dict[str, Any]:
+        return read_clocks(vendor, device_index)
+
     results = []
     readings: list[tuple[dict[str, Any], dict[str, Any]]] = []
     flags: list[str] = []
@@ -218,12 +362,29 @@ def time_candidate(task: Task, candidate: Any, baseline: Callable[..., Any], cas
         expected, unwritten = expected_and_unwritten(task, pristine, c)
         mine = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
         remote = RemoteSide(candidate, args) if not callable(candidate) else None
-        sides: dict[str, Any] = {"candidate": remote or Side(functools.partial(candidate, *args)),
-                                 "baseline": Side(functools.partial(baseline, *mine))}
-        if policy.time_eager:
-            sides["eager"] = Side(functools.partial(task.reference, *mine))
-        ct, before, after = time_case(sides, c.name, policy, lambda: read_clocks(vendor, device_index),
-                                      allow_graphs=not task.seeded_rng)
+        cand_side = remote or Side(functools.partial(candidate, *args))
+
+        def reference_sides(inputs: tuple = mine) -> dict[str, Any]:
+            refs: dict[str, Any] = {"baseline": Side(functools.partial(baseline, *inputs))}
+            if policy.time_eager:
+                refs["eager"] = Side(functools.partial(task.reference, *inputs))
+            return refs
+
+        if short:
+            def references(state: str, mode: str, case: Case = c) -> Acquired:
+                key = BaselineKey(str(device_index), task.id, case.name, state, mode)
+                return cache.acquire(
+                    key, lambda: measure_references(reference_sides(), policy, clocks, not task.seeded_rng, mode),
+                    lambda cached: recheck_references(reference_sides(), policy, cached),
+                    policy.baseline_recheck_uses, policy.baseline_recheck_seconds)
+
+            ct, events = time_case_short(cand_side, c.name, policy, references, clocks,
+                                         allow_graphs=not task.seeded_rng, locked=locked)
+            drift += events
+        else:
+            ct, _, _ = time_case({"candidate": cand_side, **reference_sides()}, c.name, policy, clocks,
+                                 allow_graphs=not task.seeded_rng)
+        before, after = ct.clocks_before, ct.clocks_after
         results.append(ct)
         readings.append((before, after))
         flags += [f for f in clock_flags(before, after, ignore=ignore) if f not in flags]
@@ -247,8 +408,8 @@ def time_candidate(task: Task, candidate: Any, baseline: Callable[..., Any], cas
             raise OutputChangedDuringTiming(c.name, f"output after timing is wrong: {m}") from None
         del args, pristine, expected, out, mine, returned, inputs_after
     flags += [f"side_stream_suspected:{ct.case}" for ct in results if side_stream_suspected(ct)]
-    speedup, ci = speedup_with_ci(results, policy)
-    eager = speedup_with_ci(results, policy, against="eager")[0] if policy.time_eager else None
+    speedup, ci = speedup_with_ci(results, policy, paired=not short)
+    eager = speedup_with_ci(results, policy, against="eager", paired=not short)[0] if policy.time_eager else None
     cand_ms = math.exp(float(np.mean([math.log(_positive(np.median(ct.candidate_ms))) for ct in results])))
     return Timing(
         cases=tuple(results),
@@ -261,4 +422,6 @@ def time_candidate(task: Task, candidate: Any, baseline: Callable[..., Any], cas
         speedup_vs_eager=eager,
         candidate_ms=cand_ms,
         clocks_locked=locked,
+        protocol=policy.protocol,
+        drift_events=tuple(e.to_json() for e in drift),
     )

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+FINAL_FULL = "final-full"  # judge/policy.py FINAL_FULL (this module is candidate-side: it imports nothing of the project)
+
 VERDICT_KINDS = (
     "correct",
     "syntax_error",
@@ -121,6 +123,13 @@ class CaseTiming:
     # state each sample set was taken under. Empty in records written before they were kept.
     clocks_before: dict[str, Any] = field(default_factory=dict)
     clocks_after: dict[str, Any] = field(default_factory=dict)
+    # Where the baseline and eager samples come from: "interleaved" (taken round by round with
+    # the candidate's: the full protocol), "fresh" (measured for this job and cached) or
+    # "reused" (a cached measurement; judge/baselines.py). Records older than the short
+    # protocol read "interleaved", which is what they were.
+    baseline_source: str = "interleaved"
+    early_stopped: bool = False  # the short protocol's sequential rule stopped before the sample cap
+    decision: str | None = None  # its decision against 1.0x (stats/sequential.py), None when undecided
 
     def median(self, which: str = "candidate") -> float:
         import statistics
@@ -141,6 +150,13 @@ class Timing:
     speedup_vs_eager: float | None = None
     candidate_ms: float | None = None
     clocks_locked: bool | None = None  # clocks locked by --lock-clocks while timing; None: not recorded
+    protocol: str = FINAL_FULL  # which protocol produced these numbers (judge/policy.py PROTOCOLS)
+    drift_events: tuple[dict[str, Any], ...] = ()  # cached references found out of date (judge/baselines.py)
+
+    @property
+    def samples_taken(self) -> int:
+        """Candidate samples over every case (the cost the short protocol saves)."""
+        return sum(len(c.candidate_ms) for c in self.cases)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -156,6 +172,7 @@ class Timing:
             for c in d["cases"]
         )
         d["flag_reasons"] = tuple(d.get("flag_reasons", ()))
+        d["drift_events"] = tuple(dict(e) for e in d.get("drift_events", ()))
         if d.get("speedup_ci") is not None:
             d["speedup_ci"] = tuple(d["speedup_ci"])
         return cls(**d)

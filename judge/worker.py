@@ -118,6 +118,10 @@ class Worker:
         self.spare: Any = None
         self.counter = 0
         self.baselines: dict[str, Any] = {}
+        # Reference timings (expert baseline, eager PyTorch) for the short feedback protocol,
+        # measured once per (case, clock state) and kept for this worker's life: in the judge,
+        # out of every candidate's reach, per device (judge/baselines.py says why here).
+        self.references: Any = None
         self.contained = ""
         self.fatal = ""  # why this worker must not judge the next candidate ("" when it may)
         from judge.phases import PhaseClock
@@ -349,8 +353,10 @@ class Worker:
 
     def _time(self, task: Any, runner: Any, verdict: Any, job: dict[str, Any]) -> tuple[Any, Any]:
         """Check the timing cases first (they are larger than the hidden ones), then time the
-        candidate (in its process, on the judge's command) and the expert baseline and eager
-        PyTorch (here) interleaved round by round, alone on the GPU."""
+        candidate (in its process, on the judge's command) alone on the GPU, by the job's
+        protocol: final-full interleaves it round by round with the expert baseline and eager
+        PyTorch (here); feedback-short samples it briefly against their timings from this
+        worker's cache (`self.references`, judge/baselines.py)."""
         from judge.oracle import judge_cases
         from judge.timing import OutputChangedDuringTiming, TimingPolicy, time_candidate
         from judge.verdict import Verdict
@@ -360,11 +366,15 @@ class Worker:
         if not perf_verdict.correct:
             return dataclasses.replace(perf_verdict, message=f"on a timing case: {perf_verdict.message}",
                                        cases_run=verdict.cases_run), None
+        from judge.baselines import BaselineCache
+
         policy = TimingPolicy.from_json(job.get("timing_policy"))
+        if self.references is None:
+            self.references = BaselineCache()
         try:
             with gpu_gate(exclusive=True):
                 timing = time_candidate(task, runner.proc, self._baseline(task), task.perf, self.target.vendor,
-                                        physical_device(), policy)
+                                        physical_device(), policy, self.references)
         except OutputChangedDuringTiming as exc:
             return Verdict("wrong_result", str(exc), exc.case, cases_run=verdict.cases_run,
                            kernel_launched=True), None

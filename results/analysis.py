@@ -16,6 +16,7 @@ from results.curves import AXES, MethodCurves, MethodRuns, budget_curves, parall
 from results.latency import CASE_COLS, case_frame
 from results.method_stats import SMALL_SUITE, MethodStats, method_stats, timed_baselines
 from results.readers import RunData
+from results.store import FULL_PROTOCOL
 from results.verdicts import SIGN_FLIP_BELOW, Comparison, paired_comparisons, uncompared_speedups
 
 #: The bootstrap's defaults: summary.json uses them, so `report RUN` with default options reproduces it.
@@ -61,7 +62,10 @@ def analyse(data: RunData, n_resamples: int = N_RESAMPLES, seed: int = BOOTSTRAP
     h = headline(data, n_resamples, seed)
     a = Analysis(data, n_resamples, seed, h.methods, h.comparisons,
                  curves={axis: budget_curves(data, axis, n_resamples, seed) for axis in AXES},
-                 runs=parallel_scaling(data, n_resamples, seed), latency=case_frame(data.timings, seed))
+                 runs=parallel_scaling(data, n_resamples, seed),
+                 # Timing noise is read from full-protocol timings only: a short feedback timing has
+                 # a handful of samples by design, and its cached reference samples recur in many.
+                 latency=case_frame(data.timings[data.timings["protocol"] == FULL_PROTOCOL], seed))
     a.notes.extend(_notes(a))
     return a
 

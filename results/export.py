@@ -56,6 +56,9 @@ UNIT_COLUMNS = {
     "speedup_vs_eager": "final submission vs PyTorch eager (empty: not correct or not timed)",
     "timing_flagged": "the timing was flagged (clocks moved, throttling, side streams): kept out of averages "
                       "(empty: nothing timed)",
+    "timing_protocol": "protocol of the final submission's timing: final-full, the full interleaved one "
+                       "(empty: nothing timed)",
+    "timing_samples": "candidate samples that timing took, over all perf cases (empty: nothing timed)",
     "error": "why the unit ended early (a failed model call), else empty",
     "failed_calls": "model calls of the unit that failed for good (those --retry-errors sent again included)",
 }
@@ -69,6 +72,14 @@ CANDIDATE_COLUMNS = {
     "source_hash": "hash of its code (show RUN_DIR --all prints the code)",
     "hidden_verdict": "verdict on the hidden cases", "hidden_pass": "passes the hidden cases",
     "visible_verdict": "first visible feedback the method asked for on it (empty: never asked)",
+    "visible_timing_protocol": "protocol of its visible feedback's timing: feedback-short, few samples against "
+                               "cached reference timings (empty: not timed: not correct, never asked, or a CPU run)",
+    "visible_speedup": "the speedup that feedback showed the method (empty: not timed)",
+    "visible_samples": "candidate samples that feedback timing took, over all visible perf cases",
+    "visible_early_stopped": "perf cases whose sampling the sequential rule stopped early",
+    "visible_baselines_reused": "perf cases timed against reference timings from the worker's cache (the rest "
+                                "measured them afresh)",
+    "visible_drift_events": "cached reference timings found out of date and replaced during that timing",
     "submitted": "the method submitted it at some point", "final": "it is the final submission",
     "simulated": "true when the run used the simulated model",
     "source": "its code (only with --sources)",
@@ -126,6 +137,8 @@ def unit_table(data: RunData) -> pd.DataFrame:
             "speedup_hi": _num(t.speedup_hi) if t is not None and bool(r.submitted_pass) else None,
             "speedup_vs_eager": _num(r.speedup_vs_eager),
             "timing_flagged": bool(r.speedup_flagged) if t is not None else None,
+            "timing_protocol": t.protocol if t is not None else None,
+            "timing_samples": _int(t.samples) if t is not None else None,
             "error": r.error if isinstance(r.error, str) and r.error else None,
             "failed_calls": int(r.failed_calls),
         })
@@ -148,6 +161,13 @@ def candidate_table(data: RunData, with_sources: bool = False) -> pd.DataFrame:
         "source_hash": c["source_hash"], "hidden_verdict": c["hidden_verdict"], "hidden_pass": c["hidden_pass"],
         "visible_verdict": c["visible_verdict"],
     })
+    visible = data.evaluations[(data.evaluations["case_set"] == "visible") & data.evaluations["protocol"].notna()]
+    timed = {(r.run, r.task, r.source_hash): r for r in visible.itertuples(index=False)}
+    found = [timed.get((run, task, h)) for run, task, h in zip(c["run"], c["task"], c["source_hash"], strict=True)]
+    out["visible_timing_protocol"] = [t.protocol if t is not None else None for t in found]
+    out["visible_speedup"] = [_num(t.speedup) if t is not None else None for t in found]
+    for column in ("samples", "early_stopped", "baselines_reused", "drift_events"):
+        out[f"visible_{column}"] = [_int(getattr(t, column)) if t is not None else None for t in found]
     keys = list(zip(c["run"], c["method"], c["task"], c["repeat"], c["source_hash"], strict=True))
     out["submitted"] = [k in submitted for k in keys]
     out["final"] = [k in final_keys for k in keys]
@@ -212,6 +232,10 @@ def _require_pyarrow() -> None:
 
 def _num(x: Any) -> float | None:
     return float(x) if x is not None and np.isfinite(float(x)) else None
+
+
+def _int(x: Any) -> int | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else int(x)
 
 
 def _maybe_bool(x: Any) -> bool | None:

@@ -15,6 +15,24 @@ PHASE_COLUMNS = ("queue_s", "compile_s", "correctness_s", "timing_s")
 PROFILE_MARK = "@"  # `<task>@<profile>`: the suite's own check of a task's submission (bench.registry)
 
 
+def attribute_to_methods(evaluations: pd.DataFrame, candidates: pd.DataFrame) -> pd.DataFrame:
+    """The evaluations joined to the methods whose candidates they judged, one row per
+    (evaluation, method), with `share`: 1 / the number of methods that proposed that source for
+    that task (a profile evaluation `<task>@<profile>` belongs to its task's candidates), so
+    shares add up to one per evaluation. Empty when nothing joins."""
+    if evaluations.empty or candidates.empty:
+        return evaluations.assign(method=pd.Series(dtype=str), share=pd.Series(dtype=float)).iloc[0:0]
+    ev = evaluations.copy()
+    ev["base_task"] = ev["task"].astype(str).str.split(PROFILE_MARK).str[0]
+    keys = ["run"] if "run" in ev.columns and "run" in candidates.columns else []
+    owners = candidates[[*keys, "task", "source_hash", "method"]].drop_duplicates()
+    owners = owners.rename(columns={"task": "base_task"})
+    joined = ev.merge(owners, on=[*keys, "base_task", "source_hash"], how="inner")
+    joined["share"] = 1.0 / joined.groupby([*keys, "source_hash", "task", "case_set", "device_key", "timed"])[
+        "method"].transform("count")
+    return joined
+
+
 def phase_seconds(evaluations: pd.DataFrame, candidates: pd.DataFrame) -> pd.DataFrame:
     """One row per method: evaluations (their count, shared ones split), seconds per phase and
     in all. Evaluations with no phase recorded (replayed, or from older stores) are left out;
@@ -22,21 +40,12 @@ def phase_seconds(evaluations: pd.DataFrame, candidates: pd.DataFrame) -> pd.Dat
     cols = ["method", "evaluations", *PHASE_COLUMNS, "total_s"]
     if evaluations.empty or candidates.empty:
         return pd.DataFrame(columns=cols)
-    ev = evaluations[evaluations[list(PHASE_COLUMNS)].notna().any(axis=1)].copy()
-    if ev.empty:
-        return pd.DataFrame(columns=cols)
-    ev["base_task"] = ev["task"].astype(str).str.split(PROFILE_MARK).str[0]
-    keys = ["run"] if "run" in ev.columns and "run" in candidates.columns else []
-    owners = candidates[[*keys, "task", "source_hash", "method"]].drop_duplicates()
-    owners = owners.rename(columns={"task": "base_task"})
-    joined = ev.merge(owners, on=[*keys, "base_task", "source_hash"], how="inner")
+    joined = attribute_to_methods(evaluations[evaluations[list(PHASE_COLUMNS)].notna().any(axis=1)], candidates)
     if joined.empty:
         return pd.DataFrame(columns=cols)
-    share = 1.0 / joined.groupby([*keys, "source_hash", "task", "case_set", "device_key", "timed"])["method"] \
-        .transform("count")
-    joined["evaluations"] = share
+    joined["evaluations"] = joined["share"]
     for c in PHASE_COLUMNS:
-        joined[c] = joined[c].fillna(0.0) * share
+        joined[c] = joined[c].fillna(0.0) * joined["share"]
     out = joined.groupby("method", sort=True)[["evaluations", *PHASE_COLUMNS]].sum().reset_index()
     out["total_s"] = out[list(PHASE_COLUMNS)].sum(axis=1)
     return out[cols]

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from results.run_folder import RunFolder, RunFolderError
-from results.store import Store
+from results.store import FULL_PROTOCOL, PROTOCOL_COLUMNS, Store
 
 UNIT_KEY = ["method", "task", "repeat"]
 TEST_RUN_COLS = UNIT_KEY + ["test_run_index", "calls_used", "source_hash", "tests_hash", "verdict", "tests_passed",
@@ -91,13 +91,19 @@ class RunData:
         speedup_hi, speedup_vs_eager, candidate_ms, flagged, flag_reasons, skip_reasons
         (cases the judge skipped, with why), queue_s, compile_s, correctness_s, timing_s
         (seconds per phase, judge/phases.py; NaN when not measured: a replayed evaluation or
-        an older store).
+        an older store), and how it was timed (None / NaN when not timed): protocol
+        ("final-full" or "feedback-short", judge/policy.py), samples (candidate samples over
+        all cases), early_stopped (cases the sequential rule stopped early),
+        baselines_reused (cases whose reference timings came from the worker's cache),
+        drift_events.
     timings: one row per (timed evaluation, case): run, source_hash, task, case_set,
         case, candidate_ms, baseline_ms and eager_ms (tuples of raw samples),
         launches_per_sample, flagged and flag_reasons (the evaluation's), clocks_locked (None
         when not recorded), clocks_before / clocks_after (the case's readings, or the
         timing's first and last when the record predates per-case readings: case_clocks
-        False), and the evaluation's speedup with its interval (speedup_lo, speedup_hi).
+        False), and the evaluation's speedup with its interval (speedup_lo, speedup_hi); the
+        evaluation's protocol, the case's baseline_source ("interleaved", "fresh" or
+        "reused"), early_stopped and decision (the short protocol's verdict against 1.0x).
     calls: one row per model call: unit key, call_index, role, prompt_tokens,
         completion_tokens, charged, cached, error, latency_s.
     runs: runs the methods declared: unit key, run_index, calls_start, calls_end (NaN when
@@ -264,10 +270,11 @@ def _frame(rows: list[dict[str, Any]], columns: list[str]) -> pd.DataFrame:
 
 EVALUATION_COLS = ["source_hash", "task", "case_set", "device_key", "timed", "has_timing", "verdict", "speedup",
                    "speedup_lo", "speedup_hi", "speedup_vs_eager", "candidate_ms", "flagged", "flag_reasons",
-                   "skip_reasons", "queue_s", "compile_s", "correctness_s", "timing_s"]
+                   "skip_reasons", "queue_s", "compile_s", "correctness_s", "timing_s", *PROTOCOL_COLUMNS]
 TIMING_COLS = ["source_hash", "task", "case_set", "case", "candidate_ms", "baseline_ms", "eager_ms",
                "launches_per_sample", "flagged", "flag_reasons", "clocks_locked", "clocks_before", "clocks_after",
-               "case_clocks", "speedup", "speedup_lo", "speedup_hi"]
+               "case_clocks", "speedup", "speedup_lo", "speedup_hi", "protocol", "baseline_source", "early_stopped",
+               "decision"]
 
 
 def read_evaluations(store: Store) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -285,6 +292,8 @@ def read_evaluations(store: Store) -> tuple[pd.DataFrame, pd.DataFrame]:
             "flagged": bool(t.get("flagged", False)), "flag_reasons": tuple(t.get("flag_reasons", ())),
             "skip_reasons": tuple((ev.get("verdict") or {}).get("skip_reasons", ())),
             **{c: _num(r.get(c)) for c in ("queue_s", "compile_s", "correctness_s", "timing_s")},
+            "protocol": r.get("protocol"),
+            **{c: _num(r.get(c)) for c in PROTOCOL_COLUMNS if c != "protocol"},
         })
         for case in t.get("cases", ()):
             per_case = bool(case.get("clocks_before") or case.get("clocks_after"))
@@ -300,6 +309,9 @@ def read_evaluations(store: Store) -> tuple[pd.DataFrame, pd.DataFrame]:
                 "clocks_after": dict(case.get("clocks_after") or t.get("clocks_after") or {}),
                 "case_clocks": per_case,
                 "speedup": _num(t.get("speedup_vs_baseline")), "speedup_lo": _num(ci[0]), "speedup_hi": _num(ci[1]),
+                "protocol": str(t.get("protocol") or FULL_PROTOCOL),
+                "baseline_source": str(case.get("baseline_source") or "interleaved"),
+                "early_stopped": bool(case.get("early_stopped", False)), "decision": case.get("decision"),
             })
     return pd.DataFrame(ev_rows, columns=EVALUATION_COLS), pd.DataFrame(t_rows, columns=TIMING_COLS)
 

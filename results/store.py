@@ -66,6 +66,7 @@ CREATE TABLE IF NOT EXISTS evaluations (
     timed INTEGER NOT NULL DEFAULT 0,
     verdict TEXT NOT NULL, evaluation TEXT NOT NULL, created REAL NOT NULL,
     queue_s REAL, compile_s REAL, correctness_s REAL, timing_s REAL,
+    protocol TEXT, samples INTEGER, early_stopped INTEGER, baselines_reused INTEGER, drift_events INTEGER,
     PRIMARY KEY (source_hash, task, case_set, device_key, timed));
 CREATE TABLE IF NOT EXISTS retried_calls (
     method TEXT NOT NULL, task TEXT NOT NULL, repeat INTEGER NOT NULL, call_index INTEGER NOT NULL,
@@ -82,6 +83,13 @@ CREATE TABLE IF NOT EXISTS units (
 
 #: Phases an evaluation's seconds are kept for (judge/phases.py PHASES; a column `<phase>_s` each).
 PHASES = ("queue", "compile", "correctness", "timing")
+#: How each timing was taken (judge/policy.py PROTOCOLS), one column each, NULL for an evaluation
+#: with no timing: the protocol, candidate samples over all cases, cases the sequential rule
+#: stopped early, cases whose reference timings came from the worker's cache, drift events.
+PROTOCOL_COLUMNS = ("protocol", "samples", "early_stopped", "baselines_reused", "drift_events")
+#: The full interleaved protocol, also that of every timing recorded before the field existed
+#: (judge/policy.py FINAL_FULL; results/ does not import judge/).
+FULL_PROTOCOL = "final-full"
 #: Stores written before the `timed` column marked a timed evaluation by this suffix on the device key.
 LEGACY_TIMED_SUFFIX = "|timed"
 UNIT_KEY = ("method", "task", "repeat")
@@ -91,6 +99,19 @@ EVENT_TABLES = {"candidates": "candidate_index", "feedback": "feedback_index", "
 
 def source_hash(source: str) -> str:
     return hashlib.sha256(source.encode()).hexdigest()[:32]
+
+
+def protocol_columns(evaluation: dict[str, Any]) -> tuple[Any, ...]:
+    """The PROTOCOL_COLUMNS of an evaluation, from its timing record (judge/verdict.py Timing):
+    derived, so a replayed evaluation's columns are the recorded one's. A timing older than the
+    protocol field was taken by the full protocol, with fresh, interleaved references."""
+    timing = evaluation.get("timing")
+    if not timing:
+        return (None,) * len(PROTOCOL_COLUMNS)
+    cases = timing.get("cases") or ()
+    return (str(timing.get("protocol") or FULL_PROTOCOL), sum(len(c.get("candidate_ms") or ()) for c in cases),
+            sum(bool(c.get("early_stopped")) for c in cases),
+            sum(c.get("baseline_source") == "reused" for c in cases), len(timing.get("drift_events") or ()))
 
 
 class Store:
@@ -118,11 +139,16 @@ class Store:
                                    ("runs", "independent", "INTEGER NOT NULL DEFAULT 1"),
                                    ("candidates", "evals_used", "INTEGER NOT NULL DEFAULT -1"),
                                    ("submissions", "evals_used", "INTEGER NOT NULL DEFAULT -1"),
-                                   *(("evaluations", f"{p}_s", "REAL") for p in PHASES)):
+                                   *(("evaluations", f"{p}_s", "REAL") for p in PHASES),
+                                   *(("evaluations", c, "TEXT" if c == "protocol" else "INTEGER")
+                                     for c in PROTOCOL_COLUMNS)):
             if column not in self._columns(table):
                 self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {ddl}")
-        if "timed" in self._columns("evaluations"):
-            return
+        if "timed" not in self._columns("evaluations"):
+            self._move_timed_suffix()
+        self._backfill_protocols()
+
+    def _move_timed_suffix(self) -> None:
         n = len(LEGACY_TIMED_SUFFIX)
         legacy = f"device_key LIKE '%{LEGACY_TIMED_SUFFIX}'"
         create = SCHEMA[SCHEMA.index("CREATE TABLE IF NOT EXISTS evaluations"):]
@@ -142,6 +168,16 @@ class Store:
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
+
+    def _backfill_protocols(self) -> None:
+        """Timed evaluations recorded before the protocol columns existed (all of them timings of
+        the full protocol) get them filled from their record; cheap when there are none. (Selected by
+        text, not SQLite's JSON functions: the records are Python's JSON, which writes NaN.)"""
+        rows = self.query("SELECT rowid, evaluation FROM evaluations WHERE timed = 1 AND protocol IS NULL "
+                          "AND evaluation NOT LIKE '%\"timing\": null%'")
+        marks = ", ".join(f"{c}=?" for c in PROTOCOL_COLUMNS)
+        for rowid, text in rows:
+            self._write(f"UPDATE evaluations SET {marks} WHERE rowid=?", (*protocol_columns(json.loads(text)), rowid))
 
     def close(self) -> None:
         with self._lock:
@@ -222,13 +258,15 @@ class Store:
         output after timing, so its verdict can differ from the untimed one's
         (results/readers.py `hidden_verdicts` counts a candidate correct only when both say so).
         `phases`: seconds per phase (judge/phases.py), one column each; NULL when not measured
-        (a replayed evaluation, or a store written before they were kept)."""
+        (a replayed evaluation, or a store written before they were kept). The protocol columns
+        are read off the evaluation's timing (`protocol_columns`)."""
         seconds = [None if phases is None or p not in phases else float(phases[p]) for p in PHASES]
         self._write(
             "INSERT OR IGNORE INTO evaluations(source_hash, task, case_set, device_key, timed, verdict, evaluation, "
-            "created, queue_s, compile_s, correctness_s, timing_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"created, queue_s, compile_s, correctness_s, timing_s, {', '.join(PROTOCOL_COLUMNS)}) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (h, task, case_set, device_key, int(timed), evaluation["verdict"]["kind"], json.dumps(evaluation),
-             time.time(), *seconds),
+             time.time(), *seconds, *protocol_columns(evaluation)),
         )
 
     # ------------------------------------------------------------------ units
@@ -323,9 +361,9 @@ class Store:
     def evaluations(self) -> list[dict[str, Any]]:
         """Every evaluation: key (with `timed` as 0/1), verdict kind, the evaluation's JSON text and
         the seconds of each phase (`queue_s`, `compile_s`, `correctness_s`, `timing_s`; None when
-        not measured)."""
+        not measured) and how it was timed (PROTOCOL_COLUMNS; None when not timed)."""
         return self._rows("SELECT source_hash, task, case_set, device_key, timed, verdict, evaluation, queue_s, "
-                          "compile_s, correctness_s, timing_s FROM evaluations "
+                          f"compile_s, correctness_s, timing_s, {', '.join(PROTOCOL_COLUMNS)} FROM evaluations "
                           "ORDER BY source_hash, task, case_set, device_key, timed")
 
     # ------------------------------------------------------------------ reading for inspection (runs list, show)

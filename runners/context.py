@@ -36,6 +36,7 @@ from typing import Any
 
 from bench.oneshot import GuardedRetriever
 from bench.task import Task
+from judge.policy import FEEDBACK_SHORT
 from methods.base import Candidate, Feedback, TestResult
 from modelio.ledger import Account, BudgetExhausted
 from modelio.types import Completion, Message
@@ -156,7 +157,10 @@ class UnitContext:
             self._spend_evaluation()
             index = self.n_feedback
             self.n_feedback += 1
-        evaluation = self.evaluator.evaluate(self.task.id, candidate.source, "visible", timing=True)
+        # Visible feedback is timed by the short protocol (few samples against reference timings
+        # cached in the worker); the final submission gets the full one (runners/compare.py).
+        evaluation = self.evaluator.evaluate(self.task.id, candidate.source, "visible", timing=True,
+                                             protocol=FEEDBACK_SHORT)
         v, t = evaluation.verdict, evaluation.timing
         self.store.record_event("feedback", {**self._key, "feedback_index": index,
                                              "calls_used": self.account.spend.calls,

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from judge.device import Target
 from judge.internal_tests import InternalTestReport, case_set_for
-from judge.policy import TimingPolicy
+from judge.policy import FINAL_FULL, TimingPolicy
 from judge.verdict import Evaluation
 from runners.executor import Executor
 
@@ -117,12 +117,17 @@ class Evaluator:
         sanitized = timed and self.sanitize and self.target.vendor == "nvidia" and not self.target.interpreter
         return self.target.key + (SANITIZED_SUFFIX if sanitized else "")
 
-    def evaluate(self, task_id: str, source: str, case_set: str, timing: bool = False) -> Evaluation:
+    def evaluate(self, task_id: str, source: str, case_set: str, timing: bool = False,
+                 protocol: str = FINAL_FULL) -> Evaluation:
+        """`protocol`: the timing protocol (judge/policy.py): FINAL_FULL for final submissions,
+        FEEDBACK_SHORT for visible feedback. Visible and hidden evaluations are cached under
+        different case sets, so the two protocols never answer for each other."""
         timed = timing and not self.target.interpreter
+        policy = self.timing_policy.for_protocol(protocol)
         return Evaluation.from_json(self._cached(
             source, task_id, case_set, self.judging_key(timed),
             lambda: self.executor.evaluate(task_id, judged_source(task_id, source), case_set, timing=timed,
-                                           timing_policy=self.timing_policy),
+                                           timing_policy=policy),
             timed=timed))
 
     def run_tests(self, task_id: str, source: str, tests: str) -> InternalTestReport:

@@ -34,7 +34,7 @@ import pandas as pd
 
 from bench.registry import TaskSourceError, UnknownTaskError, get_task, load_sources, resolve_sources
 from judge.device import Target, default_device, detect_target
-from judge.policy import TimingPolicy
+from judge.policy import FINAL_FULL, TimingPolicy
 from judge.privileges import PrivilegeError
 from judge.verdict import Evaluation
 from results.readers import RunData, deciding_evaluation, load_run
@@ -224,7 +224,8 @@ def verify_run(run_dir: Path, options: VerifyOptions | None = None) -> VerifyRep
         raise ConfigError(f"{exc} (give this machine's copy with --source ADAPTER:PATH)") from None
     recorded_target = recorded.resolved.target
     recorded_interpreter = bool(recorded_target.get("interpreter", False))
-    policy = TimingPolicy.from_json(recorded.config.get("timing_policy"))
+    # Final submissions were timed by the full protocol, whatever the recorded policy's default.
+    policy = TimingPolicy.from_json(recorded.config.get("timing_policy")).for_protocol(FINAL_FULL)
 
     not_checked: list[str] = []
     items = _items(data, opts.candidates)

@@ -39,6 +39,25 @@ def test_repeatability_benchmark_needs_a_gpu() -> None:
     assert proc.returncode == 2 and "GPU" in proc.stderr + proc.stdout
 
 
+def test_feedback_timing_benchmark_needs_a_gpu() -> None:
+    proc = _script("bench_feedback_timing.py", "--tasks", "vector_add", timeout=300)
+    assert proc.returncode == 2 and "needs a GPU" in proc.stderr
+
+
+def test_feedback_timing_benchmark_judges_agreement_case_by_case() -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import bench_feedback_timing as b
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    assert b.agreement("faster", 1.3, 1.2, 1.4, 0.05) == "agree"
+    assert b.agreement("faster", 0.98, 0.97, 0.99, 0.05) == "contradiction"  # the full interval excludes it
+    assert b.agreement("slower", 1.01, 0.99, 1.03, 0.05) == "disagree"
+    assert b.agreement("equivalent", 1.02, 1.0, 1.04, 0.05) == "agree"
+    assert b.agreement(None, 1.5, 1.4, 1.6, 0.05) == "undecided"
+    assert b.classify_full(1.02, 0.99, 1.05, 0.05) == "equivalent"
+
+
 def test_stats_benchmark_runs_at_a_small_size() -> None:
     proc = _script("bench_stats.py", "--tasks", "30", "--samples", "10", "--resamples", "200", timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]

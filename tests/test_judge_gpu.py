@@ -50,6 +50,29 @@ def test_timing_interleaves_the_candidate_process_with_the_judges_baseline(pool:
     assert ev.timing.clocks_locked is False
 
 
+def test_feedback_timing_is_short_and_reuses_the_workers_reference_timings(pool: Any) -> None:
+    """The short protocol on a real worker: the first feedback timing of a task measures the
+    references, the next candidate of that task reuses them; few samples each; the expert
+    against itself is decided "equivalent" or left undecided, never "slower" by 2x."""
+    from bench.registry import get_task
+    from judge.policy import FEEDBACK_SHORT, TimingPolicy
+
+    task = get_task("softmax")
+    expert = task.baseline_source()
+    policy = TimingPolicy().for_protocol(FEEDBACK_SHORT)
+    first = pool.evaluate("softmax", expert, "visible", timing=True, timing_policy=policy)
+    second = pool.evaluate("softmax", expert + "\n# the same kernel again\n", "visible", timing=True,
+                           timing_policy=policy)
+    for ev in (first, second):
+        assert ev.verdict.correct and ev.timing is not None, ev.verdict.one_line()
+        assert ev.timing.protocol == FEEDBACK_SHORT
+        assert all(policy.feedback_min_samples <= len(c.candidate_ms) <= policy.feedback_max_samples
+                   for c in ev.timing.cases)
+        assert 0.5 < (ev.timing.speedup_vs_baseline or 0) < 2.0
+    assert {c.baseline_source for c in second.timing.cases} == {"reused"}  # type: ignore[union-attr]
+    assert [c.baseline_ms for c in first.timing.cases] == [c.baseline_ms for c in second.timing.cases]  # type: ignore[union-attr]
+
+
 def test_containment_line_is_reported(pool: Any) -> None:
     from bench.registry import get_task
 

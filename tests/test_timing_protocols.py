@@ -1,0 +1,463 @@
+"""Cheap feedback timing, full final timing, reference timings once per run (issue 15 item 2).
+
+On the CPU with fake timers: the interpreter's timings are not real, so the sides here are
+objects that hand out chosen samples and count what was asked of them. What is pinned: the
+short protocol's sequential rule stops early when the speedup's interval is decisive either
+way (and around 1.0x), never samples past its cap; reference timings are measured once per
+(device, task, case, clock state, launch mode) and re-used across candidates, re-checked for
+drift after K uses or T seconds, and replaced when they moved; the full protocol is what it
+was; the protocol of every timing reaches the store (old stores migrated), the report and
+the export.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from judge.baselines import BaselineCache, BaselineKey, ReferenceTiming, clock_state
+from judge.policy import FEEDBACK_SHORT, FINAL_FULL, TimingPolicy
+from judge.timing import launch_mode, measure_references, recheck_references, time_case, time_case_short
+from judge.verdict import CaseTiming, Evaluation, Timing, Verdict
+from results.protocols import protocol_summary
+from results.store import Store
+from stats.sequential import (
+    EQUIVALENT,
+    FASTER,
+    SLOWER,
+    decide,
+    intervals_overlap,
+    look_confidence,
+    median_interval,
+    speedup_interval,
+)
+
+POLICY = TimingPolicy(protocol=FEEDBACK_SHORT)
+
+
+class FakeSide:
+    """A timed function whose samples are drawn around `ms` (relative noise `noise`), counting
+    every sample and recording the launch mode it was prepared in."""
+
+    def __init__(self, ms: float, noise: float = 0.002, seed: int = 0, graph_ok: bool = True,
+                 log: list[str] | None = None, name: str = "") -> None:
+        self.ms, self.noise, self.graph_ok = ms, noise, graph_ok
+        self.rng = np.random.default_rng(seed)
+        self.samples = 0
+        self.prepared: list[tuple[int, bool]] = []
+        self.log, self.name = log, name
+
+    def warm_up(self, warmup_ms: float, warmup_calls: int, allow_graphs: bool = True) -> float:
+        return self.ms
+
+    def prepare(self, launches: int, use_graph: bool) -> str:
+        self.prepared.append((launches, use_graph))
+        if use_graph and self.graph_ok:
+            return "graph"
+        return "loop" if launches > 1 else "events"
+
+    def sample(self) -> float:
+        self.samples += 1
+        if self.log is not None:
+            self.log.append(self.name)
+        return float(self.ms * (1.0 + self.noise * self.rng.standard_normal()))
+
+    def wall(self) -> float:
+        return self.ms
+
+
+class References:
+    """The callable `time_case_short` gets: a BaselineCache over fake reference sides, with a
+    fake clock, counting full measurements and re-checks."""
+
+    def __init__(self, baseline_ms: float = 10.0, cache: BaselineCache | None = None, case: str = "c0",
+                 policy: TimingPolicy = POLICY) -> None:
+        self.baseline_ms = baseline_ms
+        self.now = 0.0
+        self.cache = cache if cache is not None else BaselineCache(clock=lambda: self.now)
+        self.case, self.policy = case, policy
+        self.measured = 0
+        self.modes: list[str] = []
+        self.rechecked = 0
+        self.seed = 100
+
+    def sides(self) -> dict[str, Any]:
+        self.seed += 1
+        return {"baseline": FakeSide(self.baseline_ms, seed=self.seed), "eager": FakeSide(2 * self.baseline_ms,
+                                                                                       seed=self.seed + 500)}
+
+    def measure(self, mode: str) -> ReferenceTiming:
+        self.measured += 1
+        self.modes.append(mode)
+        return measure_references(self.sides(), self.policy, None, True, mode)
+
+    def recheck(self, cached: ReferenceTiming) -> ReferenceTiming:
+        self.rechecked += 1
+        return recheck_references(self.sides(), self.policy, cached)
+
+    def __call__(self, state: str, mode: str) -> Any:
+        key = BaselineKey("0", "task", self.case, state, mode)
+        return self.cache.acquire(key, lambda: self.measure(mode), self.recheck, self.policy.baseline_recheck_uses,
+                                  self.policy.baseline_recheck_seconds)
+
+
+def _short(candidate: FakeSide, refs: References, policy: TimingPolicy = POLICY, case: str = "c0",
+           clocks: dict[str, Any] | None = None) -> tuple[CaseTiming, list[Any]]:
+    refs.case = case
+    return time_case_short(candidate, case, policy, refs, (lambda: clocks) if clocks is not None else None)
+
+
+# ---------------------------------------------------------------------------- the sequential rule
+def test_the_rule_decides_each_way_and_waits_when_undecided() -> None:
+    assert decide(1.05, 1.30, 0.05) == FASTER
+    assert decide(0.50, 0.90, 0.05) == SLOWER
+    assert decide(0.97, 1.03, 0.05) == EQUIVALENT
+    assert decide(0.90, 1.10, 0.05) is None  # straddles 1.0 and the band: sample on
+    assert look_confidence(0.05, 5, 20) == pytest.approx(1 - 0.05 / 16)
+    with pytest.raises(ValueError):
+        look_confidence(0.05, 6, 5)
+
+
+def test_the_speedup_interval_is_the_ratio_of_medians_with_both_sides_uncertainty() -> None:
+    rng = np.random.default_rng(0)
+    base = 10.0 * (1 + 0.01 * rng.standard_normal(200))
+    cand = 5.0 * (1 + 0.01 * rng.standard_normal(8))
+    point, lo, hi = speedup_interval(base, cand, 0.95)
+    assert point == pytest.approx(float(np.median(base) / np.median(cand)))
+    assert lo < point < hi and lo > 1.9 and hi < 2.1
+    _, lo_floor, hi_floor = speedup_interval(np.full(50, 10.0), np.full(5, 5.0), 0.95, noise_floor=0.01)
+    assert lo_floor < 2.0 < hi_floor  # identical samples still get the floor's width, not zero
+    assert speedup_interval([10.0], [5.0], 0.95)[1:] == (0.0, math.inf)  # one sample: no interval
+    with pytest.raises(ValueError):
+        speedup_interval([], [1.0], 0.95)
+    assert intervals_overlap(median_interval([1.0, 1.01, 0.99], 0.95), (1.0, 1.0))
+    assert not intervals_overlap((1.0, 2.0), (2.5, 3.0))
+
+
+def test_the_rule_rarely_decides_wrongly_when_candidate_and_baseline_are_the_same() -> None:
+    """Bonferroni over looks: a candidate timed like its baseline, under noise, is called faster
+    or slower at most about alpha of the time, although the rule looks up to 16 times."""
+    wrong = 0
+    runs = 200
+    for seed in range(runs):
+        cand = FakeSide(10.0, noise=0.02, seed=seed)
+        refs = References()
+        refs.seed = 10_000 + seed
+        ct, _ = _short(cand, refs, replace(POLICY, feedback_equivalence=0.001))
+        wrong += ct.decision in (FASTER, SLOWER)
+    assert wrong / runs <= 0.05
+
+
+# ---------------------------------------------------------------------------- the short protocol
+@pytest.mark.parametrize(("candidate_ms", "decision"), [(5.0, FASTER), (20.0, SLOWER), (10.0, EQUIVALENT)])
+def test_short_protocol_stops_early_when_decisive(candidate_ms: float, decision: str) -> None:
+    cand = FakeSide(candidate_ms, noise=0.002, seed=1)
+    ct, drift = _short(cand, References())
+    assert ct.decision == decision and ct.early_stopped
+    assert cand.samples == len(ct.candidate_ms) == POLICY.feedback_min_samples
+    assert ct.baseline_source == "fresh" and drift == []
+    assert len(ct.baseline_ms) >= POLICY.min_samples  # the references were measured by the full rule
+    assert ct.eager_ms and ct.baseline_wall_ms == 10.0
+
+
+def test_short_protocol_never_samples_past_its_cap() -> None:
+    cand = FakeSide(10.4, noise=0.05, seed=2)  # 4% slower under 5% noise: no decision possible in 20
+    ct, _ = _short(cand, References())
+    assert cand.samples == len(ct.candidate_ms) == POLICY.feedback_max_samples
+    assert ct.decision is None and not ct.early_stopped
+    capped = replace(POLICY, feedback_min_samples=3, feedback_max_samples=7)
+    cand = FakeSide(10.4, noise=0.05, seed=3)
+    assert len(_short(cand, References(), capped)[0].candidate_ms) == 7
+
+
+def test_references_are_measured_once_and_reused_across_candidates_of_a_task() -> None:
+    refs = References()
+    first, _ = _short(FakeSide(5.0, seed=1), refs)
+    second, _ = _short(FakeSide(20.0, seed=2), refs)
+    third, _ = _short(FakeSide(9.0, seed=3), refs)
+    assert refs.measured == 1 and refs.rechecked == 0
+    assert [t.baseline_source for t in (first, second, third)] == ["fresh", "reused", "reused"]
+    assert first.baseline_ms == second.baseline_ms == third.baseline_ms  # the very same measurement
+    assert first.launches_per_sample == second.launches_per_sample
+
+
+def test_references_are_measured_again_per_case_and_per_clock_state() -> None:
+    cache = BaselineCache(clock=lambda: 0.0)
+    refs = References(cache=cache)
+    boost = {"available": True, "sm_mhz": 1980, "mem_mhz": 3201, "throttle": []}
+    throttled = {"available": True, "sm_mhz": 1400, "mem_mhz": 3201, "throttle": ["sw_power_cap"]}
+    assert _short(FakeSide(5.0), refs, case="c0", clocks=boost)[0].baseline_source == "fresh"
+    assert _short(FakeSide(5.0), refs, case="c0", clocks=dict(boost, sm_mhz=1990))[0].baseline_source == "reused"
+    assert _short(FakeSide(5.0), refs, case="c1", clocks=boost)[0].baseline_source == "fresh"  # another case
+    assert _short(FakeSide(5.0), refs, case="c0", clocks=throttled)[0].baseline_source == "fresh"  # clocks moved
+    assert refs.measured == 3 and len(cache) == 3
+    assert clock_state(boost, False) != clock_state(boost, True)  # locked clocks are a state of their own
+    assert clock_state(boost, True) != clock_state(dict(boost, sm_mhz=1500), True)  # ... per locked clock
+    assert clock_state(dict(boost, sm_mhz=1965), False) == clock_state(boost, False)  # boost jitter: one state
+    assert clock_state(dict(boost, throttle=["applications_clocks_setting"]), True) == clock_state(boost, True)
+    assert clock_state({"available": False}, False) == "unknown"
+
+
+def test_a_candidate_whose_graph_capture_fails_is_timed_against_plain_references() -> None:
+    refs = References(baseline_ms=0.005)  # a tiny kernel: the references are graph replays
+    cand = FakeSide(0.005, seed=4, graph_ok=False)
+    ct, _ = _short(cand, refs)
+    assert ct.method == "loop" and refs.measured == 2  # graph references, then plain ones for this candidate
+    launches = ct.launches_per_sample
+    assert launches > 1 and cand.prepared == [(launches, True), (launches, False)]
+    assert refs.modes == ["natural", f"loop:{launches}"]
+
+
+def test_a_small_candidate_against_slow_references_gets_graph_replayed_references() -> None:
+    """As the full protocol would: a kernel under 20 us is timed as graph replays, and so are
+    the references it is compared with, at its launch count."""
+    refs = References(baseline_ms=0.05)  # 50 us: the references alone are timed launch by launch
+    cand = FakeSide(0.005, seed=5)
+    ct, _ = _short(cand, refs)
+    assert refs.modes == ["natural", "graph:50"] and cand.prepared == [(50, True)]
+    assert ct.method == "graph" and ct.launches_per_sample == 50
+    again, _ = _short(FakeSide(0.005, seed=6), refs)
+    assert again.baseline_source == "reused" and refs.measured == 2
+    with pytest.raises(ValueError):
+        launch_mode("warp:3")
+
+
+def test_a_cached_reference_is_rechecked_after_k_uses_and_kept_when_it_did_not_move() -> None:
+    refs = References(policy=replace(POLICY, baseline_recheck_uses=3))
+    sources = [_short(FakeSide(5.0, seed=i), refs)[0].baseline_source for i in range(7)]
+    assert sources == ["fresh", "reused", "reused", "reused", "reused", "reused", "reused"]
+    assert refs.measured == 1 and refs.rechecked == 2  # at the 4th and the 7th use
+    assert refs.cache.drift_events == 0
+
+
+def test_a_cached_reference_is_rechecked_after_t_seconds() -> None:
+    refs = References(policy=replace(POLICY, baseline_recheck_uses=1000, baseline_recheck_seconds=60.0))
+    _short(FakeSide(5.0), refs)
+    refs.now = 30.0
+    _short(FakeSide(5.0), refs)
+    assert refs.rechecked == 0
+    refs.now = 61.0
+    _short(FakeSide(5.0), refs)
+    assert refs.rechecked == 1
+
+
+def test_drift_triggers_a_fresh_measurement_that_replaces_the_cached_one_and_is_recorded() -> None:
+    refs = References(policy=replace(POLICY, baseline_recheck_uses=2))
+    first, _ = _short(FakeSide(5.0), refs)
+    _short(FakeSide(5.0), refs)
+    refs.baseline_ms = 13.0  # the GPU got slower: the baseline moved by 30%
+    third, drift = _short(FakeSide(5.0), refs)
+    assert refs.rechecked == 1 and refs.measured == 2
+    assert third.baseline_source == "fresh" and len(drift) == 1
+    event = drift[0]
+    assert event.cached_ms == pytest.approx(10.0, rel=0.01)
+    assert event.recheck_ms == pytest.approx(13.0, rel=0.01) and event.fresh_ms == pytest.approx(13.0, rel=0.01)
+    assert float(np.median(third.baseline_ms)) == pytest.approx(13.0, rel=0.01)
+    fourth, drift4 = _short(FakeSide(5.0), refs)
+    assert fourth.baseline_ms == third.baseline_ms and fourth.baseline_source == "reused" and not drift4
+
+
+# ---------------------------------------------------------------------------- the full protocol
+def test_the_full_protocol_is_unchanged_interleaved_round_by_round() -> None:
+    log: list[str] = []
+    sides = {"candidate": FakeSide(5.0, noise=0.0, log=log, name="candidate"),
+             "baseline": FakeSide(10.0, noise=0.0, log=log, name="baseline"),
+             "eager": FakeSide(20.0, noise=0.0, log=log, name="eager")}
+    policy = TimingPolicy()  # FINAL_FULL
+    ct, _, _ = time_case(sides, "c0", policy)
+    n = policy.min_samples  # noiseless samples are precise at once: the minimum, on every side
+    assert len(ct.candidate_ms) == len(ct.baseline_ms) == len(ct.eager_ms) == n
+    assert log[:6] == ["candidate", "baseline", "eager", "eager", "baseline", "candidate"]  # alternating order
+    assert ct.baseline_source == "interleaved" and not ct.early_stopped and ct.decision is None
+    noisy = {k: FakeSide(v, noise=0.2, seed=i) for i, (k, v) in enumerate({"candidate": 5.0, "baseline": 10.0}.items())}
+    ct2, _, _ = time_case(noisy, "c0", replace(policy, max_samples=60, max_seconds_per_case=60))
+    assert len(ct2.candidate_ms) == len(ct2.baseline_ms) == 60  # 20% noise never reaches 1%: the cap
+    # The short protocol's settings do not touch the full one.
+    short_settings = replace(policy, feedback_min_samples=2, feedback_max_samples=3, baseline_recheck_uses=1)
+    sides_again = {k: FakeSide(s.ms, noise=0.0) for k, s in sides.items()}
+    assert len(time_case(sides_again, "c0", short_settings)[0].candidate_ms) == n
+
+
+def test_the_policy_names_its_protocol_and_refuses_bad_settings() -> None:
+    assert TimingPolicy().protocol == FINAL_FULL
+    assert TimingPolicy().for_protocol(FEEDBACK_SHORT).protocol == FEEDBACK_SHORT
+    with pytest.raises(ValueError, match="unknown timing protocol"):
+        TimingPolicy(protocol="quick")
+    with pytest.raises(ValueError):
+        TimingPolicy(feedback_min_samples=10, feedback_max_samples=5)
+    with pytest.raises(ValueError):
+        TimingPolicy.from_json({"feedback_alpha": 1.5})
+    assert TimingPolicy.from_json(POLICY.to_json()) == POLICY
+
+
+def test_the_evaluator_asks_for_the_protocol_it_is_told() -> None:
+    from judge.device import Target
+    from runners.evaluator import Evaluator
+
+    asked: list[str] = []
+
+    class Executor:
+        size = 1
+
+        def evaluate(self, task_id: str, source: str, case_set: str, timing: bool = False,
+                     timing_policy: TimingPolicy | None = None, timeout: float | None = None) -> Evaluation:
+            assert timing_policy is not None
+            asked.append(timing_policy.protocol)
+            return Evaluation(Verdict("correct"))
+
+    class Memory:
+        def __init__(self) -> None:
+            self.rows: dict[tuple, dict] = {}
+
+        def put_source(self, source: str) -> str:
+            return source
+
+        def evaluation(self, h: str, task: str, case_set: str, device_key: str, timed: bool = False) -> Any:
+            return self.rows.get((h, task, case_set, device_key, timed))
+
+        def record_evaluation(self, h: str, task: str, case_set: str, device_key: str, evaluation: dict,
+                              timed: bool = False, phases: Any = None) -> None:
+            self.rows[(h, task, case_set, device_key, timed)] = evaluation
+
+    gpu = Target(vendor="nvidia", interpreter=False, device_name="H200", device_count=1)
+    evaluator = Evaluator(Executor(), Memory(), gpu)  # type: ignore[arg-type]
+    evaluator.evaluate("vector_add", "code", "visible", timing=True, protocol=FEEDBACK_SHORT)
+    evaluator.evaluate("vector_add", "code", "hidden", timing=True)
+    assert asked == [FEEDBACK_SHORT, FINAL_FULL]
+
+
+# ---------------------------------------------------------------------------- records, store, report, export
+def _timing(protocol: str, sources: tuple[str, ...], early: tuple[bool, ...], drift: int = 0) -> Timing:
+    cases = tuple(CaseTiming(case=f"c{i}", candidate_ms=(1.0,) * (5 if e else 20), baseline_ms=(2.0,) * 30,
+                             baseline_source=s, early_stopped=e, decision=FASTER if e else None)
+                  for i, (s, e) in enumerate(zip(sources, early, strict=True)))
+    events = tuple({"case": "c0", "clock_state": "unknown", "cached_ms": 2.0, "recheck_ms": 2.5, "fresh_ms": 2.5,
+                    "uses": 8, "age_s": 1.0} for _ in range(drift))
+    return Timing(cases=cases, speedup_vs_baseline=2.0, speedup_ci=(1.9, 2.1), protocol=protocol, drift_events=events)
+
+
+def test_the_timing_record_round_trips_its_protocol() -> None:
+    t = _timing(FEEDBACK_SHORT, ("fresh", "reused"), (True, False), drift=1)
+    back = Timing.from_json(json.loads(json.dumps(t.to_json())))
+    assert back == t and back is not None and back.samples_taken == 25
+    old = t.to_json()
+    old.pop("protocol")
+    old.pop("drift_events")
+    for c in old["cases"]:
+        for k in ("baseline_source", "early_stopped", "decision"):
+            c.pop(k)
+    legacy = Timing.from_json(old)  # a record written before the protocol existed
+    assert legacy is not None and legacy.protocol == FINAL_FULL and legacy.drift_events == ()
+    assert {c.baseline_source for c in legacy.cases} == {"interleaved"}
+
+
+def test_the_store_records_the_protocol_and_migrates_an_old_store(tmp_path: Path) -> None:
+    path = tmp_path / "store.sqlite"
+    db = sqlite3.connect(path)  # evaluations as stores wrote them before the protocol columns
+    db.execute("CREATE TABLE evaluations (source_hash TEXT NOT NULL, task TEXT NOT NULL, case_set TEXT NOT NULL, "
+               "device_key TEXT NOT NULL, timed INTEGER NOT NULL DEFAULT 0, verdict TEXT NOT NULL, "
+               "evaluation TEXT NOT NULL, created REAL NOT NULL, queue_s REAL, compile_s REAL, correctness_s REAL, "
+               "timing_s REAL, PRIMARY KEY (source_hash, task, case_set, device_key, timed))")
+    legacy = Evaluation(Verdict("correct"), _timing(FINAL_FULL, ("interleaved",) * 2, (False, False))).to_json()
+    legacy["timing"].pop("protocol")
+    db.execute("INSERT INTO evaluations VALUES ('old', 't', 'hidden', 'gpu', 1, 'correct', ?, 0, 1, 1, 1, 9)",
+               (json.dumps(legacy),))
+    db.execute("INSERT INTO evaluations VALUES ('untimed', 't', 'hidden', 'gpu', 0, 'correct', ?, 0, 1, 1, 1, NULL)",
+               (json.dumps(Evaluation(Verdict("correct")).to_json()),))
+    db.execute("INSERT INTO evaluations VALUES ('failed', 't', 'hidden', 'gpu', 1, 'wrong_result', ?, 0, 1, 1, 1, "
+               "NULL)", (json.dumps(Evaluation(Verdict("wrong_result")).to_json()),))
+    db.commit()
+    db.close()
+    store = Store(path)
+    short = Evaluation(Verdict("correct"), _timing(FEEDBACK_SHORT, ("fresh", "reused", "reused"),
+                                                   (True, True, False), drift=1)).to_json()
+    store.record_evaluation("new", "t", "visible", "gpu", short, timed=True, phases={"timing": 0.5})
+    rows = {r["source_hash"]: r for r in store.evaluations()}
+    assert [rows["old"][c] for c in ("protocol", "samples", "early_stopped", "baselines_reused", "drift_events")] == \
+        [FINAL_FULL, 40, 0, 0, 0]
+    assert [rows["new"][c] for c in ("protocol", "samples", "early_stopped", "baselines_reused", "drift_events")] == \
+        [FEEDBACK_SHORT, 30, 2, 2, 1]
+    assert rows["untimed"]["protocol"] is None and rows["untimed"]["samples"] is None
+    assert rows["failed"]["protocol"] is None  # asked to be timed, but wrong: no timing, no protocol
+    store.close()
+    Store(path).close()  # opening again changes nothing
+
+
+def test_the_protocol_summary_splits_shared_timings_between_methods() -> None:
+    ev = pd.DataFrame([
+        {"source_hash": "a", "task": "t", "case_set": "visible", "device_key": "d", "timed": True,
+         "protocol": FEEDBACK_SHORT, "samples": 10, "early_stopped": 2, "baselines_reused": 1, "drift_events": 0,
+         "timing_s": 1.0},
+        {"source_hash": "a", "task": "t", "case_set": "hidden", "device_key": "d", "timed": True,
+         "protocol": FINAL_FULL, "samples": 60, "early_stopped": 0, "baselines_reused": 0, "drift_events": 0,
+         "timing_s": 6.0},
+        {"source_hash": "b", "task": "t", "case_set": "visible", "device_key": "d", "timed": True,
+         "protocol": FEEDBACK_SHORT, "samples": 40, "early_stopped": 0, "baselines_reused": 2, "drift_events": 1,
+         "timing_s": None},  # replayed: no seconds
+        {"source_hash": "b", "task": "t", "case_set": "hidden", "device_key": "d", "timed": False,
+         "protocol": None, "samples": None, "early_stopped": None, "baselines_reused": None, "drift_events": None,
+         "timing_s": None},
+    ])
+    candidates = pd.DataFrame([{"method": "direct", "task": "t", "source_hash": "a"},
+                               {"method": "geak", "task": "t", "source_hash": "a"},
+                               {"method": "geak", "task": "t", "source_hash": "b"}])
+    out = protocol_summary(ev, candidates).set_index(["method", "protocol"])
+    direct = out.loc[("direct", FEEDBACK_SHORT)]
+    assert (direct["timings"], direct["samples_per_timing"], direct["early_stopped"]) == (0.5, 10.0, 1.0)
+    assert direct["timing_s_per_timing"] == pytest.approx(1.0)
+    geak = out.loc[("geak", FEEDBACK_SHORT)]
+    assert (geak["timings"], geak["samples_per_timing"], geak["baselines_reused"], geak["drift_events"]) == \
+        (1.5, 30.0, 2.5, 1.0)
+    assert geak["timing_s_per_timing"] == pytest.approx(1.0)  # only the timing with seconds counts
+    assert out.loc[("geak", FINAL_FULL)]["samples_per_timing"] == 60.0
+    assert protocol_summary(ev.iloc[3:], candidates).empty
+
+
+def test_the_report_and_export_show_the_protocol_of_a_real_gpu_run(tmp_path: Path) -> None:
+    """The shipped H200 run predates the protocols: opening it fills every timing in as
+    final-full (which is what they were). Its visible timings are then rewritten as a run of the
+    short protocol would have recorded them, and the report's table and the export show both."""
+    from results.analysis import analyse
+    from results.export import candidate_table, unit_table
+    from results.readers import load_run
+    from results.tables import build_tables, to_markdown
+    from tests.test_figures_all import shipped_copy
+
+    run = shipped_copy(tmp_path)
+    store = Store(run / "store.sqlite")
+    timed = [r for r in store.evaluations() if r["protocol"] is not None]
+    assert timed and {r["protocol"] for r in timed} == {FINAL_FULL}
+    visible = [r for r in timed if r["case_set"] == "visible"]
+    assert visible, "the shipped run timed visible feedback"
+    for r in visible:
+        ev = json.loads(r["evaluation"])
+        ev["timing"]["protocol"] = FEEDBACK_SHORT
+        for i, case in enumerate(ev["timing"]["cases"]):
+            case.update(candidate_ms=case["candidate_ms"][:5], baseline_source="reused" if i else "fresh",
+                        early_stopped=True, decision=FASTER)
+        store.query("DELETE FROM evaluations WHERE source_hash=? AND task=? AND case_set='visible' AND timed=1",
+                    (r["source_hash"], r["task"]))
+        store.record_evaluation(r["source_hash"], r["task"], "visible", r["device_key"], ev, timed=True,
+                                phases={"timing": 0.1})
+    store.close()
+    data = load_run(run)
+    tables = {t.name: t for t in build_tables(analyse(data, n_resamples=200))}
+    table = tables["timing_protocols"]
+    assert set(table.numeric["protocol"]) == {FINAL_FULL, FEEDBACK_SHORT}
+    short = table.numeric[table.numeric["protocol"] == FEEDBACK_SHORT]
+    assert (short["samples_per_timing"] <= 5 * 3).all() and (short["early_stopped"] > 0).all()
+    assert "feedback-short" in to_markdown(table) and "final-full" in to_markdown(table)
+    candidates = candidate_table(data)
+    shown = candidates[candidates["visible_timing_protocol"].notna()]
+    assert len(shown) and set(shown["visible_timing_protocol"]) == {FEEDBACK_SHORT}
+    assert (shown["visible_early_stopped"] >= 1).all()
+    units = unit_table(data)
+    assert set(units["timing_protocol"].dropna()) == {FINAL_FULL} and (units["timing_samples"].dropna() >= 30).all()
