@@ -296,6 +296,8 @@ def eval_command(task_id: str, candidate: Path, hidden: bool, as_json: bool, tim
         click.echo(json.dumps(result.to_json()))
     else:
         click.echo(result.evaluation.verdict.one_line())
+        if result.evaluation.verdict.traceback:
+            click.echo(result.evaluation.verdict.traceback)
         t = result.evaluation.timing
         if t:
             ci = f"{t.speedup_ci[0]:.3f}-{t.speedup_ci[1]:.3f}" if t.speedup_ci else "n/a"

@@ -163,7 +163,7 @@ class UnitContext:
                                              "source_hash": self.store.put_source(candidate.source), "verdict": v.kind})
         return Feedback(verdict=v.kind, message=_capped(v.message), failing_case=v.failing_case,
                         latency_ms=t.candidate_ms if t else None, speedup=t.speedup_vs_baseline if t else None,
-                        speedup_ci=t.speedup_ci if t else None)
+                        speedup_ci=t.speedup_ci if t else None, traceback=_capped(v.traceback))
 
     def run_tests(self, candidate: Candidate, tests: str) -> Feedback:
         """The method's own test functions against a candidate, run by the sandboxed worker.
@@ -183,7 +183,7 @@ class UnitContext:
                                               "tests_total": len(report.tests)})
         v = report.verdict
         return Feedback(verdict=v.kind, message=_capped(v.message), failing_case=v.failing_case, latency_ms=None,
-                        speedup=None, kind="tests",
+                        speedup=None, kind="tests", traceback=_capped(v.traceback),
                         tests=tuple(TestResult(t.name, t.passed, _capped(t.message)) for t in report.tests))
 
     def submit(self, candidate: Candidate) -> None:
