@@ -257,7 +257,8 @@ def compare(budget: int | None, budget_unit: str | None, methods: str | None, ta
     if result.errored_units:
         errored = result.errored_units
         names = ", ".join(f"{m}/{t}/{r}" for m, t, r in errored[:5]) + (" ..." if len(errored) > 5 else "")
-        _say(f"warning: {len(errored)} unit(s) ended on a failed model call ({names}); the report lists their "
+        _say(f"warning: {len(errored)} unit(s) ended on an error, a failed model call or the method raising "
+             f"({names}); the report lists their "
              f"errors; retry them with: python cli.py compare --resume {result.run_dir} --retry-errors")
         raise SystemExit(EXIT_ERRORED_UNITS)
 
