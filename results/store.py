@@ -13,13 +13,9 @@ module needs no pandas). Stores written by older versions are brought up to date
 when a writer opens them (`Store(path)`: `compare`, `--resume`), so old run folders resume.
 
 Reading never changes a store (`Store.for_reading`: report, figures, verify, runs list, show,
-export): the file is opened read-only and, when its schema is older than this code's, copied
-into memory and migrated there, so a shipped or archived run folder keeps its bytes. A store
-with a `-wal` file beside it has (or had) a writer: it is opened `mode=ro`, which reads what
-the writer committed. One without is opened `immutable=1`, which creates no `-wal`/`-shm`
-files in the folder; a writer that starts on it while a reader holds it open (a `--resume`
-begun during a `report`) may change pages under that reader, which then fails with a
-database error rather than reading a mix (run the reader again).
+export): the file is opened read-only (modelio/read_only.py: no `-wal`/`-shm` files appear
+beside it either) and, when its schema is older than this code's, copied into memory and
+migrated there, so a shipped or archived run folder keeps its bytes.
 """
 
 from __future__ import annotations
@@ -31,6 +27,8 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from modelio.read_only import read_only_uri
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -100,14 +98,6 @@ EVENT_TABLES = {"candidates": "candidate_index", "feedback": "feedback_index", "
 
 def source_hash(source: str) -> str:
     return hashlib.sha256(source.encode()).hexdigest()[:32]
-
-
-def read_only_uri(path: Path) -> str:
-    """The SQLite URI that reads `path` without writing to it or beside it (see the module's
-    docstring: `mode=ro` while a `-wal` file exists, else `immutable=1`)."""
-    path = Path(path).resolve()
-    wal = path.with_name(path.name + "-wal")
-    return f"{path.as_uri()}?mode=ro" + ("" if wal.exists() else "&immutable=1")
 
 
 def _schema_columns(db: sqlite3.Connection) -> dict[str, set[str]]:

@@ -121,6 +121,17 @@ def test_show_export_and_runs_list_never_change_an_old_store(tmp_path: Path) -> 
     assert view.final is not None and len(rows) == 1 and rows[0].status == "complete"
 
 
+def test_replays_read_a_recorded_store_without_adding_files_beside_it(tmp_path: Path) -> None:
+    """The store is in WAL mode: a plain `mode=ro` connection would leave -wal and -shm files
+    in the recorded folder (modelio/read_only.py)."""
+    from modelio.replay import ReplayClient
+    from results.store import RecordedEvaluations
+
+    run, before = _legacy_run(tmp_path)
+    assert len(ReplayClient(run / "store.sqlite")._rows) > 0 and len(RecordedEvaluations(run / "store.sqlite")) > 0
+    assert _folder_bytes(run) == before
+
+
 @pytest.mark.slow
 def test_report_figures_and_verify_never_change_an_old_store(tmp_path: Path) -> None:
     from results.report import write_figures_only, write_report
