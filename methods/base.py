@@ -153,7 +153,8 @@ class MethodContext(Protocol):
 
     def feedback(self, candidate: Candidate) -> Feedback:
         """The candidate judged on the task's visible cases: the same information for every
-        method (verdict, failing case, error text capped in length; latency on a GPU). Counts
+        method (verdict, failing case, error text capped in length, the traceback of the
+        candidate's own lines when it raised; latency on a GPU); `describe()` is its text. Counts
         against the run's GPU-evaluation budget when it has one (BudgetExhausted past it)."""
         ...
 

@@ -18,8 +18,8 @@ Two objects, on purpose:
 
 Symmetry (issue 13): the context, not the method, decides how a candidate is judged: every
 visible feedback is requested the same way (timed on a GPU, so correctness is re-checked on
-the perf cases for every method) and carries the same information (verdict, failing case,
-error text capped at FEEDBACK_TEXT_CAP characters); the run's `json_mode` applies to every
+the perf cases for every method) and carries the same information (verdict, failing case, error text capped at FEEDBACK_TEXT_CAP
+characters, and when the candidate raised the traceback of its own lines, judge/tracebacks.py); the run's `json_mode` applies to every
 code-writing call of every method or to none.
 
 Thread safety: a method may call its context from several threads; the ledger account
@@ -42,7 +42,7 @@ from modelio.types import Completion, Message
 from results.store import Store
 from runners.evaluator import Evaluator, RunInterrupted
 
-FEEDBACK_TEXT_CAP = 2000  # characters of error text a method is shown per feedback (and per test)
+FEEDBACK_TEXT_CAP = 2000  # characters of error text (and of traceback) a method is shown per feedback and per test
 
 
 def _capped(text: str) -> str:
