@@ -196,3 +196,18 @@ def test_the_same_failing_candidate_judged_twice_gets_identical_text() -> None:
         assert v.traceback.startswith(HEADER) and '"candidate.py"' in v.traceback
         assert "/" not in v.traceback and "/" not in v.message, v  # no folder of the judge's or the temp's
     assert first[1].traceback.splitlines()[-1] == "    z = tl.no_such_function(x)"
+
+
+@pytest.mark.gpu
+def test_a_triton_compile_error_on_a_gpu_keeps_tritons_message_and_the_launch_line() -> None:
+    """On a GPU the kernel is compiled, not run: no frame inside it, so the traceback ends at
+    the launch, and Triton's own message (which names the kernel's line) is the message."""
+    from bench.registry import get_task
+    from judge.device import detect_target
+    from runners.pool import LocalPool
+
+    with LocalPool(detect_target(), workers=1, job_timeout=300) as pool:
+        v = pool.evaluate(get_task("vector_add").id, KERNEL_FAILURE, "visible").verdict
+    assert v.kind == "compile_error", v
+    assert "no_such_function" in v.message and "/" not in v.traceback
+    assert v.traceback.splitlines()[-1] == "    add_kernel[(1,)](x, y, out, x.numel(), BLOCK=128)"
