@@ -113,10 +113,10 @@ def _reap(ended: dict[int, int]) -> None:
 
 def main() -> None:
     control = socket.socket(fileno=int(sys.argv[1]))
+    import importlib
+
     import torch  # noqa: F401 - imported once, here: the point of a warm template
     import triton  # noqa: F401
-
-    import importlib
 
     import judge.containment as containment
 
@@ -174,8 +174,8 @@ def main() -> None:
             with contextlib.suppress(ChildProcessError):
                 done, status = os.waitpid(pid, 0)
                 ended[done] = status
-            code = os.waitstatus_to_exitcode(ended.pop(pid)) if pid in ended else None
-            _send(control, {"pid": pid, "status": code})
+            status_code = os.waitstatus_to_exitcode(ended.pop(pid)) if pid in ended else None
+            _send(control, {"pid": pid, "status": status_code})
         else:
             for fd in fds:
                 os.close(fd)
