@@ -257,7 +257,8 @@ def compare(budget: int | None, budget_unit: str | None, methods: str | None, ta
     if result.errored_units:
         errored = result.errored_units
         names = ", ".join(f"{m}/{t}/{r}" for m, t, r in errored[:5]) + (" ..." if len(errored) > 5 else "")
-        _say(f"warning: {len(errored)} unit(s) ended on a failed model call ({names}); the report lists their "
+        _say(f"warning: {len(errored)} unit(s) ended on an error, a failed model call or the method raising "
+             f"({names}); the report lists their "
              f"errors; retry them with: python cli.py compare --resume {result.run_dir} --retry-errors")
         raise SystemExit(EXIT_ERRORED_UNITS)
 
@@ -296,6 +297,8 @@ def eval_command(task_id: str, candidate: Path, hidden: bool, as_json: bool, tim
         click.echo(json.dumps(result.to_json()))
     else:
         click.echo(result.evaluation.verdict.one_line())
+        if result.evaluation.verdict.traceback:
+            click.echo(result.evaluation.verdict.traceback)
         t = result.evaluation.timing
         if t:
             ci = f"{t.speedup_ci[0]:.3f}-{t.speedup_ci[1]:.3f}" if t.speedup_ci else "n/a"

@@ -33,6 +33,7 @@ from judge.running import (
     load_module,
     poisoned_allocations,
 )
+from judge.tracebacks import candidate_traceback
 
 
 class CandidateServer:
@@ -47,6 +48,7 @@ class CandidateServer:
         self.held: list[Any] = []
         self.kept: list[Any] = []  # spacers of judge/steady.py, alive for the process's life
         self.timer: Any = None
+        self.path: Path | None = None  # the candidate's file, whose frames its tracebacks show
 
     def serve(self) -> None:
         while True:
@@ -87,12 +89,13 @@ class CandidateServer:
         self.contained = containment.apply(plan)
         self.entry_name = str(header["entry_point"])
         launches.set_allowed_ops(tuple(header.get("allowed_ops", ())))
-        path = Path(plan.folder) / "candidate.py"
+        path = self.path = Path(plan.folder) / "candidate.py"
         path.write_text(str(header["source"]))
         try:
             module = load_module(path, f"kmc_candidate_{os.getpid()}")
         except CandidateLoadError as exc:
-            return {"ok": False, "kind": exc.kind, "message": str(exc), "contained": self.contained}, []
+            return {"ok": False, "kind": exc.kind, "message": str(exc), "traceback": exc.traceback,
+                    "contained": self.contained}, []
         self.entry = getattr(module, self.entry_name, None)
         if not callable(self.entry):
             from judge.verdict import missing_entry_point
@@ -112,7 +115,7 @@ class CandidateServer:
         seed = header.get("seed")
         written = tuple(int(i) for i in header.get("written") or ())
         report, out = run_call(self.entry, args, self.device, self.interpreter,
-                               seed=int(seed) if seed is not None else None, written=written)
+                               seed=int(seed) if seed is not None else None, written=written, source_path=self.path)
         if not report["ok"]:
             return report, []
         self.held.append(held_output(out, args, written))
@@ -183,11 +186,13 @@ def held_output(out: Any, args: tuple, written: tuple[int, ...]) -> Any:
 
 
 def run_call(entry: Any, args: tuple, device: str, interpreter: bool, seed: int | None = None,
-             written: tuple[int, ...] = ()) -> tuple[dict[str, Any], Any]:
+             written: tuple[int, ...] = (), source_path: Path | None = None) -> tuple[dict[str, Any], Any]:
     """One call of the entry point, recorded: (report, output). Shared with the in-process
     runner (judge/oracle.py LocalRunner), so both judge a candidate the same way. `seed`:
     torch's generators seeded first (an entry point that draws random numbers, seeded as the
-    reference is); `written`: the output arguments it writes into (judge/oracle.py)."""
+    reference is); `written`: the output arguments it writes into (judge/oracle.py);
+    `source_path`: the candidate's file, whose frames a failure's traceback shows
+    (judge/tracebacks.py; None: no traceback)."""
     launched = 0
     try:
         if seed is not None:
@@ -199,8 +204,9 @@ def run_call(entry: Any, args: tuple, device: str, interpreter: bool, seed: int 
                 torch.cuda.synchronize()
             launched = rec.launches
     except BaseException as exc:  # noqa: BLE001 - any candidate failure, even sys.exit, is a verdict
-        return {"ok": False, "kind": classify_exception(exc), "message": format_exception(exc),
-                "launched": launched}, None
+        shown = candidate_traceback(exc, source_path) if source_path is not None else ""
+        return {"ok": False, "kind": classify_exception(exc), "message": format_exception(exc, path=source_path),
+                "traceback": shown, "launched": launched}, None
     return {"ok": True, "launched": rec.launches, "fallback": dict(rec.fallback),
             "unwritten": launches.unwritten_outputs(out, rec, interpreter, exempt=_storages(args, written))
             + launches.unreceived_outputs(args, written, rec),

@@ -26,6 +26,7 @@ import dataclasses
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 import torch
@@ -47,7 +48,7 @@ from judge.running import (  # noqa: F401 - re-exported: the judge's callers nam
     prepare_process,
 )
 from judge.value_text import describe_value
-from judge.verdict import Verdict
+from judge.verdict import Verdict, capped_traceback
 from judge.wire import Opaque
 
 # ---------------------------------------------------------------- comparison
@@ -225,6 +226,7 @@ class CallReport:
     ok: bool
     kind: str = ""
     message: str = ""
+    traceback: str = ""  # the candidate's own frames when it raised (judge/tracebacks.py)
     launched: int = 0
     fallback: dict[str, int] = field(default_factory=dict)
     unwritten: list[str] = field(default_factory=list)
@@ -240,7 +242,8 @@ class CallReport:
         raw = reply.get("fallback")
         fallback: dict[Any, Any] = raw if isinstance(raw, dict) else {}
         return cls(ok=reply.get("ok") is True, kind=str(reply.get("kind", "runtime_error")),
-                   message=str(reply.get("message", ""))[:4000], launched=int(reply.get("launched") or 0),
+                   message=str(reply.get("message", ""))[:4000],
+                   traceback=capped_traceback(reply.get("traceback")), launched=int(reply.get("launched") or 0),
                    fallback={str(k)[:80]: int(v) for k, v in fallback.items() if isinstance(v, int)},
                    unwritten=strings(reply.get("unwritten")), aliased=strings(reply.get("aliased")),
                    inputs_after=inputs_after, output=output)
@@ -267,11 +270,14 @@ class Runner(Protocol):
 class LocalRunner:
     """The candidate in this very process: for the naive benchmark harness and unit tests only."""
 
-    def __init__(self, entry: Callable[..., Any], device: str, interpreter: bool, allowed_ops: tuple[str, ...] = ()):
+    def __init__(self, entry: Callable[..., Any], device: str, interpreter: bool, allowed_ops: tuple[str, ...] = (),
+                 source_path: Path | None = None):
+        """`source_path`: the candidate's file, whose frames a failure's traceback shows."""
         from judge import launches
 
         launches.set_allowed_ops(allowed_ops)
         self.entry, self.device, self.interpreter = entry, device, interpreter
+        self.source_path = source_path
         self.inputs: dict[int, tuple] = {}
         self.held: list[Any] = []
 
@@ -285,7 +291,8 @@ class LocalRunner:
         else:
             self.inputs[slot] = tuple(_clone_exact(a) for a in args)
         mine = self.inputs[slot]
-        reply, out = run_call(self.entry, mine, self.device, self.interpreter, seed=seed, written=written)
+        reply, out = run_call(self.entry, mine, self.device, self.interpreter, seed=seed, written=written,
+                              source_path=self.source_path)
         if reply["ok"]:
             self.held.append(held_output(out, mine, written))
         return CallReport.from_reply(reply, _clone_args(mine), _clone_out(out))
@@ -388,7 +395,7 @@ def judge_cases(task: Task, runner: Runner, cases: tuple[Case, ...], device: str
             report = runner.call(slot, args, refill=attempt != "first", seed=seed, written=outputs.written)
             if not report.ok:
                 return Verdict(report.kind, report.message, c.name, cases_run=len(done),
-                               kernel_launched=report.launched > 0)
+                               kernel_launched=report.launched > 0, traceback=report.traceback)
             r = _Ran(slot, c, attempt, report, args, len(ran))
             ran.append(r)
             verdict, judged = _judge_call(task, r, outputs, device, len(done))

@@ -17,6 +17,7 @@ import torch
 
 from bench.modules import import_file
 from judge.launches import install_launch_recorder
+from judge.tracebacks import candidate_traceback, scrub
 
 DEVICE_ERROR_MARKERS = (
     "illegal memory access",
@@ -38,9 +39,14 @@ def prepare_process() -> None:
 
 
 class CandidateLoadError(Exception):
-    def __init__(self, kind: str, message: str):
+    """A candidate that could not be imported: the verdict's kind, its message and the
+    traceback of the candidate's own lines (judge/tracebacks.py; "" for a syntax error, whose
+    message already names the line)."""
+
+    def __init__(self, kind: str, message: str, traceback_text: str = ""):
         super().__init__(message)
         self.kind = kind
+        self.traceback = traceback_text
 
 
 def load_module(path: Path, module_name: str) -> Any:
@@ -49,15 +55,18 @@ def load_module(path: Path, module_name: str) -> Any:
     try:
         compile(source, str(path), "exec")
     except (SyntaxError, ValueError) as exc:
-        raise CandidateLoadError("syntax_error", f"{type(exc).__name__}: {exc}") from None
+        raise CandidateLoadError("syntax_error", scrub(f"{type(exc).__name__}: {exc}", path)) from None
     try:
         return import_file(path, module_name)
     except BaseException as exc:  # noqa: BLE001 - SystemExit from candidate code is a verdict too
-        raise CandidateLoadError(classify_exception(exc), f"import failed: {format_exception(exc)}") from None
+        raise CandidateLoadError(classify_exception(exc), f"import failed: {format_exception(exc, path=path)}",
+                                 candidate_traceback(exc, path)) from None
 
 
-def format_exception(exc: BaseException, limit: int = 2000) -> str:
-    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+def format_exception(exc: BaseException, limit: int = 2000, path: Path | str | None = None) -> str:
+    """The exception's last line(s), at most `limit` characters, without what differs between
+    processes (judge/tracebacks.py `scrub`; `path`: the candidate's file, shown as candidate.py)."""
+    text = scrub("".join(traceback.format_exception_only(type(exc), exc)).strip(), path)
     return text[-limit:]
 
 

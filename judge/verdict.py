@@ -46,6 +46,9 @@ class Verdict:
     skip_reasons: tuple[str, ...] = ()
     kernel_launched: bool = False
     worker_restarted: bool = False
+    # The candidate's own frames when it raised (judge/tracebacks.py): feedback shows them
+    # after the message; "" when it did not raise or none of its lines was on the stack.
+    traceback: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in VERDICT_KINDS:
@@ -66,6 +69,8 @@ class Verdict:
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["skip_reasons"] = list(self.skip_reasons)
+        if not self.traceback:  # absent, as in records written before tracebacks were kept
+            del d["traceback"]
         return d
 
     @classmethod
@@ -78,6 +83,14 @@ class Verdict:
         where = f" on {self.failing_case}" if self.failing_case else ""
         msg = f": {self.message.splitlines()[0][:300]}" if self.message else ""
         return f"{self.kind}{where}{msg}"
+
+
+def capped_traceback(text: Any) -> str:
+    """A traceback as the judge accepts it from a candidate process (which wrote it, so it may
+    be anything): a string, at most judge/tracebacks.py's cap plus a margin."""
+    from judge.tracebacks import MAX_CHARS
+
+    return text[:MAX_CHARS + 100] if isinstance(text, str) else ""
 
 
 def missing_entry_point(entry_name: str, module: Any) -> Verdict:

@@ -226,7 +226,7 @@ class Worker:
         from bench.registry import get_task
         from judge.oracle import format_exception, is_device_error
         from judge.remote import CandidateDied, CandidateTimeout
-        from judge.verdict import Verdict
+        from judge.verdict import Verdict, capped_traceback
         from judge.wire import WireError
 
         task = get_task(job["task"])
@@ -241,7 +241,8 @@ class Worker:
                                          "allowed_ops": list(task.allowed_torch_ops), "plan": proc.plan})
             self.contained = str(reply.get("contained", ""))[:500]
             if reply.get("ok") is not True:
-                return Verdict(str(reply.get("kind", "runtime_error")), str(reply.get("message", ""))[:4000]), None
+                return Verdict(str(reply.get("kind", "runtime_error")), str(reply.get("message", ""))[:4000],
+                               traceback=capped_traceback(reply.get("traceback"))), None
             return body(task, job, proc)
         except CandidateTimeout:
             return Verdict("timeout", f"no verdict within {limit:.0f} s; the candidate process was killed"), None

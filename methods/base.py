@@ -87,6 +87,9 @@ class Feedback:
     # The speedup's bootstrap interval (low, high) as the timing protocol measured it; methods
     # compare candidates by it (methods/speed.py), so differences inside the noise are ties.
     speedup_ci: tuple[float, float] | None = None
+    # When the candidate raised: the traceback of its own lines (the judge's, torch's and
+    # Triton's frames left out; capped; the same text in every run), shown after the message.
+    traceback: str = ""
 
     @property
     def correct(self) -> bool:
@@ -103,7 +106,8 @@ class Feedback:
             perf = f"; latency {two_digits(self.latency_ms)} ms" if self.latency_ms is not None else ""
             return f"passed all visible tests{perf}"
         where = f" on {self.failing_case}" if self.failing_case else ""
-        return f"{self.verdict}{where}: {self.message}"
+        shown = f"\n{self.traceback}" if self.traceback else ""
+        return f"{self.verdict}{where}: {self.message}{shown}"
 
     def _describe_tests(self) -> str:
         """Reflexion's feedback format: the passing tests by name, the failing ones with why."""
@@ -149,7 +153,8 @@ class MethodContext(Protocol):
 
     def feedback(self, candidate: Candidate) -> Feedback:
         """The candidate judged on the task's visible cases: the same information for every
-        method (verdict, failing case, error text capped in length; latency on a GPU). Counts
+        method (verdict, failing case, error text capped in length, the traceback of the
+        candidate's own lines when it raised; latency on a GPU); `describe()` is its text. Counts
         against the run's GPU-evaluation budget when it has one (BudgetExhausted past it)."""
         ...
 

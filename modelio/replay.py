@@ -22,6 +22,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from modelio.read_only import read_only_uri
 from modelio.tokens import count_tokens
 from modelio.types import Completion, Message, Request
 
@@ -70,7 +71,7 @@ class ReplayedFailure(RuntimeError):
 
 
 def _open_read_only(path: Path) -> sqlite3.Connection:
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    db = sqlite3.connect(read_only_uri(path), uri=True)
     db.row_factory = sqlite3.Row
     return db
 

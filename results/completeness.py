@@ -73,7 +73,7 @@ def run_progress(path: Path) -> RunProgress:
     per_method = len(recorded.resolved.tasks) * int(recorded.config["repeats"])
     counts: dict[tuple[str, str], int] = {}
     if folder.has_store():
-        store = Store(folder.store_path)
+        store = Store.for_reading(folder.store_path)
         try:
             counts = store.unit_counts()
         finally:

@@ -173,7 +173,7 @@ def candidate_table(data: RunData, with_sources: bool = False) -> pd.DataFrame:
     out["final"] = [k in final_keys for k in keys]
     out["simulated"] = [simulated.get(str(r), data.simulated) for r in c["run"]]
     if with_sources:  # one run per export (export_run), so one store holds every source
-        store = Store(RunFolder(data.first.path).store_path)
+        store = Store.for_reading(RunFolder(data.first.path).store_path)
         try:
             sources = {str(h): store.source(str(h)) for h in set(c["source_hash"])}
         finally:

@@ -407,7 +407,7 @@ RAW_UNIT_COLS = UNIT_KEY + ["calls_used", "prompt_tokens", "completion_tokens", 
 
 
 def _read_store(path: Path) -> dict[str, pd.DataFrame | int]:
-    store = Store(path)
+    store = Store.for_reading(path)
     try:
         evaluations, timings = read_evaluations(store)
         hidden = hidden_verdicts(evaluations)

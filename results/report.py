@@ -109,15 +109,18 @@ def build_blocks(a: Analysis, tables: list[Table], figures: list[FigureResult], 
 
 
 def failure_blocks(a: Analysis) -> list[Block]:
-    """Design invariant 10: every unit that ended on a failed model call, with its error."""
+    """Design invariant 10: every unit that ended on an error (a model call that failed for good,
+    or the method raising), with its error."""
     blocks = [Block("h2", "Failed model calls")]
     errored = [(name, t, r, e) for name, m in a.methods.items() for t, r, e in m.errors]
     counts = "; ".join(f"{display(name)}: {m.errored_units} errored unit(s), {m.failed_calls} failed call(s)"
                        for name, m in a.methods.items())
     if not errored:
-        blocks.append(Block("p", f"No unit ended on a model call that failed for good ({counts})."))
+        blocks.append(Block("p", f"No unit ended on a model call that failed for good or on the method raising "
+                                 f"({counts})."))
         return blocks
-    blocks.append(Block("p", f"{len(errored)} unit(s) ended on a model call that failed for good ({counts}); each "
+    blocks.append(Block("p", f"{len(errored)} unit(s) ended on an error, a model call that failed for good or the "
+                             f"method raising ({counts}); each "
                              "is scored on what it had submitted by then. `python cli.py compare --resume RUN "
                              "--retry-errors` runs them again from their recorded calls."))
     blocks.append(Block("list", [f"{display(name)} / {t} / repeat {r}: {e}" for name, t, r, e in errored]))

@@ -64,7 +64,7 @@ def read_row(path: Path) -> RunRow:
     started = env.get("started")
     last = None
     if folder.has_store():
-        store = Store(folder.store_path)
+        store = Store.for_reading(folder.store_path)
         try:
             last = store.last_activity()
         finally:

@@ -9,8 +9,13 @@ once; WAL keeps committed rows through a SIGKILL of the writer.
 
 All SQL of the project lives here: the scheduler writes through the recording methods, and
 results/readers.py reads through the named reading methods below (plain dict rows, so this
-module needs no pandas). Stores written by older versions are brought up to date on open
-(`_migrate`), so old run folders still resume and report.
+module needs no pandas). Stores written by older versions are brought up to date (`_migrate`)
+when a writer opens them (`Store(path)`: `compare`, `--resume`), so old run folders resume.
+
+Reading never changes a store (`Store.for_reading`: report, figures, verify, runs list, show,
+export): the file is opened read-only (modelio/read_only.py: no `-wal`/`-shm` files appear
+beside it either) and, when its schema is older than this code's, copied into memory and
+migrated there, so a shipped or archived run folder keeps its bytes.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from modelio.read_only import read_only_uri
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -114,16 +121,68 @@ def protocol_columns(evaluation: dict[str, Any]) -> tuple[Any, ...]:
             sum(c.get("baseline_source") == "reused" for c in cases), len(timing.get("drift_events") or ()))
 
 
+def _schema_columns(db: sqlite3.Connection) -> dict[str, set[str]]:
+    tables = [str(r[0]) for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+    return {t: {str(r[1]) for r in db.execute(f"PRAGMA table_info({t})")} for t in tables}
+
+
+_CURRENT: dict[str, set[str]] = {}
+
+
+def _current_schema() -> dict[str, set[str]]:
+    """Tables and columns of a store this code writes (SCHEMA, built once in memory)."""
+    if not _CURRENT:
+        db = sqlite3.connect(":memory:")
+        db.executescript(SCHEMA)
+        _CURRENT.update(_schema_columns(db))
+        db.close()
+    return _CURRENT
+
+
 class Store:
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, *, _db: sqlite3.Connection | None = None):
+        """Open (or create) `path` for writing, migrated on disk; readers use `for_reading`."""
         self.path = Path(path)
         self._lock = threading.RLock()
+        if _db is not None:
+            self._db = _db
+            return
         self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None, timeout=60)
         self._db.row_factory = sqlite3.Row
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)
         self._migrate()
+
+    @classmethod
+    def for_reading(cls, path: Path) -> Store:
+        """`path` opened without changing it: read-only, and migrated in memory when its schema
+        is older (a copy of the whole store, made only then). Every write raises."""
+        from results.run_folder import RunFolderError
+
+        path = Path(path)
+        if not path.is_file():
+            raise RunFolderError(f"no run store at {path}")
+        db = sqlite3.connect(read_only_uri(path), uri=True, check_same_thread=False, isolation_level=None,
+                             timeout=60)
+        try:
+            have = _schema_columns(db)
+            outdated = any(not columns <= have.get(table, set()) for table, columns in _current_schema().items())
+            if outdated:
+                memory = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+                db.backup(memory)
+                db.close()
+                db = memory
+        except sqlite3.DatabaseError as exc:
+            db.close()
+            raise RunFolderError(f"{path} is not a run store: {exc}") from None
+        db.row_factory = sqlite3.Row
+        store = cls(path, _db=db)
+        if outdated:
+            db.executescript(SCHEMA)
+            store._migrate()
+        db.execute("PRAGMA query_only=ON")
+        return store
 
     def _columns(self, table: str) -> set[str]:
         return {r[1] for r in self.query(f"PRAGMA table_info({table})")}
@@ -396,7 +455,7 @@ class RecordedEvaluations:
         self.path = Path(path)
         if not self.path.is_file():
             raise FileNotFoundError(f"no recorded run store at {self.path}")
-        db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+        db = sqlite3.connect(read_only_uri(self.path), uri=True)
         try:
             columns = {r[1] for r in db.execute("PRAGMA table_info(evaluations)")}
             timed = "timed" if "timed" in columns else "0"

@@ -115,7 +115,7 @@ def show_unit(run_dir: Path, method: str, task: str, repeat: int = 0, all_candid
 
     cands, subs = unit_rows(data.candidates), unit_rows(data.submissions)
     feedback, tests, calls = unit_rows(data.feedback), unit_rows(data.test_runs), unit_rows(data.calls)
-    store = Store(RunFolder(data.first.path).store_path)
+    store = Store.for_reading(RunFolder(data.first.path).store_path)
     try:
         final_hash = str(subs.iloc[-1]["source_hash"]) if len(subs) else None
         submitted = set(subs["source_hash"])

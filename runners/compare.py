@@ -11,6 +11,8 @@ skips done units and replays the rest from the store, so nothing is paid for twi
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -25,7 +27,8 @@ from bench.task import GEAK_EVAL_PROFILE, Task
 from judge.device import Target, detect_target, environment_info
 from methods.registry import create_method, load_method_modules, method_class, method_options
 from modelio.dryrun import DryRunEstimate
-from modelio.ledger import BudgetExhausted, Charge, Ledger, ModelCallFailed
+from modelio.ledger import BudgetExhausted, Charge, Ledger, ModelCallFailed, ReplayDiverged
+from modelio.replay import ReplayMiss
 from modelio.types import ModelClient
 from results.run_folder import ResolvedRun, RunFolder, RunFolderError
 from results.store import RecordedEvaluations, Store
@@ -34,7 +37,7 @@ from runners.context import UnitContext
 from runners.evaluator import Evaluator
 from runners.executor import Executor, NothingRuns
 from runners.logs import get_logger, run_log
-from runners.pool import LocalPool
+from runners.pool import LocalPool, WorkerStartError
 
 log = get_logger("runners.compare")
 
@@ -137,6 +140,12 @@ class Progress:
         self._changed()
 
 
+# Errors that end the whole run even when they surface inside a method (through a `ctx` verb):
+# the run's own machinery failed, and going on would record something untrue. Anything else a
+# method raises ends only its unit, as an errored unit (`units.error`, exit status 3).
+RUN_ERRORS: tuple[type[BaseException], ...] = (ReplayMiss, ReplayDiverged, WorkerStartError, sqlite3.Error)
+
+
 class CompareRun:
     def __init__(self, config: CompareConfig, run_dir: Path, client: ModelClient, target: Target,
                  progress: Callable[[Progress], None] | None = None, executor: Executor | None = None,
@@ -221,6 +230,11 @@ class CompareRun:
             pass  # the run in progress was cut by the budget and stays open
         except ModelCallFailed as exc:
             error = f"model call failed: {exc}"
+        except RUN_ERRORS:
+            raise  # the run itself cannot go on (a replay that diverged or missed, no worker, no store)
+        except Exception as exc:  # noqa: BLE001 - a method's own bug ends its unit, never the run
+            error = f"the method raised {type(exc).__name__}: {exc}"[:2000]
+            log.warning("unit %s/%s/repeat %d: %s", unit.method, unit.task, unit.repeat, error, exc_info=True)
         self._judge_hidden(unit, task)
         s = account.spend
         self.store.finish_unit(unit.method, unit.task, unit.repeat, status, s.calls, s.prompt_tokens,
@@ -460,6 +474,31 @@ def recorded_target(resolved: ResolvedRun, machine: Target) -> Target:
                   int(t.get("device_count", 0)))
 
 
+def resumed_replay(run_dir: Path) -> tuple[Path, bool] | None:
+    """What an interrupted run folder was replaying (its store's meta `replay_of` and
+    `replay_mode`, written before its first unit): (the recorded run, rejudge), or None for a
+    run that was not a replay. Its resume keeps replaying, never falls back to the model."""
+    folder = RunFolder(run_dir)
+    if not folder.has_store():
+        return None
+    try:
+        store = Store.for_reading(folder.store_path)
+    except RunFolderError as exc:
+        raise ConfigError(f"cannot resume {run_dir}: {exc}") from None
+    try:
+        source, mode = store.get_meta("replay_of"), store.get_meta("replay_mode", "exact")
+    finally:
+        store.close()
+    return (Path(source), mode == "rejudge") if source else None
+
+
+def _recorded_config(run_dir: Path) -> CompareConfig:
+    try:
+        return CompareConfig.from_json(RunFolder(run_dir).read_config().config)
+    except RunFolderError as exc:
+        raise ConfigError(str(exc)) from None
+
+
 def _replay_client(run_dir: Path) -> ModelClient:
     from modelio.replay import ReplayClient
 
@@ -502,6 +541,12 @@ def run_compare(config: CompareConfig, options: CompareOptions | None = None) ->
         raise ConfigError("resume_with changes a resumed run's options; it goes with resume")
     if opts.rejudge and opts.replay is None:
         raise ConfigError("--rejudge goes with --replay RUN_DIR")
+    resume = opts.resume
+    if resume is not None and opts.replay is None:
+        replayed = resumed_replay(resume)  # an interrupted replay resumes as the replay it was
+        if replayed is not None:
+            opts = dataclasses.replace(opts, replay=replayed[0], rejudge=replayed[1])
+            config = _recorded_config(resume)
     exact_replay = opts.replay is not None and not opts.rejudge
     client: ModelClient | None = None
     clock_lock = None

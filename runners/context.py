@@ -19,7 +19,8 @@ Two objects, on purpose:
 Symmetry (issue 13): the context, not the method, decides how a candidate is judged: every
 visible feedback is requested the same way (timed on a GPU, so correctness is re-checked on
 the perf cases for every method) and carries the same information (verdict, failing case,
-error text capped at FEEDBACK_TEXT_CAP characters); the run's `json_mode` applies to every
+error text capped at FEEDBACK_TEXT_CAP characters, and when the candidate raised the
+traceback of its own lines, judge/tracebacks.py); the run's `json_mode` applies to every
 code-writing call of every method or to none.
 
 Thread safety: a method may call its context from several threads; the ledger account
@@ -43,7 +44,7 @@ from modelio.types import Completion, Message
 from results.store import Store
 from runners.evaluator import Evaluator, RunInterrupted
 
-FEEDBACK_TEXT_CAP = 2000  # characters of error text a method is shown per feedback (and per test)
+FEEDBACK_TEXT_CAP = 2000  # characters of error text (and of traceback) a method is shown per feedback and per test
 
 
 def _capped(text: str) -> str:
@@ -167,7 +168,7 @@ class UnitContext:
                                              "source_hash": self.store.put_source(candidate.source), "verdict": v.kind})
         return Feedback(verdict=v.kind, message=_capped(v.message), failing_case=v.failing_case,
                         latency_ms=t.candidate_ms if t else None, speedup=t.speedup_vs_baseline if t else None,
-                        speedup_ci=t.speedup_ci if t else None)
+                        speedup_ci=t.speedup_ci if t else None, traceback=_capped(v.traceback))
 
     def run_tests(self, candidate: Candidate, tests: str) -> Feedback:
         """The method's own test functions against a candidate, run by the sandboxed worker.
@@ -187,7 +188,7 @@ class UnitContext:
                                               "tests_total": len(report.tests)})
         v = report.verdict
         return Feedback(verdict=v.kind, message=_capped(v.message), failing_case=v.failing_case, latency_ms=None,
-                        speedup=None, kind="tests",
+                        speedup=None, kind="tests", traceback=_capped(v.traceback),
                         tests=tuple(TestResult(t.name, t.passed, _capped(t.message)) for t in report.tests))
 
     def submit(self, candidate: Candidate) -> None:

@@ -38,7 +38,8 @@ class FileVerdict:
         """The object `eval --json` prints."""
         v, timing = self.evaluation.verdict, self.evaluation.timing
         return {"verdict": v.kind, "failing_case": v.failing_case, "max_abs_err": v.max_abs_err,
-                "max_rel_err": v.max_rel_err, "message": v.message, "cases_run": self.cases_run,
+                "max_rel_err": v.max_rel_err, "message": v.message, "traceback": v.traceback,
+                "cases_run": self.cases_run,
                 "cases_passed": v.cases_run,
                 "cases_skipped": v.cases_skipped, "skip_reasons": list(v.skip_reasons),
                 "timing": timing.to_json() if timing else None}

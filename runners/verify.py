@@ -241,7 +241,7 @@ def verify_run(run_dir: Path, options: VerifyOptions | None = None) -> VerifyRep
     if not items:
         raise ConfigError(f"{run_dir}: nothing that can be re-judged here")
 
-    store = Store(folder.store_path)
+    store = Store.for_reading(folder.store_path)
     try:
         sources_by_key = {(i.source_hash, i.task): store.source(i.source_hash) for i in items}
         for _, row in timed_units.iterrows():

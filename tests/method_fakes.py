@@ -45,15 +45,15 @@ class ScriptedClient:
 
 
 def feedback(verdict: str = "correct", latency_ms: float | None = None, message: str = "",
-             noise: float = 0.0) -> Feedback:
+             noise: float = 0.0, traceback: str = "") -> Feedback:
     """A visible verdict; a timed one (latency_ms) is against a 1 ms expert kernel, its speedup
-    interval +-`noise` (relative) around the point estimate."""
+    interval +-`noise` (relative) around the point estimate; `traceback`: the candidate's frames."""
     if verdict != "correct" and not message:
         message = "1024/4096 elements outside atol=0.0001 rtol=0.0001"
     speedup = 1.0 / latency_ms if latency_ms else None
     ci = (speedup * (1 - noise), speedup * (1 + noise)) if speedup is not None else None
     return Feedback(verdict=verdict, message=message, failing_case=None if verdict == "correct" else "visible-n4096",
-                    latency_ms=latency_ms, speedup=speedup, speedup_ci=ci)
+                    latency_ms=latency_ms, speedup=speedup, speedup_ci=ci, traceback=traceback)
 
 
 def suite_result(passed: bool) -> Feedback:

@@ -120,6 +120,25 @@ def test_dry_run_applies_every_method_option() -> None:
     assert {m.method: m.calls for m in estimate_compare(config).methods}["direct"] == 2 * 7
 
 
+@pytest.mark.slow
+def test_the_paper_presets_dry_run_is_what_a_run_spends(tmp_path: Path) -> None:
+    """The estimate against a real (simulated, CPU) run of the paper preset: direct's one call
+    per unit exactly, GEAK's runs x iterations x 2 exactly (it spends every call), Reflexion
+    at most the estimate (its trials stop when its own tests pass)."""
+    from runners.compare import CompareOptions, run_compare
+
+    config = compose_config({**CPU, "tasks": ["vector_add"], "budget": 8, "workers": 1},
+                            ROOT / "configs" / "paper.yaml")
+    config.method_options["geak"].update(runs=2, iterations=2)
+    config.method_options["reflexion"].update(max_iters=2)
+    estimated = {m.method: m.calls for m in estimate_compare(config).methods}
+    assert estimated == {"direct": 1, "geak": 8, "reflexion": 8}
+    spent = run_compare(config, CompareOptions(out=tmp_path)).summary["methods"]
+    calls = {name: sum(m["calls_used"].values()) for name, m in spent.items()}
+    assert calls["direct"] == estimated["direct"] and calls["geak"] == estimated["geak"]
+    assert 0 < calls["reflexion"] <= estimated["reflexion"]
+
+
 # ---------------------------------------------------------------------------- eval's record
 def test_eval_json_counts_the_case_that_failed() -> None:
     target = Target("cpu", True, "cpu", 0)

@@ -177,20 +177,22 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: tuple[str, ...],
 
 
 def test_malformed_config_and_unwritable_out(tmp_path: Path) -> None:
+    from tests.test_cli_usability import invoke  # in process: the CLI's own error path, without a start-up
+
     bad = tmp_path / "bad.yaml"
     bad.write_text("budget: [1, 2\n")
-    proc = run_cli("compare", "--config", str(bad), "--quiet", timeout=120)
-    assert proc.returncode == 2 and "cannot parse config" in proc.stderr and "Traceback" not in proc.stderr
+    code, _, err = invoke("compare", "--config", str(bad), "--quiet")
+    assert code == 2 and "cannot parse config" in err and "Traceback" not in err
     unknown = tmp_path / "unknown.yaml"
     unknown.write_text("budget: 3\nbudgit: 4\n")
-    proc = run_cli("compare", "--config", str(unknown), "--quiet", timeout=120)
-    assert proc.returncode == 2 and "unknown config key(s): budgit" in proc.stderr
+    code, _, err = invoke("compare", "--config", str(unknown), "--quiet")
+    assert code == 2 and "unknown config key(s): budgit" in err
     readonly = tmp_path / "ro"
     readonly.mkdir()
     readonly.chmod(stat.S_IRUSR | stat.S_IXUSR)
     target = readonly / "runs"
     if os.geteuid() == 0:
         target = Path("/proc/kmc-not-writable")  # root ignores mode bits; /proc refuses new entries
-    proc = run_cli("compare", "--budget", "2", "--out", str(target), "--quiet", timeout=120)
-    assert proc.returncode == 2, proc.stderr
-    assert "not writable" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    code, _, err = invoke("compare", "--budget", "2", "--out", str(target), "--quiet")
+    assert code == 2, err
+    assert "not writable" in err and len(err.strip().splitlines()) == 1

@@ -38,8 +38,8 @@ def run(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
 
 
 def shipped_copy(tmp_path: Path) -> Path:
-    """A copy of the shipped run: opening a store upgrades it in place, and a test must never
-    change a file the repository tracks."""
+    """A copy of the shipped run: readers no longer change a store (results/store.py
+    `Store.for_reading`), but a test must never be able to change a file the repository tracks."""
     copy = tmp_path / "shipped"
     shutil.copytree(SHIPPED, copy)
     return copy

@@ -621,6 +621,14 @@ SNAP_CODE = "import torch\n\n\ndef vector_add(x, y):\n    return x + y  # snapsh
 SNAP_TESTS = "```python\nimport torch\n\ndef test_small():\n    assert vector_add(x, y) is not None\n```"
 
 
+# A visible verdict of a candidate that raised, as runners/context.py hands it on (the
+# traceback of the candidate's own lines: judge/tracebacks.py).
+RAISED = feedback("runtime_error", message="RuntimeError: shape '[3, -1, 7]' is invalid for input of size 4096",
+                  traceback='Traceback (the candidate\'s own lines, most recent call last):\n'
+                            '  File "candidate.py", line 9, in vector_add\n    return helper(x) + y\n'
+                            '  File "candidate.py", line 5, in helper\n    return x.view(3, -1, 7)')
+
+
 def _snapshot_reply(request: Request) -> str:
     last = request.messages[-1].content
     if request.json_mode:
@@ -658,8 +666,12 @@ def render_snapshots(vendor: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, 
     for i, role in enumerate(("tests", "implement", "reflect", "reimplement")):
         out[f"reflexion_{role}"] = _fmt(ctx.calls[i].messages)
 
+    ctx = FakeContext(2, client=client, vendor=vendor, visible=[RAISED], examples=examples)
+    run_until_spent(create_method("reflexion", {"feedback": "visible"}), ctx)
+    out["reflexion_reflect-visible"] = _fmt(ctx.calls[1].messages)  # the visible feedback, as GEAK gets it
+
     ctx = FakeContext(6, client=client, vendor=vendor, examples=examples,
-                      visible=[feedback("wrong_result"), feedback("correct", 0.0123)])
+                      visible=[RAISED, feedback("correct", 0.0123)])
     run_until_spent(create_method("geak"), ctx)
     for i, role in enumerate(("first", "reflect-fix", "debug", "reflect-optimise", "optimise")):
         out[f"geak_{role}"] = _fmt(ctx.calls[i].messages)
@@ -675,7 +687,7 @@ def test_prompt_snapshots(vendor: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Rendered prompts equal tests/snapshots/<method>_<role>_<vendor>.txt; with
     KMC_UPDATE_SNAPSHOTS=1 the files are rewritten instead (review the diff)."""
     rendered = render_snapshots(vendor, monkeypatch)
-    assert len(rendered) == 12
+    assert len(rendered) == 13
     update = os.environ.get("KMC_UPDATE_SNAPSHOTS") == "1"
     if update:
         SNAPSHOTS.mkdir(exist_ok=True)
@@ -855,3 +867,25 @@ def test_geak_direct_prompt_is_geaks_direct_prompt_and_refuses_extras() -> None:
     assert ctx.example_queries == []
     with pytest.raises(ValueError, match="knowledge and oneshot must be false"):
         create_method("direct", {"prompt_style": "geak-direct"})
+
+
+# ---------------------------------------------------------------- symmetric feedback (issue 13, item 4)
+
+
+def test_every_method_that_shows_feedback_shows_the_same_text_with_the_traceback() -> None:
+    """GEAK (its reflector and debug prompts) and Reflexion in visible mode (its reflection
+    prompt) are handed the same visible verdict of a candidate that raised, and show exactly
+    `Feedback.describe()`: verdict, failing case, message and the candidate's own traceback.
+    Direct shows no feedback in its prompts (it only picks among its samples)."""
+    shown = RAISED.describe()
+    assert RAISED.traceback and shown.endswith(RAISED.traceback)
+    client = ScriptedClient(_snapshot_reply)
+    prompts = {}
+    for name, options in (("geak", {}), ("reflexion", {"feedback": "visible"})):
+        ctx = FakeContext(3, client=client, visible=[RAISED])
+        run_until_spent(create_method(name, options), ctx)
+        prompts[name] = [c.messages[-1].content for c in ctx.calls[1:]]
+        assert prompts[name] and all(shown in p for p in prompts[name]), (name, prompts[name])
+    ctx = FakeContext(3, client=client, visible=[RAISED])
+    run_until_spent(create_method("direct"), ctx)
+    assert not any("Traceback" in m.content for c in ctx.calls for m in c.messages)

@@ -208,7 +208,9 @@ def test_examples_are_guarded_and_every_shown_example_is_recorded_per_call(tmp_p
 
 
 def test_feedback_is_requested_the_same_way_for_everyone_and_its_text_is_capped(tmp_path: Path) -> None:
-    executor = ScriptedExecutor(Verdict("runtime_error", "Traceback ...\n" + "x" * 10_000, "visible-n4096"))
+    frames = 'Traceback (the candidate\'s own lines, most recent call last):\n  File "candidate.py", line 4, in f'
+    executor = ScriptedExecutor(Verdict("runtime_error", "Traceback ...\n" + "x" * 10_000, "visible-n4096",
+                                        traceback=frames))
     unit, _ = make_unit(tmp_path, executor=executor)
     with unit.sealed() as ctx:
         candidate = ctx.propose(CODE)
@@ -217,6 +219,7 @@ def test_feedback_is_requested_the_same_way_for_everyone_and_its_text_is_capped(
     assert executor.jobs[0] == ("visible", CODE, False)  # timed on a GPU (the interpreter times nothing)
     assert fb.failing_case == "visible-n4096" and fb.message.startswith("Traceback")
     assert len(fb.message) <= FEEDBACK_TEXT_CAP + 20 and fb.message.endswith("[... cut]")
+    assert fb.traceback == frames and fb.describe().endswith("\n" + frames)
     assert len(tests.tests[0].message) <= FEEDBACK_TEXT_CAP + 20
 
 

@@ -41,7 +41,7 @@ def test_an_endpoint_that_rejects_json_mode_errors_every_method_alike_and_says_s
                        timeout=400)
     assert proc.returncode == 3, proc.stderr[-3000:]
     warning = [line for line in proc.stderr.splitlines() if line.startswith("warning:")]
-    assert len(warning) == 1 and "3 unit(s) ended on a failed model call" in warning[0] and "--retry-errors" in warning[0]
+    assert len(warning) == 1 and "3 unit(s) ended on an error, a failed model call" in warning[0] and "--retry-errors" in warning[0]
     db = only_run(tmp_path / "runs") / "store.sqlite"
     units = rows(db, "SELECT method, error FROM units ORDER BY method")
     assert [m for m, _ in units] == ["direct", "geak", "reflexion"]  # every method, not GEAK alone

@@ -164,3 +164,42 @@ def test_an_exact_replay_stops_on_an_evaluation_the_record_lacks(recorded: RunRe
     con.close()
     with pytest.raises(ReplayMiss, match=r"no evaluation of candidate .* \(hidden, cpu:.*--rejudge evaluates anew"):
         replay(copy, tmp_path / "replays")
+
+
+class _StopAfterUnits:
+    """A test hook (CompareOptions.on_progress): Ctrl-C once `n` units have finished."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __call__(self, progress: Any) -> None:
+        if progress.units_done >= self.n:
+            raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("rejudge", [False, True], ids=["exact", "rejudge"])
+def test_an_interrupted_replay_resumes_as_the_replay_it_was(recorded: RunResult, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch, rejudge: bool) -> None:
+    """Stopped after 3 of 9 units, then resumed: the resumed run asks neither the simulated model
+    nor an endpoint (every call is answered from the record), keeps the replay's mode, and ends
+    with the recorded calls and summary."""
+    with pytest.raises(runners.compare.CompareInterrupted):
+        replay(recorded.run_dir, tmp_path, rejudge=rejudge, on_progress=_StopAfterUnits(3))
+    (stopped,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    done = rows(stopped, "SELECT COUNT(*) FROM units")[0][0]
+    assert 3 <= done < 3 * len(TASKS)
+
+    def no_model(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the resumed replay asked the model instead of the record")
+
+    monkeypatch.setattr(runners.compare, "make_run_client", no_model)
+    if not rejudge:
+        monkeypatch.setattr(runners.compare, "local_executor", no_model)  # an exact replay runs nothing
+    messages: list[str] = []
+    result = run_compare(CompareConfig(), CompareOptions(resume=stopped, on_message=messages.append))
+    assert any(m.startswith(f"model: REPLAY of {recorded.run_dir}") for m in messages), messages
+    for table in ("calls", "candidates", "submissions", "units"):
+        assert rows(result.run_dir, TABLES[table]) == rows(recorded.run_dir, TABLES[table]), table
+    mode = "rejudge" if rejudge else "exact"
+    assert rows(result.run_dir, "SELECT value FROM meta WHERE key='replay_mode'") == [(json.dumps(mode),)]
+    assert result.summary_path.read_bytes() == recorded.summary_path.read_bytes()

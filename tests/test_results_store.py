@@ -1,5 +1,6 @@
 """The run store: the timed flag is a column (stores that glued `|timed` onto the device key
-are migrated on open and still read, report and resume), and SQL lives in results/store.py only."""
+are migrated when a writer opens them, and read as if migrated by readers, which never change
+the file), and SQL lives in results/store.py only."""
 
 from __future__ import annotations
 
@@ -37,19 +38,22 @@ def _make_legacy(store_path: Path) -> int:
     return sum(r[4] for r in rows)
 
 
-def test_legacy_store_is_migrated_on_open_and_reads_the_same(tmp_path: Path) -> None:
+def test_legacy_store_reads_the_same_and_is_migrated_when_a_writer_opens_it(tmp_path: Path) -> None:
     new = make_synthetic_run(tmp_path / "new")
     old = make_synthetic_run(tmp_path / "old")
     n_timed = _make_legacy(old / "store.sqlite")
     assert n_timed == 11  # the fixture's timed evaluations (hidden finals and GEAK's timed visible runs)
 
     before = load_run(new)
-    after = load_run(old)  # opening migrates
+    after = load_run(old)  # read as if migrated, migrated in memory only
     for name in ("units", "candidates", "submissions", "evaluations"):
         a = getattr(before, name).drop(columns=["run"])
         b = getattr(after, name).drop(columns=["run"])
         pd.testing.assert_frame_equal(a, b, check_like=True)
+    with sqlite3.connect(old / "store.sqlite") as db:
+        assert "timed" not in [r[1] for r in db.execute("PRAGMA table_info(evaluations)")]
 
+    Store(old / "store.sqlite").close()  # a writer (compare --resume) migrates on disk
     db = sqlite3.connect(old / "store.sqlite")
     cols = [r[1] for r in db.execute("PRAGMA table_info(evaluations)")]
     keys = {r[0] for r in db.execute("SELECT DISTINCT device_key FROM evaluations")}
@@ -84,6 +88,78 @@ def test_reopening_a_migrated_store_changes_nothing(tmp_path: Path) -> None:
     Store(run / "store.sqlite").close()
     again = sqlite3.connect(run / "store.sqlite").execute("SELECT * FROM evaluations ORDER BY 1, 2, 3, 4, 5").fetchall()
     assert first == again and len(first) > 0
+
+
+def _folder_bytes(folder: Path) -> dict[str, str]:
+    import hashlib
+
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+def _legacy_run(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A run folder whose store has an old schema (the legacy evaluations table, no phase
+    columns), and the bytes of each of its files."""
+    run = make_synthetic_run(tmp_path / "runs" / "20250101-000000-aaaaaa")
+    _make_legacy(run / "store.sqlite")
+    before = _folder_bytes(run)
+    assert {"config.json", "store.sqlite"} <= set(before)
+    return run, before
+
+
+def test_show_export_and_runs_list_never_change_an_old_store(tmp_path: Path) -> None:
+    """Every file of the folder keeps its bytes and no -wal/-shm file appears; what they read
+    is the migrated view."""
+    from results.export import export_run
+    from results.run_list import list_runs
+    from results.unit_view import show_unit
+
+    run, before = _legacy_run(tmp_path)
+    view = show_unit(run, "geak", "softmax")
+    export_run(run, "csv", tmp_path / "export")
+    rows = list_runs(tmp_path / "runs")
+    assert _folder_bytes(run) == before
+    assert view.final is not None and len(rows) == 1 and rows[0].status == "complete"
+
+
+def test_replays_read_a_recorded_store_without_adding_files_beside_it(tmp_path: Path) -> None:
+    """The store is in WAL mode: a plain `mode=ro` connection would leave -wal and -shm files
+    in the recorded folder (modelio/read_only.py)."""
+    from modelio.replay import ReplayClient
+    from results.store import RecordedEvaluations
+
+    run, before = _legacy_run(tmp_path)
+    assert len(ReplayClient(run / "store.sqlite")._rows) > 0 and len(RecordedEvaluations(run / "store.sqlite")) > 0
+    assert _folder_bytes(run) == before
+
+
+@pytest.mark.slow
+def test_report_figures_and_verify_never_change_an_old_store(tmp_path: Path) -> None:
+    from results.report import write_figures_only, write_report
+    from runners.verify import VerifyOptions, verify_run
+
+    run, before = _legacy_run(tmp_path)
+    write_report([run], tmp_path / "report", n_resamples=200)
+    write_figures_only([run], tmp_path / "figures", n_resamples=200)
+    report = verify_run(run, VerifyOptions(device="cpu", workers=1))
+    assert _folder_bytes(run) == before
+    assert report.methods  # it judged something
+
+
+def test_a_store_opened_for_reading_refuses_writes_and_missing_files(tmp_path: Path) -> None:
+    from results.run_folder import RunFolderError
+
+    run = make_synthetic_run(tmp_path / "r")
+    store = Store.for_reading(run / "store.sqlite")
+    try:
+        with pytest.raises(sqlite3.OperationalError, match="readonly|read-only|query_only"):
+            store.set_meta("x", 1)
+    finally:
+        store.close()
+    with pytest.raises(RunFolderError, match="no run store"):
+        Store.for_reading(tmp_path / "nowhere.sqlite")
+    (tmp_path / "junk.sqlite").write_text("not a database at all " * 100)
+    with pytest.raises(RunFolderError, match="is not a run store"):
+        Store.for_reading(tmp_path / "junk.sqlite")
 
 
 SQL = re.compile(r"""["'f](SELECT|INSERT|UPDATE|DELETE|CREATE TABLE|ALTER TABLE|DROP TABLE)\b""")

@@ -16,6 +16,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+# 200 replications in two processes: about 20 s on two shared cores, so the whole module is in
+# the full suite only (`-m "not slow"` stays under two minutes).
+pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
 BAND_200 = (0.88, 0.995)
 
@@ -42,7 +45,6 @@ def light() -> pd.DataFrame:
     return sim.simulate_coverage(200, seed=0, cfg=sim.SimConfig(n_resamples=1000), workers=WORKERS)
 
 
-@pytest.mark.slow
 def test_valid_intervals_cover_population_mean(light: pd.DataFrame) -> None:
     assert set(light.reps) == {200}
     judged = light[(light.scenario != "mcnemar-H0") & ~light.method.isin(["wilson-pooled-naive", "fixed-suite-t"])]
