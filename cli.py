@@ -57,7 +57,8 @@ _SOURCE_HELP = ("Load tasks from an external suite, ADAPTER:PATH (geak-eval:DIR 
                 "replaces $KMC_TASK_SOURCES (the default). Skipped files and their reasons are reported on stderr.")
 _DEVICE_HELP = ("auto: GPU if present, else the Triton CPU interpreter; cpu: always the interpreter "
                 "[default auto; cpu when $KMC_FORCE_CPU=1].")
-_WORKERS_HELP = "Evaluation worker processes [default: 2 per GPU; CPU: up to 4]."
+_WORKERS_HELP = ("Judging worker processes [default: the usable cores, bounded per GPU by its free memory and by host "
+                 "memory; recorded in config.json]; timing has one lane per GPU either way.")
 
 
 def source_option(command: Any) -> Any:
@@ -158,6 +159,9 @@ def cli() -> None:
 @click.option("--workers", type=int, default=None, help=_WORKERS_HELP)
 @click.option("--worker-user", default=None, metavar="USER",
               help="Run evaluation workers as this unprivileged user, e.g. nobody (needs root). Off by default.")
+@click.option("--ray", "ray_address", default=None, metavar="ADDRESS",
+              help="Judge on Ray actors (extra `cluster`): `local` starts Ray here, `auto` joins a running cluster, "
+                   "or a cluster's address. Judging actors plus one timing actor per GPU.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @click.option("--max-concurrency", type=int, default=None, help="Model requests in flight at once [default 8].")
 @click.option("--dry-run", is_flag=True, help="Print the calls, tokens and estimated cost the run would spend; spend nothing.")
@@ -177,7 +181,7 @@ def cli() -> None:
 def compare(budget: int | None, budget_unit: str | None, methods: str | None, tasks: str | None, suite: str | None,
             sources: tuple[str, ...], repeats: int | None, seed: int | None, config_path: Path | None,
             out: Path | None, resume: Path | None, base_url: str | None, model: str | None, api_key_env: str | None,
-            device: str | None, workers: int | None, worker_user: str | None, quiet: bool,
+            device: str | None, workers: int | None, worker_user: str | None, ray_address: str | None, quiet: bool,
             max_concurrency: int | None, dry_run: bool, replay: Path | None, lock_spec: str | None,
             eval_budget: int | None, oneshot_corpus: Path | None, retry_errors: bool, rejudge: bool) -> None:
     """Run every method on every task under one budget ledger, then judge on hidden tests.
@@ -202,7 +206,8 @@ def compare(budget: int | None, budget_unit: str | None, methods: str | None, ta
         raise BadInput("--rejudge goes with --replay RUN_DIR")
     flags = {"budget": budget, "budget_unit": budget_unit, "methods": _split(methods), "tasks": _split(tasks),
              "suite": suite, "repeats": repeats, "seed": seed, "device": device, "workers": workers,
-             "worker_user": worker_user, "task_sources": _sources(sources), "eval_budget": eval_budget,
+             "worker_user": worker_user, "ray_address": ray_address, "task_sources": _sources(sources),
+             "eval_budget": eval_budget,
              "oneshot_corpus": str(oneshot_corpus) if oneshot_corpus else None}
     endpoint = {"base_url": base_url, "model": model, "api_key_env": api_key_env, "max_concurrency": max_concurrency}
     config = compose_config({**flags, **endpoint}, config_path, recorded_options(replay) if replay else None)

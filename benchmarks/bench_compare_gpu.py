@@ -182,10 +182,10 @@ def print_measured(m: Measured) -> None:
           + (f"mean {cpu['mean']:.0f}%, p90 {cpu['p90']:.0f}%" if cpu else "not sampled"))
     print(f"  GPU SM ({u['gpus']} GPU(s), {u['gpu_source']}): "
           + (f"mean {gpu['mean']:.0f}%, median {gpu['median']:.0f}%, p90 {gpu['p90']:.0f}%" if gpu else "not sampled"))
-    print("  evaluation seconds by phase:   queue  compile  correctness  timing   total")
+    print("  evaluation seconds by phase:   queue  compile  correctness  timing    gate   retry   total")
     for r in m.phases:
         print(f"    {r['method']:<26} {r['queue_s']:7.1f} {r['compile_s']:8.1f} {r['correctness_s']:12.1f} "
-              f"{r['timing_s']:7.1f} {r['total_s']:7.1f}")
+              f"{r['timing_s']:7.1f} {r['gate_s']:7.1f} {r['retry_s']:7.1f} {r['total_s']:7.1f}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,12 +22,14 @@ compared through `Task.judged_output`), seeded entry points, cases that cannot b
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import torch
 
@@ -50,6 +52,8 @@ from judge.running import (  # noqa: F401 - re-exported: the judge's callers nam
 from judge.value_text import describe_value
 from judge.verdict import Verdict, capped_traceback
 from judge.wire import Opaque
+
+T = TypeVar("T")
 
 # ---------------------------------------------------------------- comparison
 
@@ -351,8 +355,18 @@ class _Ran:
 REPEAT = "repeat on the first inputs"
 
 
+def held_each(items: Iterable[T], hold: Callable[[], AbstractContextManager[Any]]) -> Iterator[T]:
+    """Each item with `hold()` entered while the loop body runs on it, released before the
+    next is taken. A loop left by `return` or an exception drops this generator, which closes
+    it (CPython finalises it at once) and so releases the last hold."""
+    for item in items:
+        with hold():
+            yield item
+
+
 def judge_cases(task: Task, runner: Runner, cases: tuple[Case, ...], device: str, interpreter: bool,
-                repeat_for_races: bool = False) -> Verdict:
+                repeat_for_races: bool = False,
+                hold: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext) -> Verdict:
     """Run the candidate on every case and judge each call as it returns; the first failure
     decides the verdict.
 
@@ -363,7 +377,9 @@ def judge_cases(task: Task, runner: Runner, cases: tuple[Case, ...], device: str
     reused by a later call shows. `repeat_for_races` (a final submission on a GPU): a third
     call on the first inputs must agree with the first call (where the task's reference is
     deterministic), else a race. A case the task cannot build here (`CaseUnavailable`) is
-    skipped with its reason.
+    skipped with its reason. `hold()`: entered around each case (its inputs, calls and
+    comparisons) and around the end-of-set check: the judge worker's GPU ticket
+    (judge/gate.py), so a timer waiting at the gate waits for one case of this set, not all.
     """
     runner.reset()
     skipped = 0
@@ -372,7 +388,7 @@ def judge_cases(task: Task, runner: Runner, cases: tuple[Case, ...], device: str
     firsts: dict[int, Any] = {}
     worst_abs = worst_rel = 0.0
     done: set[int] = set()
-    for slot, c in enumerate(cases):
+    for slot, c in held_each(enumerate(cases), hold):
         if interpreter and c.dtype in task.interpreter_skips:
             skipped += 1
             reason = f"{c.dtype}: {task.interpreter_skips[c.dtype]}"
@@ -409,7 +425,8 @@ def judge_cases(task: Task, runner: Runner, cases: tuple[Case, ...], device: str
             worst_abs, worst_rel = max(worst_abs, r.max_abs), max(worst_rel, r.max_rel)
         done.add(slot)
     if ran:
-        again = runner.collect()
+        with hold():
+            again = runner.collect()
         if len(again) != len(ran):
             return Verdict("runtime_error", f"the candidate process returned {len(again)} outputs for {len(ran)} calls")
         for r, out in zip(ran, again, strict=True):

@@ -2,8 +2,11 @@
 
 The worker times what it does (`compile`: writing and importing the candidate, which is where
 a syntax or compile error shows; `correctness`: the oracle on the case set, or a method's own
-tests; `timing`: the perf-case check and the timing protocol, on a GPU only); the pool adds
-`queue` (waiting for an idle worker). The parent stores them beside the evaluation
+tests; `timing`: the perf-case check and the timing protocol, on a GPU only; `gate`: waiting at the
+GPU's fair gate, judge/gate.py, for a timer ahead or, as a timer, for the judging jobs on the
+GPU); the pool adds `queue` (waiting for an idle worker) and `retry` (an attempt lost to a GPU
+out-of-memory error beside other workers, judged again alone; runners/pool.py). A phase
+entered inside another is counted in the inner one only, so the phases add up to the job. The parent stores them beside the evaluation
 (results/store.py, one column each), and `report` sums them per method and phase, so a slow
 run can be told apart: judging, timing or waiting.
 """
@@ -14,20 +17,26 @@ import contextlib
 import time
 from collections.abc import Iterator
 
-PHASES = ("queue", "compile", "correctness", "timing")
+PHASES = ("queue", "compile", "correctness", "timing", "gate", "retry")
 
 
 class PhaseClock:
-    """Seconds per phase of one job; a phase entered twice adds up."""
+    """Seconds per phase of one job; a phase entered twice adds up, and a second spent in a
+    phase nested inside another (waiting at the gate during timing) counts for the inner one."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
+        self._nested: list[float] = []  # per open phase: seconds spent in phases inside it
 
     @contextlib.contextmanager
     def __call__(self, phase: str) -> Iterator[None]:
         assert phase in PHASES, phase
         start = time.perf_counter()
+        self._nested.append(0.0)
         try:
             yield
         finally:
-            self.seconds[phase] = self.seconds.get(phase, 0.0) + time.perf_counter() - start
+            elapsed = time.perf_counter() - start
+            self.seconds[phase] = self.seconds.get(phase, 0.0) + elapsed - self._nested.pop()
+            if self._nested:
+                self._nested[-1] += elapsed

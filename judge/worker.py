@@ -26,11 +26,11 @@ import sys
 import sysconfig
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-GPU_LOCK_ENV = "KMC_GPU_LOCK"
+from judge.gate import gpu_gate
+
 THREADS_ENV = "KMC_TORCH_THREADS"
 INPUT_CACHE_ENV = "KMC_INPUT_CACHE_MB"
 TMP_CAP_ENV = "KMC_CANDIDATE_TMP_MB"  # size cap of a candidate's private /tmp and folder  # device memory kept for cached case inputs and reference outputs
@@ -49,24 +49,6 @@ def _protocol_streams() -> tuple[TextIO, TextIO]:
     sys.stdout = sys.stderr
     sys.stdin = open(os.devnull)  # noqa: SIM115 - lives as long as the process
     return os.fdopen(in_fd, "r"), os.fdopen(out_fd, "w", buffering=1)
-
-
-@contextlib.contextmanager
-def gpu_gate(exclusive: bool) -> Iterator[None]:
-    """Several workers may share one GPU so compilation overlaps with execution; timing
-    takes the GPU alone (exclusive lock) while correctness runs share it (shared lock)."""
-    path = os.environ.get(GPU_LOCK_ENV)
-    if not path:
-        yield
-        return
-    import fcntl
-
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-        yield
-    finally:
-        os.close(fd)  # closing the descriptor releases the lock
 
 
 def physical_device() -> int | str:
@@ -206,11 +188,15 @@ class Worker:
         self.clock = PhaseClock()  # seconds per phase of this job, sent back with the evaluation
         tests: list[dict[str, Any]] | None = None
         timing = None
+        # A job retried alone (it ran out of GPU memory beside other workers' jobs: runners/pool.py)
+        # holds the GPU's gate exclusively from start to end; its inner requests are then served.
+        alone = gpu_gate(exclusive=True, clock=self.clock) if job.get("alone") else contextlib.nullcontext()
         try:
-            if job.get("kind") == "internal_tests":
-                verdict, tests = self._run(job, self._internal_tests)
-            else:
-                verdict, timing = self._run(job, self._judge_job)
+            with alone:
+                if job.get("kind") == "internal_tests":
+                    verdict, tests = self._run(job, self._internal_tests)
+                else:
+                    verdict, timing = self._run(job, self._judge_job)
         finally:
             _reset_timers()
         evaluation = Evaluation(verdict, timing, dict(self.clock.seconds)).to_json()
@@ -265,25 +251,37 @@ class Worker:
 
         cases = task.cases(job["case_set"], self.target.interpreter)
         runner = RemoteRunner(proc)
+        shared = self._shared_ticket
 
         def alone(name: str) -> Any:
             """The named case judged again on its own (judge/steady.py), in the same candidate process."""
             chosen = tuple(c for c in cases if name == c.name or name.startswith(c.name + "+"))
-            return judge_cases(task, runner, chosen, self.device, self.target.interpreter) if chosen else None
+            return judge_cases(task, runner, chosen, self.device, self.target.interpreter, hold=shared) if chosen else None
 
-        with gpu_gate(exclusive=False), self.clock("correctness"):
+        def disturb(rerun: int) -> None:
+            with shared():
+                runner.disturb(rerun)
+
+        with self.clock("correctness"):
             # A final submission (timed) on a GPU runs each case a third time on the first inputs.
+            # The GPU's gate is held case by case (`hold`), so a timer waits for one case, not the set.
             races = bool(job.get("timing")) and not self.target.interpreter
-            verdict = judge_cases(task, runner, cases, self.device, self.target.interpreter, repeat_for_races=races)
+            verdict = judge_cases(task, runner, cases, self.device, self.target.interpreter, repeat_for_races=races,
+                                  hold=shared)
             # Memory is disturbed where the candidate runs, in its process, before each re-run.
-            verdict = steady_verdict(verdict, alone, self.device, disturb=runner.disturb)
+            verdict = steady_verdict(verdict, alone, self.device, disturb=disturb)
         timing = None
         if verdict.correct and job.get("timing") and not self.target.interpreter:
             with self.clock("timing"):  # the perf-case check, then the timing protocol
                 verdict, timing = self._time(task, runner, verdict, job)
         if verdict.correct and job.get("sanitize") and job.get("timing") and self.target.vendor == "nvidia":
-            verdict = self._sanitize(task, job, cases, verdict)
+            with gpu_gate(exclusive=False, clock=self.clock):
+                verdict = self._sanitize(task, job, cases, verdict)
         return verdict, timing
+
+    def _shared_ticket(self) -> Any:
+        """A judging job's ticket at the GPU's fair gate (judge/gate.py), its wait counted as `gate`."""
+        return gpu_gate(exclusive=False, clock=self.clock)
 
     def _sanitize(self, task: Any, job: dict[str, Any], cases: Any, verdict: Any) -> Any:
         """`--sanitize` (config `sanitize: true`): the final submission judged again under
@@ -332,7 +330,7 @@ class Worker:
 
         if not str(job["tests"]).strip():
             return Verdict("correct", "no tests to run; the candidate imported"), []
-        with self.clock("correctness"):
+        with gpu_gate(exclusive=False, clock=self.clock), self.clock("correctness"):  # its tests use the GPU too
             reply, _ = proc.request({"op": "tests", "tests": job["tests"],
                                      "per_test_timeout": job.get("per_test_timeout", DEFAULT_TEST_TIMEOUT_S)})
         outcomes = tuple(TestOutcome(str(t["name"])[:200], t["passed"] is True, str(t.get("message", ""))[:2000])
@@ -362,8 +360,7 @@ class Worker:
         from judge.timing import OutputChangedDuringTiming, TimingPolicy, time_candidate
         from judge.verdict import Verdict
 
-        with gpu_gate(exclusive=False):
-            perf_verdict = judge_cases(task, runner, task.perf, self.device, False)
+        perf_verdict = judge_cases(task, runner, task.perf, self.device, False, hold=self._shared_ticket)
         if not perf_verdict.correct:
             return dataclasses.replace(perf_verdict, message=f"on a timing case: {perf_verdict.message}",
                                        cases_run=verdict.cases_run), None
@@ -373,7 +370,7 @@ class Worker:
         if self.references is None:
             self.references = BaselineCache()
         try:
-            with gpu_gate(exclusive=True):
+            with gpu_gate(exclusive=True, clock=self.clock):
                 timing = time_candidate(task, runner.proc, self._baseline(task), task.perf, self.target.vendor,
                                         physical_device(), policy, self.references)
         except OutputChangedDuringTiming as exc:

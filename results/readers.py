@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from results.phases import PHASE_COLUMNS
 from results.run_folder import RunFolder, RunFolderError
 from results.store import FULL_PROTOCOL, PROTOCOL_COLUMNS, Store
 
@@ -89,9 +90,9 @@ class RunData:
         device_key, timed (the store's flag: timing was asked for), has_timing (a timing
         was recorded: only correct candidates are timed), verdict, speedup, speedup_lo,
         speedup_hi, speedup_vs_eager, candidate_ms, flagged, flag_reasons, skip_reasons
-        (cases the judge skipped, with why), queue_s, compile_s, correctness_s, timing_s
-        (seconds per phase, judge/phases.py; NaN when not measured: a replayed evaluation or
-        an older store), and how it was timed (None / NaN when not timed): protocol
+        (cases the judge skipped, with why), queue_s, compile_s, correctness_s, timing_s,
+        gate_s, retry_s (seconds per phase, judge/phases.py; NaN when not measured: a replayed
+        evaluation or an older store), and how it was timed (None / NaN when not timed): protocol
         ("final-full" or "feedback-short", judge/policy.py), samples (candidate samples over
         all cases), early_stopped (cases the sequential rule stopped early),
         baselines_reused (cases whose reference timings came from the worker's cache),
@@ -270,7 +271,7 @@ def _frame(rows: list[dict[str, Any]], columns: list[str]) -> pd.DataFrame:
 
 EVALUATION_COLS = ["source_hash", "task", "case_set", "device_key", "timed", "has_timing", "verdict", "speedup",
                    "speedup_lo", "speedup_hi", "speedup_vs_eager", "candidate_ms", "flagged", "flag_reasons",
-                   "skip_reasons", "queue_s", "compile_s", "correctness_s", "timing_s", *PROTOCOL_COLUMNS]
+                   "skip_reasons", *PHASE_COLUMNS, *PROTOCOL_COLUMNS]
 TIMING_COLS = ["source_hash", "task", "case_set", "case", "candidate_ms", "baseline_ms", "eager_ms",
                "launches_per_sample", "flagged", "flag_reasons", "clocks_locked", "clocks_before", "clocks_after",
                "case_clocks", "speedup", "speedup_lo", "speedup_hi", "protocol", "baseline_source", "early_stopped",
@@ -291,7 +292,7 @@ def read_evaluations(store: Store) -> tuple[pd.DataFrame, pd.DataFrame]:
             "speedup_vs_eager": _num(t.get("speedup_vs_eager")), "candidate_ms": _num(t.get("candidate_ms")),
             "flagged": bool(t.get("flagged", False)), "flag_reasons": tuple(t.get("flag_reasons", ())),
             "skip_reasons": tuple((ev.get("verdict") or {}).get("skip_reasons", ())),
-            **{c: _num(r.get(c)) for c in ("queue_s", "compile_s", "correctness_s", "timing_s")},
+            **{c: _num(r.get(c)) for c in PHASE_COLUMNS},
             "protocol": r.get("protocol"),
             **{c: _num(r.get(c)) for c in PROTOCOL_COLUMNS if c != "protocol"},
         })

@@ -162,15 +162,35 @@ class RunFolder:
         return cls(path)
 
     # ------------------------------------------------------------------ config.json
-    def write_config(self, config: dict[str, Any], resolved: ResolvedRun) -> None:
-        _write_json(self.config_path, {"format_version": FORMAT_VERSION, "config": config,
-                                       "resolved": resolved.to_json()})
+    def write_config(self, config: dict[str, Any], resolved: ResolvedRun, executor: dict[str, Any] | None = None) -> None:
+        """`executor`: how the run's evaluations run (the executor's `layout()`: workers per
+        device, timing lanes, and why that many), kept beside the options as `executor`."""
+        data = {"format_version": FORMAT_VERSION, "config": config, "resolved": resolved.to_json()}
+        if executor is not None:
+            data["executor"] = executor
+        _write_json(self.config_path, data)
+
+    def _rewrite_config(self, **entries: Any) -> None:
+        recorded = self.read_config()  # validated first
+        data = json.loads(self.config_path.read_text())
+        _write_json(self.config_path, {**data, **entries, "format_version": FORMAT_VERSION,
+                                       "resolved": recorded.resolved.to_json()})
 
     def update_options(self, changes: dict[str, Any]) -> None:
         """Rewrite options of config.json's `config` (a `--resume` that changes how the run runs,
         e.g. its worker count); the resolved record is kept as it was."""
-        recorded = self.read_config()
-        self.write_config({**recorded.config, **changes}, recorded.resolved)
+        self._rewrite_config(config={**self.read_config().config, **changes})
+
+    def record_executor(self, executor: dict[str, Any]) -> None:
+        """config.json's `executor` replaced by this one (a resumed run may run on another
+        machine, with another worker count); env.json's `resumed` entries keep the history."""
+        self._rewrite_config(executor=executor)
+
+    def read_executor(self) -> dict[str, Any] | None:
+        """config.json's `executor` (None for runs recorded before it was kept)."""
+        self.read_config()
+        executor = json.loads(self.config_path.read_text()).get("executor")
+        return executor if isinstance(executor, dict) else None
 
     def read_config(self) -> RecordedConfig:
         """config.json validated; RunFolderError (one line) when it is missing or malformed."""

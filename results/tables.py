@@ -530,7 +530,7 @@ def phase_table(a: Analysis) -> Table | None:
     if per_method.empty:
         return None
     labels = {"queue_s": "queue s", "compile_s": "compile s", "correctness_s": "correctness s",
-              "timing_s": "timing s", "total_s": "total s"}
+              "timing_s": "timing s", "gate_s": "gate s", "retry_s": "retry s", "total_s": "total s"}
     rows = []
     total = per_method.drop(columns="method").sum()
     for method, r in [*((m, r) for m, r in zip(per_method["method"], per_method.to_dict("records"), strict=True)),
@@ -543,7 +543,9 @@ def phase_table(a: Analysis) -> Table | None:
     notes = ["Seconds summed over the evaluations a method's candidates needed (visible feedback, its own tests, "
              "hidden judging, final timing), by phase: waiting for an idle worker (queue), importing the candidate "
              "(compile), the oracle or the method's tests (correctness), the perf-case check and the timing protocol "
-             "(timing, GPU only). An evaluation shared by methods that proposed the same code is split between them. "
+             "(timing, GPU only), waiting at the GPU's fair gate (gate: judging behind a timer, or a timer behind the "
+             "judging jobs already on the GPU) and attempts lost to a GPU out-of-memory error beside other workers, "
+             "judged again alone (retry). An evaluation shared by methods that proposed the same code is split between them. "
              "Replayed evaluations (compare --replay) took no time and are not counted. Workers run in parallel, so "
              "the total exceeds the run's wall time."]
     return _table("phases", "Evaluation time by phase and method", rows, a, notes)

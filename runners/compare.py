@@ -83,6 +83,23 @@ def open_oneshot(config: CompareConfig) -> OneShotLibrary:
         raise ConfigError(str(exc)) from None
 
 
+def run_executor(config: CompareConfig, target: Target, clocks_locked: bool = False) -> Executor:
+    """The run's executor: the local pool, or Ray actors when the config names a Ray address
+    (`--ray ADDRESS`; both keep the two lanes). Ray missing is a one-line ConfigError."""
+    if config.ray_address is None:
+        return local_executor(config, target, clocks_locked)
+    try:
+        from runners.ray_executor import RayExecutor
+
+        return RayExecutor(target, actors=config.workers, job_timeout=config.job_timeout_s,
+                           address=None if config.ray_address == "local" else config.ray_address,
+                           task_sources=config.task_sources, clocks_locked=clocks_locked, sanitize=config.sanitize)
+    except ImportError as exc:
+        raise ConfigError(str(exc)) from None
+    except (RuntimeError, ConnectionError, ValueError) as exc:
+        raise ConfigError(f"the Ray executor could not start: {exc}") from None
+
+
 def local_executor(config: CompareConfig, target: Target, clocks_locked: bool = False) -> LocalPool:
     """The run's worker pool, its workers told the run's task sources (and whether clocks are locked)."""
     return LocalPool(target, workers=config.workers, job_timeout=config.job_timeout_s, worker_user=config.worker_user,
@@ -348,10 +365,11 @@ def record_run_files(run: CompareRun, resumed: bool, command_line: list[str] | N
             task_difficulty={t.id: int(t.difficulty) for t in run.tasks},
             new_shape_slots={t.id: n for t in run.tasks
                              if (n := sum("shape" in c.dims for c in t.hidden(run.target.interpreter)))},
-            oneshot=oneshot_record(run)))
+            oneshot=oneshot_record(run)), executor=run.executor.layout())
         folder.write_env(environment_info(machine or run.target), command_line)
     else:
         folder.record_resume(command_line, changed)
+        folder.record_executor(run.executor.layout())
     run.store.set_meta("simulated", run.client.simulated)
     counts = callable(getattr(run.client, "count_prompt_tokens", None))
     run.store.set_meta("prompt_counting", "count_tokens" if counts else "bound")
@@ -590,7 +608,7 @@ def run_compare(config: CompareConfig, options: CompareOptions | None = None) ->
     started = time.perf_counter()
     if opts.retry_errors and not resumed:
         raise ConfigError("--retry-errors goes with --resume RUN_DIR")
-    executor = NothingRuns() if exact_replay else local_executor(config, target,
+    executor = NothingRuns() if exact_replay else run_executor(config, target,
                                                                  clocks_locked=opts.lock_clocks is not None)
     run = CompareRun(config, run_dir, client, target, progress=opts.on_progress, executor=executor,
                      retry_errors=opts.retry_errors, recorded_evaluations=recorded_evaluations)

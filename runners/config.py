@@ -82,6 +82,10 @@ class CompareConfig:
     timing_policy: TimingPolicy = field(default_factory=TimingPolicy)
     worker_user: str | None = None  # run candidate processes as this user (judge/privileges.py)
     sanitize: bool = False  # final submissions also under compute-sanitizer memcheck/racecheck (NVIDIA)
+    # Judge on a Ray cluster instead of local workers (runners/ray_executor.py, extra `cluster`):
+    # "local" starts a Ray instance on this machine, anything else is the address ray.init takes
+    # ("auto" for a running cluster); None: the local pool.
+    ray_address: str | None = None
     # Plugin modules defining methods (`@register_method`); $KMC_METHOD_MODULES gives the default,
     # and the names are recorded so --resume and --replay load the same plugins.
     method_modules: list[str] = field(default_factory=_default_method_modules)
@@ -157,6 +161,11 @@ class CompareConfig:
             raise ConfigError(f"eval_budget must be a positive integer or null, got {self.eval_budget!r}")
         if self.device not in ("auto", "cpu"):
             raise ConfigError(f"device must be auto or cpu, got {self.device!r}")
+        if self.ray_address is not None and (not isinstance(self.ray_address, str) or not self.ray_address.strip()):
+            raise ConfigError(f"ray_address must be an address, auto or local, got {self.ray_address!r}")
+        if self.ray_address is not None and self.worker_user is not None:
+            raise ConfigError("worker_user is not supported on the Ray executor (its actors' workers run as the "
+                              "cluster's user); leave out one of them")
         if self.worker_user is not None:
             from judge.privileges import PrivilegeError, resolve_worker_user
 

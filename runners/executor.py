@@ -1,13 +1,15 @@
 """The executor protocol: what the scheduler needs from whatever runs the evaluation workers.
 
 Two implementations: `runners.pool.LocalPool` (persistent workers on this machine) and
-`runners.ray_executor.RayExecutor` (the same workers inside Ray actors). Every call is
+`runners.ray_executor.RayExecutor` (the same workers inside Ray actors). Both keep two lanes:
+judging in parallel on many workers, and timing in one lane per GPU through that GPU's fair
+gate (judge/gate.py), so no judging job can starve or disturb a measurement. Every call is
 thread-safe and blocking; a worker's failure is a verdict, never an exception.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from judge.internal_tests import InternalTestReport
 from judge.policy import TimingPolicy
@@ -22,6 +24,11 @@ class Executor(Protocol):
 
     def warm_up(self) -> None:
         """Start the workers now, in the background, so their imports overlap other work."""
+        ...
+
+    def layout(self) -> dict[str, Any]:
+        """How evaluations run here, for config.json's `executor`: the kind of executor, judging
+        workers (per device), timing lanes, whether the count was chosen or given, and why."""
         ...
 
     def evaluate(self, task_id: str, source: str, case_set: str, timing: bool = False,
@@ -46,6 +53,10 @@ class NothingRuns:
 
     def warm_up(self) -> None:
         pass
+
+    def layout(self) -> dict[str, Any]:
+        return {"kind": "replay", "workers": 0, "timing_lanes": 0, "chosen": "default",
+                "why": "an exact replay answers every evaluation from the recorded run; nothing runs"}
 
     def evaluate(self, task_id: str, source: str, case_set: str, timing: bool = False,
                  timing_policy: TimingPolicy | None = None, timeout: float | None = None) -> Evaluation:

@@ -9,8 +9,15 @@ candidate code. The parent enforces every limit: a job that runs past its time l
 worker that dies (segfault, `os._exit`), or a reply asking for a restart (device error)
 costs that one verdict and one worker restart, never the run. So does a reply that is not
 the one asked for (garbage or a forged line on the reply channel: every job carries a
-random nonce the reply must echo). On a GPU, `workers_per_gpu` workers share each device
-so one compiles while another runs; the worker-side GPU gate gives timing the device alone.
+random nonce the reply must echo).
+
+Two lanes. Judging runs on as many workers as the machine allows (runners/sizing.py: cores,
+free GPU memory per device, host memory; the plan and why are `LocalPool.plan`); the workers
+bound to one GPU share it through that GPU's fair gate (judge/gate.py, a folder in the pool's
+own): judging jobs hold it shared, a timing measurement holds it alone and in ticket order,
+so each GPU has one timing lane that no judging job can starve or disturb. A candidate that
+runs out of GPU memory beside other workers' jobs is judged again alone (the gate held
+exclusively for the whole job), once; the lost attempt's seconds are its `retry` phase.
 Interpreter workers get one torch thread each: on a shared CPU the default thread pool
 spins against itself and makes small tensor ops hundreds of times slower.
 """
@@ -20,8 +27,10 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 import os
 import queue
+import re
 import secrets
 import selectors
 import shutil
@@ -37,10 +46,15 @@ from typing import Any
 
 from judge.clocks import CLOCKS_LOCKED_ENV
 from judge.device import Target
+from judge.gate import GATE_ENV
 from judge.internal_tests import DEFAULT_TEST_TIMEOUT_S, JOB_KIND, InternalTestReport
 from judge.policy import TimingPolicy
 from judge.privileges import hand_over, resolve_worker_user, worker_environment
 from judge.verdict import Evaluation, Verdict
+from judge.worker import INPUT_CACHE_ENV
+from runners.sizing import WorkerPlan, plan_workers
+
+log = logging.getLogger("kmc.pool")
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -108,11 +122,22 @@ class PoolStats:
     restarts: int = 0
     timeouts: int = 0
     crashes: int = 0
+    oom_retries: int = 0
+
+
+OUT_OF_MEMORY = re.compile(r"out of memory|OutOfMemoryError|hipErrorOutOfMemory|CUDA_ERROR_OUT_OF_MEMORY", re.I)
+
+
+def out_of_memory(verdict: Verdict) -> bool:
+    """A verdict a GPU out-of-memory error decided (the candidate's, or the judge's own side):
+    possibly the doing of other jobs on the same GPU, so not yet the candidate's verdict.
+    Triton's "out of resource: shared memory" is the kernel's own and does not match."""
+    return verdict.kind in ("runtime_error", "crash") and bool(OUT_OF_MEMORY.search(verdict.message))
 
 
 class WorkerProcess:
     def __init__(self, slot: int, target: Target, startup_timeout: float, device: str | None = None,
-                 gpu_lock: Path | None = None, torch_threads: int = 0, workdir: Path | None = None,
+                 gpu_gate: Path | None = None, torch_threads: int = 0, workdir: Path | None = None,
                  extra_env: dict[str, str] | None = None, task_sources: tuple[str, ...] = ()):
         self.slot = slot
         self.task_sources = tuple(task_sources)
@@ -120,7 +145,7 @@ class WorkerProcess:
         self.target = target
         self.startup_timeout = startup_timeout
         self.device = device
-        self.gpu_lock = gpu_lock
+        self.gpu_gate = gpu_gate
         self.torch_threads = torch_threads
         self.workdir = workdir or Path(tempfile.gettempdir())
         self.proc: subprocess.Popen[bytes] | None = None
@@ -144,8 +169,8 @@ class WorkerProcess:
             extra["CUDA_VISIBLE_DEVICES"] = ""
         elif self.target.visible_devices_var and self.device is not None:
             extra[self.target.visible_devices_var] = self.device
-        if self.gpu_lock is not None:
-            extra["KMC_GPU_LOCK"] = str(self.gpu_lock)
+        if self.gpu_gate is not None:
+            extra[GATE_ENV] = str(self.gpu_gate)
         if self.torch_threads > 0:
             extra["KMC_TORCH_THREADS"] = str(self.torch_threads)
         # The worker's temporary folders (its own, adapted suites' imports) live in the pool's
@@ -284,10 +309,16 @@ class LocalPool:
     """Evaluate candidates on persistent local workers; thread-safe and blocking per call."""
 
     def __init__(self, target: Target, workers: int | None = None, job_timeout: float | None = None,
-                 startup_timeout: float = 300.0, workers_per_gpu: int = 2, worker_user: str | None = None,
+                 startup_timeout: float = 300.0, worker_user: str | None = None,
                  task_sources: list[str] | tuple[str, ...] = (), clocks_locked: bool = False,
-                 sanitize: bool = False):
-        """`worker_user`: run the candidate processes as this unprivileged user (judge/privileges.py);
+                 sanitize: bool = False, plan: WorkerPlan | None = None, gate_on_cpu: bool = False,
+                 gate_folder: Path | None = None):
+        """`workers`: how many judging workers (default: as many as the machine allows,
+        runners/sizing.py; `plan` gives a layout already made). `gate_on_cpu`: interpreter
+        workers share one fair gate too, as one GPU's workers do (the lanes tested on the CPU).
+        `gate_folder`: the gate of this pool's one device lives there instead of in the pool's
+        folder (a Ray actor's pool: every actor on that GPU of the node shares it).
+        `worker_user`: run the candidate processes as this unprivileged user (judge/privileges.py);
         PrivilegeError, before anything starts, when that is not possible here. `task_sources`:
         the run's `ADAPTER:PATH` task sources, which every worker loads at start-up.
         `clocks_locked`: the GPU clocks are locked for as long as the pool lives (--lock-clocks),
@@ -297,10 +328,11 @@ class LocalPool:
         self.target = target
         user = resolve_worker_user(worker_user) if worker_user else None
         devices = visible_devices(target)
-        if workers is None:
-            workers = max(1, min(os.cpu_count() or 1, 4)) if target.interpreter else max(1, len(devices) * workers_per_gpu)
-        if workers < 1:
+        if workers is not None and workers < 1:
             raise ValueError(f"a pool needs at least 1 worker, got {workers}")  # none would wait forever for one
+        self.plan = plan or plan_workers(target, devices, workers)
+        self.gated = not target.interpreter or gate_on_cpu  # workers that share a fair gate (one per GPU)
+        workers = self.plan.workers
         self.job_timeout = job_timeout or (600.0 if target.interpreter else 180.0)
         self.stats = PoolStats()
         self.contained = ""  # the candidate processes' one-line containment statement, once known
@@ -310,13 +342,19 @@ class LocalPool:
         # What the workers must know goes into their own environment or command line, never this process's.
         extra_env = worker_environment(hand_over(self.workdir, user), user) if user else {}
         extra_env[CLOCKS_LOCKED_ENV] = "1" if clocks_locked else "0"  # never a value inherited from our shell
-        cores = os.cpu_count() or 1
-        threads = 1 if target.interpreter else max(1, min(4, cores // max(workers, 1)))
+        if self.plan.input_cache_mib is not None and not target.interpreter:
+            extra_env[INPUT_CACHE_ENV] = str(self.plan.input_cache_mib)
+        threads = 1 if target.interpreter else max(1, min(4, self.plan.cores // max(workers, 1)))
+        # Devices taken in turn, so the first idle workers (the queue is FIFO) spread over the GPUs.
+        most = max(self.plan.per_device.values(), default=0)
+        slots = ([d for k in range(most) for d, n in self.plan.per_device.items() if k < n] if devices
+                 else [None] * workers)
         self._all = []
-        for i in range(workers):
-            device = devices[i % len(devices)] if devices else None
-            lock = self.workdir / f"gpu-{device}.lock" if device is not None else None
-            self._all.append(WorkerProcess(i, target, startup_timeout, device=device, gpu_lock=lock,
+        for i, device in enumerate(slots):
+            # One gate per GPU, shared by the workers bound to it: the GPU's timing lane.
+            gate = ((gate_folder or self.workdir / f"gate-{device or 'cpu'}") if device is not None or gate_on_cpu
+                    else None)
+            self._all.append(WorkerProcess(i, target, startup_timeout, device=device, gpu_gate=gate,
                                            torch_threads=threads, workdir=self.workdir, extra_env=extra_env,
                                            task_sources=tuple(task_sources)))
         for w in self._all:
@@ -325,6 +363,10 @@ class LocalPool:
     @property
     def size(self) -> int:
         return len(self._all)
+
+    def layout(self) -> dict[str, Any]:
+        """How this pool runs (config.json's `executor`): workers per device, timing lanes, why."""
+        return {"kind": "local", **self.plan.to_json()}
 
     def warm_up(self) -> None:
         """Start every worker now, in parallel, so imports overlap with other work."""
@@ -378,19 +420,36 @@ class LocalPool:
         finally:
             self._idle.put(worker)
 
+    def _run_job_or_alone(self, job: dict[str, Any], limit: float,
+                          timeout_message: str) -> tuple[dict[str, Any] | Verdict, dict[str, float]]:
+        """`_run_job`, and once more alone when a GPU out-of-memory error decided it (other
+        workers' jobs may have held the memory): the second verdict stands. Returns the reply and
+        the pool's phases: `queue` (both waits) and `retry` (the lost attempt's seconds)."""
+        started = time.perf_counter()
+        reply, queued = self._run_job(job, limit, timeout_message)
+        first = reply if isinstance(reply, Verdict) else Verdict.from_json(reply["evaluation"]["verdict"])
+        if not self.gated or job.get("alone") or not out_of_memory(first):
+            return reply, {"queue": queued}
+        lost = time.perf_counter() - started - queued
+        self._count("oom_retries")
+        log.warning("%s on %s (%s): out of GPU memory beside other jobs (%s); judged again alone",
+                    job.get("kind", "evaluation"), job.get("task"), job.get("case_set", "tests"), first.message[:200])
+        reply, queued_again = self._run_job({**job, "alone": True}, limit, timeout_message)
+        return reply, {"queue": queued + queued_again, "retry": lost}
+
     def evaluate(self, task_id: str, source: str, case_set: str, timing: bool = False,
                  timing_policy: TimingPolicy | None = None, timeout: float | None = None) -> Evaluation:
         job = {"task": task_id, "source": source, "case_set": case_set, "timing": timing,
                "timing_policy": (timing_policy or TimingPolicy()).to_json(), "sanitize": self.sanitize}
         limit = timeout or self.job_timeout
-        reply, queued = self._run_job(job, limit, f"no verdict within {limit:.0f} s; worker restarted")
+        reply, pool_phases = self._run_job_or_alone(job, limit, f"no verdict within {limit:.0f} s; worker restarted")
         if isinstance(reply, Verdict):
-            return Evaluation(reply, phases={"queue": queued})
+            return Evaluation(reply, phases=pool_phases)
         evaluation = Evaluation.from_json(reply["evaluation"])
         if reply.get("fatal") and not evaluation.verdict.worker_restarted:
             evaluation = dataclasses.replace(evaluation, verdict=dataclasses.replace(evaluation.verdict,
                                                                                      worker_restarted=True))
-        return dataclasses.replace(evaluation, phases={"queue": queued, **(evaluation.phases or {})})
+        return dataclasses.replace(evaluation, phases={**pool_phases, **(evaluation.phases or {})})
 
     def run_tests(self, task_id: str, source: str, tests: str, timeout: float | None = None,
                   per_test_timeout: float | None = None) -> InternalTestReport:
@@ -400,11 +459,11 @@ class LocalPool:
         job = {"kind": JOB_KIND, "task": task_id, "source": source, "tests": tests,
                "per_test_timeout": per_test_timeout or DEFAULT_TEST_TIMEOUT_S}
         limit = timeout or self.job_timeout
-        reply, queued = self._run_job(job, limit, f"the tests did not finish within {limit:.0f} s")
+        reply, pool_phases = self._run_job_or_alone(job, limit, f"the tests did not finish within {limit:.0f} s")
         if isinstance(reply, Verdict):
-            return InternalTestReport(reply, phases={"queue": queued})
+            return InternalTestReport(reply, phases=pool_phases)
         report = InternalTestReport.from_json(reply["evaluation"])
-        return dataclasses.replace(report, phases={"queue": queued, **(report.phases or {})})
+        return dataclasses.replace(report, phases={**pool_phases, **(report.phases or {})})
 
     def _restart(self, worker: WorkerProcess) -> None:
         """Kill now; start the replacement in the background so its imports overlap."""

@@ -209,6 +209,8 @@ BAD_VALUES: list[tuple[tuple[str, ...], str]] = [
     (("compare", "--device", "tpu"), "'tpu' is not one of"),
     (("compare", "--workers", "0", "--dry-run"), "workers must be at least 1"),
     (("compare", "--worker-user", "kmc-no-such-user", "--dry-run"), "no user 'kmc-no-such-user'"),
+    (("compare", "--ray", " ", "--dry-run"), "ray_address must be an address, auto or local"),
+    (("compare", "--ray", "local", "--worker-user", "nobody", "--dry-run"), "worker_user is not supported on the Ray"),
     (("compare", "--max-concurrency", "0", "--dry-run"), "max_concurrency must be a positive integer"),
     (("compare", "--replay", "/nonexistent"), "not a recorded run folder"),
     (("compare", "--lock-clocks", "12x"), "--lock-clocks takes 'auto'"),

@@ -37,6 +37,14 @@ def _config(**overrides: Any) -> CompareConfig:
     return CompareConfig(**{**base, **overrides})
 
 
+def result_layout(folder: RunFolder) -> dict[str, Any]:
+    """config.json's executor record, checked for the fields every record has."""
+    executor = folder.read_executor()
+    assert executor is not None and executor["kind"] == "local" and executor["timing_lanes"] == 0
+    assert "usable core" in executor["why"]
+    return executor
+
+
 class Recorder:
     """Collects what run_compare tells its caller."""
 
@@ -64,6 +72,7 @@ def test_run_compare_in_process_then_resume_and_replay(tmp_path: Path) -> None:
     assert result.summary_path == result.run_dir / "summary.json"
     assert seen.messages == [f"run folder: {result.run_dir}", "model: built-in SIMULATED model (no endpoint configured)"]
     assert seen.started == [RunStarted(result.run_dir, False, 1, "calls")]
+    assert folder.read_executor() == {**result_layout(folder), "workers": 1, "chosen": "given"}
     # The bar moves at every model call and every evaluation, not only when a unit ends.
     import sqlite3
 
@@ -163,6 +172,9 @@ def test_resume_takes_a_new_worker_count_and_records_it(tmp_path: Path) -> None:
     assert result.resumed and result.summary["methods"]["direct"]["calls_used"] == {"vector_add": 2}
     assert folder.read_config().config["workers"] == 1
     assert folder.read_env()["resumed"][-1]["changed"] == {"workers": {"from": 0, "to": 1}}
+    executor = folder.read_executor()  # how the resumed run ran, and why, replaces the record
+    assert executor is not None and (executor["kind"], executor["workers"], executor["chosen"]) == ("local", 1, "given")
+    assert "the machine would choose" in executor["why"]
 
 
 def test_dry_run_estimate_in_process(tmp_path: Path) -> None:

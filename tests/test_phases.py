@@ -47,22 +47,23 @@ def test_phases_are_stored_beside_the_evaluation_and_an_old_store_gains_the_colu
     db.close()
     store = Store(path)
     store.record_evaluation("new", "t", "visible", "cpu:x", EVALUATION,
-                            phases={"queue": 0.5, "compile": 1.0, "correctness": 2.0})
+                            phases={"queue": 0.5, "compile": 1.0, "correctness": 2.0, "gate": 0.25})
     rows = {r["source_hash"]: r for r in store.evaluations()}
     assert (rows["old"]["queue_s"], rows["old"]["timing_s"]) == (None, None)
     assert (rows["new"]["queue_s"], rows["new"]["compile_s"], rows["new"]["correctness_s"],
-            rows["new"]["timing_s"]) == (0.5, 1.0, 2.0, None)
+            rows["new"]["timing_s"], rows["new"]["gate_s"], rows["new"]["retry_s"]) == (0.5, 1.0, 2.0, None, 0.25, None)
     assert "phases" not in rows["new"]["evaluation"]
 
 
 def test_a_shared_evaluation_is_split_between_the_methods_that_proposed_the_code() -> None:
     ev = pd.DataFrame([
         {"source_hash": "a", "task": "t", "case_set": "visible", "device_key": "d", "timed": True,
-         "queue_s": 1.0, "compile_s": 2.0, "correctness_s": 4.0, "timing_s": 8.0},
+         "queue_s": 1.0, "compile_s": 2.0, "correctness_s": 4.0, "timing_s": 8.0, "gate_s": 2.0, "retry_s": None},
         {"source_hash": "b", "task": "t", "case_set": "hidden", "device_key": "d", "timed": False,
-         "queue_s": 0.0, "compile_s": 1.0, "correctness_s": 1.0, "timing_s": None},
+         "queue_s": 0.0, "compile_s": 1.0, "correctness_s": 1.0, "timing_s": None, "gate_s": None, "retry_s": 3.0},
         {"source_hash": "a", "task": "t@geak-eval", "case_set": "hidden", "device_key": "d", "timed": False,
-         "queue_s": None, "compile_s": None, "correctness_s": None, "timing_s": None},  # replayed: no time
+         "queue_s": None, "compile_s": None, "correctness_s": None, "timing_s": None, "gate_s": None,
+         "retry_s": None},  # replayed: no time
     ])
     candidates = pd.DataFrame([{"method": "direct", "task": "t", "source_hash": "a"},
                                {"method": "geak", "task": "t", "source_hash": "a"},
@@ -70,7 +71,9 @@ def test_a_shared_evaluation_is_split_between_the_methods_that_proposed_the_code
                                {"method": "geak", "task": "t", "source_hash": "b"}])
     out = phase_seconds(ev, candidates).set_index("method")
     assert out.loc["direct"].to_dict() == {"evaluations": 0.5, "queue_s": 0.5, "compile_s": 1.0,
-                                           "correctness_s": 2.0, "timing_s": 4.0, "total_s": 7.5}
+                                           "correctness_s": 2.0, "timing_s": 4.0, "gate_s": 1.0, "retry_s": 0.0,
+                                           "total_s": 8.5}
     assert out.loc["geak"].to_dict() == {"evaluations": 1.5, "queue_s": 0.5, "compile_s": 2.0,
-                                         "correctness_s": 3.0, "timing_s": 4.0, "total_s": 9.5}
+                                         "correctness_s": 3.0, "timing_s": 4.0, "gate_s": 1.0, "retry_s": 3.0,
+                                         "total_s": 13.5}
     assert phase_seconds(ev.iloc[2:], candidates).empty

@@ -1,0 +1,201 @@
+"""The fair GPU gate: many judging jobs share a GPU; a timing job gets it alone, in turn.
+
+Why not one `flock` (shared for judging, exclusive for timing)? Linux grants a new shared lock
+whenever no exclusive one is *held*, even while an exclusive request waits, so a steady stream
+of judging jobs can keep a timer waiting for as long as it lasts, and which waiter wins when the
+lock frees is arbitrary. This gate is a FIFO of tickets instead, kept in a folder on the local
+disk that every process using the GPU shares (the judge workers of a pool, or the Ray actors
+placed on one GPU of a node):
+
+- taking a ticket draws the next number from a counter file (under its own `flock`) and creates
+  the ticket's file, held with an exclusive `flock` for as long as the ticket lives;
+- a *shared* ticket (judging: correctness on a case set) waits only for the exclusive tickets
+  drawn before it; an *exclusive* ticket (a timing measurement, or a job retried alone after an
+  out-of-memory error) waits for every ticket drawn before it;
+- waiting on a ticket is a blocking shared `flock` on its file, granted when its holder lets go
+  (or dies: the kernel drops the locks of a dead process, so a crashed worker never wedges the
+  gate; its leftover file is removed by whoever waited on it).
+
+So a timing job waits only behind the jobs that were on the GPU, or queued, when it asked; a
+judging job that asks later waits until the timer is done (judging pauses while timing
+measures); and with no timer queued, judging jobs never wait for each other. A judging job
+stuck past `TIMER_PATIENCE_S` (a candidate hanging in a kernel until its time limit) does not
+hold up the queue: the timer steps back and waits for it without a ticket (`FairGate`). Timers queue in
+ticket order: one timing lane per GPU. Waits only ever point at smaller numbers, so there is
+no cycle and no deadlock. The gate holds nothing while nobody waits and costs one small file
+per ticket.
+
+It is a cooperation protocol between trusted judge processes, not a defence: candidate code
+never holds a ticket, and a process that could flock the files could stall the GPU's queue
+(denial of service of the GPU is out of scope in docs/ARCHITECTURE.md's threat model).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from judge.phases import PhaseClock
+
+GATE_ENV = "KMC_GPU_GATE"
+"""The gate folder of the GPU a judge worker is bound to (set by the pool, or by the Ray actor)."""
+
+_COUNTER = "counter"
+_POLL_S = 0.005  # how often a timer with a deadline looks again at a judging job's ticket
+
+TIMER_PATIENCE_S = 10.0
+"""How long a timer waits for one judging job ahead of it before stepping back (`FairGate`):
+far above a case's seconds on a GPU, far below a job's time limit."""
+_SUFFIX = {True: "x", False: "s"}
+
+
+@dataclass
+class Ticket:
+    """One pass through the gate: its number, its kind, the tickets it found ahead of it
+    (and so waited for, however briefly) and how long it waited."""
+
+    number: int
+    exclusive: bool
+    waited_for: list[str] = field(default_factory=list)
+    wait_s: float = 0.0
+    stepped_back_for: list[str] = field(default_factory=list)  # judging tickets that outlasted the patience
+
+    @property
+    def name(self) -> str:
+        return f"{self.number:016d}.{_SUFFIX[self.exclusive]}"
+
+
+class FairGate:
+    """The FIFO gate of one GPU, kept in `folder` (created when missing).
+
+    `patience`: how long an exclusive ticket waits for one judging job ahead of it. A judging
+    job can hold its ticket far longer than a case takes (a candidate hanging inside a kernel
+    until the job's time limit), and everything queued behind the timer would wait that long
+    too. Past the patience the timer steps back: it gives its ticket up (the judging queued
+    behind it goes on), waits without a ticket for that job to let go, and draws a new one. It
+    still never measures beside a judging job; it only stops holding the queue for a stuck one."""
+
+    def __init__(self, folder: str | Path, patience: float = TIMER_PATIENCE_S) -> None:
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.patience = patience
+
+    @contextlib.contextmanager
+    def enter(self, exclusive: bool) -> Iterator[Ticket]:
+        """Hold the GPU: shared (judging) or alone (timing), in ticket order."""
+        started = time.perf_counter()
+        stepped_back: list[str] = []
+        ticket, fd = self._draw(exclusive)
+        try:
+            while (stuck := self._wait(ticket, self.patience if exclusive else None)) is not None:
+                self._release(ticket, fd)
+                fd = -1
+                stepped_back.append(stuck)
+                self._wait_for(stuck, None)  # holding no ticket: the queue behind flows meanwhile
+                ticket, fd = self._draw(exclusive)
+            ticket.wait_s = time.perf_counter() - started
+            ticket.stepped_back_for = stepped_back
+            yield ticket
+        finally:
+            if fd >= 0:
+                self._release(ticket, fd)
+
+    def _release(self, ticket: Ticket, fd: int) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            (self.folder / ticket.name).unlink()
+        os.close(fd)  # releases the ticket's lock: whoever waits on it goes on
+
+    def _draw(self, exclusive: bool) -> tuple[Ticket, int]:
+        """The next number and the ticket's file, created and locked while the counter is held,
+        so whoever draws a later number finds every earlier ticket on disk."""
+        counter = os.open(self.folder / _COUNTER, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(counter, fcntl.LOCK_EX)
+            text = os.pread(counter, 32, 0).decode(errors="replace").strip()
+            number = int(text) + 1 if text.isdigit() else 1
+            os.pwrite(counter, f"{number:020d}".encode(), 0)
+            ticket = Ticket(number, exclusive)
+            fd = os.open(self.folder / ticket.name, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            return ticket, fd
+        finally:
+            os.close(counter)  # releases the counter's lock
+
+    def _earlier(self, ticket: Ticket) -> list[str]:
+        """Tickets drawn before this one that it must wait for, oldest first."""
+        ahead = []
+        for name in os.listdir(self.folder):
+            number, _, kind = name.partition(".")
+            if not number.isdigit() or kind not in ("x", "s") or int(number) >= ticket.number:
+                continue
+            if ticket.exclusive or kind == "x":
+                ahead.append(name)
+        return sorted(ahead)
+
+    def _wait(self, ticket: Ticket, patience: float | None) -> str | None:
+        """Wait for every ticket ahead to let go: None then. With `patience`, the name of a
+        judging (shared) ticket still held that many seconds after the wait began."""
+        ticket.waited_for = self._earlier(ticket)
+        deadline = None if patience is None else time.monotonic() + patience
+        for name in ticket.waited_for:
+            if not self._wait_for(name, deadline if name.endswith(".s") else None):
+                return name
+        return None
+
+    def _wait_for(self, name: str, deadline: float | None) -> bool:
+        """Until the holder of ticket `name` lets go (True), or `deadline` passes first (False)."""
+        path = self.folder / name
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            return True  # already gone: its holder is done
+        try:
+            if deadline is None:
+                fcntl.flock(fd, fcntl.LOCK_SH)  # blocks until the holder lets go (or dies)
+            else:
+                while True:
+                    try:
+                        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                        break
+                    except BlockingIOError:
+                        if time.monotonic() >= deadline:
+                            return False
+                        time.sleep(_POLL_S)
+            # Its holder let go. A file still there belongs to a holder that died before
+            # removing it (a live one removes it first): remove it for those after us.
+            with contextlib.suppress(FileNotFoundError):
+                if os.fstat(fd).st_ino == os.stat(path).st_ino:
+                    path.unlink()
+            return True
+        finally:
+            os.close(fd)
+
+
+_held: list[Ticket] = []  # the tickets this process holds, innermost last
+
+
+@contextlib.contextmanager
+def gpu_gate(exclusive: bool, clock: PhaseClock | None = None) -> Iterator[Ticket | None]:
+    """The gate of this process's GPU when it has one (`$KMC_GPU_GATE`), else nothing to wait
+    for. Re-entrant: inside an exclusive ticket (a job retried alone) every inner request is
+    already served, and a shared one inside a shared one too (a later ticket would wait for this
+    process's own). `clock`: the wait is counted as its `gate` phase."""
+    folder = os.environ.get(GATE_ENV)
+    if not folder or (_held and (_held[-1].exclusive or not exclusive)):
+        yield None
+        return
+    if _held:
+        raise RuntimeError("an exclusive GPU ticket asked inside a shared one would wait for itself")
+    with contextlib.ExitStack() as stack:
+        with clock("gate") if clock is not None else contextlib.nullcontext():
+            ticket = stack.enter_context(FairGate(folder).enter(exclusive))
+        _held.append(ticket)
+        try:
+            yield ticket
+        finally:
+            _held.pop()

@@ -1,0 +1,200 @@
+"""The fair GPU gate (judge/gate.py) with a fake timer: judging jobs share it in parallel, a
+timing job waits only behind the jobs that were there when it asked, later judging waits for
+it, timers take turns, a dead holder does not wedge it."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from judge import gate as gate_module
+from judge.gate import GATE_ENV, FairGate, gpu_gate
+from judge.phases import PhaseClock
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class Log:
+    """Enter/exit times per job name, recorded from the threads that hold tickets."""
+
+    def __init__(self) -> None:
+        self.asked: dict[str, float] = {}
+        self.entered: dict[str, float] = {}
+        self.left: dict[str, float] = {}
+        self.waited_for: dict[str, list[str]] = {}
+        self.tickets: dict[str, str] = {}
+        self.stepped_back: dict[str, list[str]] = {}
+
+
+def hold(gate: FairGate, log: Log, name: str, exclusive: bool, seconds: float) -> threading.Thread:
+    """A job (a fake timer when exclusive: it holds the GPU `seconds` and measures nothing)."""
+    drawn = threading.Event()
+
+    def run() -> None:
+        log.asked[name] = time.monotonic()
+        with gate.enter(exclusive) as ticket:
+            log.entered[name] = time.monotonic()
+            log.waited_for[name] = list(ticket.waited_for)
+            log.tickets[name] = ticket.name
+            log.stepped_back[name] = list(ticket.stepped_back_for)
+            time.sleep(seconds)
+            log.left[name] = time.monotonic()
+
+    def watch() -> None:
+        # "asked" means the ticket is drawn: wait until its file shows up.
+        before = set(os.listdir(gate.folder))
+        thread.start()
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and not (set(os.listdir(gate.folder)) - before - {"counter"}):
+            time.sleep(0.002)
+        drawn.set()
+
+    thread = threading.Thread(target=run)
+    watch()
+    assert drawn.is_set()
+    return thread
+
+
+def test_judging_jobs_share_the_gate_in_parallel(tmp_path: Path) -> None:
+    gate, log = FairGate(tmp_path / "gate"), Log()
+    threads = [hold(gate, log, f"judge{i}", False, 0.4) for i in range(4)]
+    for t in threads:
+        t.join()
+    assert max(log.entered.values()) < min(log.left.values())  # all four on the GPU at once
+    assert all(not waited for waited in log.waited_for.values())
+
+
+def test_a_timer_waits_only_for_the_jobs_inside_and_later_judging_waits_for_it(tmp_path: Path) -> None:
+    gate, log = FairGate(tmp_path / "gate"), Log()
+    inside = [hold(gate, log, f"early{i}", False, 0.5) for i in range(3)]
+    time.sleep(0.05)
+    timer = hold(gate, log, "timer", True, 0.4)
+    later = [hold(gate, log, f"late{i}", False, 0.1) for i in range(3)]
+    for t in (*inside, timer, *later):
+        t.join()
+    early_names = sorted(log.tickets[f"early{i}"] for i in range(3))
+    assert log.waited_for["timer"] == early_names  # behind exactly the jobs inside when it asked
+    last_early_exit = max(log.left[f"early{i}"] for i in range(3))
+    assert last_early_exit <= log.entered["timer"] < last_early_exit + 0.2
+    for i in range(3):
+        assert log.asked[f"late{i}"] < log.entered["timer"]  # they asked while the timer waited ...
+        assert log.entered[f"late{i}"] >= log.left["timer"]  # ... and entered only after it measured
+        assert log.waited_for[f"late{i}"] == [log.tickets["timer"]]
+
+
+def test_timers_take_turns_in_ticket_order(tmp_path: Path) -> None:
+    gate, log = FairGate(tmp_path / "gate"), Log()
+    first = hold(gate, log, "timer1", True, 0.3)
+    judge = hold(gate, log, "judge", False, 0.2)
+    second = hold(gate, log, "timer2", True, 0.2)
+    for t in (first, judge, second):
+        t.join()
+    assert log.entered["judge"] >= log.left["timer1"]
+    assert log.entered["timer2"] >= log.left["judge"]  # FIFO: the judging job that asked first goes first
+    assert log.waited_for["timer2"] == sorted([log.tickets["timer1"], log.tickets["judge"]])
+
+
+def test_a_timer_steps_back_from_a_stuck_judging_job_so_the_queue_behind_it_flows(tmp_path: Path) -> None:
+    """A judging job holding its ticket past the patience (a candidate hanging until its time
+    limit): the timer gives its place up, so judging that asked after it goes on, and it still
+    measures only once the stuck job has left."""
+    gate, log = FairGate(tmp_path / "gate", patience=0.3), Log()
+    stuck = hold(gate, log, "stuck", False, 2.0)
+    timer = hold(gate, log, "timer", True, 0.2)
+    late = hold(gate, log, "late", False, 0.2)
+    for t in (stuck, timer, late):
+        t.join()
+    assert log.asked["late"] < log.entered["timer"]
+    assert log.entered["late"] < log.asked["late"] + 1.0  # behind the timer's patience, not the stuck job
+    assert log.entered["late"] < log.left["stuck"]
+    assert log.entered["timer"] >= log.left["stuck"]  # never beside a judging job
+    assert log.stepped_back["timer"] == [log.tickets["stuck"]]
+
+
+def test_a_dead_holder_does_not_wedge_the_gate(tmp_path: Path) -> None:
+    folder = tmp_path / "gate"
+    script = ("import sys, time; from judge.gate import FairGate\n"
+              f"with FairGate({str(folder)!r}).enter(True):\n    print('in', flush=True); time.sleep(60)\n")
+    holder = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == b"in"
+        stale = [n for n in os.listdir(folder) if n.endswith(".x")]
+        assert len(stale) == 1
+        holder.kill()
+        holder.wait(10)
+        started = time.monotonic()
+        with FairGate(folder).enter(False) as ticket:
+            assert ticket.waited_for == stale
+        assert time.monotonic() - started < 2
+        assert not [n for n in os.listdir(folder) if n.endswith(".x")]  # the dead holder's file is removed
+    finally:
+        holder.kill()
+        holder.wait(10)
+
+
+def test_gpu_gate_is_reentrant_and_counts_its_wait(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(GATE_ENV, str(tmp_path / "gate"))
+    clock = PhaseClock()
+    with gpu_gate(exclusive=True, clock=clock) as outer:
+        assert outer is not None and outer.exclusive
+        with gpu_gate(exclusive=False, clock=clock) as inner:  # a job retried alone: served already
+            assert inner is None
+    assert "gate" in clock.seconds
+    with gpu_gate(exclusive=False), pytest.raises(RuntimeError, match="wait for itself"):
+        with gpu_gate(exclusive=True):
+            pass
+    assert gate_module._held == []
+    monkeypatch.delenv(GATE_ENV)
+    with gpu_gate(exclusive=True) as none:  # no GPU gate here: nothing to wait for
+        assert none is None
+
+
+def test_nested_phases_count_each_second_once() -> None:
+    clock = PhaseClock()
+    with clock("timing"):
+        time.sleep(0.05)
+        with clock("gate"):
+            time.sleep(0.1)
+    assert clock.seconds["gate"] >= 0.1
+    assert 0.05 <= clock.seconds["timing"] < 0.1  # the gate's wait is not timing's too
+
+
+def test_judging_holds_the_gate_case_by_case_and_lets_go_on_return_or_error() -> None:
+    """judge/oracle.py's loop over a case set: one hold per case, released before the next
+    case and when the loop is left early (a failing case returns its verdict at once)."""
+    from judge.oracle import held_each
+
+    events: list[str] = []
+
+    @contextlib.contextmanager
+    def hold() -> Iterator[None]:
+        events.append("enter")
+        try:
+            yield
+        finally:
+            events.append("exit")
+
+    def first_failure(cases: list[int]) -> int | None:
+        for case in held_each(cases, hold):
+            events.append(f"case {case}")
+            if case == 2:
+                return case
+        return None
+
+    assert first_failure([1, 2, 3]) == 2
+    assert events == ["enter", "case 1", "exit", "enter", "case 2", "exit"]
+    events.clear()
+    with pytest.raises(ValueError):
+        for case in held_each([1, 2], hold):
+            events.append(f"case {case}")
+            raise ValueError("a judge-side failure")
+    assert events == ["enter", "case 1", "exit"]

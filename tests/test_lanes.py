@@ -1,0 +1,211 @@
+"""The two lanes of the local pool: how many judging workers (chosen from cores, GPU memory and
+host memory, and recorded with why), a GPU out-of-memory verdict judged again alone, and on
+the CPU interpreter, with the gate the GPU's workers share and a fake timer holding it:
+judging waits behind a timer, a job retried alone waits for the GPU to itself."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.registry import get_task
+from judge.device import Target
+from judge.gate import FairGate
+from judge.verdict import Verdict
+from runners.pool import LocalPool, out_of_memory
+from runners.sizing import GPU_MIB_PER_WORKER, HOST_MIB_PER_WORKER, plan_workers
+
+CPU = Target("cpu", True, "Triton CPU interpreter", 0)
+GPU = Target("nvidia", False, "NVIDIA H200", 2)
+
+
+# ---------------------------------------------------------------------------- worker counts
+def test_interpreter_workers_follow_the_cores_and_host_memory() -> None:
+    plan = plan_workers(CPU, [], cores=16, host_mib=64 * 1024)
+    assert (plan.workers, plan.timing_lanes, plan.chosen) == (16, 0, "default")
+    assert "16 usable core(s)" in plan.why
+    tight = plan_workers(CPU, [], cores=16, host_mib=3 * HOST_MIB_PER_WORKER)
+    assert tight.workers == 3 and "host memory allows 3" in tight.why
+
+
+def test_gpu_workers_are_bounded_by_cores_and_free_memory_per_device() -> None:
+    roomy = plan_workers(GPU, ["0"], cores=16, free_mib={"0": 140_000}, host_mib=None)
+    assert (roomy.workers, roomy.per_device, roomy.timing_lanes) == (16, {"0": 16}, 1)
+    cramped = plan_workers(GPU, ["0", "1"], cores=16, free_mib={"0": 3 * GPU_MIB_PER_WORKER, "1": 100_000},
+                           host_mib=None)
+    assert cramped.per_device == {"0": 3, "1": 8} and cramped.timing_lanes == 2
+    assert "GPU 0: 8 by cores, 3 by free memory" in cramped.why
+    assert cramped.input_cache_mib is not None and cramped.input_cache_mib <= 4096
+    unknown = plan_workers(GPU, ["0"], cores=4, free_mib={"0": None}, host_mib=None)
+    assert unknown.workers == 4 and "free memory unknown" in unknown.why
+
+
+def test_a_given_count_is_kept_spread_over_the_gpus_and_told_against_the_default() -> None:
+    plan = plan_workers(GPU, ["0", "1"], 5, cores=16, free_mib={"0": 140_000, "1": 140_000}, host_mib=None)
+    assert (plan.workers, plan.per_device, plan.chosen) == (5, {"0": 3, "1": 2}, "given")
+    assert plan.why.startswith("16 usable core(s) over 2 GPU(s); given; the machine would choose 16")
+    one = plan_workers(GPU, ["0", "1"], 1, cores=16, free_mib={"0": 140_000, "1": 140_000}, host_mib=None)
+    assert one.per_device == {"0": 1} and one.timing_lanes == 1
+
+
+def test_the_pool_takes_its_plan_and_reports_its_layout() -> None:
+    with LocalPool(CPU) as pool:  # nothing starts until a job or warm_up
+        layout = pool.layout()
+        assert layout["kind"] == "local" and layout["workers"] == pool.size >= 1
+        assert layout["chosen"] == "default" and "usable core" in layout["why"]
+    with LocalPool(CPU, workers=3) as pool:
+        assert pool.size == 3 and pool.layout()["chosen"] == "given"
+    with pytest.raises(ValueError, match="at least 1 worker"):
+        LocalPool(CPU, workers=0)
+
+
+# ---------------------------------------------------------------------------- out of memory
+def test_out_of_memory_verdicts_are_told_apart() -> None:
+    assert out_of_memory(Verdict("runtime_error", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate"))
+    assert out_of_memory(Verdict("runtime_error", "the judge could not judge this candidate: "
+                                                  "RuntimeError: CUDA error: out of memory"))
+    assert not out_of_memory(Verdict("compile_error", "triton.runtime.errors.OutOfResources: out of resource: "
+                                                      "shared memory, Required: 262144"))
+    assert not out_of_memory(Verdict("wrong_result", "max |out - expected| = 3"))
+
+
+class ScriptedWorker:
+    """Stands in for a judge worker: answers each job from a script and keeps the jobs."""
+
+    def __init__(self, verdicts: list[Verdict]) -> None:
+        self.verdicts = list(verdicts)
+        self.jobs: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self.closed = False
+
+    def run(self, job: dict[str, Any], timeout: float) -> dict[str, Any]:
+        self.jobs.append(job)
+        time.sleep(0.05)
+        verdict = self.verdicts.pop(0)
+        return {"evaluation": {"verdict": verdict.to_json(), "timing": None, "phases": {"correctness": 0.01}}}
+
+    def kill(self) -> None:
+        pass
+
+
+def scripted_pool(verdicts: list[Verdict], gated: bool = True) -> tuple[LocalPool, ScriptedWorker]:
+    pool = LocalPool(CPU, workers=1, gate_on_cpu=gated)
+    worker = ScriptedWorker(verdicts)
+    pool._all = [worker]  # type: ignore[list-item]
+    pool._idle.get_nowait()
+    pool._idle.put(worker)  # type: ignore[arg-type]
+    return pool, worker
+
+
+def test_an_out_of_memory_verdict_is_judged_again_alone_and_recorded() -> None:
+    oom = Verdict("runtime_error", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB")
+    pool, worker = scripted_pool([oom, Verdict("correct", "")])
+    with pool:
+        evaluation = pool.evaluate("vector_add", "src", "visible")
+    assert evaluation.verdict.kind == "correct"
+    assert [job.get("alone", False) for job in worker.jobs] == [False, True]
+    assert evaluation.phases is not None and evaluation.phases["retry"] >= 0.05
+    assert pool.stats.oom_retries == 1
+
+    pool, worker = scripted_pool([oom, oom])  # out of memory alone too: now it is the candidate's verdict
+    with pool:
+        again = pool.run_tests("vector_add", "src", "def test_a():\n    pass\n")
+    assert again.verdict.kind == "runtime_error" and len(worker.jobs) == 2
+    assert again.phases is not None and "retry" in again.phases
+
+    pool, worker = scripted_pool([oom], gated=False)  # no GPU shared, no neighbours: nothing to retry
+    with pool:
+        assert pool.evaluate("vector_add", "src", "visible").verdict.kind == "runtime_error"
+    assert len(worker.jobs) == 1 and pool.stats.oom_retries == 0
+
+
+# ---------------------------------------------------------------------------- lanes through real workers
+@pytest.mark.slow
+def test_judging_waits_behind_a_timer_and_a_job_alone_waits_for_the_judging(tmp_path: Path) -> None:
+    """Interpreter workers sharing one gate, as one GPU's workers do; the test holds the gate
+    as a fake timer would, then as a judging job would."""
+    expert = get_task("vector_add").baseline_source()
+    with LocalPool(CPU, workers=2, gate_on_cpu=True, job_timeout=120) as pool:
+        pool.warm_up()
+        for _ in range(2):  # both workers started and warm
+            assert pool.evaluate("vector_add", expert, "visible").verdict.kind == "correct"
+        gate = FairGate(pool.workdir / "gate-cpu")
+        results: list[Any] = [None, None]
+
+        def judge(i: int) -> None:
+            results[i] = pool.evaluate("vector_add", expert, "visible")
+
+        with gate.enter(exclusive=True):  # the fake timer measures for 3 s
+            threads = [threading.Thread(target=judge, args=(i,)) for i in range(2)]
+            for t in threads:
+                t.start()
+            time.sleep(3.0)
+        for t in threads:
+            t.join()
+        for evaluation in results:
+            assert evaluation.verdict.kind == "correct"
+            assert evaluation.phases["gate"] >= 1.0  # held back while the timer measured
+        free = pool.evaluate("vector_add", expert, "visible")
+        assert free.phases["gate"] < 1.0  # no timer: judging goes straight in
+
+        held = threading.Event()
+
+        def judging_job() -> None:  # a judging job on the GPU when the job alone asks
+            with gate.enter(exclusive=False):
+                held.set()
+                time.sleep(2.5)
+
+        other = threading.Thread(target=judging_job)
+        other.start()
+        held.wait(5)
+        reply, _ = pool._run_job({"task": "vector_add", "source": expert, "case_set": "visible", "alone": True},
+                                 120, "timeout")
+        other.join()
+        assert isinstance(reply, dict) and reply["evaluation"]["verdict"]["kind"] == "correct"
+        assert reply["evaluation"]["phases"]["gate"] >= 1.0
+
+
+# ---------------------------------------------------------------------------- on a GPU (the lead's runs)
+@pytest.mark.gpu
+def test_on_a_gpu_the_plan_reads_free_memory_per_device() -> None:
+    from judge.device import detect_target
+    from runners.pool import visible_devices
+
+    target = detect_target()
+    devices = visible_devices(target)
+    plan = plan_workers(target, devices)
+    assert all(plan.free_gpu_mib[d] is not None for d in devices), plan
+    assert plan.timing_lanes == len(devices) and "by free memory" in plan.why
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_on_a_gpu_a_timed_evaluation_beside_busy_judging_is_correct_and_waits_at_the_gate() -> None:
+    from judge.device import detect_target
+
+    target = detect_target()
+    timed_source = get_task("softmax").baseline_source()
+    judged_source = get_task("layer_norm").baseline_source()
+    with LocalPool(target, workers=3, job_timeout=300) as pool:
+        assert pool.plan.timing_lanes >= 1
+        stop, kinds = threading.Event(), []
+
+        def judge() -> None:
+            while not stop.is_set():
+                kinds.append(pool.evaluate("layer_norm", judged_source, "hidden").verdict.kind)
+
+        threads = [threading.Thread(target=judge) for _ in range(2)]
+        for t in threads:
+            t.start()
+        time.sleep(1.0)
+        timed = pool.evaluate("softmax", timed_source, "hidden", timing=True)
+        stop.set()
+        for t in threads:
+            t.join()
+    assert timed.verdict.kind == "correct" and timed.timing is not None
+    assert timed.phases is not None and "gate" in timed.phases and "timing" in timed.phases
+    assert kinds and set(kinds) == {"correct"}
