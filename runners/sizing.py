@@ -12,7 +12,7 @@ whichever worker holds a candidate to time. So the count is the smallest of
   unknown memory leaves the cores to decide, and the record says so);
 - the host's available memory over `HOST_MIB_PER_WORKER`;
 
-at least one worker per GPU. On the CPU interpreter: cores and host memory. The plan and its
+at least one worker per GPU and at most `MAX_WORKERS_PER_GPU`. On the CPU interpreter: cores and host memory. The plan and its
 reasons are recorded in config.json (`executor`), so a slow or fast run can be explained.
 """
 
@@ -31,6 +31,11 @@ one (~0.5 GiB each), its input cache (`INPUT_CACHE_MIB` at most) and a perf case
 HOST_MIB_PER_WORKER = 1536
 """Host memory of one worker: the judge, its template and its candidate processes (torch and
 triton imported in each)."""
+MAX_WORKERS_PER_GPU = 4
+"""The most judging workers the default puts on one GPU: 4 per H200 was measured (2026-11-30,
+about 20% faster judging than 2); more were not measured on a GPU after the judge split, and 12-16
+processes of a GEAK-eval check once filled an H200's memory. Raise it once
+benchmarks/bench_lanes_gpu.py shows more help; `--workers N` overrides it."""
 INPUT_CACHE_MIB = 4096
 """The most device memory a GPU worker keeps for cached case inputs and reference outputs."""
 
@@ -127,10 +132,11 @@ def plan_workers(target: Target, devices: Sequence[str], requested: int | None =
     for d in devices:
         by_memory = max(1, (free.get(d) or 0) // GPU_MIB_PER_WORKER) if free.get(d) is not None else None
         n = per_gpu_cores if by_memory is None else min(per_gpu_cores, by_memory)
-        per_device[d] = n
+        per_device[d] = min(n, MAX_WORKERS_PER_GPU)
         reasons.append(f"GPU {d}: {per_gpu_cores} by cores, "
                        + (f"{by_memory} by free memory ({free[d]} MiB / {GPU_MIB_PER_WORKER} MiB each)"
-                          if by_memory is not None else "free memory unknown"))
+                          if by_memory is not None else "free memory unknown")
+                       + f", at most {MAX_WORKERS_PER_GPU} per GPU")
     default = sum(per_device.values())
     if by_host is not None and default > by_host:
         scale = by_host / default

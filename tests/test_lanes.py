@@ -17,7 +17,7 @@ from judge.device import Target
 from judge.gate import FairGate
 from judge.verdict import Verdict
 from runners.pool import LocalPool, out_of_memory
-from runners.sizing import GPU_MIB_PER_WORKER, HOST_MIB_PER_WORKER, plan_workers
+from runners.sizing import GPU_MIB_PER_WORKER, HOST_MIB_PER_WORKER, MAX_WORKERS_PER_GPU, plan_workers
 
 CPU = Target("cpu", True, "Triton CPU interpreter", 0)
 GPU = Target("nvidia", False, "NVIDIA H200", 2)
@@ -34,20 +34,21 @@ def test_interpreter_workers_follow_the_cores_and_host_memory() -> None:
 
 def test_gpu_workers_are_bounded_by_cores_and_free_memory_per_device() -> None:
     roomy = plan_workers(GPU, ["0"], cores=16, free_mib={"0": 140_000}, host_mib=None)
-    assert (roomy.workers, roomy.per_device, roomy.timing_lanes) == (16, {"0": 16}, 1)
-    cramped = plan_workers(GPU, ["0", "1"], cores=16, free_mib={"0": 3 * GPU_MIB_PER_WORKER, "1": 100_000},
+    assert (roomy.workers, roomy.per_device, roomy.timing_lanes) == (MAX_WORKERS_PER_GPU, {"0": MAX_WORKERS_PER_GPU}, 1)
+    assert f"at most {MAX_WORKERS_PER_GPU} per GPU" in roomy.why
+    cramped = plan_workers(GPU, ["0", "1"], cores=16, free_mib={"0": 2 * GPU_MIB_PER_WORKER, "1": 100_000},
                            host_mib=None)
-    assert cramped.per_device == {"0": 3, "1": 8} and cramped.timing_lanes == 2
-    assert "GPU 0: 8 by cores, 3 by free memory" in cramped.why
+    assert cramped.per_device == {"0": 2, "1": MAX_WORKERS_PER_GPU} and cramped.timing_lanes == 2
+    assert "GPU 0: 8 by cores, 2 by free memory" in cramped.why
     assert cramped.input_cache_mib is not None and cramped.input_cache_mib <= 4096
-    unknown = plan_workers(GPU, ["0"], cores=4, free_mib={"0": None}, host_mib=None)
-    assert unknown.workers == 4 and "free memory unknown" in unknown.why
+    unknown = plan_workers(GPU, ["0"], cores=3, free_mib={"0": None}, host_mib=None)
+    assert unknown.workers == 3 and "free memory unknown" in unknown.why
 
 
 def test_a_given_count_is_kept_spread_over_the_gpus_and_told_against_the_default() -> None:
     plan = plan_workers(GPU, ["0", "1"], 5, cores=16, free_mib={"0": 140_000, "1": 140_000}, host_mib=None)
     assert (plan.workers, plan.per_device, plan.chosen) == (5, {"0": 3, "1": 2}, "given")
-    assert plan.why.startswith("16 usable core(s) over 2 GPU(s); given; the machine would choose 16")
+    assert plan.why.startswith("16 usable core(s) over 2 GPU(s); given; the machine would choose 8")
     one = plan_workers(GPU, ["0", "1"], 1, cores=16, free_mib={"0": 140_000, "1": 140_000}, host_mib=None)
     assert one.per_device == {"0": 1} and one.timing_lanes == 1
 
