@@ -315,15 +315,6 @@ class LocalRunner:
         self.held, self.inputs = [], {}
 
 
-def _clone_exact(a: Any) -> Any:
-    """A copy with the same strides and padding (`clone()` makes a non-dense view contiguous,
-    which would hide the strided layout from the candidate)."""
-    if not isinstance(a, torch.Tensor):
-        return a
-    copy = torch.empty(0, dtype=a.dtype, device=a.device)
-    return copy.set_(a.untyped_storage().clone(), a.storage_offset(), a.size(), a.stride())
-
-
 def _clone_out(out: Any) -> Any:
     if isinstance(out, torch.Tensor):
         return out.detach().clone()

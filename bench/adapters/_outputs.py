@@ -42,8 +42,12 @@ def _leaves(value: Any) -> list[Any]:
 
 def judged_form(returned: Any, args: Sequence[Any], written: tuple[int, ...]) -> tuple:
     """The return value's tensors (flattened; `None` and strings dropped), then each written
-    argument, as one tuple."""
-    return tuple(_leaves(returned)) + tuple(args[i] for i in written)
+    argument, as one tuple. A written argument that is optional (kv_cache_filling.py's
+    `k_scales_zeros`, a tensor in the quantised calls and None in the others) is judged where
+    the call passes a tensor."""
+    import torch
+
+    return tuple(_leaves(returned)) + tuple(args[i] for i in written if isinstance(args[i], torch.Tensor))
 
 
 def poison(t: Any) -> Any:
