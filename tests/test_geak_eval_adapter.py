@@ -530,3 +530,18 @@ def test_an_optional_output_argument_left_out_of_a_call_is_not_judged_there() ->
     assert judged_form(None, (out, scales), (0, 1)) == (out, scales)
     form = judged_form(None, (out, None), (0, 1))
     assert len(form) == 1 and form[0] is out
+
+
+def test_imports_of_the_test_section_are_in_scope_as_in_geak_eval(tasks: dict[str, Any]) -> None:
+    """Like block_sparse_attn.py: the code section uses `torch` that only the test section
+    imports (GEAK-eval runs both in one module). The judge appends the imports a candidate
+    lacks, so the suite's own code passes and a candidate that imports torch itself is left as
+    it wrote it."""
+    task = tasks["tb-torch_in_test_only"]
+    assert task.baseline_source().rstrip().endswith("import torch")
+    assert _judge(task, task.baseline_source()).correct
+    bare = task.baseline_source().split("# imports of the suite's test section")[0]
+    assert "import torch" not in bare and task.complete_source(bare).rstrip().endswith("import torch")
+    assert _judge(task, bare).correct
+    own = "import torch\n" + bare
+    assert task.complete_source(own) == own

@@ -29,6 +29,7 @@ from typing import Any
 
 from bench.adapters import _outputs, _shapes
 from bench.adapters._adapted import PerformanceMetricsStub, import_text, module_name, run_in_namespace
+from bench.adapters._glue import complete, missing_imports
 from bench.adapters.geak_parse import MAX_CALLS, SuiteFile
 from bench.task import Case, CaseUnavailable, OutputArgs
 
@@ -195,6 +196,7 @@ class GeakSuite:
             return guard_versioned_imports(for_interpreter(text) if interpreter else text)
 
         self.code, self.test, self.appended = fix(sf.code), fix(sf.test), fix(sf.appended)
+        self.test_imports = missing_imports(self.code, self.test)
         self._reference: Any = None
         self._calls: list[tuple] | None = None
         self._recording: tuple[dict[str, Any], dict[str, Any]] | None = None
@@ -208,8 +210,9 @@ class GeakSuite:
 
     @property
     def baseline(self) -> str:
-        return self.code + ("\n\n# the suite's own call of the code (from its test section)\n" + self.appended
+        code = self.code + ("\n\n# the suite's own call of the code (from its test section)\n" + self.appended
                             if self.appended else "")
+        return complete(code, self.sf.entry, "", self.test_imports)
 
     def reference_fn(self) -> Callable[..., Any]:
         if self._reference is None:
