@@ -77,13 +77,13 @@ def _to_float64(args: tuple) -> tuple:
     return tuple(precise(a) for a in args)
 
 
-def expected_output(task: Task, args: tuple, case: Case | None = None, tail: int | None = None) -> Any:
+def expected_output(task: Task, args: tuple, case: Case | None = None, slack: str = "") -> Any:
     """Reference in float64, cast back to the dtype the reference gives on native inputs.
-    `tail` (a suite's Triton reference): every copy it gets is followed in memory by slack
-    filled with that byte (judge/wire.py `padded_copy`), so what it reads past an input's end
-    is known, and what it writes there lands in the slack."""
+    `slack` (a suite's Triton reference), "zero" or "nan": every copy it gets is followed in
+    memory by slack (judge/wire.py `padded_copy`), so what it reads past an input's end is
+    known, and what it writes there lands in the slack."""
     def copies(values: tuple) -> tuple:
-        return values if tail is None else tuple(padded_copy(a, tail) for a in values)
+        return values if not slack else tuple(padded_copy(a, nan_slack=slack == "nan") for a in values)
 
     native = call_seeded(task, case, task.reference, copies(_clone_args(args)))
     precise = call_seeded(task, case, task.reference, copies(_to_float64(_clone_args(args))))
@@ -597,9 +597,9 @@ def expected_and_unwritten(task: Task, args: tuple, case: Case | None = None) ->
 
     prepare_process()  # the judge runs the suite's Triton reference: record it as a candidate is recorded
     with allocations("poison"):
-        poisoned = expected_output(task, args, case, tail=0)
+        poisoned = expected_output(task, args, case, slack="zero")
     with allocations("marker"), launches.recording(args) as rec:
-        marked = expected_output(task, args, case, tail=0)
+        marked = expected_output(task, args, case, slack="zero")
     habits = _HABITS.setdefault(task.id, _ReferenceHabits())
     habits.ops |= set(rec.fallback)
     habits.finishes_in_torch |= bool(launches.unwritten_outputs(marked, rec, interpreter=False))
@@ -608,16 +608,16 @@ def expected_and_unwritten(task: Task, args: tuple, case: Case | None = None) ->
 
 
 def _disturbed_reference(task: Task, args: tuple, case: Case | None) -> Any:
-    """The reference once more with 0xFF bytes (NaN, or -1) instead of zeros past each input's
-    end, after memory was filled with NaN and freed (judge/steady.py): a suite reference that
-    reads past its inputs (an unmasked load, an index one past a length table) or reads memory
-    it never wrote answers differently here."""
+    """The reference once more with NaN instead of zeros past each floating-point input's end,
+    after memory was filled with NaN and freed (judge/steady.py): a suite reference that reads
+    past its inputs (an unmasked load, a block past a sequence's end) or reads memory it never
+    wrote answers differently here."""
     from judge.steady import disturb_memory
 
     device = next((a.device.type for a in args if isinstance(a, torch.Tensor)), "cpu")
     kept: list[Any] = []
     disturb_memory(1, device, kept)
-    return expected_output(task, args, case, tail=0xFF)
+    return expected_output(task, args, case, slack="nan")
 
 
 def _unsteady_masks(a: Any, b: Any, task: Task) -> Any:

@@ -100,16 +100,19 @@ def slack_bytes(nbytes: int) -> int:
     return min(nbytes, 4 << 20) + 4096
 
 
-def padded_copy(t: Any, fill: int = 0) -> Any:
+def padded_copy(t: Any, nan_slack: bool = False) -> Any:
     """A copy of tensor `t` (same size, strides and offset) whose storage is followed by
-    `slack_bytes` bytes of `fill`; anything else is returned as it is."""
+    `slack_bytes` zeroed bytes, or with `nan_slack` NaN bytes (0xFF) after a floating-point
+    tensor (an integer tensor's slack stays zero: an index read from it must not send a suite's
+    kernel astray on a GPU, where a fault ends the judge's context); anything else is returned
+    as it is."""
     if not isinstance(t, torch.Tensor):
         return t
     source = torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage())
     n = source.numel()
     raw = torch.empty(n + slack_bytes(n), dtype=torch.uint8, device=t.device)
     raw[:n].copy_(source)
-    raw[n:].fill_(fill)
+    raw[n:].fill_(0xFF if nan_slack and (t.is_floating_point() or t.is_complex()) else 0)
     return torch.empty(0, dtype=t.dtype, device=t.device).set_(raw.untyped_storage(), t.storage_offset(), t.size(),
                                                                t.stride())
 

@@ -175,13 +175,24 @@ def missing_imports(code: str, section: str) -> str:
     """The module-level imports of `section` (a suite file's test section) that `code` does not
     make, one per line. GEAK-eval runs generated code with the test section appended to the
     same module, so a name the test section imports (block_sparse_attn.py imports torch only
-    there) is in scope when the code's functions run; the judge appends those imports too."""
+    there) is in scope when the code's functions run; the judge appends those imports too,
+    those of modules installed here (GEAK-eval's own helper modules, which its ROCm tests
+    import, are not: appended, they would fail every candidate's import)."""
+    import importlib.util
+
+    def installed(node: ast.Import | ast.ImportFrom) -> bool:
+        if isinstance(node, ast.ImportFrom):
+            names = [node.module or ""] if not node.level else []
+        else:
+            names = [a.name for a in node.names]
+        return bool(names) and all(n and importlib.util.find_spec(n.split(".")[0]) is not None for n in names)
+
     def imports(text: str) -> list[str]:
         try:
             tree = ast.parse(text)
         except SyntaxError:
             return []
-        return [ast.unparse(n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+        return [ast.unparse(n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) and installed(n)]
 
     made = set(imports(code))
     return "\n".join(dict.fromkeys(i for i in imports(section) if i not in made))
