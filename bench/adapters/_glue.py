@@ -180,12 +180,23 @@ def missing_imports(code: str, section: str) -> str:
     import, are not: appended, they would fail every candidate's import)."""
     import importlib.util
 
+    from bench.adapters._adapted import _STUB_ROOTS
+
+    def installed_root(name: str) -> bool:
+        root = name.split(".")[0]
+        if not root or root in _STUB_ROOTS:  # stood in for while the adapter records, absent in a candidate
+            return False
+        try:
+            return importlib.util.find_spec(root) is not None
+        except (ImportError, ValueError):
+            return False
+
     def installed(node: ast.Import | ast.ImportFrom) -> bool:
         if isinstance(node, ast.ImportFrom):
             names = [node.module or ""] if not node.level else []
         else:
             names = [a.name for a in node.names]
-        return bool(names) and all(n and importlib.util.find_spec(n.split(".")[0]) is not None for n in names)
+        return bool(names) and all(installed_root(n) for n in names)
 
     def imports(text: str) -> list[str]:
         try:
