@@ -385,8 +385,8 @@ def test_check_shards_merge_into_the_pass_figure(tmp_path: Path) -> None:
             {"task": "tb-c", "verdict": "timeout", "message": "no verdict within 180 s\nmore", "failing_case": None},
             {"task": "kb-d", "verdict": "skipped"}]
     (tmp_path / "s1.json").write_text(json.dumps({"device": "NVIDIA H200", "tasks": rows[:2]}))
-    (tmp_path / "s2.json").write_text(json.dumps({"device": "NVIDIA H200", "tasks": rows[2:]}))
-    m = script.merge([tmp_path / "s1.json", tmp_path / "s2.json"])
+    (tmp_path / "s2.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[2:]))  # a shard cut off: --jsonl
+    m = script.merge([tmp_path / "s1.json", tmp_path / "s2.jsonl"])
     assert (m["checked"], m["passed"], m["skipped"]) == (3, 2, 1) and m["pass_rate"] == pytest.approx(2 / 3)
     assert m["failures"] == {"timeout": ["tb-c [-]: no verdict within 180 s"]}
     assert m["new_shapes"] == {"tasks_with_any": 1, "tasks": 2, "median": 4.0, "histogram": {0: 1, 8: 1}}
