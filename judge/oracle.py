@@ -622,7 +622,10 @@ def _disturbed_reference(task: Task, args: tuple, case: Case | None) -> Any:
 
 def _unsteady_masks(a: Any, b: Any, task: Task) -> Any:
     """Elements where two runs of the reference on the same values disagree beyond the task's
-    tolerance (None where none do): nobody's answer, so no candidate is judged on them."""
+    tolerance (None where none do): nobody's answer, so no candidate is judged on them. Only
+    where they are at most half of an output: a reference that disagrees with itself nearly
+    everywhere (one that keeps state between calls) gives no answer to exclude a few elements
+    from, and its task keeps failing as before rather than accepting anything."""
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape and a.dtype == b.dtype:
         if a.is_complex():
             a, b = torch.view_as_real(a), torch.view_as_real(b)
@@ -631,7 +634,7 @@ def _unsteady_masks(a: Any, b: Any, task: Task) -> Any:
             differ = ~torch.isclose(a.double(), b.double(), rtol=tol.rtol, atol=tol.atol, equal_nan=True)
         else:
             differ = a != b
-        return differ if bool(differ.any()) else None
+        return differ if 0 < int(differ.sum()) <= differ.numel() // 2 else None
     if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)) and len(a) == len(b):
         masks = [_unsteady_masks(x, y, task) for x, y in zip(a, b, strict=True)]
         return masks if any(m is not None for m in masks) else None

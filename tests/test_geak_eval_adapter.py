@@ -334,7 +334,7 @@ def test_score_re_scores_a_folder_of_answers() -> None:
         (0, "scaled_copy.py"): (True, False, False),
         (1, "relu_small.py"): (True, True, True)}
     assert "hidden-shape" in rows[(0, "relu_small.py")]["message"] or "NaN" in rows[(0, "relu_small.py")]["message"]
-    assert out["tasks"] == 11 and out["per_pass"][0]["exec_accuracy"] == pytest.approx(2 / 11)
+    assert out["tasks"] == 15 and out["per_pass"][0]["exec_accuracy"] == pytest.approx(2 / 15)
     assert out["unmatched"] == [f"{OUTPUTS / 'not_a_task.py'}: not_a_task.py is not a task of this suite"]
     r = run_cli("score", str(OUTPUTS / "nope"), "--suite", "tritonbench", "--source", f"geak-eval:{GEAK}",
                 "--device", "cpu", timeout=120)
