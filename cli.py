@@ -29,7 +29,7 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import click
 
@@ -365,9 +365,12 @@ def bench_list(suite: str | None, sources: tuple[str, ...], as_json: bool) -> No
 @click.option("--timeout", "job_timeout", type=float, default=None,
               help="Seconds per baseline before it is a timeout [default: 180 on a GPU, 600 on the CPU].")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("--jsonl", "progress_file", type=click.File("a", lazy=False), default=None, metavar="FILE",
+              help="Append each task's result to FILE as one JSON line as soon as it is judged (a run cut off "
+                   "by a time limit keeps what it judged).")
 def bench_check(suite: str | None, tasks: str | None, sources: tuple[str, ...], workers: int | None,
                 device: str | None, timing_seconds: float | None, no_timing: bool, shard: str | None,
-                job_timeout: float | None, as_json: bool) -> None:
+                job_timeout: float | None, as_json: bool, progress_file: TextIO | None) -> None:
     """Judge every expert baseline of a suite on its hidden cases; on a GPU also time it on its
     perf cases and report the fraction of the memory or compute roofline. Exit 1 if any fails."""
     from bench.check import format_report
@@ -379,6 +382,9 @@ def bench_check(suite: str | None, tasks: str | None, sources: tuple[str, ...], 
                                                                if p.bound != "n/a" else "") for p in row.perf)
         _say(f"  {row.task}: {row.verdict} ({row.seconds:.1f} s){'; ' + perf if perf else ''}"
              + (f" [{row.failing_case}: {row.message[:200]}]" if not row.passed else ""))
+        if progress_file is not None:
+            progress_file.write(json.dumps(row.to_json()) + "\n")
+            progress_file.flush()
 
     try:
         report = check_suite(suite, _split(tasks), _sources(sources), workers=workers, device=device,

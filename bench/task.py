@@ -133,10 +133,14 @@ class OutputArgs:
     inputs-unchanged check; `poisoned` (a subset) are those whose initial contents the
     reference ignores, so the judge fills them with NaN (or an integer sentinel) before the
     candidate runs: a candidate that leaves part of such an output unwritten cannot pass on
-    stale values. The others keep their initial values (a cache that is updated in place)."""
+    stale values. The others keep their initial values (a cache that is updated in place).
+    `aliases` are (output path, argument position) pairs where the reference itself returns (a
+    view of) an input, e.g. `("output[4]", 0)` for a wrapper returning `x` as its residual: a
+    candidate's output may share memory with that argument there, and nowhere else."""
 
     written: tuple[int, ...] = ()
     poisoned: tuple[int, ...] = ()
+    aliases: tuple[tuple[str, int], ...] = ()
 
 
 NO_OUTPUT_ARGS = OutputArgs()

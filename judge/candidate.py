@@ -43,6 +43,7 @@ class CandidateServer:
         self.interpreter = interpreter
         self.contained = ""
         self.entry: Any = None
+        self.module: Any = None  # the candidate's module: where the judge's objects find their classes
         self.entry_name = ""
         self.inputs: dict[int, tuple] = {}
         self.held: list[Any] = []
@@ -53,7 +54,7 @@ class CandidateServer:
     def serve(self) -> None:
         while True:
             try:
-                header, tensors = wire.recv(self.sock, self.device)
+                header, tensors = wire.recv(self.sock, self.device, slack=True)
             except EOFError:
                 return
             op = header.get("op")
@@ -96,6 +97,7 @@ class CandidateServer:
         except CandidateLoadError as exc:
             return {"ok": False, "kind": exc.kind, "message": str(exc), "traceback": exc.traceback,
                     "contained": self.contained}, []
+        self.module = module
         self.entry = getattr(module, self.entry_name, None)
         if not callable(self.entry):
             from judge.verdict import missing_entry_point
@@ -106,7 +108,7 @@ class CandidateServer:
 
     def _op_call(self, header: dict[str, Any], tensors: list[torch.Tensor]) -> tuple[dict[str, Any], list]:
         slot = int(header["slot"])
-        fresh = wire.decode_values(header["args"], tensors)
+        fresh = wire.decode_values(header["args"], tensors, wire.Rebuilder(self.module))
         if header.get("refill") and slot in self.inputs:
             args = refill(self.inputs[slot], fresh)
         else:
@@ -119,7 +121,7 @@ class CandidateServer:
         if not report["ok"]:
             return report, []
         self.held.append(held_output(out, args, written))
-        spec, tensors = wire.encode_values([out, list(args)])
+        spec, tensors = wire.encode_values([out, list(args)], objects=False)
         return {**report, "values": spec}, tensors
 
     def _op_reset(self, header: dict[str, Any], _: list[torch.Tensor]) -> tuple[dict[str, Any], list]:
@@ -135,7 +137,7 @@ class CandidateServer:
         return {"ok": True}, []
 
     def _op_collect(self, header: dict[str, Any], _: list[torch.Tensor]) -> tuple[dict[str, Any], list]:
-        spec, tensors = wire.encode_values(self.held)
+        spec, tensors = wire.encode_values(self.held, objects=False)
         self.held = []
         return {"ok": True, "outputs": spec}, tensors
 
@@ -152,7 +154,7 @@ class CandidateServer:
         from judge.sampling import CandidateTimer
 
         if header.get("step") == "start" or self.timer is None:
-            args = tuple(wire.decode_values(header["args"], tensors))
+            args = tuple(wire.decode_values(header["args"], tensors, wire.Rebuilder(self.module)))
             self.timer = CandidateTimer(self.entry, args)
         reply, out = self.timer.step(header)
         return {"ok": True, **reply}, out
@@ -173,9 +175,11 @@ def refill(old: tuple, fresh: Any) -> tuple:
 
 def held_output(out: Any, args: tuple, written: tuple[int, ...]) -> Any:
     """What is kept of a call's output for the end-of-set check: the output itself (a buffer
-    the candidate reuses in a later call then shows), except where it is an output argument,
-    memory the judge owns and refills for the next call: that part is kept as a copy."""
-    keys = _storages(args, written)
+    the candidate reuses in a later call then shows), except where it is memory the judge owns
+    and refills for the next call (an output argument, or an input the task's reference also
+    returns a view of): that part is kept as a copy. An output aliasing an input where the task
+    does not allow it fails the aliasing check before this copy matters."""
+    keys = _storages(args, tuple(range(len(args))))
     if not keys:
         return out
     if isinstance(out, torch.Tensor):

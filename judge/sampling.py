@@ -195,6 +195,6 @@ class CandidateTimer:
                 torch.manual_seed(int(header["seed"]))
             out = self.entry(*self.args)
             torch.cuda.synchronize()
-            spec, tensors = wire.encode_values([out, list(self.args)])
+            spec, tensors = wire.encode_values([out, list(self.args)], objects=False)
             return {"values": spec}, tensors
         raise ValueError(f"unknown timing step {step!r}")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
 from bench.check import Ceilings, CheckReport, PerfRow, TaskCheck, ceilings_for, new_shape_cases, roofline_row
@@ -69,13 +69,15 @@ def run_check(tasks: Iterable[Task], target: Target, workers: int | None = None,
     with LocalPool(target, workers=workers, task_sources=task_sources, job_timeout=job_timeout) as pool:
         pool.warm_up()
         with ThreadPoolExecutor(max_workers=pool.size) as ex:
-            futures = [ex.submit(check_task, pool, t, timed, ceilings, timing_policy, target.interpreter)
-                       for t in tasks]
-            for fut in futures:
+            futures = {ex.submit(check_task, pool, t, timed, ceilings, timing_policy, target.interpreter): i
+                       for i, t in enumerate(tasks)}
+            done: dict[int, TaskCheck] = {}
+            for fut in as_completed(futures):  # reported as each finishes: a cut-off run keeps what it judged
                 row = fut.result()
-                report.rows.append(row)
+                done[futures[fut]] = row
                 if on_result is not None:
                     on_result(row)
+    report.rows.extend(done[i] for i in sorted(done))
     return report
 
 

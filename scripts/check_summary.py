@@ -5,6 +5,9 @@ and how many hidden cases per task are new shapes.
     python cli.py bench check --source geak-eval:DATA --suite tritonbench --no-timing --shard 1/4 --json > s1.json
     ...
     python scripts/check_summary.py s1.json s2.json s3.json s4.json [--json figures.json]
+
+A shard cut off by a time limit has no JSON; its `--jsonl FILE` progress file (one row per
+task judged) merges the same way (`s3.jsonl`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,12 @@ def merge(paths: list[Path]) -> dict[str, Any]:
     rows: dict[str, dict[str, Any]] = {}
     devices = set()
     for p in paths:
+        if p.suffix == ".jsonl":  # `bench check --jsonl`: a shard's rows as judged, kept by a run cut off
+            for line in p.read_text().splitlines():
+                if line.strip():
+                    row = json.loads(line)
+                    rows[row["task"]] = row
+            continue
         data = json.loads(p.read_text())
         devices.add(data.get("device", "?"))
         for row in data["tasks"]:
@@ -61,7 +70,7 @@ def render(m: dict[str, Any]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("shards", type=Path, nargs="+", help="bench check --json outputs")
+    ap.add_argument("shards", type=Path, nargs="+", help="bench check --json outputs (or --jsonl progress files)")
     ap.add_argument("--json", type=Path, default=None, help="also write the figures as JSON here")
     args = ap.parse_args()
     try:

@@ -37,7 +37,7 @@ def _reasons(report: Any) -> dict[str, str]:
 def test_geak_eval_fixtures_load_with_counts_and_skip_reasons(vendor: str) -> None:
     report = load_source("geak-eval", GEAK, vendor=vendor)
     print(json.dumps(report.to_json(), indent=1))
-    assert report.counts() == {"loaded": 15, "skipped": 3, "by_suite": {"geak-eval": 15, "tritonbench": 11, "rocm": 4}}
+    assert report.counts() == {"loaded": 19, "skipped": 3, "by_suite": {"geak-eval": 19, "tritonbench": 15, "rocm": 4}}
     reasons = _reasons(report)
     assert "tl.extra.hip" in reasons["hip_exp.py"] and f"this machine: {vendor}" in reasons["hip_exp.py"]
     assert "waves_per_eu" in reasons["tuned_copy.py"]
@@ -329,7 +329,7 @@ def test_bench_list_with_sources_reports_counts_and_reasons() -> None:
     assert {"tb-add_vectors", "rocm-relu_rows", "kb-l1-2-row_softmax", "softmax"} <= ids
     sources = json.loads(r.stderr.strip().splitlines()[-1])["sources"]
     counts = {s["adapter"]: (s["loaded"], s["skipped"]) for s in sources}
-    assert counts == {"geak-eval": (15, 3), "kernelbench": (5, 2)}
+    assert counts == {"geak-eval": (19, 3), "kernelbench": (5, 2)}
     r = run_cli("bench", "list", "--source", f"geak-eval:{GEAK / 'nope'}", timeout=60)
     assert r.returncode == 2 and "does not exist" in r.stderr
 
@@ -344,3 +344,20 @@ def test_relative_source_paths_reach_the_workers() -> None:
     assert json.loads(r.stdout)["tasks"][0]["verdict"] == "correct"
     r = run_cli("bench", "list", "--source", f"geak-eval:{GEAK / 'nope'}", timeout=60)
     assert r.returncode == 2 and "does not exist" in r.stderr
+
+
+@pytest.mark.slow
+def test_suite_objects_and_returned_inputs_cross_to_the_candidate_process(tmp_path: Path) -> None:
+    """Through real workers: a module, a suite settings class, a device and a dtype passed by the
+    suite's test reach the candidate process as working objects (module_rms.py, like
+    fast_rms_layernorm.py and int_scaled_matmul.py), and a reference that hands back its own
+    input (residual_passthrough.py, like layer_norm_fwd.py) lets a candidate do the same. The
+    --jsonl file has each task's line as it was judged."""
+    progress = tmp_path / "progress.jsonl"
+    r = run_cli("bench", "check", "--device", "cpu", "--source", f"geak-eval:{GEAK}", "--workers", "1",
+                "--tasks", "tb-module_rms,tb-residual_passthrough", "--jsonl", str(progress), "--json", timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    verdicts = {t["task"]: t["verdict"] for t in json.loads(r.stdout)["tasks"]}
+    assert verdicts == {"tb-module_rms": "correct", "tb-residual_passthrough": "correct"}
+    lines = [json.loads(line) for line in progress.read_text().splitlines()]
+    assert sorted((x["task"], x["verdict"]) for x in lines) == sorted(verdicts.items())

@@ -237,6 +237,8 @@ BAD_VALUES: list[tuple[tuple[str, ...], str]] = [
      "--timing-seconds must be positive"),
     (("bench", "check", "--shard", "3/2", "--device", "cpu"), "K must be between 1 and N"),
     (("bench", "check", "--tasks", "vector_add", "--timeout", "-1", "--device", "cpu"), "--timeout must be positive"),
+    (("bench", "check", "--tasks", "vector_add", "--jsonl", "/nonexistent/progress.jsonl", "--device", "cpu"),
+     "No such file or directory"),
     (("score", "--suite", "nosuch", "/tmp"), "unknown suite 'nosuch'"),
     (("score", "--suite", "quick", "--source", "nosuch:/tmp", "/tmp"), "unknown adapter"),
     (("score", "--suite", "quick", "--workers", "0", "--device", "cpu", "/tmp"), "--workers must be at least 1"),

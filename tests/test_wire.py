@@ -40,3 +40,74 @@ def test_nonsense_descriptions_are_refused() -> None:
     with pytest.raises(wire.WireError):
         wire.decode_values({"tensor": 3}, [])
     assert isinstance(wire.decode_values({"other": "function"}, []), wire.Opaque)
+
+
+# ---------------------------------------------------------------- the judge's objects, rebuilt in the candidate process
+
+
+class SuiteConfig:
+    """Like int_scaled_matmul.py's `Config`: a suite class whose attributes the wrapper reads."""
+
+    def __init__(self, num_warps: int = 4, **kwargs: object) -> None:
+        self.num_warps = num_warps
+        self.kwargs = kwargs
+
+
+def _to_candidate(values: object, local: object = None) -> object:
+    """The judge's side encodes; the candidate process decodes with its own module as `local`."""
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    with a, b:
+        spec, tensors = wire.encode_values(values)
+        wire.send(a, {"args": spec}, tensors)
+        header, back = wire.recv(b)
+        return wire.decode_values(header["args"], back, wire.Rebuilder(local))
+
+
+def test_modules_devices_and_every_dtype_reach_the_candidate_intact() -> None:
+    import triton.language as tl
+
+    norm = torch.nn.LayerNorm(6, eps=1e-3)
+    with torch.no_grad():
+        norm.weight.copy_(torch.linspace(0.5, 1.5, 6))
+    got = _to_candidate([norm, torch.device("cpu"), torch.float8_e5m2, tl.float8e5, torch.Size([2, 3]),
+                         {1: "a"}, {3, 4}])
+    assert isinstance(got, list)
+    module, device, f8, tl_f8, size, int_keys, a_set = got
+    assert type(module) is torch.nn.LayerNorm and module is not norm
+    assert module.normalized_shape == (6,) and module.eps == 1e-3 and module.elementwise_affine
+    assert type(module.weight) is torch.nn.Parameter and torch.equal(module.weight, norm.weight)
+    x = torch.randn(2, 6)
+    assert torch.equal(module(x), norm(x)), "the rebuilt module computes what the judge's does"
+    assert device == torch.device("cpu") and f8 is torch.float8_e5m2 and tl_f8 == tl.float8e5
+    assert size == torch.Size([2, 3]) and int_keys == {1: "a"} and a_set == {3, 4}
+
+
+def test_a_suite_class_is_taken_from_the_candidates_module_or_stood_in_for() -> None:
+    import types
+    from collections import namedtuple
+
+    Point = namedtuple("Point", ["x", "y"])
+    config = SuiteConfig(num_warps=8, BLOCK=64)
+    local = types.SimpleNamespace(SuiteConfig=SuiteConfig)  # the candidate's source defines the class
+    got = _to_candidate([config, Point(1, torch.ones(2))], local)
+    assert isinstance(got, list)
+    rebuilt, point = got
+    assert type(rebuilt) is SuiteConfig and rebuilt.num_warps == 8 and rebuilt.kwargs == {"BLOCK": 64}
+    assert point.x == 1 and torch.equal(point.y, torch.ones(2)) and point == (1, point.y)
+    got = _to_candidate([config], None)  # a candidate that does not define it: attributes still read
+    assert isinstance(got, list)
+    assert got[0].num_warps == 8 and got[0].kwargs == {"BLOCK": 64}
+
+
+def test_the_judge_never_rebuilds_what_a_candidate_process_sends() -> None:
+    """Objects, parameters and names from the untrusted side stay `Opaque`: nothing is imported,
+    constructed or unpickled on the judge's side."""
+    spec, tensors = wire.encode_values([SuiteConfig(), torch.nn.Parameter(torch.ones(2)), len])
+    got = wire.decode_values(spec, tensors)
+    assert isinstance(got, list) and all(isinstance(v, wire.Opaque) for v in got)
+    assert got[1].subclass, "a Parameter returned as an output is a tensor subclass"
+    forged = {"object": ["os", "system"], "new": {"value": None}, "state": {"value": None}}
+    assert isinstance(wire.decode_values(forged, []), wire.Opaque)
+    # The candidate process encodes its own objects by type name only.
+    spec, _ = wire.encode_values([SuiteConfig()], objects=False)
+    assert spec == {"seq": [{"other": "SuiteConfig"}], "tuple": False}

@@ -58,6 +58,9 @@ class AdaptedTask(Task):
     appended: str = ""
     """The suite's own call of the code (a launcher from its test section, glue): appended to a
     candidate that does not define the entry point."""
+    test_imports: str = ""
+    """Imports the suite's test section makes and its code does not (bench/adapters/_glue.py
+    `missing_imports`): appended to every candidate lacking them."""
     output_form: Callable[[Any, tuple], Any] | None = None
     entry_kind: str = "function"
     suite_cases: tuple[Case, ...] = ()
@@ -93,7 +96,7 @@ class AdaptedTask(Task):
     def complete_source(self, source: str) -> str:
         from bench.adapters._glue import complete
 
-        return complete(source, self.entry_point, self.appended)
+        return complete(source, self.entry_point, self.appended, self.test_imports)
 
 
 # ---------------------------------------------------------------- importing suite code

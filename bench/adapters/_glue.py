@@ -160,8 +160,50 @@ def defines(source: str, name: str) -> bool:
     return False
 
 
-def complete(source: str, entry: str, glue: str) -> str:
-    """`source` with the glue appended when it does not define the entry point itself."""
-    if not glue or defines(source, entry):
-        return source
-    return source.rstrip("\n") + "\n\n\n# the suite's own call of your code (added by the judge)\n" + glue
+def complete(source: str, entry: str, glue: str, test_imports: str = "") -> str:
+    """`source` with the glue appended when it does not define the entry point itself, and the
+    imports of the suite's test section it lacks (`missing_imports`)."""
+    if glue and not defines(source, entry):
+        source = source.rstrip("\n") + "\n\n\n# the suite's own call of your code (added by the judge)\n" + glue
+    lacking = missing_imports(source, test_imports)
+    if lacking:
+        source = source.rstrip("\n") + "\n\n\n# imports of the suite's test section (added by the judge)\n" + lacking
+    return source
+
+
+def missing_imports(code: str, section: str) -> str:
+    """The module-level imports of `section` (a suite file's test section) that `code` does not
+    make, one per line. GEAK-eval runs generated code with the test section appended to the
+    same module, so a name the test section imports (block_sparse_attn.py imports torch only
+    there) is in scope when the code's functions run; the judge appends those imports too,
+    those of modules installed here (GEAK-eval's own helper modules, which its ROCm tests
+    import, are not: appended, they would fail every candidate's import)."""
+    import importlib.util
+
+    from bench.adapters._adapted import _STUB_ROOTS
+
+    def installed_root(name: str) -> bool:
+        root = name.split(".")[0]
+        if not root or root in _STUB_ROOTS:  # stood in for while the adapter records, absent in a candidate
+            return False
+        try:
+            return importlib.util.find_spec(root) is not None
+        except (ImportError, ValueError):
+            return False
+
+    def installed(node: ast.Import | ast.ImportFrom) -> bool:
+        if isinstance(node, ast.ImportFrom):
+            names = [node.module or ""] if not node.level else []
+        else:
+            names = [a.name for a in node.names]
+        return bool(names) and all(installed_root(n) for n in names)
+
+    def imports(text: str) -> list[str]:
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            return []
+        return [ast.unparse(n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) and installed(n)]
+
+    made = set(imports(code))
+    return "\n".join(dict.fromkeys(i for i in imports(section) if i not in made))

@@ -11,7 +11,8 @@ reference on its own recorded inputs (`learn_output_args`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from bench.task import OutputArgs
@@ -41,8 +42,12 @@ def _leaves(value: Any) -> list[Any]:
 
 def judged_form(returned: Any, args: Sequence[Any], written: tuple[int, ...]) -> tuple:
     """The return value's tensors (flattened; `None` and strings dropped), then each written
-    argument, as one tuple."""
-    return tuple(_leaves(returned)) + tuple(args[i] for i in written)
+    argument, as one tuple. A written argument that is optional (kv_cache_filling.py's
+    `k_scales_zeros`, a tensor in the quantised calls and None in the others) is judged where
+    the call passes a tensor."""
+    import torch
+
+    return tuple(_leaves(returned)) + tuple(args[i] for i in written if isinstance(args[i], torch.Tensor))
 
 
 def poison(t: Any) -> Any:
@@ -80,6 +85,23 @@ def same(a: Any, b: Any) -> bool:
     return bool(torch.equal(a, b))
 
 
+@contextlib.contextmanager
+def disturbed_memory(device: str) -> Iterator[None]:
+    """Memory filled with large values and freed just before the block (so the allocator hands
+    it out again inside it), and spacers kept alive through it: tensors allocated inside land
+    elsewhere than before, next to other contents. A reference whose answer changes under this
+    reads memory it does not own."""
+    import torch
+
+    spacers = [torch.full((n,), 3.0e38, device=device) for n in (7, 129, 1031, 8191)]
+    scratch = [torch.full((n,), -2.5e38, device=device) for n in (64, 512, 4096, 65536)]
+    del scratch
+    try:
+        yield
+    finally:
+        del spacers
+
+
 def clone_call(values: Sequence[Any]) -> tuple:
     import torch
 
@@ -93,14 +115,30 @@ def clone_call(values: Sequence[Any]) -> tuple:
     return tuple(one(v) for v in values)
 
 
+def returned_views(returned: Any, args: Sequence[Any], path: str = "output") -> set[tuple[str, int]]:
+    """(output path, argument position) where the returned value shares memory with an argument;
+    paths name tuple and list positions as the judge's aliasing check does (judge/launches.py)."""
+    import torch
+
+    if isinstance(returned, (tuple, list)):
+        return {pair for i, o in enumerate(returned) for pair in returned_views(o, args, f"{path}[{i}]")}
+    if not isinstance(returned, torch.Tensor) or not returned.numel():
+        return set()
+    mine = (returned.device.type, returned.untyped_storage().data_ptr())
+    return {(path, i) for i, a in enumerate(args)
+            if isinstance(a, torch.Tensor) and (a.device.type, a.untyped_storage().data_ptr()) == mine}
+
+
 def learn_output_args(run: Callable[[tuple], Any], calls: Sequence[tuple]) -> OutputArgs:
     """Run the reference on each recorded call: arguments whose values it changes are
-    outputs. A floating-point output is poisoned for the candidate only if poisoning it first
+    outputs, and outputs it returns as views of an argument are declared as such (a candidate
+    may return the same view). A floating-point output is poisoned for the candidate only if poisoning it first
     changes nothing the reference hands back in any call (it never reads it and writes all
     of it); integer outputs are never poisoned (the trial itself could index out of bounds)."""
     import torch
 
     written: set[int] = set()
+    aliases: set[tuple[str, int]] = set()
     runs: list[tuple[tuple, tuple, Any]] = []
     for call in calls:
         args = clone_call(call)
@@ -109,6 +147,7 @@ def learn_output_args(run: Callable[[tuple], Any], calls: Sequence[tuple]) -> Ou
         except Exception:  # noqa: BLE001 - a call the reference cannot run tells us nothing here
             continue
         runs.append((call, args, returned))
+        aliases |= returned_views(returned, args)
         for i, (before, after) in enumerate(zip(call, args, strict=True)):
             if isinstance(before, torch.Tensor) and not same(before, after):
                 written.add(i)
@@ -131,4 +170,5 @@ def learn_output_args(run: Callable[[tuple], Any], calls: Sequence[tuple]) -> Ou
                 break
         if indifferent:
             poisoned.append(i)
-    return OutputArgs(written=order, poisoned=tuple(poisoned))
+    return OutputArgs(written=order, poisoned=tuple(poisoned),
+                      aliases=tuple(sorted((p, i) for p, i in aliases if i not in written)))

@@ -124,6 +124,8 @@ def perturb(call: Sequence[Any], p: Perturbation, seed: int) -> tuple:
             return _grow(v, p.size, p.new, g)
         if isinstance(v, (list, tuple)):
             return type(v)(one(x) for x in v)
+        if isinstance(v, torch.nn.Module):
+            return _grown_module(v, p, g)
         if p.ints_follow and type(v) is int:
             if v == p.size:
                 return p.new
@@ -132,6 +134,33 @@ def perturb(call: Sequence[Any], p: Perturbation, seed: int) -> tuple:
         return v
 
     return tuple(one(v) for v in call)
+
+
+def _grown_module(module: Any, p: Perturbation, generator: Any) -> Any:
+    """A copy of a module passed beside the tensors (a LayerNorm whose weight the wrapper reads)
+    whose parameters and buffers grow with them and whose shape attributes (`normalized_shape`)
+    follow the size: a module left at the recorded size would send the reference out of bounds."""
+    import copy
+
+    import torch
+
+    grown = copy.deepcopy(module)
+    for part in grown.modules():
+        for store in (part._parameters, part._buffers):
+            for name, t in list(store.items()):
+                if t is None or p.size not in t.shape:
+                    continue
+                bigger = _grow(t.detach(), p.size, p.new, generator)
+                store[name] = torch.nn.Parameter(bigger, requires_grad=t.requires_grad) \
+                    if isinstance(t, torch.nn.Parameter) else bigger
+        for name, value in list(vars(part).items()):
+            if name.startswith("_"):
+                continue
+            if type(value) is int and value == p.size:
+                setattr(part, name, p.new)
+            elif isinstance(value, tuple) and p.size in value and all(type(x) is int for x in value):
+                setattr(part, name, tuple(p.new if x == p.size else x for x in value))
+    return grown
 
 
 def describe_shapes(call: Sequence[Any]) -> str:

@@ -29,6 +29,7 @@ from typing import Any
 
 from bench.adapters import _outputs, _shapes
 from bench.adapters._adapted import PerformanceMetricsStub, import_text, module_name, run_in_namespace
+from bench.adapters._glue import complete, missing_imports
 from bench.adapters.geak_parse import MAX_CALLS, SuiteFile
 from bench.task import Case, CaseUnavailable, OutputArgs
 
@@ -126,18 +127,33 @@ def _frozen_grid(grid: Any, kernel: Any, sig: inspect.Signature, bound: dict[str
     launch's values cross to the candidate's process as data (judge/wire.py), where a function
     cannot go; for a kernel that is not autotuned the meta-parameters are exactly the launch's
     arguments, so the tuple is the grid Triton would have computed. An autotuned kernel's grid
-    depends on the configuration it picks and stays a function (such a launch cannot be replayed
-    in a candidate's process)."""
-    if not callable(grid) or hasattr(kernel, "configs"):
+    is evaluated under each of its configurations: when all give the same tuple (a grid the test
+    computes from its own block sizes) that tuple is the grid; when they differ it depends on the
+    configuration the autotuner picks and stays a function (such a launch cannot be replayed in a
+    candidate's process)."""
+    if not callable(grid):
         return grid
     meta = {name: p.default for name, p in sig.parameters.items() if p.default is not inspect.Parameter.empty}
     meta.update(bound)
     meta.update(kwargs)
-    try:
-        frozen = grid(meta)
-    except Exception:  # noqa: BLE001 - a grid needing what the launch does not say stays a function
-        return grid
-    return tuple(int(g) for g in frozen) if isinstance(frozen, (tuple, list)) else grid
+    configs = getattr(kernel, "configs", None)
+    metas = [meta] if configs is None else [{**meta, **_config_meta(c)} for c in configs]
+    frozen: set[tuple[int, ...]] = set()
+    for one in metas:
+        try:
+            value = grid(one)
+        except Exception:  # noqa: BLE001 - a grid needing what the launch does not say stays a function
+            return grid
+        if not isinstance(value, (tuple, list)):
+            return grid
+        frozen.add(tuple(int(g) for g in value))
+    return frozen.pop() if len(frozen) == 1 else grid
+
+
+def _config_meta(config: Any) -> dict[str, Any]:
+    """The meta-parameters a `triton.Config` adds to a launch (its block sizes and launch options)."""
+    every = getattr(config, "all_kwargs", None)
+    return dict(every()) if callable(every) else dict(getattr(config, "kwargs", {}) or {})
 
 
 class _LaunchRecorder:
@@ -180,6 +196,7 @@ class GeakSuite:
             return guard_versioned_imports(for_interpreter(text) if interpreter else text)
 
         self.code, self.test, self.appended = fix(sf.code), fix(sf.test), fix(sf.appended)
+        self.test_imports = missing_imports(self.code, self.test)
         self._reference: Any = None
         self._calls: list[tuple] | None = None
         self._recording: tuple[dict[str, Any], dict[str, Any]] | None = None
@@ -193,8 +210,9 @@ class GeakSuite:
 
     @property
     def baseline(self) -> str:
-        return self.code + ("\n\n# the suite's own call of the code (from its test section)\n" + self.appended
+        code = self.code + ("\n\n# the suite's own call of the code (from its test section)\n" + self.appended
                             if self.appended else "")
+        return complete(code, self.sf.entry, "", self.test_imports)
 
     def reference_fn(self) -> Callable[..., Any]:
         if self._reference is None:
@@ -489,11 +507,23 @@ class GeakSuite:
         return found
 
     def _reference_runs(self, values: tuple) -> bool:
+        """The suite's reference runs on `values` and gives the same answer twice, the second
+        time on copies made after memory was filled with other values: a shape where the
+        reference reads memory it does not own (an argument not grown with the others) has no
+        answer to judge a candidate against."""
+        device = self.run_device()
         try:
-            out = self._run(_to_device(values, self.run_device()))
+            args = _outputs.clone_call(_to_device(values, device))
+            out = self._run(args)
+            if out is None and not self.output_spec().written:
+                return False
+            first = _outputs.clone_call(self.judged(out, args))
+            with _outputs.disturbed_memory(device):
+                again_args = _outputs.clone_call(_to_device(values, device))
+            again = self._run(again_args)
         except Exception:  # noqa: BLE001 - the suite's reference rejects this shape: not a case
             return False
-        return out is not None or bool(self.output_spec().written)
+        return _outputs.same(first, self.judged(again, again_args))
 
     def perf_calls(self) -> list[tuple]:
         """The calls speedups are measured on: the suite's perf inputs where it ships them and
