@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from bench.modules import import_file
+from bench.poison import poison_tensor
 from judge.launches import install_launch_recorder
 from judge.tracebacks import candidate_traceback, scrub
 
@@ -102,22 +103,6 @@ def classify_exception(exc: BaseException) -> str:
 
 
 # ---------------------------------------------------------------- poisoned allocations
-
-_POISON_INT = -0x5A5A
-
-
-def poison_tensor(t: torch.Tensor) -> torch.Tensor:
-    if t.numel() == 0:
-        return t
-    if t.is_floating_point() or t.is_complex():
-        t.fill_(float("nan"))
-    elif t.dtype == torch.bool:
-        t.fill_(True)
-    else:
-        info = torch.iinfo(t.dtype)
-        t.fill_(max(info.min, min(info.max, _POISON_INT)) if info.min < 0 else info.max // 3)
-    return t
-
 
 MARK_FLOAT = 7.25e3
 _MARK_INT = 0x3C3C
