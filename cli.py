@@ -641,15 +641,20 @@ _logging_options(cli)
 
 
 # ---------------------------------------------------------------------------- entry point
+# Errors that mean bad input (one line, exit 2), by module: looked up only among modules already
+# imported, since an error class from a module nobody imported cannot have been raised (and
+# importing them all up front would pull pandas and torch into `--help`).
+_BAD_INPUT_ERRORS = (("bench.registry", "UnknownTaskError"), ("methods.registry", "UnknownMethodError"),
+                     ("modelio.replay", "ReplayMiss"), ("results.run_folder", "RunFolderError"),
+                     ("results.planning", "PlanError"), ("runners.config", "ConfigError"))
+
+
+def _bad_input_types() -> tuple[type[BaseException], ...]:
+    return tuple(getattr(sys.modules[module], name) for module, name in _BAD_INPUT_ERRORS if module in sys.modules)
+
+
 def main() -> None:
     """Run the CLI, turning the library's bad-input errors into one line and exit status 2."""
-    from bench.registry import UnknownTaskError
-    from methods.registry import UnknownMethodError
-    from modelio.replay import ReplayMiss
-    from results.planning import PlanError
-    from results.run_folder import RunFolderError
-    from runners.config import ConfigError
-
     logging.getLogger("kmc").addHandler(logging.NullHandler())  # records go to run.log and --verbose only
     try:
         cli.main(standalone_mode=False)
@@ -662,13 +667,14 @@ def main() -> None:
             sys.exit(EXIT_BAD_INPUT)
         exc.show()
         sys.exit(exc.exit_code)
-    except (ConfigError, UnknownTaskError, UnknownMethodError, ReplayMiss, RunFolderError, PlanError) as exc:
-        _say(f"error: {exc}")
-        sys.exit(EXIT_BAD_INPUT)
     except KeyboardInterrupt:
         _say("interrupted; resume with --resume RUN_DIR")
         sys.exit(EXIT_INTERRUPTED)
-
+    except Exception as exc:
+        if not isinstance(exc, _bad_input_types()):
+            raise
+        _say(f"error: {exc}")
+        sys.exit(EXIT_BAD_INPUT)
 
 if __name__ == "__main__":
     main()

@@ -329,3 +329,17 @@ def test_verbose_and_log_file_show_the_run_and_the_run_folder_keeps_its_log(tmp_
         assert needle in log_file.read_text() and needle in err, needle
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["methods"]["direct"]["calls_used"] == {"vector_add": 2}
+
+
+def test_help_imports_no_heavy_package() -> None:
+    """`cli.py --help` must work where torch, pandas or triton are not installed (a fresh
+    machine before setup, a reviewer's laptop): the CLI's entry point imports them lazily."""
+    import subprocess
+
+    code = ("import sys; sys.argv = ['cli.py', '--help']; import cli\n"
+            "try:\n    cli.main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+            "heavy = [m for m in ('torch', 'pandas', 'triton', 'scipy', 'matplotlib') if m in sys.modules]\n"
+            "assert not heavy, heavy\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          cwd=str(Path(__file__).resolve().parent.parent))
+    assert done.returncode == 0, done.stderr[-2000:]
