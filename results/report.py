@@ -10,7 +10,6 @@ and HTML say the same thing. A simulated run is labelled at the top and in every
 from __future__ import annotations
 
 import html
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from results.figure_style import FigureStyle
 from results.figures import FigureResult, write_figures
 from results.labels import SIMULATED_BANNER
 from results.readers import RunData, RunError, load_runs
+from results.run_folder import ensure_writable
 from results.tables import Table, build_tables, to_markdown, write_tables
 from results.verdicts import display, verdict_sentence
 
@@ -213,10 +213,7 @@ def default_out(paths: list[Path], leaf: str) -> Path:
 def writable_folder(path: Path) -> Path:
     """`path`, made if missing; RunError (one line) when it cannot be, before any work is done."""
     try:
-        path.mkdir(parents=True, exist_ok=True)
-        probe = path / f".write-test-{os.getpid()}"
-        probe.write_text("")
-        probe.unlink()
+        ensure_writable(path)
     except OSError as exc:
         raise RunError(f"cannot write to {path}: {exc.strerror or exc}") from None
     return path

@@ -93,6 +93,15 @@ class RecordedConfig:
     resolved: ResolvedRun
 
 
+def ensure_writable(path: Path) -> None:
+    """`path` made if missing and shown writable by writing a probe file; OSError otherwise.
+    Called before any work, so a run or report never fails at its end for want of a folder."""
+    path.mkdir(parents=True, exist_ok=True)
+    probe = path / f".write-test-{os.getpid()}"
+    probe.write_text("")
+    probe.unlink()
+
+
 def _write_json(path: Path, data: Any) -> None:
     """Atomically (a reader never sees half a file), sorted and indented (stable diffs)."""
     tmp = path.with_suffix(path.suffix + ".tmp")
@@ -145,10 +154,7 @@ class RunFolder:
         before anything is made in it."""
         out = Path(out)
         try:
-            out.mkdir(parents=True, exist_ok=True)
-            probe = out / f".write-test-{os.getpid()}"
-            probe.write_text("")
-            probe.unlink()
+            ensure_writable(out)
         except OSError as exc:
             raise RunFolderError(f"output folder {out} is not writable: {exc.strerror or exc}") from None
         stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")

@@ -98,6 +98,13 @@ class _EvalActor:
                 self.gate.parent.rmdir()
 
 
+def _queued(record: Any, queued: float) -> Any:
+    """An evaluation or test report with the seconds it waited for an actor added to its queue phase."""
+    phases = dict(record.phases or {})
+    phases["queue"] = phases.get("queue", 0.0) + queued
+    return dataclasses.replace(record, phases=phases)
+
+
 class RayExecutor:
     """Evaluate candidates on Ray actors: judging actors, and one timing actor per GPU."""
 
@@ -208,10 +215,7 @@ class RayExecutor:
                                    lambda a: a.evaluate.remote(task_id, source, case_set, timing, policy, limit))
         if isinstance(reply, Verdict):
             return Evaluation(reply, phases={"queue": queued})
-        evaluation = Evaluation.from_json(reply)
-        phases = dict(evaluation.phases or {})
-        phases["queue"] = phases.get("queue", 0.0) + queued
-        return dataclasses.replace(evaluation, phases=phases)
+        return _queued(Evaluation.from_json(reply), queued)
 
     def run_tests(self, task_id: str, source: str, tests: str, timeout: float | None = None,
                   per_test_timeout: float | None = None) -> InternalTestReport:
@@ -220,10 +224,7 @@ class RayExecutor:
                                    lambda a: a.run_tests.remote(task_id, source, tests, limit, per_test_timeout))
         if isinstance(reply, Verdict):
             return InternalTestReport(reply, phases={"queue": queued})
-        report = InternalTestReport.from_json(reply)
-        phases = dict(report.phases or {})
-        phases["queue"] = phases.get("queue", 0.0) + queued
-        return dataclasses.replace(report, phases=phases)
+        return _queued(InternalTestReport.from_json(reply), queued)
 
     def abort(self) -> None:
         """Kill every actor now: in-flight calls end as RayActorError and earn a crash verdict."""
