@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,7 @@ from judge.tracebacks import candidate_traceback
 
 class CandidateServer:
     def __init__(self, sock: socket.socket, device: str, interpreter: bool) -> None:
-        self.sock = sock
+        self.link = wire.Link(sock)
         self.device = device
         self.interpreter = interpreter
         self.contained = ""
@@ -50,22 +51,33 @@ class CandidateServer:
         self.kept: list[Any] = []  # spacers of judge/steady.py, alive for the process's life
         self.timer: Any = None
         self.path: Path | None = None  # the candidate's file, whose frames its tracebacks show
+        self.spent: dict[str, float] = {}  # seconds per step of this process's work, sent with `collect`
+
+    def _spend(self, step: str, since: float) -> float:
+        """Seconds per step, told to the judge for scripts/judge_profile.py only: the judge
+        never decides anything on what a candidate process says about itself."""
+        now = time.perf_counter()
+        self.spent[step] = self.spent.get(step, 0.0) + now - since
+        return now
 
     def serve(self) -> None:
         while True:
             try:
-                header, tensors = wire.recv(self.sock, self.device, slack=True)
+                header, tensors = self.link.recv(self.device, slack=True)
             except EOFError:
                 return
+            started = time.perf_counter()
             op = header.get("op")
             if op == "exit":
                 return
             handler = getattr(self, f"_op_{op}", None)
             if handler is None:
-                wire.send(self.sock, {"ok": False, "kind": "runtime_error", "message": f"unknown op {op!r}"})
+                self.link.send({"ok": False, "kind": "runtime_error", "message": f"unknown op {op!r}"})
                 continue
             try:
                 reply, out = handler(header, tensors)
+                if op == "collect":
+                    reply = {**reply, "spent": {k: round(v, 4) for k, v in self.spent.items()}}
             except Exception as exc:  # noqa: BLE001 - answered, not died of
                 # A reply that cannot be built (an output this process cannot encode, memory for
                 # the reply refused, a timing step the candidate's code breaks) is the
@@ -73,9 +85,11 @@ class CandidateServer:
                 reply, out = {"ok": False, "kind": "runtime_error",
                               "message": f"the candidate process could not answer: {format_exception(exc)}"}, []
             try:
-                wire.send(self.sock, {**reply, "seq": header.get("seq")}, out)
+                handled = self._spend(f"{op}:handle", started)
+                self.link.send({**reply, "seq": header.get("seq")}, out)
+                self._spend(f"{op}:send", handled)
             except Exception as exc:  # noqa: BLE001 - the reply itself could not be sent: say why, in a small one
-                wire.send(self.sock, {"ok": False, "kind": "runtime_error", "seq": header.get("seq"),
+                self.link.send({"ok": False, "kind": "runtime_error", "seq": header.get("seq"),
                                       "message": f"the candidate process could not send its reply: "
                                                  f"{format_exception(exc)}"})
 
@@ -108,6 +122,7 @@ class CandidateServer:
 
     def _op_call(self, header: dict[str, Any], tensors: list[torch.Tensor]) -> tuple[dict[str, Any], list]:
         slot = int(header["slot"])
+        started = time.perf_counter()
         fresh = wire.decode_values(header["args"], tensors, wire.Rebuilder(self.module))
         if header.get("refill") and slot in self.inputs:
             args = refill(self.inputs[slot], fresh)
@@ -116,8 +131,10 @@ class CandidateServer:
         self.inputs[slot] = args
         seed = header.get("seed")
         written = tuple(int(i) for i in header.get("written") or ())
+        started = self._spend("call:decode", started)
         report, out = run_call(self.entry, args, self.device, self.interpreter,
                                seed=int(seed) if seed is not None else None, written=written, source_path=self.path)
+        self._spend("call:run_and_record", started)
         if not report["ok"]:
             return report, []
         self.held.append(held_output(out, args, written))

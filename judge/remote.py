@@ -82,6 +82,7 @@ class CandidateProcess:
         self.owner = owner
         self.pid = pid
         self.sock = sock
+        self.link = wire.Link(sock)
         self.plan: dict[str, Any] = {}  # set when the judge sends the source and the containment plan
         self.contained = ""
         self.ready = False
@@ -102,7 +103,7 @@ class CandidateProcess:
     def _recv(self, timeout: float) -> tuple[dict[str, Any], list[torch.Tensor]]:
         self.sock.settimeout(max(0.01, timeout))
         try:
-            return wire.recv(self.sock, self.owner.device)
+            return self.link.recv(self.owner.device)
         except TimeoutError:
             self.kill()
             raise CandidateTimeout() from None
@@ -118,7 +119,7 @@ class CandidateProcess:
         self.seq += 1
         try:
             self.sock.settimeout(max(0.01, left))
-            wire.send(self.sock, {**header, "seq": self.seq}, tensors)
+            self.link.send({**header, "seq": self.seq}, tensors)
         except TimeoutError:
             self.kill()
             raise CandidateTimeout() from None
@@ -144,11 +145,12 @@ class CandidateProcess:
     def close(self) -> None:
         with contextlib.suppress(OSError, wire.WireError):
             self.sock.settimeout(1.0)
-            wire.send(self.sock, {"op": "exit"})
+            self.link.send({"op": "exit"})
         self.kill()
         self.owner.status(self.pid)
         with contextlib.suppress(OSError):
             self.sock.close()
+        self.link.close()  # the arenas' memory goes back now, not when this object is collected
         folder = Path(self.plan.get("folder") or "/nonexistent")
         if folder.exists():  # without a private mount namespace the folder is a real one
             import shutil

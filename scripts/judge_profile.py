@@ -5,6 +5,8 @@ each evaluation's wall time and recorded phases printed, plus the cost of a bare
 context and of a fresh candidate process. A diagnostic for the evaluator's throughput.
 
 Usage: python scripts/judge_profile.py [--tasks vector_add,softmax] [--repeats 3] [--case-set hidden]
+       [--cprofile]   (the judge worker in this process under cProfile: where the judge's own seconds go)
+       [--wire]       (the cost of moving tensors through fresh and reused shared memory, and to and from the GPU)
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -34,6 +37,105 @@ def bare_context_seconds() -> float | None:
         return None
 
 
+def wire_costs(megabytes: int = 16, rounds: int = 10) -> dict[str, float]:
+    """Milliseconds per `megabytes` message: a fresh sealed memfd per message (what judge/wire.py
+    does), the same mapping reused, and the device copies either side of it."""
+    import mmap
+    import os
+
+    import torch
+
+    n = megabytes << 20
+    src = torch.randint(0, 255, (n,), dtype=torch.uint8)
+    out: dict[str, float] = {}
+
+    def per_round(fn: Any) -> float:
+        fn()
+        t = time.perf_counter()
+        for _ in range(rounds):
+            fn()
+        return round((time.perf_counter() - t) / rounds * 1e3, 3)
+
+    def fresh() -> None:
+        fd = os.memfd_create("probe", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        os.ftruncate(fd, n)
+        with mmap.mmap(fd, n) as mem:
+            dest = torch.frombuffer(mem, dtype=torch.uint8)
+            dest.copy_(src)
+            del dest
+        os.close(fd)
+
+    out["fresh_memfd_write_ms"] = per_round(fresh)
+    fd = os.memfd_create("probe", os.MFD_CLOEXEC)
+    os.ftruncate(fd, n)
+    mem = mmap.mmap(fd, n)
+    views = [torch.frombuffer(mem, dtype=torch.uint8)]  # emptied before the mapping closes
+    out["reused_mapping_write_ms"] = per_round(lambda: views[0].copy_(src))
+
+    def remap() -> None:
+        with mmap.mmap(fd, n, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)) as again:
+            view = torch.frombuffer(again, dtype=torch.uint8)
+            view.copy_(src)
+            del view
+
+    out["existing_memfd_new_mapping_write_ms"] = per_round(remap)
+    if torch.cuda.is_available():
+        gpu = src.cuda()
+        pinned = torch.empty(n, dtype=torch.uint8, pin_memory=True)
+        out["d2h_into_mapping_ms"] = per_round(lambda: (views[0].copy_(gpu), torch.cuda.synchronize()))
+        out["h2d_from_mapping_ms"] = per_round(lambda: (gpu.copy_(views[0]), torch.cuda.synchronize()))
+        out["d2h_pinned_ms"] = per_round(lambda: (pinned.copy_(gpu), torch.cuda.synchronize()))
+        out["h2d_pinned_ms"] = per_round(lambda: (gpu.copy_(pinned), torch.cuda.synchronize()))
+        out["d2h_fresh_pageable_ms"] = per_round(lambda: (gpu.cpu(), torch.cuda.synchronize()))
+    views.clear()
+    mem.close()
+    os.close(fd)
+    return out
+
+
+def profile_in_process(tasks: list[str], case_set: str, repeats: int, timing: bool, top: int = 35) -> None:
+    """The judge worker's own code in this process under cProfile (its candidate processes are
+    forked as usual): seconds the judge waits on a candidate show as socket receives."""
+    import cProfile
+    import pstats
+
+    from judge.remote import CandidateProcess
+    from judge.worker import Worker
+
+    said: dict[str, float] = {}
+    request = CandidateProcess.request
+
+    def noting(self: Any, header: dict[str, Any], tensors: Any = None) -> Any:
+        reply, back = request(self, header, tensors)
+        for step, seconds in (reply.get("spent") or {}).items():
+            said[step] = said.get(step, 0.0) + float(seconds)
+        return reply, back
+
+    CandidateProcess.request = noting  # type: ignore[method-assign]
+    worker = Worker()
+    try:
+        for task_id in tasks:
+            source = get_task(task_id).baseline_source()
+            job = {"task": task_id, "source": source, "case_set": case_set, "timing": timing, "timeout": 600}
+            worker.handle({**job, "id": 0})  # compile and caches
+            said.clear()
+            prof = cProfile.Profile()
+            t = time.perf_counter()
+            prof.enable()
+            for i in range(repeats):
+                reply = worker.handle({**job, "id": i + 1})
+            prof.disable()
+            print(f"== {task_id}: {repeats} warm evaluations in {time.perf_counter() - t:.2f} s, last: "
+                  f"{reply['evaluation']['verdict']['kind']} {reply['evaluation'].get('phases')}", flush=True)
+            print("candidate processes' own seconds (as they report them):",
+                  {k: round(v, 3) for k, v in sorted(said.items(), key=lambda kv: -kv[1])}, flush=True)
+            stats = pstats.Stats(prof)
+            stats.sort_stats("tottime").print_stats(top)
+            stats.sort_stats("cumulative").print_stats(top)
+    finally:
+        worker.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tasks", default="vector_add,softmax,layer_norm")
@@ -41,7 +143,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--case-set", default="hidden")
     ap.add_argument("--timing", action="store_true", help="also run the timing protocol (final submissions)")
     ap.add_argument("--json", dest="json_out", type=Path, default=None)
+    ap.add_argument("--cprofile", action="store_true", help="the judge worker in this process, under cProfile")
+    ap.add_argument("--wire", action="store_true", help="only the shared-memory and device copy costs")
     args = ap.parse_args(argv)
+    if args.wire:
+        print(json.dumps(wire_costs()), flush=True)
+        return 0
+    if args.cprofile:
+        profile_in_process(args.tasks.split(","), args.case_set, args.repeats, args.timing)
+        return 0
     target = detect_target()
     rows = []
     if not target.interpreter:

@@ -111,3 +111,77 @@ def test_the_judge_never_rebuilds_what_a_candidate_process_sends() -> None:
     # The candidate process encodes its own objects by type name only.
     spec, _ = wire.encode_values([SuiteConfig()], objects=False)
     assert spec == {"seq": [{"other": "SuiteConfig"}], "tuple": False}
+
+
+# ---------------------------------------------------------------- the arena: shared memory reused for a link's life
+
+
+def _links() -> tuple[socket.socket, socket.socket, wire.Link, wire.Link]:
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    return a, b, wire.Link(a), wire.Link(b)
+
+
+def test_messages_reuse_one_arena_until_one_does_not_fit(monkeypatch: pytest.MonkeyPatch) -> None:
+    handed: list[int] = []
+    send_fds = socket.send_fds
+
+    def counting(sock: socket.socket, buffers: list[bytes], fds: list[int]) -> int:
+        handed.append(len(fds))
+        return send_fds(sock, buffers, fds)
+
+    monkeypatch.setattr(socket, "send_fds", counting)
+    a, b, sender, receiver = _links()
+    with a, b:
+        sizes = [1000, 5000, 200, 300_000, 10]  # float32 elements: the fourth needs a larger arena
+        passed = []
+        for i, n in enumerate(sizes):
+            sent = torch.arange(n, dtype=torch.float32) + i
+            before = len(handed)
+            sender.send({"i": i}, [sent, sent[::7]])
+            passed.append(len(handed) - before)
+            header, (got, strided) = receiver.recv()
+            assert header["i"] == i and torch.equal(got, sent) and torch.equal(strided, sent[::7])
+            assert strided.stride() == (7,)
+        assert passed == [1, 0, 0, 1, 0]
+        sender.close()
+        receiver.close()
+
+
+def test_what_the_receiver_got_is_its_own_copy() -> None:
+    """The sender writes its next message over the same memory: nothing received may change."""
+    a, b, sender, receiver = _links()
+    with a, b:
+        sender.send({}, [torch.zeros(1000)])
+        _, (first,) = receiver.recv()
+        sender.send({}, [torch.ones(1000)])
+        _, (second,) = receiver.recv()
+        assert torch.equal(first, torch.zeros(1000)) and torch.equal(second, torch.ones(1000))
+
+
+def test_memory_that_could_shrink_under_the_receiver_is_refused() -> None:
+    import os
+
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    with a, b:
+        fd = os.memfd_create("unsealed", os.MFD_ALLOW_SEALING)
+        os.ftruncate(fd, 4096)
+        frame = b'{"tensors": [{"dtype": "uint8", "size": [4], "stride": [1], "offset": 0, "nbytes": 4}]}'
+        socket.send_fds(a, [len(frame).to_bytes(4, "big") + frame], [fd])
+        os.close(fd)
+        with pytest.raises(wire.WireError, match="not sealed against shrinking"):
+            wire.Link(b).recv()
+        r, w = os.pipe()
+        socket.send_fds(a, [len(frame).to_bytes(4, "big") + frame], [r])
+        os.close(r)
+        os.close(w)
+        with pytest.raises(wire.WireError, match="not a sealable memfd"):
+            wire.Link(b).recv()
+
+
+def test_tensors_without_memory_to_read_them_from_are_refused() -> None:
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    with a, b:
+        frame = b'{"tensors": [{"dtype": "uint8", "size": [4], "stride": [1], "offset": 0, "nbytes": 4}]}'
+        a.sendall(len(frame).to_bytes(4, "big") + frame)
+        with pytest.raises(wire.WireError, match="without memory"):
+            wire.Link(b).recv()
