@@ -68,6 +68,7 @@ class CandidateServer:
                 return
             started = time.perf_counter()
             op = header.get("op")
+            self.spent["copy_in"] = self.link.copy_in_seconds
             if op == "exit":
                 return
             handler = getattr(self, f"_op_{op}", None)

@@ -21,6 +21,7 @@ import mmap
 import os
 import socket
 import struct
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -100,6 +101,7 @@ class Link:
         self._out: _Arena | None = None
         self._out_shared = False  # whether the receiver has been handed `_out` yet
         self._in: _Mapped | None = None
+        self.copy_in_seconds = 0.0  # spent copying received tensors out of the other side's arena
 
     def send(self, header: dict[str, Any], tensors: list[torch.Tensor] | None = None) -> None:
         raws = [_raw(t) for t in tensors or ()]
@@ -161,7 +163,10 @@ class Link:
                 return header, []
             if self._in is None:
                 raise WireError("tensors described without memory to read them from")
-            return header, _unpack(self._in.mem, self._in.size, described, device, slack)
+            started = time.perf_counter()
+            tensors = _unpack(self._in.mem, self._in.size, described, device, slack)
+            self.copy_in_seconds += time.perf_counter() - started
+            return header, tensors
         finally:
             for fd in fds:
                 os.close(fd)
