@@ -8,9 +8,11 @@ candidate process does); the slow one judges a failing candidate twice through t
 from __future__ import annotations
 
 import ast
+import json
 import os
 import re
-from collections.abc import Callable
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -117,60 +119,37 @@ def test_an_interpreted_kernel_error_shows_the_kernel_line_after_the_launch(tmp_
     assert candidate_traceback(exc, path).splitlines()[1:] == KERNEL_FAILURE_LINES
 
 
-class _CompilingLauncher:
-    """Stands in for a compiled `JITFunction`'s launch (`kernel[grid](...)`) on a machine
-    without a GPU: it runs Triton's real front end (`triton.compile` of an `ASTSource` for a
-    CUDA target: the code generator fails before any backend tool or driver is needed), so
-    what the candidate's launch line raises is the CompilationError a GPU raises."""
-
-    def __init__(self, kernel: object, signature: dict[str, str], constexprs: dict[str, object]) -> None:
-        from triton.runtime.jit import JITFunction
-
-        # Under TRITON_INTERPRET=1, @triton.jit gave an interpreted function: compile its Python function.
-        self.fn = JITFunction(getattr(kernel, "fn", kernel))
-        self.signature, self.constexprs = signature, constexprs
-
-    def __getitem__(self, grid: object) -> Callable[..., None]:
-        def launch(*args: object, **kwargs: object) -> None:
-            import triton
-            from triton.backends.compiler import GPUTarget
-            from triton.compiler import ASTSource
-
-            triton.compile(ASTSource(self.fn, self.signature, self.constexprs), target=GPUTarget("cuda", 90, 32))
-
-        return launch
-
-
-def _compile_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str, kernel: str,
-                     signature: dict[str, str], constexprs: dict[str, object],
-                     helpers: tuple[str, ...] = ()) -> tuple[BaseException, Path]:
-    """What the candidate's `vector_add` raises when `kernel` is compiled; `helpers`: the jit
-    functions it calls, compiled too (an interpreted one is no function Triton's compiler knows)."""
-    from triton.runtime.jit import JITFunction
-
-    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
+def _compiled(tmp_path: Path, source: str) -> list[str]:
+    """The traceback lines of the candidate `source` with its kernel compiled by Triton's real
+    front end, in a process of its own (tests/compiled_launch.py says why)."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     path = tmp_path / "candidate.py"
     path.write_text(source)
-    module = load_module(path, f"kmc_candidate_compiled_{kernel}")
-    for name in helpers:
-        helper = getattr(module, name)
-        monkeypatch.setattr(module, name, JITFunction(getattr(helper, "fn", helper)))
-    monkeypatch.setattr(module, kernel, _CompilingLauncher(getattr(module, kernel), signature, constexprs))
-    with pytest.raises(Exception) as info:
-        module.vector_add(torch.ones(100), torch.ones(100))
-    assert type(info.value).__name__ == "CompilationError", info.value
-    return info.value, path
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["TRITON_CACHE_DIR"] = str(tmp_path / "triton-cache")
+    done = subprocess.run([sys.executable, str(Path(__file__).resolve().parent / "compiled_launch.py"), str(path)],
+                          capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    shown = json.loads(done.stdout.strip().splitlines()[-1])
+    assert shown["error"] == "CompilationError", shown
+    return str(shown["traceback"]).splitlines()
 
 
-ADD_SIGNATURE = {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}
-
-
-def test_a_compile_error_shows_the_kernel_line_after_the_launch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.slow
+def test_a_compile_error_shows_the_kernel_line_after_the_launch(tmp_path: Path) -> None:
     """Compiled (a GPU, no interpreter): Triton's code generator raises a CompilationError
     with no frame inside the kernel; the kernel's failing line is added after the launch's,
-    as the interpreter shows it (the same feedback on a GPU as on the CPU)."""
-    exc, path = _compile_failure(tmp_path, monkeypatch, KERNEL_FAILURE, "add_kernel", ADD_SIGNATURE, {"BLOCK": 128})
-    assert candidate_traceback(exc, path).splitlines() == [HEADER, *KERNEL_FAILURE_LINES]
+    as the interpreter shows it (the same feedback on a GPU as on the CPU). A kernel calling
+    a jit helper that fails shows the call's line and the helper's."""
+    assert _compiled(tmp_path / "direct", KERNEL_FAILURE) == [HEADER, *KERNEL_FAILURE_LINES]
+    assert _compiled(tmp_path / "helper", HELPER_FAILURE)[1:] == [
+        '  File "candidate.py", line 20, in vector_add',
+        "    add_kernel[(1,)](x, y, out, x.numel(), BLOCK=128)",
+        '  File "candidate.py", line 15, in add_kernel',
+        "    tl.store(out_ptr + offs, twice(x), mask=offs < n)",
+        '  File "candidate.py", line 8, in twice',
+        "    return tl.no_such_function(v) * 2",
+    ]
 
 
 HELPER_FAILURE = """import torch
@@ -195,20 +174,6 @@ def vector_add(x, y):
     add_kernel[(1,)](x, y, out, x.numel(), BLOCK=128)
     return out
 """
-
-
-def test_a_compile_error_in_a_jit_helper_shows_the_call_and_the_helpers_line(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    exc, path = _compile_failure(tmp_path, monkeypatch, HELPER_FAILURE, "add_kernel", ADD_SIGNATURE, {"BLOCK": 128},
-                                 helpers=("twice",))
-    assert candidate_traceback(exc, path).splitlines()[1:] == [
-        '  File "candidate.py", line 20, in vector_add',
-        "    add_kernel[(1,)](x, y, out, x.numel(), BLOCK=128)",
-        '  File "candidate.py", line 15, in add_kernel',
-        "    tl.store(out_ptr + offs, twice(x), mask=offs < n)",
-        '  File "candidate.py", line 8, in twice',
-        "    return tl.no_such_function(v) * 2",
-    ]
 
 
 def test_a_compile_error_whose_source_is_not_the_candidates_adds_no_frame() -> None:
