@@ -29,6 +29,8 @@ Measured on the CPU interpreter with a flip kernel reading out of bounds, each i
 worker processes with different histories: with two re-runs and spacers only, 4 distinct
 texts of its 5 failing tests in 6 processes; with four re-runs and the scratch, 1 (6
 processes), and the oracle's visible verdict 1 distinct text in 5 processes (3 before).
+With the same-call rule, a flip kernel reading four tensors past the end: the VARYING note in
+all 5 fresh processes on the visible and the hidden set, as with the rule before it.
 """
 
 from __future__ import annotations
