@@ -49,6 +49,7 @@ from judge.running import (  # noqa: F401 - re-exported: the judge's callers nam
     poisoned_allocations,
     prepare_process,
 )
+from judge.steady import at_attempt
 from judge.value_text import describe_value
 from judge.verdict import Verdict, capped_traceback
 from judge.wire import Opaque, padded_copy
@@ -447,26 +448,28 @@ def _judge_call(task: Task, r: _Ran, outputs: OutputArgs, device: str, cases_run
     launched = report.launched > 0
 
     def fail(kind: str, message: str, a: float | None = None, rel: float | None = None) -> tuple[Verdict, Any]:
-        return Verdict(kind, message, c.name, a, rel, cases_run=cases_run, kernel_launched=launched), None
+        """The verdict of this call's failure, naming its attempt (judge/steady.py compares re-runs by it)."""
+        return Verdict(kind, at_attempt(message, attempt), c.name, a, rel, cases_run=cases_run,
+                       kernel_launched=launched), None
 
     if len(report.inputs_after) != len(r.pristine):
         return fail("runtime_error", "the candidate process sent back the wrong number of arguments")
     modified = modified_inputs(r.pristine, report.inputs_after, outputs)
     if modified:
-        return fail("wrong_result", f"input {modified[0]} was modified in place ({attempt} run)")
+        return fail("wrong_result", f"input {modified[0]} was modified in place")
     problem = _check_output(report.output)
     if problem:
-        return fail("wrong_result", f"{problem} ({attempt} run)")
+        return fail("wrong_result", problem)
     aliased = [a for a in report.aliased if a not in allowed_aliases(outputs)]
     if aliased and not task.in_place:
-        return fail("wrong_result", f"{aliased[0]}; the task asks for a new tensor ({attempt} run)")
+        return fail("wrong_result", f"{aliased[0]}; the task asks for a new tensor")
     out = task.judged_output(_to_device(report.output, device), _to_device(report.inputs_after, device), c)
     expected, never_written = _CACHE.get((task.id, c, device, attempt, "expected"),
                                          functools.partial(expected_and_unwritten, task, r.pristine, c))
     try:
         a_err, r_err = compare(accept_unwritten(out, expected, never_written), expected, task)
     except Mismatch as m:
-        return fail("wrong_result", f"{m} ({attempt} run)", m.max_abs, m.max_rel)
+        return fail("wrong_result", str(m), m.max_abs, m.max_rel)
     if not launched:
         return fail("no_kernel", "the entry point returned without launching a Triton kernel", a_err, r_err)
     fallback = {name: n for name, n in report.fallback.items() if name not in reference_ops(task)}

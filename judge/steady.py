@@ -11,16 +11,32 @@ description replaces it (judge/value_text.py VARYING); otherwise it is a functio
 candidate and kept. Used for the oracle's wrong results (`steady_verdict`, re-judging only
 the failing case) and for a method's own tests (judge/internal_tests.py).
 
+Only a re-run that fails at the same call counts: the same case and the same attempt (the
+oracle calls each case first on fresh inputs, then after an in-place refill, and names the
+attempt in every failure, `at_attempt`). A re-run in the same process also inherits the
+candidate's own history: a candidate that memoises results by input address serves, on a
+GPU whose caching allocator hands back the same addresses, a remembered result at the
+re-run's first call (no launch: `no_kernel` at the first attempt) where the first judgement
+failed at the refill. A re-run that passes, or fails at another attempt, says the candidate
+depends on its history, not that its text quoted garbage, and the first text stays; a
+failure that names no attempt (a crash, a raised exception, a race) is compared as before.
+The price: a kernel whose garbage turns benign in all four re-runs, or fails only at another
+attempt in each, keeps its first text (garbage values themselves are still described, not
+quoted, by judge/value_text.py).
+
 No detection by re-running is certain (the heap may hold the same garbage every time).
 Measured on the CPU interpreter with a flip kernel reading out of bounds, each in fresh
 worker processes with different histories: with two re-runs and spacers only, 4 distinct
 texts of its 5 failing tests in 6 processes; with four re-runs and the scratch, 1 (6
 processes), and the oracle's visible verdict 1 distinct text in 5 processes (3 before).
+With the same-call rule, a flip kernel reading four tensors past the end: the VARYING note in
+all 5 fresh processes on the visible and the hidden set, as with the rule before it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +44,28 @@ from judge.value_text import VARYING
 from judge.verdict import Verdict
 
 RERUNS = 4
+_ATTEMPT = re.compile(r"\(([^()]+) run\)")
+
+
+def at_attempt(message: str, attempt: str) -> str:
+    """`message` naming the attempt (the oracle's call of a case: "first", "after in-place
+    refill", ...) it failed at, as `attempt_of` reads it back."""
+    return f"{message} ({attempt} run)"
+
+
+def attempt_of(message: str) -> str | None:
+    """The attempt a failure's message names (`at_attempt`; the last one named), or None."""
+    named = _ATTEMPT.findall(message)
+    return named[-1] if named else None
+
+
+def _fails_at_the_same_call(first: Verdict, again: Verdict) -> bool:
+    """Whether the re-run `again` failed where `first` did: the same case, and the same
+    attempt unless one of them names none."""
+    if again.correct or again.failing_case != first.failing_case:
+        return False
+    attempts = attempt_of(first.message), attempt_of(again.message)
+    return None in attempts or attempts[0] == attempts[1]
 
 
 def disturb_memory(rerun: int, device: str, kept: list[Any]) -> None:
@@ -42,11 +80,13 @@ def disturb_memory(rerun: int, device: str, kept: list[Any]) -> None:
 
 def steady_verdict(first: Verdict, rejudge: Callable[[str], Verdict | None], device: str,
                    disturb: Callable[[int], Any] | None = None) -> Verdict:
-    """`first` if it is not a wrong result, or if judging its failing case again (`rejudge(case
-    name)`, None when that case cannot be judged alone) RERUNS times gives the same text; else
-    `first` with its message replaced by a description: the verdict stays wrong (a kernel
-    wrong only sometimes is wrong). `disturb(rerun)` disturbs the memory of the process the
-    candidate runs in (judge/candidate.py's `disturb` op); by default, this process's."""
+    """`first` unless it is a wrong result and judging its failing case again (`rejudge(case
+    name)`, None when that case cannot be judged alone) RERUNS times fails at the same call
+    (case and attempt) with another text at least once: then `first` with its message replaced
+    by a description; the verdict stays wrong (a kernel wrong only sometimes is wrong). Re-runs
+    that pass or fail at another attempt leave `first` as it is (the module's docstring says
+    why). `disturb(rerun)` disturbs the memory of the process the candidate runs in
+    (judge/candidate.py's `disturb` op); by default, this process's."""
     if first.kind != "wrong_result" or first.failing_case is None:
         return first
     kept: list[Any] = []
@@ -58,6 +98,6 @@ def steady_verdict(first: Verdict, rejudge: Callable[[str], Verdict | None], dev
         again = rejudge(first.failing_case)
         if again is None:
             return first
-        if (again.kind, again.failing_case, again.message) != (first.kind, first.failing_case, first.message):
+        if _fails_at_the_same_call(first, again) and (again.kind, again.message) != (first.kind, first.message):
             return dataclasses.replace(first, message=f"output: {VARYING}", max_abs_err=None, max_rel_err=None)
     return first

@@ -64,6 +64,7 @@ CORPUS: tuple[Hostile, ...] = (
     Hostile("returns_torch.py", "vector_add", "no_kernel", "without launching"),
     Hostile("side_torch_result.py", "vector_add", "torch_fallback", "add"),
     Hostile("caches_data_ptr.py", "vector_add", "wrong_result", "after in-place refill"),
+    Hostile("caches_by_shape.py", "vector_add", "wrong_result", "after in-place refill run"),
     Hostile("stale_empty_like.py", "vector_add", "wrong_result", "NaN"),
     Hostile("constant_output.py", "vector_add", "wrong_result", "outside atol"),
     Hostile("wrong_dtype.py", "vector_add", "wrong_result", "dtype"),

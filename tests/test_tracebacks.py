@@ -7,7 +7,12 @@ candidate process does); the slow one judges a failing candidate twice through t
 
 from __future__ import annotations
 
+import ast
+import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -96,17 +101,96 @@ def test_only_the_candidates_own_frames_outermost_first(tmp_path: Path) -> None:
     assert str(tmp_path) not in text and "torch" not in text and "test_tracebacks" not in text
 
 
+KERNEL_FAILURE_LINES = [
+    '  File "candidate.py", line 16, in vector_add',
+    "    add_kernel[(1,)](x, y, out, x.numel(), BLOCK=128)",
+    '  File "candidate.py", line 10, in add_kernel',
+    "    z = tl.no_such_function(x)",
+]
+
+
+@pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1",
+                    reason="needs Triton's interpreter (TRITON_INTERPRET=1, set by conftest.py without a GPU); "
+                           "the compiled path is tested by the compile-error tests")
 def test_an_interpreted_kernel_error_shows_the_kernel_line_after_the_launch(tmp_path: Path) -> None:
     """The interpreter raises the kernel's error as the cause of an InterpreterError: the
     launch's frames and then the kernel's own line, and nothing of Triton's."""
     exc, path = _raised(tmp_path, KERNEL_FAILURE, "kernel")
-    lines = candidate_traceback(exc, path).splitlines()
-    assert lines[1:] == [
-        '  File "candidate.py", line 16, in vector_add',
+    assert candidate_traceback(exc, path).splitlines()[1:] == KERNEL_FAILURE_LINES
+
+
+def _compiled(tmp_path: Path, source: str) -> list[str]:
+    """The traceback lines of the candidate `source` with its kernel compiled by Triton's real
+    front end, in a process of its own (tests/compiled_launch.py says why)."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    path = tmp_path / "candidate.py"
+    path.write_text(source)
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["TRITON_CACHE_DIR"] = str(tmp_path / "triton-cache")
+    done = subprocess.run([sys.executable, str(Path(__file__).resolve().parent / "compiled_launch.py"), str(path)],
+                          capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    shown = json.loads(done.stdout.strip().splitlines()[-1])
+    assert shown["error"] == "CompilationError", shown
+    return str(shown["traceback"]).splitlines()
+
+
+@pytest.mark.slow
+def test_a_compile_error_shows_the_kernel_line_after_the_launch(tmp_path: Path) -> None:
+    """Compiled (a GPU, no interpreter): Triton's code generator raises a CompilationError
+    with no frame inside the kernel; the kernel's failing line is added after the launch's,
+    as the interpreter shows it (the same feedback on a GPU as on the CPU). A kernel calling
+    a jit helper that fails shows the call's line and the helper's."""
+    assert _compiled(tmp_path / "direct", KERNEL_FAILURE) == [HEADER, *KERNEL_FAILURE_LINES]
+    assert _compiled(tmp_path / "helper", HELPER_FAILURE)[1:] == [
+        '  File "candidate.py", line 20, in vector_add',
         "    add_kernel[(1,)](x, y, out, x.numel(), BLOCK=128)",
-        '  File "candidate.py", line 10, in add_kernel',
-        "    z = tl.no_such_function(x)",
+        '  File "candidate.py", line 15, in add_kernel',
+        "    tl.store(out_ptr + offs, twice(x), mask=offs < n)",
+        '  File "candidate.py", line 8, in twice',
+        "    return tl.no_such_function(v) * 2",
     ]
+
+
+HELPER_FAILURE = """import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def twice(v):
+    return tl.no_such_function(v) * 2
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(out_ptr + offs, twice(x), mask=offs < n)
+
+
+def vector_add(x, y):
+    out = torch.empty_like(x)
+    add_kernel[(1,)](x, y, out, x.numel(), BLOCK=128)
+    return out
+"""
+
+
+def test_a_compile_error_whose_source_is_not_the_candidates_adds_no_frame() -> None:
+    """Read defensively: a compile error of a jit function not in the file (Triton's own
+    library), or without the attributes, adds nothing; the launch's frames stay."""
+    from triton.compiler.errors import CompilationError
+
+    source = KERNEL_FAILURE.splitlines()
+    node = ast.parse("x = 1").body[0]
+    foreign = CompilationError("def add_kernel(a):\n    return a + 1\n", node, "boom")
+    assert tracebacks.compile_error_frames(foreign, source) == []
+    bare = CompilationError(None, node, "boom")
+    assert tracebacks.compile_error_frames(bare, source) == []
+    kernel_src = "\n".join(line.strip() if i == 0 else line for i, line in enumerate(source[6:11]))
+    ours = CompilationError(kernel_src, ast.parse("\n\n\nz = 1").body[0], "boom")  # line 4 of the kernel
+    assert tracebacks.compile_error_frames(ours, source) == [tracebacks.Frame(10, "add_kernel")]
+    assert tracebacks.compile_error_frames(RuntimeError("not Triton's"), source) == []
 
 
 def test_an_import_failure_carries_the_module_level_frames(tmp_path: Path) -> None:
@@ -199,9 +283,10 @@ def test_the_same_failing_candidate_judged_twice_gets_identical_text() -> None:
 
 
 @pytest.mark.gpu
-def test_a_triton_compile_error_on_a_gpu_keeps_tritons_message_and_the_launch_line() -> None:
-    """On a GPU the kernel is compiled, not run: no frame inside it, so the traceback ends at
-    the launch, and Triton's own message (which names the kernel's line) is the message."""
+def test_a_triton_compile_error_on_a_gpu_shows_the_launch_and_the_kernel_line() -> None:
+    """On a GPU the kernel is compiled, not run: no frame inside it, yet the traceback shows
+    the kernel's failing line after the launch, as on the interpreter; Triton's own message
+    (which names the kernel's line too) is the message."""
     from bench.registry import get_task
     from judge.device import detect_target
     from runners.pool import LocalPool
@@ -210,4 +295,4 @@ def test_a_triton_compile_error_on_a_gpu_keeps_tritons_message_and_the_launch_li
         v = pool.evaluate(get_task("vector_add").id, KERNEL_FAILURE, "visible").verdict
     assert v.kind == "compile_error", v
     assert "no_such_function" in v.message and "/" not in v.traceback
-    assert v.traceback.splitlines()[-1] == "    add_kernel[(1,)](x, y, out, x.numel(), BLOCK=128)"
+    assert v.traceback.splitlines()[1:] == KERNEL_FAILURE_LINES
