@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from judge.steady import RERUNS, at_attempt, attempt_of, steady_verdict
 from judge.value_text import VARYING
 from judge.verdict import Verdict
@@ -67,11 +69,15 @@ def test_another_text_at_the_same_attempt_is_described_even_after_passes() -> No
 MEMO_BY_SHAPE = Path(__file__).resolve().parent / "hostile" / "caches_by_shape.py"
 
 
-def test_a_memoising_candidate_judged_in_process_keeps_its_refill_text(tmp_path: Path) -> None:
+def test_a_memoising_candidate_judged_in_process_keeps_its_refill_text(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """The real oracle and re-runs, in this process on the interpreter: a candidate memoising by
     shape (as caches_data_ptr.py does by address where the allocator hands addresses back)
     fails at the refill, and its re-runs, served from the memo at their first call, do not
-    turn that text into the note about garbage memory."""
+    turn that text into the note about garbage memory. The interpreter is asked for before the
+    candidate's kernels are defined, so this runs on CPU tensors on a GPU machine too (seen
+    failing there: the compiled launcher refuses CPU tensors)."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
     from bench.registry import get_task
     from judge.oracle import LocalRunner, judge_cases, load_module, prepare_process
 
