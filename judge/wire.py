@@ -304,6 +304,15 @@ def _importable(module: str) -> bool:
     return module.split(".")[0] in IMPORTABLE
 
 
+def _tuple_fields(cls: type) -> list[str] | None:
+    """The field names of a namedtuple class or of a struct sequence (torch.return_types.max:
+    named fields, no `_fields` in every Python and torch), else None."""
+    fields = getattr(cls, "_fields", None)
+    if fields is None and isinstance(getattr(cls, "n_fields", None), int):
+        fields = getattr(cls, "__match_args__", None)
+    return [str(f) for f in fields] if isinstance(fields, tuple) else None
+
+
 def encode_values(values: Any, objects: bool = True) -> tuple[Any, list[torch.Tensor]]:
     """A call's arguments or outputs as JSON-able structure plus the tensors it refers to.
 
@@ -335,8 +344,8 @@ def encode_values(values: Any, objects: bool = True) -> tuple[Any, list[torch.Te
             return {"size": [int(x) for x in v]}
         if _is_triton_dtype(v):
             return {"tl_dtype": v.name}
-        if objects and isinstance(v, tuple) and hasattr(type(v), "_fields"):
-            fields = list(type(v)._fields)  # type: ignore[attr-defined]
+        if objects and isinstance(v, tuple) and _tuple_fields(type(v)) is not None:
+            fields = _tuple_fields(type(v))
             return {"namedtuple": [type(v).__module__, type(v).__qualname__, fields],
                     "seq": [enc(x, depth + 1) for x in v]}
         if isinstance(v, (tuple, list)):
@@ -434,7 +443,15 @@ class Rebuilder:
         module, qualname, fields = str(spec[0]), str(spec[1]), [str(f) for f in spec[2]]
         cls = self.find(module, qualname)
         if isinstance(cls, type) and issubclass(cls, tuple):
-            return cls(*items)
+            # A namedtuple takes its fields as arguments; a struct sequence (torch.return_types.max
+            # in some torch builds, os.stat_result) takes one sequence of them.
+            make = getattr(cls, "_make", None)
+            if make is not None:
+                return make(items)
+            try:
+                return cls(*items)
+            except TypeError:
+                return cls(items)
         return collections.namedtuple(qualname.rsplit(".", 1)[-1], fields)(*items)
 
     def object(self, spec: Any, new_args: Any, state: Any) -> Any:

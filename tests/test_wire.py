@@ -185,3 +185,15 @@ def test_tensors_without_memory_to_read_them_from_are_refused() -> None:
         a.sendall(len(frame).to_bytes(4, "big") + frame)
         with pytest.raises(wire.WireError, match="without memory"):
             wire.Link(b).recv()
+
+
+def test_a_struct_sequence_argument_keeps_its_field_names() -> None:
+    """torch.return_types.max (what `torch.max(x, dim)` returns) passed to a suite's wrapper:
+    rebuilt as the same type, its `.values`/`.indices` readable (an H200 check failed on
+    tb-max_reduction: the struct sequence was built with one argument per field)."""
+    found = torch.max(torch.tensor([[1.0, 5.0], [7.0, 2.0]]), dim=1)
+    got = _to_candidate([found])
+    assert isinstance(got, list)
+    (rebuilt,) = got
+    assert type(rebuilt) is type(found)
+    assert torch.equal(rebuilt.values, found.values) and torch.equal(rebuilt.indices, found.indices)
