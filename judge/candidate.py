@@ -26,6 +26,7 @@ from typing import Any
 
 import torch
 
+from bench.sequences import same_kind
 from judge import launches, wire
 from judge.running import (
     CandidateLoadError,
@@ -203,7 +204,7 @@ def held_output(out: Any, args: tuple, written: tuple[int, ...]) -> Any:
     if isinstance(out, torch.Tensor):
         return out.detach().clone() if launches.storage_key(out) in keys else out
     if isinstance(out, (tuple, list)):
-        return type(out)(held_output(o, args, written) for o in out)
+        return same_kind(out, (held_output(o, args, written) for o in out))
     return out
 
 

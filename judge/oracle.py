@@ -33,6 +33,7 @@ from typing import Any, Protocol, TypeVar
 
 import torch
 
+from bench.sequences import same_kind
 from bench.task import Case, CaseUnavailable, OutputArgs, Task
 from judge.launches import PARTLY_STORED, alias_text
 from judge.running import (  # noqa: F401 - re-exported: the judge's callers name them here
@@ -95,7 +96,7 @@ def _cast_like(precise: Any, native: Any) -> Any:
     if isinstance(native, torch.Tensor):
         return precise.to(native.dtype)
     if isinstance(native, (tuple, list)):
-        return type(native)(_cast_like(p, n) for p, n in zip(precise, native, strict=True))
+        return same_kind(native, (_cast_like(p, n) for p, n in zip(precise, native, strict=True)))
     return precise
 
 
@@ -320,7 +321,7 @@ def _clone_out(out: Any) -> Any:
     if isinstance(out, torch.Tensor):
         return out.detach().clone()
     if isinstance(out, (tuple, list)):
-        return type(out)(_clone_out(o) for o in out)
+        return same_kind(out, (_clone_out(o) for o in out))
     return out
 
 
@@ -519,7 +520,7 @@ def _to_device(out: Any, device: str) -> Any:
     if isinstance(out, torch.Tensor):
         return out.to(device) if out.device.type != torch.device(device).type else out
     if isinstance(out, (tuple, list)):
-        return type(out)(_to_device(o, device) for o in out)
+        return same_kind(out, (_to_device(o, device) for o in out))
     return out
 
 
@@ -696,5 +697,5 @@ def accept_unwritten(out: Any, expected: Any, unwritten: Any) -> Any:
             return torch.where(unwritten, expected, out)
         return out
     if isinstance(out, (tuple, list)) and isinstance(expected, (tuple, list)) and len(out) == len(unwritten):
-        return type(out)(accept_unwritten(o, e, m) for o, e, m in zip(out, expected, unwritten, strict=True))
+        return same_kind(out, (accept_unwritten(o, e, m) for o, e, m in zip(out, expected, unwritten, strict=True)))
     return out

@@ -29,7 +29,8 @@ PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
 # Importable from a candidate process: what it runs on. Everything else of the project is not.
 _CANDIDATE_SIDE = ("judge.candidate", "judge.launches", "judge.running", "judge.wire", "judge.containment",
                    "judge.internal_tests", "judge.verdict", "judge.sampling", "judge.steady", "judge.value_text",
-                   "judge.tracebacks", "bench.modules", "bench.poison")
+                   "judge.tracebacks", "bench.modules", "bench.poison",
+                   "bench.sequences")
 
 
 class _ProjectBlocker(MetaPathFinder):

@@ -15,6 +15,7 @@ import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from bench.sequences import same_kind
 from bench.task import OutputArgs
 
 
@@ -100,7 +101,7 @@ def clone_call(values: Sequence[Any]) -> tuple:
         if isinstance(v, torch.Tensor):
             return v.clone()
         if isinstance(v, (list, tuple)):
-            return type(v)(one(x) for x in v)
+            return same_kind(v, (one(x) for x in v))
         return v
 
     return tuple(one(v) for v in values)

@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bench.sequences import same_kind
+
 LARGE_FLOOR = 3000
 """A "large" size is at least this: above the common block sizes (1024, 2048), so a kernel
 that covers one block, or one program's worth, is caught on every suite that records small
@@ -123,7 +125,7 @@ def perturb(call: Sequence[Any], p: Perturbation, seed: int) -> tuple:
         if isinstance(v, torch.Tensor):
             return _grow(v, p.size, p.new, g)
         if isinstance(v, (list, tuple)):
-            return type(v)(one(x) for x in v)
+            return same_kind(v, (one(x) for x in v))
         if isinstance(v, torch.nn.Module):
             return _grown_module(v, p, g)
         if p.ints_follow and type(v) is int:

@@ -31,6 +31,7 @@ from bench.adapters import _outputs, _shapes
 from bench.adapters._adapted import PerformanceMetricsStub, import_text, module_name, run_in_namespace
 from bench.adapters._glue import complete, missing_imports
 from bench.adapters.geak_parse import MAX_CALLS, SuiteFile
+from bench.sequences import same_kind
 from bench.task import Case, CaseUnavailable, OutputArgs
 
 CPU_MAX_ELEMENTS = 1 << 18
@@ -79,7 +80,7 @@ def _to_cpu(value: Any) -> Any:
     if isinstance(value, torch.Tensor):
         return value.detach().to("cpu").clone()
     if isinstance(value, (list, tuple)):
-        return type(value)(_to_cpu(v) for v in value)
+        return same_kind(value, (_to_cpu(v) for v in value))
     if isinstance(value, dict):
         return {k: _to_cpu(v) for k, v in value.items()}
     return value
@@ -91,7 +92,7 @@ def _to_device(value: Any, device: str) -> Any:
     if isinstance(value, torch.Tensor):
         return value.to(device).clone()
     if isinstance(value, (list, tuple)):
-        return type(value)(_to_device(v, device) for v in value)
+        return same_kind(value, (_to_device(v, device) for v in value))
     return value
 
 
