@@ -33,7 +33,9 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,12 +120,26 @@ def naive_one(c: Candidate, case_set: str, target: Target, device: str | None, t
         return "crash"
 
 
-def run_naive(cands: list[Candidate], case_set: str, target: Target, workers: int, timeout: float) -> tuple[list[str], float]:
+def run_naive(cands: list[Candidate], case_set: str, target: Target, workers: int, timeout: float,
+              progress: Callable[[int, float], None] | None = None) -> tuple[list[str], float]:
+    """`progress(done, seconds)` after each candidate: a naive side cut off by a time limit (it
+    is the slow one) still leaves its rate so far."""
     devices = visible_devices(target)
     started = time.perf_counter()
+    done = 0
+    lock = threading.Lock()
+
+    def one(c: Candidate) -> str:
+        nonlocal done
+        kind = naive_one(c, case_set, target, devices[c.index % len(devices)] if devices else None, timeout)
+        with lock:
+            done += 1
+            if progress is not None:
+                progress(done, time.perf_counter() - started)
+        return kind
+
     with ThreadPoolExecutor(max_workers=workers) as ex:
-        kinds = list(ex.map(lambda c: naive_one(c, case_set, target, devices[c.index % len(devices)] if devices else None,
-                                                timeout), cands))
+        kinds = list(ex.map(one, cands))
     return kinds, time.perf_counter() - started
 
 
@@ -183,7 +199,17 @@ def main(argv: list[str] | None = None) -> int:
     if not args.skip_naive:
         if fresh_cache:
             os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="kmc-bench-triton-naive-")
-        naive_kinds, naive_s = run_naive(cands, args.case_set, target, workers, timeout)
+        def naive_progress(done: int, seconds: float) -> None:
+            if done % max(1, len(cands) // 10) and done != len(cands):
+                return
+            rate = done / seconds
+            print(f"naive: {done}/{len(cands)} in {seconds:.1f} s ({rate:.2f}/s so far)", flush=True)
+            if args.json_out:  # a cut-off naive side leaves its rate so far
+                partial = {**result, "naive_done": done, "naive_elapsed_s": seconds, "naive_per_s_so_far": rate,
+                           "ratio_so_far": (len(cands) / pool_s) / rate}
+                args.json_out.write_text(json.dumps(partial, indent=2))
+
+        naive_kinds, naive_s = run_naive(cands, args.case_set, target, workers, timeout, naive_progress)
         ratio = naive_s / pool_s
         mismatches = [(c.index, c.task, c.label, p, q) for c, p, q in zip(cands, pool_kinds, naive_kinds, strict=True)
                       if p != q]
