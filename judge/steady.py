@@ -18,10 +18,12 @@ candidate's own history: a candidate that memoises results by input address serv
 GPU whose caching allocator hands back the same addresses, a remembered result at the
 re-run's first call (no launch: `no_kernel` at the first attempt) where the first judgement
 failed at the refill. A re-run that passes, or fails at another attempt, says the candidate
-depends on its history, not that its text quoted garbage, and the first text stays; a
+depends on its history, not that its text quoted garbage, and the first text stays, as long
+as all such re-runs give one and the same outcome (a memo serves the same thing every time;
+garbage that passes one re-run and fails another does not); a
 failure that names no attempt (a crash, a raised exception, a race) is compared as before.
 The price: a kernel whose garbage turns benign in all four re-runs, or fails only at another
-attempt in each, keeps its first text (garbage values themselves are still described, not
+attempt with the same text in each, keeps its first text (garbage values themselves are still described, not
 quoted, by judge/value_text.py).
 
 No detection by re-running is certain (the heap may hold the same garbage every time).
@@ -84,12 +86,15 @@ def steady_verdict(first: Verdict, rejudge: Callable[[str], Verdict | None], dev
     name)`, None when that case cannot be judged alone) RERUNS times fails at the same call
     (case and attempt) with another text at least once: then `first` with its message replaced
     by a description; the verdict stays wrong (a kernel wrong only sometimes is wrong). Re-runs
-    that pass or fail at another attempt leave `first` as it is (the module's docstring says
-    why). `disturb(rerun)` disturbs the memory of the process the candidate runs in
+    that pass or fail at another attempt leave `first` as it is when they all agree with each
+    other (one other outcome: the candidate's history, the module's docstring says why), and
+    get the description when they do not. `disturb(rerun)` disturbs the memory of the process the candidate runs in
     (judge/candidate.py's `disturb` op); by default, this process's."""
     if first.kind != "wrong_result" or first.failing_case is None:
         return first
     kept: list[Any] = []
+    elsewhere: set[tuple[Any, ...]] = set()  # the distinct outcomes of re-runs that did not fail at that call
+    varying = dataclasses.replace(first, message=f"output: {VARYING}", max_abs_err=None, max_rel_err=None)
     for rerun in range(RERUNS):
         if disturb is None:
             disturb_memory(rerun, device, kept)
@@ -98,6 +103,11 @@ def steady_verdict(first: Verdict, rejudge: Callable[[str], Verdict | None], dev
         again = rejudge(first.failing_case)
         if again is None:
             return first
-        if _fails_at_the_same_call(first, again) and (again.kind, again.message) != (first.kind, first.message):
-            return dataclasses.replace(first, message=f"output: {VARYING}", max_abs_err=None, max_rel_err=None)
-    return first
+        if _fails_at_the_same_call(first, again):
+            if (again.kind, again.message) != (first.kind, first.message):
+                return varying
+        else:
+            elsewhere.add((again.kind, again.failing_case, again.message))
+    # A candidate's own history gives one other outcome every time (a memo served again); re-runs
+    # that disagree among themselves, passing once and failing once, are reading garbage.
+    return first if len(elsewhere) <= 1 else varying

@@ -107,6 +107,7 @@ CORPUS: tuple[Hostile, ...] = (
     Hostile("tensor_subclass_output.py", "vector_add", "wrong_result", "tensor subclass", case_set="visible"),
     Hostile("global_hooks.py", "vector_add", "wrong_result", "outside atol", case_set="visible"),
     Hostile("forges_frames.py", "vector_add", "runtime_error", "protocol violation", case_set="visible"),
+    Hostile("scribbles_shared_memory.py", "vector_add", "correct", case_set="visible"),
     Hostile("poisons_next_candidate.py", "vector_add", "wrong_result", case_set="visible"),
     # Containment.
     Hostile("recovers_shell.py", "vector_add", "wrong_result", "outside atol", case_set="visible"),

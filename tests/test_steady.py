@@ -42,15 +42,24 @@ def test_attempts_are_named_and_read_back() -> None:
 
 
 def test_a_memo_served_at_an_earlier_attempt_keeps_the_first_text() -> None:
-    """The H200's case: each re-run's first call is served the remembered result (no launch),
-    or passes, or is served another call's result; none fails at the refill with another text."""
+    """The H200's case: a re-run's first call is served the remembered result (no launch) when
+    the allocator hands back the same address, or the re-run fails at the refill as the first
+    judgement did; none fails at the refill with another text."""
     served = Verdict("no_kernel", at_attempt("the entry point returned without launching a Triton kernel", "first"), CASE)
+    asked, rejudge = _rejudged(served, STALE, served, served)
+    assert steady_verdict(STALE, rejudge, "cpu", disturb=lambda rerun: None) == STALE
+    assert asked == [CASE] * RERUNS
+
+
+def test_re_runs_that_disagree_among_themselves_elsewhere_are_described() -> None:
+    """Garbage that passes one re-run and fails another call in the next is not a memo's steady
+    history: the first text, which quoted it, is replaced (suspected cause of a rare same-seed
+    replay difference in the full suite while any outcome elsewhere kept the first text)."""
     other = Verdict("wrong_result", at_attempt("output: 90/97 elements outside atol; first at flat index 1: got 0.5",
                                                "first"), CASE)
     passed = Verdict("correct", "", None)
-    asked, rejudge = _rejudged(served, passed, other, STALE)
-    assert steady_verdict(STALE, rejudge, "cpu", disturb=lambda rerun: None) == STALE
-    assert asked == [CASE] * RERUNS
+    _, rejudge = _rejudged(passed, other, passed, passed)
+    assert steady_verdict(STALE, rejudge, "cpu", disturb=lambda rerun: None).message == f"output: {VARYING}"
 
 
 def test_another_text_at_the_same_attempt_is_described_even_after_passes() -> None:
