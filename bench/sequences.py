@@ -13,14 +13,22 @@ from typing import Any
 def same_kind(like: list | tuple, items: Iterable[Any]) -> Any:
     """A sequence of `like`'s type holding `items` (a plain tuple when that type cannot be
     built from them)."""
+    return of_type(type(like), items)
+
+
+def of_type(cls: type, items: Iterable[Any]) -> Any:
+    """A sequence of class `cls` (list, tuple or a subclass of tuple) holding `items`: a
+    namedtuple through `_make`, a struct sequence from one sequence, a tuple subclass that
+    takes its fields as arguments from them spread; a plain tuple when none of these works."""
     values = list(items)
-    cls = type(like)
     if cls is list or cls is tuple:
         return cls(values)
     make = getattr(cls, "_make", None)
-    try:
-        if make is not None:
-            return make(values)
-        return cls(values)
-    except TypeError:
-        return tuple(values)
+    if make is not None:
+        return make(values)
+    for build in (lambda: cls(values), lambda: cls(*values)):
+        try:
+            return build()
+        except TypeError:
+            continue
+    return tuple(values)

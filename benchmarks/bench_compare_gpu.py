@@ -188,6 +188,16 @@ def print_measured(m: Measured) -> None:
               f"{r['timing_s']:7.1f} {r['gate_s']:7.1f} {r['retry_s']:7.1f} {r['total_s']:7.1f}")
 
 
+def write_record(record: dict[str, Any], path: Path | None) -> None:
+    """The figures as JSON at `path` (nothing when None): one format for the GPU benchmarks that
+    run the main job (this one and bench_lanes_gpu.py)."""
+    if path is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
+    print(f"written: {path}")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seven-tasks", default=SEVEN_TASKS, help="tasks of the first command [the issue's seven]")
@@ -232,10 +242,7 @@ def main(argv: list[str] | None = None) -> int:
               "identical_submission_share": share, "full_suite": asdict(full) if full else None,
               "goals": {"seven_task_wall_s": 20, "full_suite_budget_100_wall_s": 600, "identical_share": 0.95},
               "environment": environment_info(start_target(config(1, None)))}
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
-        print(f"written: {args.json}")
+    write_record(record, args.json)
     return 0
 
 

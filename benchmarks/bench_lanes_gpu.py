@@ -27,7 +27,6 @@ CPU smoke (interpreter: nothing is timed there, so part 1 is skipped; toy-size p
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import tempfile
@@ -41,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_compare_gpu import SEVEN_TASKS, measure, print_measured  # noqa: E402
+from bench_compare_gpu import SEVEN_TASKS, measure, print_measured, write_record  # noqa: E402
 
 from judge.device import Target  # noqa: E402
 from results.run_folder import RunFolder  # noqa: E402
@@ -171,10 +170,7 @@ def main(argv: list[str] | None = None) -> int:
               "seven_task_run": asdict(seven) if seven else None,
               "seven_task_executor": RunFolder(seven.run_dir).read_executor() if seven else None,
               "environment": environment_info(target)}
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
-        print(f"written: {args.json}")
+    write_record(record, args.json)
     return 0
 
 

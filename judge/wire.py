@@ -27,6 +27,8 @@ from typing import Any
 
 import torch
 
+from bench.sequences import of_type
+
 MAX_FRAME = 64 << 20  # a JSON frame larger than this is a protocol violation
 _DTYPES = {str(d).removeprefix("torch."): d for d in vars(torch).values() if isinstance(d, torch.dtype)}
 """Every dtype this torch build has (float8 and unsigned kinds included), by its canonical name."""
@@ -229,7 +231,7 @@ def padded_copy(t: Any, nan_slack: bool = False) -> Any:
     as it is."""
     if not isinstance(t, torch.Tensor):
         return t
-    source = torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage())
+    source = _raw(t)
     n = source.numel()
     raw = torch.empty(n + slack_bytes(n), dtype=torch.uint8, device=t.device)
     raw[:n].copy_(source)
@@ -443,15 +445,7 @@ class Rebuilder:
         module, qualname, fields = str(spec[0]), str(spec[1]), [str(f) for f in spec[2]]
         cls = self.find(module, qualname)
         if isinstance(cls, type) and issubclass(cls, tuple):
-            # A namedtuple takes its fields as arguments; a struct sequence (torch.return_types.max
-            # in some torch builds, os.stat_result) takes one sequence of them.
-            make = getattr(cls, "_make", None)
-            if make is not None:
-                return make(items)
-            try:
-                return cls(*items)
-            except TypeError:
-                return cls(items)
+            return of_type(cls, items)  # a namedtuple, or a struct sequence (torch.return_types.max)
         return collections.namedtuple(qualname.rsplit(".", 1)[-1], fields)(*items)
 
     def object(self, spec: Any, new_args: Any, state: Any) -> Any:

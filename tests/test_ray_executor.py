@@ -65,7 +65,9 @@ def test_lanes_timed_jobs_go_to_the_timing_actor_and_both_share_the_gate(executo
     expert = get_task("vector_add").baseline_source()
     before = {s["role"]: s["jobs"] for s in executor.stats()}
     assert executor.evaluate("vector_add", expert, "visible", timing=True).verdict.kind == "correct"
-    tests = executor.run_tests("vector_add", expert, "def test_runs():\n    assert True\n")
+    tests = executor.run_tests("vector_add", expert, "def test_adds():\n    import torch\n"
+                               "    x = torch.arange(100.0, device=DEVICE)\n"
+                               "    assert torch.equal(vector_add(x, x), 2 * x)\n")
     assert tests.verdict.kind == "correct"
     after = {s["role"]: s["jobs"] for s in executor.stats()}
     assert after["timing"] == before["timing"] + 1 and after["judging"] == before["judging"] + 1
