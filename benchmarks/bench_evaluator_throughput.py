@@ -143,14 +143,27 @@ def run_naive(cands: list[Candidate], case_set: str, target: Target, workers: in
     return kinds, time.perf_counter() - started
 
 
-def run_pool(cands: list[Candidate], case_set: str, target: Target, workers: int, timeout: float) -> tuple[list[str], float, Any]:
+def run_pool(cands: list[Candidate], case_set: str, target: Target, workers: int, timeout: float
+             ) -> tuple[list[str], float, Any, dict[str, float]]:
+    """(verdict kinds, seconds, the pool's stats, seconds per recorded phase summed over the
+    evaluations: where the pool's time goes)."""
     started = time.perf_counter()  # worker start-up is part of the pool's cost
+    phases: dict[str, float] = {}
+    lock = threading.Lock()
+
+    def one(c: Candidate) -> str:
+        ev = pool.evaluate(c.task, c.source, case_set)
+        with lock:
+            for name, seconds in (ev.phases or {}).items():
+                phases[name] = phases.get(name, 0.0) + seconds
+        return ev.verdict.kind
+
     with LocalPool(target, workers=workers, job_timeout=timeout) as pool:
         pool.warm_up()
         with ThreadPoolExecutor(max_workers=pool.size) as ex:
-            kinds = list(ex.map(lambda c: pool.evaluate(c.task, c.source, case_set).verdict.kind, cands))
+            kinds = list(ex.map(one, cands))
         stats = pool.stats
-    return kinds, time.perf_counter() - started, stats
+    return kinds, time.perf_counter() - started, stats, phases
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -186,12 +199,14 @@ def main(argv: list[str] | None = None) -> int:
     fresh_cache = args.triton_cache == "fresh"
     if fresh_cache:
         os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="kmc-bench-triton-pool-")
-    pool_kinds, pool_s, stats = run_pool(cands, args.case_set, target, workers, timeout)
+    pool_kinds, pool_s, stats, phases = run_pool(cands, args.case_set, target, workers, timeout)
     print(f"pool : {pool_s:8.1f} s  {len(cands) / pool_s:8.2f} candidates/s  (restarts {stats.restarts}, "
           f"timeouts {stats.timeouts}, crashes {stats.crashes})", flush=True)
+    phase_s = {k: round(v, 2) for k, v in sorted(phases.items(), key=lambda kv: -kv[1])}
+    print(f"pool phases, seconds summed over the {len(cands)} evaluations: {phase_s}", flush=True)
     result: dict[str, Any] = {"n": len(cands), "workers": workers, "triton_cache": args.triton_cache,
                               "distinct_sources": len({c.source for c in cands}), "target": target.to_json(),
-                              "pool_seconds": pool_s, "pool_per_s": len(cands) / pool_s,
+                              "pool_seconds": pool_s, "pool_per_s": len(cands) / pool_s, "pool_phase_seconds": phase_s,
                               "verdict_counts": {k: pool_kinds.count(k) for k in sorted(set(pool_kinds))}}
     print(f"verdicts: {result['verdict_counts']}")
     if args.json_out:  # written now too, so a naive side cut short still leaves the pool's figures

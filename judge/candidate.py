@@ -4,8 +4,10 @@ sends, and hands back plain output tensors with what it saw while the entry poin
 It holds no reference, expected output, tolerance, verdict logic, expert baseline or secret,
 and the task registry is not importable from it (judge/template.py removes the project from
 the import path before forking it). Every call's output goes back at once and is also kept; at
-the end of the case set the judge asks for all of them again, so a buffer the candidate reused
-across calls shows as an earlier output that changed.
+the end of the case set the judge asks which of them changed since their calls returned, so a
+buffer the candidate reused across calls shows. Whether a call changed its inputs is found here
+too, against copies taken before the call: only output arguments travel back. (Both are
+self-reported checks of honest mistakes, like the launch records: docs/ARCHITECTURE.md.)
 One process serves one candidate: forked fresh from the template, contained
 (judge/containment.py), ended after the job, so nothing it does reaches the next candidate.
 
@@ -13,7 +15,7 @@ Messages (judge/wire.py frames): `load`, `call`, `collect`, `reset`, `disturb` (
 case judged again, judge/steady.py), `tests`, `time` (GPU timing rounds, judge/timing.py) and
 `exit`. Output arguments (the wrapper writing into tensors the
 caller provides, `written` in a call) come poisoned among the inputs where the reference
-ignores their contents, and go back with the inputs after the call.
+ignores their contents, and are the only arguments that go back after the call.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import os
 import socket
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,19 +31,21 @@ import torch
 
 from bench.sequences import same_kind
 from judge import launches, wire
+from judge.bits import same_bits, unchanged
 from judge.running import (
     CandidateLoadError,
     classify_exception,
     format_exception,
     load_module,
     poisoned_allocations,
+    use_triton_cache,
 )
 from judge.tracebacks import candidate_traceback
 
 
 class CandidateServer:
     def __init__(self, sock: socket.socket, device: str, interpreter: bool) -> None:
-        self.link = wire.Link(sock)
+        self.link = wire.Link(sock, pin=device != "cpu")
         self.device = device
         self.interpreter = interpreter
         self.contained = ""
@@ -48,11 +53,12 @@ class CandidateServer:
         self.module: Any = None  # the candidate's module: where the judge's objects find their classes
         self.entry_name = ""
         self.inputs: dict[int, tuple] = {}
-        self.held: list[Any] = []
+        self.held: list[HeldCall] = []
         self.kept: list[Any] = []  # spacers of judge/steady.py, alive for the process's life
         self.timer: Any = None
         self.path: Path | None = None  # the candidate's file, whose frames its tracebacks show
         self.spent: dict[str, float] = {}  # seconds per step of this process's work, sent with `collect`
+        self.profiler = _profiler()
 
     def _spend(self, step: str, since: float) -> float:
         """Seconds per step, told to the judge for scripts/judge_profile.py only: the judge
@@ -77,9 +83,16 @@ class CandidateServer:
                 self.link.send({"ok": False, "kind": "runtime_error", "message": f"unknown op {op!r}"})
                 continue
             try:
-                reply, out = handler(header, tensors)
+                if self.profiler is not None:
+                    self.profiler.enable()
+                try:
+                    reply, out = handler(header, tensors)
+                finally:
+                    if self.profiler is not None:
+                        self.profiler.disable()
                 if op == "collect":
-                    reply = {**reply, "spent": {k: round(v, 4) for k, v in self.spent.items()}}
+                    reply = {**reply, "spent": {k: round(v, 4) for k, v in self.spent.items()},
+                             **({"profile": _top_lines(self.profiler)} if self.profiler is not None else {})}
             except Exception as exc:  # noqa: BLE001 - answered, not died of
                 # A reply that cannot be built (an output this process cannot encode, memory for
                 # the reply refused, a timing step the candidate's code breaks) is the
@@ -100,9 +113,7 @@ class CandidateServer:
 
         plan = containment.Plan(**{**header["plan"], "writable": tuple(header["plan"].get("writable", ()))})
         if plan.writable:
-            import triton
-
-            triton.knobs.cache.dir = plan.writable[0]  # this source's own cache (judge/worker.py)
+            use_triton_cache(plan.writable[0])  # this source's own cache (judge/worker.py)
         self.contained = containment.apply(plan)
         self.entry_name = str(header["entry_point"])
         launches.set_allowed_ops(tuple(header.get("allowed_ops", ())))
@@ -133,14 +144,17 @@ class CandidateServer:
         self.inputs[slot] = args
         seed = header.get("seed")
         written = tuple(int(i) for i in header.get("written") or ())
+        before = input_copies(args, written)
         started = self._spend("call:decode", started)
         report, out = run_call(self.entry, args, self.device, self.interpreter,
                                seed=int(seed) if seed is not None else None, written=written, source_path=self.path)
-        self._spend("call:run_and_record", started)
+        started = self._spend("call:run_and_record", started)
         if not report["ok"]:
             return report, []
-        self.held.append(held_output(out, args, written))
-        spec, tensors = wire.encode_values([out, list(args)], objects=False)
+        report["modified"] = changed_inputs(before, args)
+        self.held.append(HeldCall.of(out, args, written))
+        spec, tensors = wire.encode_values([out, [args[i] for i in written]], objects=False)
+        self._spend("call:checks", started)
         return {**report, "values": spec}, tensors
 
     def _op_reset(self, header: dict[str, Any], _: list[torch.Tensor]) -> tuple[dict[str, Any], list]:
@@ -156,9 +170,8 @@ class CandidateServer:
         return {"ok": True}, []
 
     def _op_collect(self, header: dict[str, Any], _: list[torch.Tensor]) -> tuple[dict[str, Any], list]:
-        spec, tensors = wire.encode_values(self.held, objects=False)
-        self.held = []
-        return {"ok": True, "outputs": spec}, tensors
+        held, self.held = self.held, []
+        return {"ok": True, "calls": len(held), "changed": changed_calls(held)}, []
 
     def _op_tests(self, header: dict[str, Any], _: list[torch.Tensor]) -> tuple[dict[str, Any], list]:
         from dataclasses import asdict
@@ -190,6 +203,69 @@ def refill(old: tuple, fresh: Any) -> tuple:
         else:
             args.append(n)
     return tuple(args)
+
+
+PROFILE_ENV = "KMC_PROFILE_CANDIDATE"
+"""Set (to anything) in a judge worker's environment by scripts/judge_profile.py: its candidate
+processes run their requests under cProfile and send the top lines with `collect`."""
+
+
+def _profiler() -> Any:
+    if not os.environ.get(PROFILE_ENV):
+        return None
+    import cProfile
+
+    return cProfile.Profile()
+
+
+def _top_lines(profiler: Any, top: int = 30) -> str:
+    import io
+    import pstats
+
+    text = io.StringIO()
+    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(top)
+    return text.getvalue()[-20000:]
+
+
+def input_copies(args: tuple, written: tuple[int, ...]) -> tuple:
+    """Copies of the tensor arguments a call must leave alone (output arguments excepted), taken
+    right before it, on the device: what `changed_inputs` compares them with afterwards."""
+    return tuple(a.clone() if isinstance(a, torch.Tensor) and i not in written else None
+                 for i, a in enumerate(args))
+
+
+def changed_inputs(before: tuple, args: tuple) -> list[int]:
+    """Positions, counted among the tensor arguments (as the judge numbers them), of inputs the
+    call changed."""
+    tensors = [(b, a) for b, a in zip(before, args, strict=True) if isinstance(a, torch.Tensor)]
+    return [k for k, (b, a) in enumerate(tensors) if b is not None and not unchanged(b, a)]
+
+
+@dataclass
+class HeldCall:
+    """What the candidate process keeps of one call for the end-of-set check: the output (a
+    buffer the candidate reuses in a later call changes under it) and a copy of its bits as the
+    call returned them."""
+
+    output: Any
+    as_returned: Any
+
+    @classmethod
+    def of(cls, out: Any, args: tuple, written: tuple[int, ...]) -> HeldCall:
+        return cls(held_output(out, args, written), copy_output(out))
+
+
+def changed_calls(held: list[HeldCall]) -> list[int]:
+    """Indices of the calls whose output is no longer what the call returned."""
+    return [i for i, h in enumerate(held) if not same_bits(h.as_returned, h.output)]
+
+
+def copy_output(out: Any) -> Any:
+    if isinstance(out, torch.Tensor):
+        return out.detach().clone()
+    if isinstance(out, (tuple, list)):
+        return same_kind(out, (copy_output(o) for o in out))
+    return out
 
 
 def held_output(out: Any, args: tuple, written: tuple[int, ...]) -> Any:

@@ -30,6 +30,8 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from judge.bits import same_bits
+
 # Operations any wrapper may run: allocation, views and reshapes, copies and casts, scalar
 # reads, fills. Names are aten overload packets (`aten.add.Tensor` -> "add").
 ALLOWED_OPS = frozenset({
@@ -282,15 +284,7 @@ def _covered(t: torch.Tensor, rec: CallRecord) -> bool:
 def _matches_snapshot(t: torch.Tensor, snapshot: torch.UntypedStorage) -> bool:
     view = torch.empty(0, dtype=t.dtype, device=t.device)
     view.set_(snapshot, t.storage_offset(), t.size(), t.stride())
-    return bool(torch.equal(_bits(view), _bits(t)))
-
-
-def _bits(t: torch.Tensor) -> torch.Tensor:
-    """Bitwise view for exact comparison (NaN == NaN)."""
-    size = t.element_size()
-    if t.dtype == torch.bool or size not in (1, 2, 4, 8):
-        return t
-    return t.contiguous().view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[size])
+    return same_bits(view, t)
 
 
 def unwritten_outputs(out: Any, rec: CallRecord, interpreter: bool,

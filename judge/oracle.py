@@ -35,6 +35,7 @@ import torch
 
 from bench.sequences import same_kind
 from bench.task import Case, CaseUnavailable, OutputArgs, Task
+from judge.bits import same_bits, unchanged
 from judge.launches import PARTLY_STORED, alias_text
 from judge.running import (  # noqa: F401 - re-exported: the judge's callers name them here
     MARK_FLOAT,
@@ -214,12 +215,6 @@ def _inputs(task: Task, case: Case, device: str, refill: bool) -> tuple:
     return _CACHE.get((task.id, case, device, refill), make)
 
 
-def _unchanged(before: torch.Tensor, after: torch.Tensor) -> bool:
-    if before.is_floating_point():
-        return bool(torch.equal(torch.nan_to_num(before, nan=0.0), torch.nan_to_num(after, nan=0.0)))
-    return bool(torch.equal(before, after))
-
-
 def _flatten(out: Any, path: str = "output") -> list[tuple[str, torch.Tensor]]:
     if isinstance(out, torch.Tensor):
         return [(path, out)]
@@ -243,7 +238,8 @@ class CallReport:
     fallback: dict[str, int] = field(default_factory=dict)
     unwritten: list[str] = field(default_factory=list)
     aliased: list[str] = field(default_factory=list)
-    inputs_after: tuple = ()
+    modified: list[int] = field(default_factory=list)  # inputs the call changed (numbered among tensors)
+    inputs_after: tuple = ()  # the arguments after the call: output arguments as written, the rest as given
     output: Any = None  # as it was when the call returned
 
     @classmethod
@@ -258,7 +254,11 @@ class CallReport:
                    traceback=capped_traceback(reply.get("traceback")), launched=int(reply.get("launched") or 0),
                    fallback={str(k)[:80]: int(v) for k, v in fallback.items() if isinstance(v, int)},
                    unwritten=strings(reply.get("unwritten")), aliased=strings(reply.get("aliased")),
-                   inputs_after=inputs_after, output=output)
+                   modified=_ints(reply.get("modified")), inputs_after=inputs_after, output=output)
+
+
+def _ints(v: Any) -> list[int]:
+    return [int(x) for x in v if isinstance(x, int) and not isinstance(x, bool)][:64] if isinstance(v, list) else []
 
 
 class Runner(Protocol):
@@ -272,7 +272,10 @@ class Runner(Protocol):
         it (Task.seeded_rng); `written`: output arguments (an output may alias them)."""
         ...
 
-    def collect(self) -> list[Any]: ...
+    def collect(self) -> tuple[int, list[int]]:
+        """(calls held since the last reset, indices of those whose output is no longer what
+        the call returned: a buffer reused by a later call), forgetting them."""
+        ...
 
     def reset(self) -> None:
         """Forget held outputs and inputs: a new case set begins."""
@@ -295,7 +298,8 @@ class LocalRunner:
 
     def call(self, slot: int, args: tuple, refill: bool, seed: int | None = None,
              written: tuple[int, ...] = ()) -> CallReport:
-        from judge.candidate import held_output, run_call
+        """The same steps as the candidate process's `call` (judge/candidate.py), so both judge alike."""
+        from judge.candidate import HeldCall, changed_inputs, copy_output, input_copies, run_call
         from judge.candidate import refill as refill_in_place
 
         if refill and slot in self.inputs:
@@ -303,26 +307,30 @@ class LocalRunner:
         else:
             self.inputs[slot] = tuple(padded_copy(a) for a in args)  # as a candidate process receives them
         mine = self.inputs[slot]
+        before = input_copies(mine, written)
         reply, out = run_call(self.entry, mine, self.device, self.interpreter, seed=seed, written=written,
                               source_path=self.source_path)
-        if reply["ok"]:
-            self.held.append(held_output(out, mine, written))
-        return CallReport.from_reply(reply, _clone_args(mine), _clone_out(out))
+        if not reply["ok"]:
+            return CallReport.from_reply(reply)
+        reply["modified"] = changed_inputs(before, mine)
+        self.held.append(HeldCall.of(out, mine, written))
+        return CallReport.from_reply(reply, _after_call(args, mine, written), copy_output(out))
 
-    def collect(self) -> list[Any]:
+    def collect(self) -> tuple[int, list[int]]:
+        from judge.candidate import changed_calls
+
         held, self.held = self.held, []
-        return held
+        return len(held), changed_calls(held)
 
     def reset(self) -> None:
         self.held, self.inputs = [], {}
 
 
-def _clone_out(out: Any) -> Any:
-    if isinstance(out, torch.Tensor):
-        return out.detach().clone()
-    if isinstance(out, (tuple, list)):
-        return same_kind(out, (_clone_out(o) for o in out))
-    return out
+def _after_call(given: tuple, after: tuple | list, written: tuple[int, ...]) -> tuple:
+    """The arguments as a call left them: output arguments from `after` (copied), the rest as
+    `given` (an input the call changed fails on the runner's `modified` report instead)."""
+    return tuple(after[i].clone() if i in written and isinstance(after[i], torch.Tensor)
+                 else after[i] if i in written else g for i, g in enumerate(given))
 
 
 def _check_output(out: Any, path: str = "output") -> str:
@@ -425,13 +433,13 @@ def judge_cases(task: Task, runner: Runner, cases: tuple[Case, ...], device: str
         done.add(slot)
     if ran:
         with hold():
-            again = runner.collect()
-        if len(again) != len(ran):
-            return Verdict("runtime_error", f"the candidate process returned {len(again)} outputs for {len(ran)} calls")
-        for r, out in zip(ran, again, strict=True):
-            if not _same_bits(r.report.output, out):
-                return Verdict("wrong_result", f"the output of this case changed after later calls ({r.attempt} run): "
-                               "a buffer reused across calls", r.case.name, cases_run=len(done), kernel_launched=True)
+            calls, changed = runner.collect()
+        if calls != len(ran) or any(not 0 <= i < len(ran) for i in changed):
+            return Verdict("runtime_error", f"the candidate process held {calls} outputs for {len(ran)} calls")
+        if changed:
+            r = ran[min(changed)]
+            return Verdict("wrong_result", f"the output of this case changed after later calls ({r.attempt} run): "
+                           "a buffer reused across calls", r.case.name, cases_run=len(done), kernel_launched=True)
     if not done:
         # Never a pass by default: a candidate nobody could judge here has not shown it is right.
         why = "; ".join(reasons) if reasons else "the case set is empty"
@@ -453,11 +461,8 @@ def _judge_call(task: Task, r: _Ran, outputs: OutputArgs, device: str, cases_run
         return Verdict(kind, at_attempt(message, attempt), c.name, a, rel, cases_run=cases_run,
                        kernel_launched=launched), None
 
-    if len(report.inputs_after) != len(r.pristine):
-        return fail("runtime_error", "the candidate process sent back the wrong number of arguments")
-    modified = modified_inputs(r.pristine, report.inputs_after, outputs)
-    if modified:
-        return fail("wrong_result", f"input {modified[0]} was modified in place")
+    if report.modified:
+        return fail("wrong_result", f"input {report.modified[0]} was modified in place")
     problem = _check_output(report.output)
     if problem:
         return fail("wrong_result", problem)
@@ -491,29 +496,13 @@ def _judge_call(task: Task, r: _Ran, outputs: OutputArgs, device: str, cases_run
 def _race(first: Any, again: Any, task: Task, device: str) -> bool:
     """Two runs on the same inputs that differ beyond the task's tolerance (bit-level noise from
     atomics reordering a float sum is not a race; a missing barrier or an unmasked read is)."""
-    if _same_bits(first, again):
+    if same_bits(first, again):
         return False
     try:
         compare(_to_device(again, device), _to_device(first, device), task)
     except Mismatch:
         return True
     return False
-
-
-def _same_bits(a: Any, b: Any) -> bool:
-    """Compared where the tensors are (on the GPU for a GPU judge): copying both to the host
-    cost a third of a hidden case set's judging time on an H200."""
-    pa, pb = _flatten(a), _flatten(b)
-    return len(pa) == len(pb) and all(
-        x.shape == y.shape and x.dtype == y.dtype and torch.equal(_as_bits(x), _as_bits(y.to(x.device)))
-        for (_, x), (_, y) in zip(pa, pb, strict=True))
-
-
-def _as_bits(t: torch.Tensor) -> torch.Tensor:
-    size = t.element_size()
-    if t.dtype == torch.bool or t.is_complex() or size not in (1, 2, 4, 8):
-        return t
-    return t.contiguous().view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[size])
 
 
 def _to_device(out: Any, device: str) -> Any:
@@ -565,8 +554,7 @@ def modified_inputs(before: tuple | list, after: tuple | list, outputs: OutputAr
     for i, (b, a) in enumerate(zip(before, after, strict=True)):
         if not isinstance(b, torch.Tensor):
             continue
-        if i not in outputs.written and not (isinstance(a, torch.Tensor) and a.shape == b.shape
-                                             and a.dtype == b.dtype and _unchanged(b, a.to(b.device))):
+        if i not in outputs.written and not (isinstance(a, torch.Tensor) and unchanged(b, a)):
             changed.append(k)
         k += 1
     return changed

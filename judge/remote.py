@@ -82,7 +82,7 @@ class CandidateProcess:
         self.owner = owner
         self.pid = pid
         self.sock = sock
-        self.link = wire.Link(sock)
+        self.link = wire.Link(sock, pin=owner.device != "cpu")
         self.plan: dict[str, Any] = {}  # set when the judge sends the source and the containment plan
         self.contained = ""
         self.ready = False
@@ -146,8 +146,7 @@ class CandidateProcess:
         with contextlib.suppress(OSError, wire.WireError):
             self.sock.settimeout(1.0)
             self.link.send({"op": "exit"})
-        self.kill()
-        self.owner.status(self.pid)
+        self.kill()  # not waited for: the template reaps it with its next request (70 ms a candidate saved)
         with contextlib.suppress(OSError):
             self.sock.close()
         self.link.close()  # the arenas' memory goes back now, not when this object is collected
@@ -172,9 +171,11 @@ class RemoteRunner:
         if reply.get("ok") is not True:
             return CallReport.from_reply(reply)
         values = wire.decode_values(reply.get("values"), back)
-        if not isinstance(values, list) or len(values) != 2 or not isinstance(values[1], list):
-            raise wire.WireError("a call reply without (output, inputs)")
-        return CallReport.from_reply(reply, tuple(values[1]), values[0])
+        if not isinstance(values, list) or len(values) != 2 or not isinstance(values[1], list) \
+                or len(values[1]) != len(written):
+            raise wire.WireError("a call reply without (output, output arguments)")
+        after = dict(zip(written, values[1], strict=True))
+        return CallReport.from_reply(reply, tuple(after.get(i, a) for i, a in enumerate(args)), values[0])
 
     def reset(self) -> None:
         self.proc.request({"op": "reset"})
@@ -182,9 +183,10 @@ class RemoteRunner:
     def disturb(self, rerun: int) -> None:
         self.proc.request({"op": "disturb", "rerun": rerun})
 
-    def collect(self) -> list[Any]:
-        reply, tensors = self.proc.request({"op": "collect"})
-        outputs = wire.decode_values(reply.get("outputs"), tensors)
-        if not isinstance(outputs, list):
-            raise wire.WireError("collect did not return a list of outputs")
-        return outputs
+    def collect(self) -> tuple[int, list[int]]:
+        reply, _ = self.proc.request({"op": "collect"})
+        calls, changed = reply.get("calls"), reply.get("changed")
+        if not isinstance(calls, int) or not isinstance(changed, list) \
+                or not all(isinstance(i, int) and not isinstance(i, bool) for i in changed):
+            raise wire.WireError("collect did not say how many calls it held and which changed")
+        return calls, changed

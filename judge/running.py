@@ -170,3 +170,15 @@ def allocations(mode: str) -> Iterator[None]:
         yield
     finally:
         _PoisonState.on = _PoisonState.marker = False
+
+
+def use_triton_cache(folder: str) -> bool:
+    """Triton compiles into (and loads from) `folder` from now on in this process, where this
+    Triton has knobs (3.4 on); an older one keeps the cache its environment names (False)."""
+    import triton
+
+    knobs = getattr(triton, "knobs", None)
+    if knobs is None:  # pragma: no cover - older Triton
+        return False
+    knobs.cache.dir = folder
+    return True

@@ -29,7 +29,7 @@ PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
 # Importable from a candidate process: what it runs on. Everything else of the project is not.
 _CANDIDATE_SIDE = ("judge.candidate", "judge.launches", "judge.running", "judge.wire", "judge.containment",
                    "judge.internal_tests", "judge.verdict", "judge.sampling", "judge.steady", "judge.value_text",
-                   "judge.tracebacks", "bench.modules", "bench.poison",
+                   "judge.tracebacks", "judge.bits", "bench.modules", "bench.poison",
                    "bench.sequences")
 
 
@@ -101,6 +101,9 @@ def _child(sock_fd: int, device: str, interpreter: bool) -> None:
     serve_candidate(sock, device, interpreter)
 
 
+_ENDED_KEPT = 1000
+
+
 def _reap(ended: dict[int, int]) -> None:
     while True:
         try:
@@ -110,6 +113,8 @@ def _reap(ended: dict[int, int]) -> None:
         if pid == 0:
             return
         ended[pid] = status
+        if len(ended) > _ENDED_KEPT:  # statuses nobody asked for (ended candidates are not waited for)
+            del ended[next(iter(ended))]
 
 
 def main() -> None:
@@ -132,9 +137,11 @@ def main() -> None:
     if threads > 0:
         torch.set_num_threads(threads)
     prepare_process()
-    from judge.warmup import warm_up
+    from judge.warmup import triton_hashes, warm_up
 
     warm_up(os.environ.get("TRITON_INTERPRET") == "1")
+    if os.environ.get("TRITON_INTERPRET") != "1":  # the interpreter compiles nothing
+        triton_hashes()
     with contextlib.suppress(ImportError, OSError, RuntimeError):  # pyseccomp without libseccomp: RuntimeError
         containment.seccomp_bindings()  # imported while the project is still on the path
     subreaper = containment.become_subreaper()

@@ -38,6 +38,30 @@ def warm_up(interpreter: bool) -> None:
     launches.aliased_inputs(y, (x,))
 
 
+def triton_hashes() -> None:
+    """Triton's hashes of its own files, in the template: the first launch in a process hashes
+    Triton's sources and its ~500 MB library to key its cache (0.4 s per candidate process on
+    an H200 host, measured with scripts/judge_profile.py). They are cached per process, and
+    forked children inherit them; no GPU is touched. Best effort: where a Triton keeps them
+    elsewhere, each process pays the cost again."""
+    import contextlib
+    from pathlib import Path
+
+    with contextlib.suppress(Exception):
+        from triton.runtime.cache import triton_key
+
+        triton_key()
+    for backend in ("nvidia", "amd"):
+        with contextlib.suppress(Exception):
+            import importlib
+
+            compiler = importlib.import_module(f"triton.backends.{backend}.compiler")
+            file_hash = getattr(compiler, "file_hash", None)
+            if file_hash is not None:
+                for library in sorted((Path(str(compiler.__file__)).parent / "lib").glob("*.bc")):
+                    file_hash(str(library))  # the path string its options name (extern_libs)
+
+
 def compile_helpers() -> None:
     """In the judge process on a GPU: one launch, so Triton builds its driver helpers now."""
     x = torch.zeros(8, device="cuda")

@@ -120,8 +120,14 @@ class Worker:
         if self.target.interpreter:
             return []
         try:
+            from judge.running import use_triton_cache
             from judge.warmup import compile_helpers
 
+            # The judge's own kernels and helpers go where the listing below looks (without
+            # this, Triton's default cache: nothing was found, and every candidate process
+            # built the helpers again, seconds per source).
+            self.triton_cache.mkdir(parents=True, exist_ok=True)
+            use_triton_cache(str(self.triton_cache))
             compile_helpers()
             suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
             return [entry for entry in self.triton_cache.iterdir()
@@ -171,15 +177,33 @@ class Worker:
             plan["uid"], plan["gid"] = self.user
         return plan
 
-    def _candidate(self) -> Any:
+    def _candidate(self, limit: float) -> Any:
+        """A ready candidate process, its clock started: the spare when it is alive (it can
+        have died with a template that the previous candidate killed, where no seccomp filter
+        stops signals), else a fresh one. The next spare is forked at once, so it makes its
+        GPU context while this candidate is judged."""
+        from judge.remote import CandidateDied, CandidateTimeout
+        from judge.wire import WireError
+
         proc, self.spare = self.spare, None
         if proc is not None:
-            return proc
-        try:
-            return self.template.spawn()
-        except (OSError, EOFError):
-            self._restart_template()
-            return self.template.spawn()
+            proc.start_clock(limit)
+            try:
+                proc.wait_ready(max(1.0, proc.deadline - time.monotonic()))
+                proc.request({"op": "reset"})  # alive now, not only when it said it was ready
+            except (CandidateDied, CandidateTimeout, WireError, OSError):
+                proc.close()
+                proc = None
+        if proc is None:
+            try:
+                proc = self.template.spawn()
+            except (OSError, EOFError):
+                self._restart_template()
+                proc = self.template.spawn()
+            proc.start_clock(limit)
+            proc.wait_ready(max(1.0, proc.deadline - time.monotonic()))
+        self._refill_spare()
+        return proc
 
     def handle(self, job: dict[str, Any]) -> dict[str, Any]:
         from judge.phases import PhaseClock
@@ -217,10 +241,9 @@ class Worker:
 
         task = get_task(job["task"])
         limit = float(job.get("timeout") or 600.0)
-        proc = self._candidate()
+        proc = None
         try:
-            proc.start_clock(limit)
-            proc.wait_ready(max(1.0, proc.deadline - time.monotonic()))
+            proc = self._candidate(limit)
             proc.plan = self._plan(job["source"])
             with self.clock("compile"):  # writing and importing the candidate, in its process
                 reply, _ = proc.request({"op": "load", "source": job["source"], "entry_point": task.entry_point,
@@ -241,8 +264,8 @@ class Worker:
                 self.fatal = "device error in the judge"  # its own GPU context is gone: the pool restarts it
             return Verdict("runtime_error", f"the judge could not judge this candidate: {format_exception(exc)}"), None
         finally:
-            proc.close()
-            self._refill_spare()
+            if proc is not None:
+                proc.close()
 
     def _judge_job(self, task: Any, job: dict[str, Any], proc: Any) -> tuple[Any, Any]:
         from judge.oracle import judge_cases

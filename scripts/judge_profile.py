@@ -97,19 +97,26 @@ def profile_in_process(tasks: list[str], case_set: str, repeats: int, timing: bo
     """The judge worker's own code in this process under cProfile (its candidate processes are
     forked as usual): seconds the judge waits on a candidate show as socket receives."""
     import cProfile
+    import os
     import pstats
 
+    from judge.candidate import PROFILE_ENV
     from judge.remote import CandidateProcess
     from judge.worker import Worker
 
     said: dict[str, float] = {}
+    profiles: list[str] = []
     request = CandidateProcess.request
 
     def noting(self: Any, header: dict[str, Any], tensors: Any = None) -> Any:
         reply, back = request(self, header, tensors)
         for step, seconds in (reply.get("spent") or {}).items():
             said[step] = said.get(step, 0.0) + float(seconds)
+        if reply.get("profile"):
+            profiles.append(str(reply["profile"]))
         return reply, back
+
+    os.environ[PROFILE_ENV] = "1"  # the template inherits it, and every candidate process from it
 
     CandidateProcess.request = noting  # type: ignore[method-assign]
     worker = Worker()
@@ -129,6 +136,9 @@ def profile_in_process(tasks: list[str], case_set: str, repeats: int, timing: bo
                   f"{reply['evaluation']['verdict']['kind']} {reply['evaluation'].get('phases')}", flush=True)
             print("candidate processes' own seconds (as they report them):",
                   {k: round(v, 3) for k, v in sorted(said.items(), key=lambda kv: -kv[1])}, flush=True)
+            if profiles:
+                print("the last candidate process's requests under cProfile:\n" + profiles[-1], flush=True)
+            profiles.clear()
             stats = pstats.Stats(prof)
             stats.sort_stats("tottime").print_stats(top)
             stats.sort_stats("cumulative").print_stats(top)
