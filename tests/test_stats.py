@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import math
-import time
 from fractions import Fraction
 from pathlib import Path
 
@@ -389,16 +388,16 @@ def test_task_mean_and_aggregate_curves() -> None:
         curve_by_task(df.drop(columns="curve"))
 
 
-def test_aggregate_curves_is_fast() -> None:
+def test_aggregate_curves_at_scale_keeps_shape_and_monotone_mean() -> None:
+    """Its speed at this scale is a figure of benchmarks/bench_stats.py, not a test."""
     rng = np.random.default_rng(6)
     units, budget = 2000, 100
     ids = rng.integers(0, 500, units)
     firsts = rng.integers(0, 150, units)
     curves = (np.arange(budget + 1)[None, :] >= firsts[:, None]).astype(float)
-    t = time.perf_counter()
     band = aggregate_curves(ids, curves, n_resamples=2000)
-    assert time.perf_counter() - t < 5.0
-    assert band.per_task.shape[1] == budget + 1 and np.all(np.diff(band.mean) >= 0)
+    assert band.per_task.shape == (len(np.unique(ids)), budget + 1) and np.all(np.diff(band.mean) >= 0)
+    assert np.all(band.lo <= band.mean + 1e-12) and np.all(band.mean <= band.hi + 1e-12)
 
 
 def test_runs_pass_at_k() -> None:
