@@ -6,7 +6,8 @@ By a real mechanism, in this order:
    while the template is a child subreaper, so nothing it starts can be orphaned out of reach;
 2. as root: private mount and network namespaces: every mount read-only (the project, the run
    folder, other workers' folders), a private size-capped tmpfs on /tmp, /dev/shm and the
-   candidate's folder (gone with the process), no network;
+   candidate's folder (gone with the process; the interpreter's libraries, should they live
+   under /tmp, bound back read-only), no network;
 3. the unprivileged `--worker-user`, when one is named;
 4. no core dumps (file sizes are bounded by the capped tmpfs mounts, not by RLIMIT_FSIZE,
    which would also cap the memfd carrying the candidate's reply);
@@ -93,6 +94,9 @@ def _namespaces(plan: Plan) -> list[str]:
     # (the worker's own Triton cache), which the private tmpfs below hides; they are bound back
     # from these descriptors, which still reach the (writable) mounts they were opened on.
     keep = [(path, os.open(path, os.O_PATH | os.O_DIRECTORY)) for path in plan.writable]
+    # The interpreter's own libraries may live under /tmp too (a virtual environment in a
+    # checkout there): bound back read-only, or the candidate could import nothing new.
+    libraries = [(path, os.open(path, os.O_PATH | os.O_DIRECTORY)) for path in _under_private_tmpfs(_python_paths())]
     for point in sorted(set(_mount_points()), key=len):
         if point.startswith(_SKIP_RDONLY) or point in ("/tmp", "/dev/shm"):
             continue
@@ -114,11 +118,35 @@ def _namespaces(plan: Plan) -> list[str]:
             _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_NOSUID)
         finally:
             os.close(fd)
+    for path, fd in libraries:
+        try:
+            os.makedirs(path, exist_ok=True)
+            _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
+            _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID)
+        finally:
+            os.close(fd)
     os.makedirs(plan.folder, exist_ok=True)
     if not plan.folder.startswith("/tmp/"):
         _mount("tmpfs", plan.folder, "tmpfs", MS_NOSUID | MS_NODEV, cap)
     return [f"private read-only mounts with a {plan.tmp_cap_mb} MiB tmpfs for /tmp, /dev/shm and its folder",
             "no network"]
+
+
+def _python_paths() -> list[str]:
+    import sys
+
+    return [*sys.path, sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix]
+
+
+def _under_private_tmpfs(paths: list[str]) -> list[str]:
+    """The outermost existing folders among `paths` that the private /tmp or /dev/shm would hide."""
+    hidden = sorted({os.path.realpath(p) for p in paths if p and os.path.isdir(p)
+                     and any(os.path.realpath(p).startswith(t + "/") for t in ("/tmp", "/dev/shm"))}, key=len)
+    outermost: list[str] = []
+    for path in hidden:
+        if not any(path.startswith(kept + "/") for kept in outermost):
+            outermost.append(path)
+    return outermost
 
 
 def seccomp_bindings() -> Any:
