@@ -379,9 +379,9 @@ def judge_cases(task: Task, runner: Runner, cases: tuple[Case, ...], device: str
 
     Per case the candidate runs twice: on fresh inputs, then after the inputs are rewritten in
     place (same memory, new values): a result cached by data pointer is stale on the second
-    run. The candidate keeps every output it returned; once every call has returned, all come
-    back again and each must be what it was when its call returned, so an output buffer
-    reused by a later call shows. `repeat_for_races` (a final submission on a GPU): a third
+    run. The runner keeps every output it returned; once every call has returned, it says
+    which are no longer what they were when their calls returned, so an output buffer reused
+    by a later call shows (`Runner.collect`). `repeat_for_races` (a final submission on a GPU): a third
     call on the first inputs must agree with the first call (where the task's reference is
     deterministic), else a race. A case the task cannot build here (`CaseUnavailable`) is
     skipped with its reason. `hold()`: entered around each case (its inputs, calls and
