@@ -96,7 +96,8 @@ def _namespaces(plan: Plan) -> list[str]:
     keep = [(path, os.open(path, os.O_PATH | os.O_DIRECTORY)) for path in plan.writable]
     # The interpreter's own libraries may live under /tmp too (a virtual environment in a
     # checkout there): bound back read-only, or the candidate could import nothing new.
-    libraries = [(path, os.open(path, os.O_PATH | os.O_DIRECTORY)) for path in _under_private_tmpfs(_python_paths())]
+    libraries = [(path, os.open(path, os.O_PATH | os.O_DIRECTORY))
+                 for path in _under_private_tmpfs(_python_paths(), keep_clear=(plan.folder, *plan.writable))]
     for point in sorted(set(_mount_points()), key=len):
         if point.startswith(_SKIP_RDONLY) or point in ("/tmp", "/dev/shm"):
             continue
@@ -133,17 +134,29 @@ def _namespaces(plan: Plan) -> list[str]:
 
 
 def _python_paths() -> list[str]:
+    """Where the interpreter's libraries are: its prefixes and the import path's package folders
+    (not every import path entry: the working folder a process was started in is one, and it
+    may hold the candidate's own folder)."""
     import sys
 
-    return [*sys.path, sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix]
+    packages = [p for p in sys.path if os.path.isabs(p) and ("site-packages" in p or "dist-packages" in p)]
+    return [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix, *packages]
 
 
-def _under_private_tmpfs(paths: list[str]) -> list[str]:
-    """The outermost existing folders among `paths` that the private /tmp or /dev/shm would hide."""
-    hidden = sorted({os.path.realpath(p) for p in paths if p and os.path.isdir(p)
-                     and any(os.path.realpath(p).startswith(t + "/") for t in ("/tmp", "/dev/shm"))}, key=len)
+def _under_private_tmpfs(paths: list[str], keep_clear: tuple[str, ...] = ()) -> list[str]:
+    """The outermost existing folders among `paths` that the private /tmp or /dev/shm would
+    hide, leaving out any that holds a folder in `keep_clear` (bound back read-only, it would
+    make that folder read-only too)."""
+    clear = [os.path.realpath(c) for c in keep_clear]
+
+    def hidden(p: str) -> bool:
+        return any(p.startswith(t + "/") for t in ("/tmp", "/dev/shm"))
+
+    found = sorted({os.path.realpath(p) for p in paths if p and os.path.isdir(p)}, key=len)
     outermost: list[str] = []
-    for path in hidden:
+    for path in found:
+        if not hidden(path) or any(c == path or c.startswith(path + "/") for c in clear):
+            continue
         if not any(path.startswith(kept + "/") for kept in outermost):
             outermost.append(path)
     return outermost

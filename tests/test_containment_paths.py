@@ -42,6 +42,20 @@ def test_the_outermost_library_folders_under_tmp_are_found(tmp_path: Path) -> No
         assert found == []
 
 
+def test_a_folder_holding_the_candidates_own_folder_is_not_bound_read_only(tmp_path: Path) -> None:
+    """A worker started in a folder under /tmp: that folder (an import path entry of the
+    template) holds the candidate's folder, which must stay writable."""
+    work = tmp_path / "pool-tmp"
+    (work / "cand-1").mkdir(parents=True)
+    (work / "lib" / "site-packages").mkdir(parents=True)
+    found = _under_private_tmpfs([str(work), str(work / "lib" / "site-packages")],
+                                 keep_clear=(str(work / "cand-1"),))
+    if str(tmp_path).startswith("/tmp/"):
+        assert found == [os.path.realpath(work / "lib" / "site-packages")]
+    else:
+        assert found == []
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="the private mounts need root")
 def test_a_library_under_tmp_stays_importable_and_read_only_in_a_contained_process(tmp_path: Path) -> None:
     base = Path("/tmp") / f"kmc-lib-probe-{os.getpid()}"
