@@ -35,7 +35,7 @@ import torch
 
 from bench.sequences import same_kind
 from bench.task import Case, CaseUnavailable, OutputArgs, Task
-from judge.bits import same_bits, unchanged
+from judge.bits import flat_tensors, same_bits, unchanged
 from judge.launches import PARTLY_STORED, alias_text
 from judge.running import (  # noqa: F401 - re-exported: the judge's callers name them here
     MARK_FLOAT,
@@ -183,7 +183,7 @@ class _InputCache:
 
     @staticmethod
     def _nbytes(value: Any) -> int:
-        return sum(t.numel() * t.element_size() for _, t in _flatten(value))
+        return sum(t.numel() * t.element_size() for t in flat_tensors(value))
 
     def get(self, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
         if key in self.entries:
@@ -213,14 +213,6 @@ def _inputs(task: Task, case: Case, device: str, refill: bool) -> tuple:
         return task.inputs(c, device)
 
     return _CACHE.get((task.id, case, device, refill), make)
-
-
-def _flatten(out: Any, path: str = "output") -> list[tuple[str, torch.Tensor]]:
-    if isinstance(out, torch.Tensor):
-        return [(path, out)]
-    if isinstance(out, (tuple, list)):
-        return [item for i, o in enumerate(out) for item in _flatten(o, f"{path}[{i}]")]
-    return []
 
 
 # ---------------------------------------------------------------- running the candidate
@@ -329,8 +321,12 @@ class LocalRunner:
 def _after_call(given: tuple, after: tuple | list, written: tuple[int, ...]) -> tuple:
     """The arguments as a call left them: output arguments from `after` (copied), the rest as
     `given` (an input the call changed fails on the runner's `modified` report instead)."""
-    return tuple(after[i].clone() if i in written and isinstance(after[i], torch.Tensor)
-                 else after[i] if i in written else g for i, g in enumerate(given))
+    def left(i: int, g: Any) -> Any:
+        if i not in written:
+            return g
+        return after[i].clone() if isinstance(after[i], torch.Tensor) else after[i]
+
+    return tuple(left(i, g) for i, g in enumerate(given))
 
 
 def _check_output(out: Any, path: str = "output") -> str:

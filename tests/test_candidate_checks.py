@@ -51,9 +51,7 @@ def test_an_output_in_memory_the_judge_refills_is_kept_as_a_copy() -> None:
 
 @pytest.mark.gpu
 def test_page_locked_arenas_carry_gpu_tensors_both_ways() -> None:
-    if not torch.cuda.is_available():
-        pytest.skip("needs a GPU")
-    torch.cuda.init()
+    torch.cuda.init()  # skipped without a GPU by the `gpu` mark (tests/conftest.py)
     a, b = socket.socketpair()
     left, right = wire.Link(a, pin=True), wire.Link(b, pin=True)
     try:
