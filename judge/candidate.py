@@ -223,8 +223,10 @@ def _top_lines(profiler: Any, top: int = 30) -> str:
     import pstats
 
     text = io.StringIO()
-    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(top)
-    return text.getvalue()[-20000:]
+    stats = pstats.Stats(profiler, stream=text)
+    stats.sort_stats("tottime").print_stats(top)
+    stats.sort_stats("cumulative").print_stats(top)  # which of Triton's steps (compile, launcher build) the time is under
+    return text.getvalue()[-40000:]
 
 
 def input_copies(args: tuple, written: tuple[int, ...]) -> tuple:

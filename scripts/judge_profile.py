@@ -6,6 +6,7 @@ context and of a fresh candidate process. A diagnostic for the evaluator's throu
 
 Usage: python scripts/judge_profile.py [--tasks vector_add,softmax] [--repeats 3] [--case-set hidden]
        [--cprofile]   (the judge worker in this process under cProfile: where the judge's own seconds go)
+       [--cprofile --cold]  (its start-up and first evaluations of new sources instead of warm repeats)
        [--wire]       (the cost of moving tensors through fresh and reused shared memory, and to and from the GPU)
 """
 
@@ -93,12 +94,14 @@ def wire_costs(megabytes: int = 16, rounds: int = 10) -> dict[str, float]:
     return out
 
 
-def profile_in_process(tasks: list[str], case_set: str, repeats: int, timing: bool, top: int = 35) -> None:
+def profile_in_process(tasks: list[str], case_set: str, repeats: int, timing: bool, top: int = 35,
+                       cold: bool = False) -> None:
     """The judge worker's own code in this process under cProfile (its candidate processes are
-    forked as usual): seconds the judge waits on a candidate show as socket receives."""
+    forked as usual): seconds the judge waits on a candidate show as socket receives. `cold`:
+    the worker's start-up and each task's first evaluation (a source no process has compiled)
+    instead of warm repeats, which is where a run of many distinct candidates spends its time."""
     import cProfile
     import os
-    import pstats
 
     from judge.candidate import PROFILE_ENV
     from judge.remote import CandidateProcess
@@ -119,6 +122,9 @@ def profile_in_process(tasks: list[str], case_set: str, repeats: int, timing: bo
     os.environ[PROFILE_ENV] = "1"  # the template inherits it, and every candidate process from it
 
     CandidateProcess.request = noting  # type: ignore[method-assign]
+    if cold:
+        _profile_cold(Worker, tasks, case_set, timing, said, profiles, top)
+        return
     worker = Worker()
     try:
         for task_id in tasks:
@@ -139,9 +145,49 @@ def profile_in_process(tasks: list[str], case_set: str, repeats: int, timing: bo
             if profiles:
                 print("the last candidate process's requests under cProfile:\n" + profiles[-1], flush=True)
             profiles.clear()
-            stats = pstats.Stats(prof)
-            stats.sort_stats("tottime").print_stats(top)
-            stats.sort_stats("cumulative").print_stats(top)
+            _print_stats(prof, top)
+    finally:
+        worker.close()
+
+
+def _print_stats(prof: Any, top: int) -> None:
+    import pstats
+
+    stats = pstats.Stats(prof)
+    stats.sort_stats("tottime").print_stats(top)
+    stats.sort_stats("cumulative").print_stats(top)
+
+
+def _profile_cold(worker_class: Any, tasks: list[str], case_set: str, timing: bool,
+                  said: dict[str, float], profiles: list[str], top: int) -> None:
+    import cProfile
+
+    prof = cProfile.Profile()
+    t = time.perf_counter()
+    prof.enable()
+    worker = worker_class()
+    prof.disable()
+    print(f"== worker start-up: {time.perf_counter() - t:.2f} s (the template's own start is not in the "
+          "judge's profile: it shows as waiting)", flush=True)
+    _print_stats(prof, top)
+    try:
+        for i, task_id in enumerate(tasks):
+            source = get_task(task_id).baseline_source() + f"\n# cold evaluation {time.time_ns()}\n"
+            job = {"task": task_id, "source": source, "case_set": case_set, "timing": timing, "timeout": 600}
+            said.clear()
+            prof = cProfile.Profile()
+            t = time.perf_counter()
+            prof.enable()
+            reply = worker.handle({**job, "id": i})
+            prof.disable()
+            print(f"== {task_id}: first evaluation of a new source in {time.perf_counter() - t:.2f} s: "
+                  f"{reply['evaluation']['verdict']['kind']} {reply['evaluation'].get('phases')}", flush=True)
+            print("its candidate process's own seconds (as it reports them):",
+                  {k: round(v, 3) for k, v in sorted(said.items(), key=lambda kv: -kv[1])}, flush=True)
+            for text in profiles:
+                print("its candidate process's requests under cProfile:\n" + text, flush=True)
+            profiles.clear()
+            _print_stats(prof, top)
     finally:
         worker.close()
 
@@ -155,12 +201,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", dest="json_out", type=Path, default=None)
     ap.add_argument("--cprofile", action="store_true", help="the judge worker in this process, under cProfile")
     ap.add_argument("--wire", action="store_true", help="only the shared-memory and device copy costs")
+    ap.add_argument("--cold", action="store_true",
+                    help="with --cprofile: the worker's start-up and first evaluations of new sources")
     args = ap.parse_args(argv)
     if args.wire:
         print(json.dumps(wire_costs()), flush=True)
         return 0
     if args.cprofile:
-        profile_in_process(args.tasks.split(","), args.case_set, args.repeats, args.timing)
+        profile_in_process(args.tasks.split(","), args.case_set, args.repeats, args.timing, cold=args.cold)
         return 0
     target = detect_target()
     rows = []

@@ -1,0 +1,133 @@
+#!/usr/bin/env python
+"""Why an adapted suite's reference fails its own hidden cases here: each task in a process of
+its own (a fault kills only that one), every step the judge takes timed and printed as it
+happens: the case list, each case's inputs (where new shapes are probed), the reference on
+them, a second run on fresh inputs (determinism), and which returned tensors the launch
+recorder sees no kernel write. With `--blocking` (CUDA_LAUNCH_BLOCKING=1) a device fault is
+reported at the step that caused it. A diagnostic, not a verdict: `bench check` is the verdict.
+
+    python scripts/reference_diagnose.py --source geak-eval:DIR tb-decay_cumsum tb-destindex_copy ...
+        [--timeout 90] [--parallel 8] [--blocking] [--case-set hidden]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def _say(started: float, text: str) -> None:
+    print(f"[{time.perf_counter() - started:7.2f}s] {text}", flush=True)
+
+
+def _describe(out: Any) -> str:
+    import torch
+
+    from judge.launches import flatten
+
+    parts = []
+    for path, t in flatten(out):
+        if isinstance(t, torch.Tensor):
+            parts.append(f"{path}={tuple(t.shape)}:{str(t.dtype).removeprefix('torch.')}"
+                         f"{'' if t.is_contiguous() else ':strided'}{':view' if t._base is not None else ''}")
+        else:
+            parts.append(f"{path}={type(t).__name__}")
+    return ", ".join(parts)
+
+
+def diagnose(task_id: str, case_set: str) -> int:
+    """In this process: the judge's steps for one task, each timed; the first failure's
+    traceback ends it (exit 1)."""
+    import torch
+
+    from bench.registry import get_task, load_sources, resolve_sources
+    from judge import launches
+    from judge.bits import same_bits
+    from judge.device import detect_target
+
+    started = time.perf_counter()
+    target = detect_target()
+    device = "cpu" if target.interpreter else "cuda"
+    step = "loading the task sources"
+    try:
+        load_sources(resolve_sources(None), target.vendor)  # --source, handed over as $KMC_TASK_SOURCES
+        task = get_task(task_id)
+        step = "listing the cases"
+        cases = task.cases(case_set, target.interpreter)
+        _say(started, f"{len(cases)} {case_set} cases")
+        launches.install_launch_recorder()
+        for c in cases:
+            step = f"{c.name}: making its inputs"
+            try:
+                args = task.inputs(c, device)
+            except Exception as exc:  # noqa: BLE001 - a case the task cannot make (CaseUnavailable) is skipped by the judge too
+                _say(started, f"{c.name}: no inputs ({type(exc).__name__}: {str(exc)[:200]})")
+                continue
+            _say(started, f"{c.name}: inputs ready")
+            step = f"{c.name}: the reference"
+            with launches.recording(args) as rec:
+                out = task.reference(*args)
+            if device == "cuda":
+                torch.cuda.synchronize()
+            missing = launches.unwritten_outputs(out, rec, target.interpreter)
+            _say(started, f"{c.name}: reference ran: {_describe(out)}"
+                 + (f"; NOT KERNEL-WRITTEN: {missing}" if missing else ""))
+            step = f"{c.name}: the reference again on fresh inputs"
+            again = task.reference(*task.inputs(c, device))
+            if device == "cuda":
+                torch.cuda.synchronize()
+            if not same_bits(out, again):
+                _say(started, f"{c.name}: THE REFERENCE GAVE OTHER BITS ON A SECOND RUN")
+        _say(started, "done")
+        return 0
+    except Exception:  # noqa: BLE001 - the point of the script: say where and why
+        _say(started, f"FAILED while {step}:\n{traceback.format_exc()[-3000:]}")
+        return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("tasks", nargs="+")
+    ap.add_argument("--source", action="append", default=[], help="ADAPTER:PATH, as for bench check")
+    ap.add_argument("--case-set", default="hidden")
+    ap.add_argument("--timeout", type=float, default=90.0)
+    ap.add_argument("--parallel", type=int, default=4)
+    ap.add_argument("--blocking", action="store_true", help="CUDA_LAUNCH_BLOCKING=1: faults at their step")
+    ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # the per-task child
+    args = ap.parse_args(argv)
+    if args.one:
+        return diagnose(args.tasks[0], args.case_set)
+    env = dict(os.environ)
+    if args.source:
+        env["KMC_TASK_SOURCES"] = ";".join(args.source)
+    if args.blocking:
+        env["CUDA_LAUNCH_BLOCKING"] = "1"
+
+    def one(task_id: str) -> str:
+        cmd = [sys.executable, __file__, "--one", "--case-set", args.case_set, task_id]
+        try:
+            done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
+            text, end = done.stdout + done.stderr[-2000:], f"exit {done.returncode}"
+        except subprocess.TimeoutExpired as exc:
+            out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+            text, end = out, f"TIMED OUT after {args.timeout:.0f} s"
+        return f"===== {task_id}: {end}\n{text}"
+
+    with ThreadPoolExecutor(max_workers=max(1, args.parallel)) as ex:
+        for report in ex.map(one, args.tasks):
+            print(report, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
