@@ -545,3 +545,18 @@ def test_imports_of_the_test_section_are_in_scope_as_in_geak_eval(tasks: dict[st
     assert _judge(task, bare).correct
     own = "import torch\n" + bare
     assert task.complete_source(own) == own
+
+
+def test_large_permuted_inputs_are_reordered_without_a_full_shuffle() -> None:
+    """Above SHUFFLE_LIMIT a permuted case reorders by a seeded affine map: the same values, a
+    different order, the same order on every call (randperm of 50M elements took seconds)."""
+    from bench.adapters import geak_record
+
+    t = torch.randn(geak_record.SHUFFLE_LIMIT * 2 + 3)
+    first = geak_record._permuted(t, seed=2, pos=1)
+    assert torch.equal(first, geak_record._permuted(t, seed=2, pos=1))
+    assert torch.equal(first.sort().values, t.sort().values)
+    assert (first != t).float().mean() > 0.99
+    assert not torch.equal(first, geak_record._permuted(t, seed=3, pos=1))
+    small = torch.randn(100)
+    assert torch.equal(geak_record._permuted(small, seed=0, pos=0), small)
