@@ -49,6 +49,7 @@ class TemplateProcess:
         hello, _fds = template._recv(self.control)
         if not hello or not hello.get("ready"):
             raise RuntimeError(f"the candidate template did not start: {hello}")
+        self.startup: dict[str, float] = dict(hello.get("startup") or {})  # seconds per step of its start
         self.control.settimeout(60.0)
         self.device = device
 

@@ -120,10 +120,25 @@ def _reap(ended: dict[int, int]) -> None:
 def main() -> None:
     control = socket.socket(fileno=int(sys.argv[1]))
     import importlib
+    import time
+
+    # Seconds per start-up step, sent with the ready message: a worker's start-up is mostly
+    # this process's (scripts/judge_profile.py --cold prints them).
+    startup: dict[str, float] = {}
+    mark = time.perf_counter()
+
+    def step(name: str) -> None:
+        nonlocal mark
+        now = time.perf_counter()
+        startup[name] = round(now - mark, 3)
+        mark = now
 
     import torch  # noqa: F401 - imported once, here: the point of a warm template
+
+    step("import torch")
     import triton  # noqa: F401
 
+    step("import triton")
     import judge.containment as containment
 
     for module in _CANDIDATE_SIDE:
@@ -136,15 +151,19 @@ def main() -> None:
     threads = int(os.environ.get("KMC_TORCH_THREADS", "0") or 0)
     if threads > 0:
         torch.set_num_threads(threads)
+    step("candidate-side modules")
     prepare_process()
     from judge.warmup import triton_hashes, warm_up
 
     warm_up(os.environ.get("TRITON_INTERPRET") == "1")
+    step("warm-up")
     if os.environ.get("TRITON_INTERPRET") != "1":  # the interpreter compiles nothing
         triton_hashes()
+        step("Triton's hashes")
     with contextlib.suppress(ImportError, OSError, RuntimeError):  # pyseccomp without libseccomp: RuntimeError
         containment.seccomp_bindings()  # imported while the project is still on the path
     subreaper = containment.become_subreaper()
+    step("containment")
     for name in list(sys.modules):
         top = name.split(".")[0]
         if top in ("bench", "judge") and name not in _CANDIDATE_SIDE and name not in ("bench", "judge"):
@@ -154,7 +173,7 @@ def main() -> None:
     device = os.environ.get("KMC_CANDIDATE_DEVICE", "cpu")
     interpreter = os.environ.get("TRITON_INTERPRET") == "1"
     ended: dict[int, int] = {}
-    _send(control, {"ready": True, "pid": os.getpid(), "subreaper": subreaper})
+    _send(control, {"ready": True, "pid": os.getpid(), "subreaper": subreaper, "startup": startup})
     while True:
         message, fds = _recv(control)
         if message is None:

@@ -169,6 +169,7 @@ def _profile_cold(worker_class: Any, tasks: list[str], case_set: str, timing: bo
     prof.disable()
     print(f"== worker start-up: {time.perf_counter() - t:.2f} s (the template's own start is not in the "
           "judge's profile: it shows as waiting)", flush=True)
+    print(f"the template's start-up steps, seconds: {worker.template.startup}", flush=True)
     _print_stats(prof, top)
     try:
         for i, task_id in enumerate(tasks):
