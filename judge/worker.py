@@ -26,6 +26,7 @@ import sys
 import sysconfig
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -88,15 +89,20 @@ class Worker:
         from judge.remote import TemplateProcess
 
         self.target = detect_target()  # TRITON_INTERPRET=1 in this worker's environment: the interpreter
-        bench.registry.load_sources(task_sources, self.target.vendor)  # the run's sources, as the parent loaded them
         self.device = "cpu" if self.target.interpreter else "cuda"
+        # The template starts (imports, warm-up: seconds) while this process loads the task
+        # sources and builds Triton's helpers: neither needs the other.
+        starting = ThreadPoolExecutor(max_workers=1, thread_name_prefix="template-start")
+        template = starting.submit(TemplateProcess, self.device)
+        starting.shutdown(wait=False)
+        bench.registry.load_sources(task_sources, self.target.vendor)  # the run's sources, as the parent loaded them
         default_mb = 256 if self.target.interpreter else 4096
         set_input_cache_bytes(int(os.environ.get(INPUT_CACHE_ENV, default_mb)) << 20)
         self.user = check_worker_user()  # (uid, gid) the candidate processes drop to, or None
         self.tmp = Path(tempfile.mkdtemp(prefix="kmc-worker-"))
         self.triton_cache = Path(os.environ.get("TRITON_CACHE_DIR") or self.tmp / "triton-cache")
         self.helpers = self._compile_helpers()
-        self.template = TemplateProcess(self.device)
+        self.template = template.result()
         self.spare: Any = None
         self.counter = 0
         self.baselines: dict[str, Any] = {}
