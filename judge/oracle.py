@@ -367,6 +367,14 @@ def held_each(items: Iterable[T], hold: Callable[[], AbstractContextManager[Any]
             yield item
 
 
+def judge_side(runner: Runner) -> AbstractContextManager[Any]:
+    """Around the judge's own work in `judge_cases` (inputs, the reference, comparisons): a
+    runner over a candidate process with a time limit stops its clock there
+    (judge/remote.py); a runner without one (`LocalRunner`) has nothing to stop."""
+    stop = getattr(runner, "judge_side", None)
+    return stop() if callable(stop) else contextlib.nullcontext()
+
+
 def judge_cases(task: Task, runner: Runner, cases: tuple[Case, ...], device: str, interpreter: bool,
                 repeat_for_races: bool = False,
                 hold: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext) -> Verdict:
@@ -399,25 +407,28 @@ def judge_cases(task: Task, runner: Runner, cases: tuple[Case, ...], device: str
                 reasons.append(reason)
             continue
         try:
-            _inputs(task, c, device, refill=False)
+            with judge_side(runner):
+                _inputs(task, c, device, refill=False)
+                outputs = task.output_args(c)
         except CaseUnavailable as exc:
             skipped += 1
             reasons.append(str(exc))
             continue
-        outputs = task.output_args(c)
         seed = c.seed if task.seeded_rng else None
         attempts = ["first", "after in-place refill"]
         if repeat_for_races and task.deterministic:
             attempts.append(REPEAT)
         for attempt in attempts:
-            args = poisoned_outputs(_inputs(task, c, device, refill=attempt == "after in-place refill"), outputs)
+            with judge_side(runner):
+                args = poisoned_outputs(_inputs(task, c, device, refill=attempt == "after in-place refill"), outputs)
             report = runner.call(slot, args, refill=attempt != "first", seed=seed, written=outputs.written)
             if not report.ok:
                 return Verdict(report.kind, report.message, c.name, cases_run=len(done),
                                kernel_launched=report.launched > 0, traceback=report.traceback)
             r = _Ran(slot, c, attempt, report, args, len(ran))
             ran.append(r)
-            verdict, judged = _judge_call(task, r, outputs, device, len(done))
+            with judge_side(runner):
+                verdict, judged = _judge_call(task, r, outputs, device, len(done))
             if verdict is None and attempt == REPEAT and _race(firsts.get(slot), judged, task, device):
                 verdict = Verdict("wrong_result", "two runs on the same inputs gave different results (a race?)",
                                   c.name, cases_run=len(done), kernel_launched=True)

@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +89,7 @@ class CandidateProcess:
         self.contained = ""
         self.ready = False
         self.deadline = float("inf")
+        self.stopped_allowance = 0.0  # how much longer the judge's own work may still stop the clock
         self.seq = 0
 
     def wait_ready(self, timeout: float) -> None:
@@ -100,6 +102,22 @@ class CandidateProcess:
     def start_clock(self, seconds: float) -> None:
         """Every request from now on shares this limit (the job's)."""
         self.deadline = time.monotonic() + seconds
+        self.stopped_allowance = seconds
+
+    @contextlib.contextmanager
+    def judge_side(self) -> Iterator[None]:
+        """The judge's own work between requests (a case's inputs, the reference's answer, the
+        comparison) is not the candidate's time: the clock stops meanwhile, for at most the
+        job's limit once more in all. A suite reference that autotunes for each new shape spent
+        minutes here on an H200 and timed out the candidate judged against it; the pool's
+        backstop allows for the stopped time (runners/pool.py `backstop_seconds`)."""
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            stopped = min(time.monotonic() - started, self.stopped_allowance)
+            self.stopped_allowance -= stopped
+            self.deadline += stopped
 
     def _recv(self, timeout: float) -> tuple[dict[str, Any], list[torch.Tensor]]:
         self.sock.settimeout(max(0.01, timeout))
@@ -180,6 +198,9 @@ class RemoteRunner:
 
     def reset(self) -> None:
         self.proc.request({"op": "reset"})
+
+    def judge_side(self) -> contextlib.AbstractContextManager[None]:
+        return self.proc.judge_side()
 
     def disturb(self, rerun: int) -> None:
         self.proc.request({"op": "disturb", "rerun": rerun})

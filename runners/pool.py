@@ -100,6 +100,14 @@ def worker_command(task_sources: tuple[str, ...] = ()) -> list[str]:
 JUDGE_MARGIN_S = 60.0  # the parent's backstop beyond the job limit the judge worker enforces
 
 
+def backstop_seconds(limit: float) -> float:
+    """How long the parent waits for a judge worker's reply to a job of `limit` seconds before
+    it counts the worker as stuck: the candidate's own limit, as long again for the judge's work
+    that stops the candidate's clock (judge/remote.py `judge_side`: inputs, reference answers),
+    and a margin."""
+    return 2 * limit + JUDGE_MARGIN_S
+
+
 class WorkerDied(Exception):
     pass
 
@@ -398,7 +406,7 @@ class LocalPool:
         try:
             self._count("jobs")
             try:
-                reply = worker.run({**job, "timeout": limit}, limit + JUDGE_MARGIN_S)
+                reply = worker.run({**job, "timeout": limit}, backstop_seconds(limit))
             except WorkerTimeout:
                 self._count("timeouts")
                 self._restart(worker)
