@@ -56,7 +56,8 @@ def merge(paths: list[Path]) -> dict[str, Any]:
 
 def render(m: dict[str, Any]) -> str:
     rate = f"{m['pass_rate']:.1%}" if m["pass_rate"] is not None else "n/a"
-    lines = [f"{', '.join(m['devices'])}: {m['passed']}/{m['checked']} references pass their own hidden cases ({rate})"
+    where = ", ".join(m["devices"]) or "device not recorded (progress rows only)"
+    lines = [f"{where}: {m['passed']}/{m['checked']} references pass their own hidden cases ({rate})"
              + (f"; {m['skipped']} skipped" if m["skipped"] else "")]
     for kind, items in m["failures"].items():
         lines.append(f"{kind} ({len(items)}):")
