@@ -66,9 +66,19 @@ def load_module(path: Path, module_name: str) -> Any:
 
 def format_exception(exc: BaseException, limit: int = 2000, path: Path | str | None = None) -> str:
     """The exception's last line(s), at most `limit` characters, without what differs between
-    processes (judge/tracebacks.py `scrub`; `path`: the candidate's file, shown as candidate.py)."""
+    processes (judge/tracebacks.py `scrub`; `path`: the candidate's file, shown as candidate.py).
+    A longer text keeps its head (the exception's type and first words, which decide how it
+    is handled: `runners/pool.py` retries a job that ran out of GPU memory) and its tail.
+    Before, only the tail was kept, and PyTorch's out-of-memory message, which lists every
+    process on the GPU, lost "out of memory": a job that a busy GPU starved was not retried."""
     text = scrub("".join(traceback.format_exception_only(type(exc), exc)).strip(), path)
-    return text[-limit:]
+    if len(text) <= limit or limit < 4 * len(ELIDED):
+        return text[-limit:]
+    head = max(0, limit // 2 - len(ELIDED))
+    return text[:head] + ELIDED + text[-(limit - head - len(ELIDED)):]
+
+
+ELIDED = " [...] "
 
 
 def mentions_device_error(text: str) -> bool:

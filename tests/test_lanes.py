@@ -74,6 +74,21 @@ def test_out_of_memory_verdicts_are_told_apart() -> None:
     assert not out_of_memory(Verdict("wrong_result", "max |out - expected| = 3"))
 
 
+def test_a_long_out_of_memory_message_keeps_what_makes_it_one() -> None:
+    """PyTorch's message lists every process on the GPU (seen on an H200 with 12 judging
+    workers: thousands of characters); the judge's verdict text kept only its tail, so the
+    pool never recognised it and never retried the job alone."""
+    from judge.running import format_exception
+
+    processes = " ".join(f"Process {1800 + i} has {i}.00 GiB memory in use." for i in range(200))
+    exc = RuntimeError(f"CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+                       f"139.80 GiB of which 193.69 MiB is free. {processes} Of the allocated memory ...")
+    text = format_exception(exc)
+    assert len(text) <= 2000 and text.endswith("Of the allocated memory ...")
+    assert out_of_memory(Verdict("runtime_error", f"the judge could not judge this candidate: {text}"))
+    assert format_exception(RuntimeError("short")) == "RuntimeError: short"
+
+
 class ScriptedWorker:
     """Stands in for a judge worker: answers each job from a script and keeps the jobs."""
 
