@@ -34,6 +34,7 @@ from typing import Any, Protocol, TypeVar
 import torch
 
 from bench.sequences import same_kind
+from bench.slack import padded_copy
 from bench.task import Case, CaseUnavailable, OutputArgs, Task
 from judge.bits import flat_tensors, same_bits, unchanged
 from judge.launches import PARTLY_STORED, alias_text
@@ -54,7 +55,7 @@ from judge.running import (  # noqa: F401 - re-exported: the judge's callers nam
 from judge.steady import at_attempt
 from judge.value_text import describe_value
 from judge.verdict import Verdict, capped_traceback
-from judge.wire import Opaque, padded_copy
+from judge.wire import Opaque
 
 T = TypeVar("T")
 
@@ -83,7 +84,7 @@ def _to_float64(args: tuple) -> tuple:
 def expected_output(task: Task, args: tuple, case: Case | None = None, slack: str = "") -> Any:
     """Reference in float64, cast back to the dtype the reference gives on native inputs.
     `slack` (a suite's Triton reference), "zero" or "nan": every copy it gets is followed in
-    memory by slack (judge/wire.py `padded_copy`), so what it reads past an input's end is
+    memory by slack (bench/slack.py `padded_copy`), so what it reads past an input's end is
     known, and what it writes there lands in the slack."""
     def copies(values: tuple) -> tuple:
         return values if not slack else tuple(padded_copy(a, nan_slack=slack == "nan") for a in values)

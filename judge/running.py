@@ -15,22 +15,12 @@ from typing import Any
 
 import torch
 
+from bench.faults import DEVICE_ERROR_MARKERS, mentions_device_error  # noqa: F401 - named here by the judge
 from bench.modules import import_file
 from bench.poison import poison_tensor
 from judge.launches import install_launch_recorder
 from judge.tracebacks import candidate_traceback, scrub
 
-DEVICE_ERROR_MARKERS = (
-    "illegal memory access",
-    "an illegal instruction",
-    "misaligned address",
-    "device-side assert",
-    "unspecified launch failure",
-    "CUDA error",
-    "HIP error",
-    "hipError",
-    "cudaError",
-)
 
 def prepare_process() -> None:
     """Install the launch recorder and the poisoning allocators *before* any candidate is
@@ -79,10 +69,6 @@ def format_exception(exc: BaseException, limit: int = 2000, path: Path | str | N
 
 
 ELIDED = " [...] "
-
-
-def mentions_device_error(text: str) -> bool:
-    return any(marker in text for marker in DEVICE_ERROR_MARKERS)
 
 
 def is_device_error(exc: BaseException) -> bool:

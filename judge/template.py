@@ -30,7 +30,7 @@ PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
 _CANDIDATE_SIDE = ("judge.candidate", "judge.launches", "judge.running", "judge.wire", "judge.containment",
                    "judge.internal_tests", "judge.verdict", "judge.sampling", "judge.steady", "judge.value_text",
                    "judge.tracebacks", "judge.bits", "bench.modules", "bench.poison",
-                   "bench.sequences")
+                   "bench.sequences", "bench.slack", "bench.faults")
 
 
 class _ProjectBlocker(MetaPathFinder):

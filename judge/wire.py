@@ -28,6 +28,7 @@ from typing import Any
 import torch
 
 from bench.sequences import of_type
+from bench.slack import raw_bytes, slack_bytes
 
 MAX_FRAME = 64 << 20  # a JSON frame larger than this is a protocol violation
 _DTYPES = {str(d).removeprefix("torch."): d for d in vars(torch).values() if isinstance(d, torch.dtype)}
@@ -119,7 +120,7 @@ class Link:
         self.copy_in_seconds = 0.0  # spent copying received tensors out of the other side's arena
 
     def send(self, header: dict[str, Any], tensors: list[torch.Tensor] | None = None) -> None:
-        raws = [_raw(t) for t in tensors or ()]
+        raws = [raw_bytes(t) for t in tensors or ()]
         total = sum(r.numel() for r in raws)
         if total and (self._out is None or self._out.size < total):
             before = 0
@@ -225,11 +226,6 @@ def unpin_host_memory(address: int) -> None:
             pass
 
 
-def _raw(t: torch.Tensor) -> torch.Tensor:
-    """A tensor's whole storage as bytes (strides and padding kept)."""
-    return torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage())
-
-
 def send(sock: socket.socket, header: dict[str, Any], tensors: list[torch.Tensor] | None = None) -> None:
     """A one-off message (the template's hello): its own arena, gone afterwards."""
     link = Link(sock)
@@ -258,31 +254,6 @@ def _recv_exact(sock: socket.socket, n: int, fds: list[int]) -> bytes:
         chunks.append(data)
         n -= len(data)
     return b"".join(chunks)
-
-
-def slack_bytes(nbytes: int) -> int:
-    """Zeroed bytes kept after a tensor's storage (`padded_copy`, `recv(slack=True)`): suites'
-    references read and write a few rows past an input's end (an unmasked tail, a length table
-    read one entry too far); with slack there, what they read is known (the same zeros in the
-    judge's reference run and in the candidate's process) and what they write harms nothing."""
-    return min(nbytes, 4 << 20) + 4096
-
-
-def padded_copy(t: Any, nan_slack: bool = False) -> Any:
-    """A copy of tensor `t` (same size, strides and offset) whose storage is followed by
-    `slack_bytes` zeroed bytes, or with `nan_slack` NaN bytes (0xFF) after a floating-point
-    tensor (an integer tensor's slack stays zero: an index read from it must not send a suite's
-    kernel astray on a GPU, where a fault ends the judge's context); anything else is returned
-    as it is."""
-    if not isinstance(t, torch.Tensor):
-        return t
-    source = _raw(t)
-    n = source.numel()
-    raw = torch.empty(n + slack_bytes(n), dtype=torch.uint8, device=t.device)
-    raw[:n].copy_(source)
-    raw[n:].fill_(0xFF if nan_slack and (t.is_floating_point() or t.is_complex()) else 0)
-    return torch.empty(0, dtype=t.dtype, device=t.device).set_(raw.untyped_storage(), t.storage_offset(), t.size(),
-                                                               t.stride())
 
 
 def _unpack(mem: Any, total: int, described: list[Any], device: str, slack: bool = False) -> list[torch.Tensor]:

@@ -560,3 +560,47 @@ def test_large_permuted_inputs_are_reordered_without_a_full_shuffle() -> None:
     assert not torch.equal(first, geak_record._permuted(t, seed=3, pos=1))
     small = torch.randn(100)
     assert torch.equal(geak_record._permuted(small, seed=0, pos=0), small)
+
+
+def test_the_adapters_probes_run_the_reference_on_copies_followed_by_slack() -> None:
+    """What the reference reads past an input's end while the adapter probes it (new shapes,
+    output arguments) is zeros, as in the judge's answer runs and the candidate's process: on
+    a GPU an unpadded copy let TritonBench references fault and end the judge's context."""
+    from bench.adapters._outputs import clone_call
+    from bench.slack import slack_bytes
+
+    x = torch.randn(5, 7)
+    copied, scalar = clone_call((x, 3))
+    assert scalar == 3 and torch.equal(copied, x) and copied.data_ptr() != x.data_ptr()
+    storage = copied.untyped_storage()
+    assert storage.nbytes() == x.nbytes + slack_bytes(x.nbytes)
+    past_end = torch.empty(0, dtype=torch.uint8).set_(storage)[x.nbytes:]
+    assert int(past_end.count_nonzero()) == 0
+
+
+def test_a_probe_that_ends_the_gpu_context_says_so_instead_of_skipping_the_shape(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A shape the reference rejects (an exception) is not a case; a device fault while probing
+    is not a rejection: the context is gone, and the task's verdict names the probe."""
+    from bench.adapters.geak_record import ReferenceFault
+
+    suite = _suite(TB / "add_vectors.py")
+    calls = suite.calls()
+    run = suite._run
+    suite.output_spec()
+
+    def rejecting(values: tuple, seed: int = 0) -> Any:
+        if values[0].shape != calls[0][0].shape:
+            raise ValueError("this reference only takes its own shapes")
+        return run(values, seed)
+
+    monkeypatch.setattr(suite, "_run", rejecting)
+    assert suite._find_shapes() == []
+
+    def faulting(values: tuple, seed: int = 0) -> Any:
+        if values[0].shape != calls[0][0].shape:
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+        return run(values, seed)
+
+    monkeypatch.setattr(suite, "_run", faulting)
+    with pytest.raises(ReferenceFault, match="faulted on the GPU while the adapter probed it"):
+        suite._find_shapes()

@@ -31,6 +31,7 @@ from bench.adapters import _outputs, _shapes
 from bench.adapters._adapted import PerformanceMetricsStub, import_text, module_name, run_in_namespace
 from bench.adapters._glue import complete, missing_imports
 from bench.adapters.geak_parse import MAX_CALLS, SuiteFile
+from bench.faults import mentions_device_error
 from bench.sequences import same_kind
 from bench.task import Case, CaseUnavailable, OutputArgs
 
@@ -43,6 +44,10 @@ SHAPE_SLOTS_CPU = 4
 PERF_SLOTS = 3
 PERF_SPREAD = 16
 SHAPE_ATTEMPTS = 6
+
+
+class ReferenceFault(RuntimeError):
+    """The suite's reference ended the GPU context while the adapter probed it."""
 
 
 class _Captured(Exception):
@@ -522,7 +527,13 @@ class GeakSuite:
             with _outputs.disturbed_memory(device):
                 again_args = _outputs.clone_call(_to_device(values, device))
             again = self._run(again_args)
-        except Exception:  # noqa: BLE001 - the suite's reference rejects this shape: not a case
+        except Exception as exc:  # noqa: BLE001 - the suite's reference rejects this shape: not a case
+            if mentions_device_error(f"{type(exc).__name__}: {exc}"):
+                # Not a rejection: this process's GPU context is gone, and every later step
+                # would fail with an error that no longer says where it came from.
+                raise ReferenceFault(f"the suite's reference faulted on the GPU while the adapter probed it on "
+                                     f"{_shapes.describe_shapes(values)}: {type(exc).__name__}: "
+                                     f"{str(exc).splitlines()[0][:300]}") from exc
             return False
         return _outputs.same(first, self.judged(again, again_args))
 
