@@ -261,6 +261,17 @@ def recording(inputs: tuple) -> Iterator[CallRecord]:
         _S.record = None
 
 
+def add_inputs(values: tuple) -> None:
+    """Tensors the call being recorded receives as inputs besides those `recording` was given
+    (the judge's copies of them for a suite's reference): on a GPU a launch that takes one is
+    then not taken to have written it. Without this the judge saw a reference that returns its
+    input (layer_norm_fwd's residual) as a kernel's work, while a candidate returning the same
+    input got `no_kernel`. Nothing while no call is recorded."""
+    rec = _S.record
+    if rec is not None:
+        rec.inputs |= {storage_key(a) for a in values if isinstance(a, torch.Tensor)}
+
+
 def flatten(out: Any, path: str = "output") -> list[tuple[str, Any]]:
     if isinstance(out, (tuple, list)):
         return [item for i, o in enumerate(out) for item in flatten(o, f"{path}[{i}]")]

@@ -37,7 +37,7 @@ from bench.sequences import same_kind
 from bench.slack import padded_copy
 from bench.task import Case, CaseUnavailable, OutputArgs, Task
 from judge.bits import flat_tensors, same_bits, unchanged
-from judge.launches import PARTLY_STORED, alias_text
+from judge.launches import PARTLY_STORED, add_inputs, alias_text
 from judge.running import (  # noqa: F401 - re-exported: the judge's callers name them here
     MARK_FLOAT,
     CandidateLoadError,
@@ -86,8 +86,14 @@ def expected_output(task: Task, args: tuple, case: Case | None = None, slack: st
     `slack` (a suite's Triton reference), "zero" or "nan": every copy it gets is followed in
     memory by slack (bench/slack.py `padded_copy`), so what it reads past an input's end is
     known, and what it writes there lands in the slack."""
+    written = task.output_args(case).written if case is not None else ()
+
     def copies(values: tuple) -> tuple:
-        return values if not slack else tuple(padded_copy(a, nan_slack=slack == "nan") for a in values)
+        copied = values if not slack else tuple(padded_copy(a, nan_slack=slack == "nan") for a in values)
+        # Inside the judge's recording of the reference (`expected_and_unwritten`), these copies
+        # are the call's inputs: a launch that receives one has not thereby written it.
+        add_inputs(tuple(a for i, a in enumerate(copied) if i not in written))
+        return copied
 
     native = call_seeded(task, case, task.reference, copies(_clone_args(args)))
     precise = call_seeded(task, case, task.reference, copies(_to_float64(_clone_args(args))))
@@ -491,6 +497,10 @@ def _judge_call(task: Task, r: _Ran, outputs: OutputArgs, device: str, cases_run
         ops = ", ".join(f"{name}" + (f" x{n}" if n > 1 else "") for name, n in sorted(fallback.items()))
         return fail("torch_fallback", f"the entry point computed with PyTorch outside Triton kernels: {ops}", a_err, r_err)
     unwritten = [] if reference_finishes_in_torch(task) else report.unwritten
+    # An output where the task's reference returns its input (layer_norm_fwd's residual when
+    # there is none) is that input, not a kernel's product, when the candidate's is too.
+    passed_through = {path for path, index in outputs.aliases if alias_text(path, index) in report.aliased}
+    unwritten = [u for u in unwritten if u.split(" ", 1)[0] not in passed_through]
     if never_written is not None:
         # The reference itself leaves part of its output unwritten: a kernel may too.
         unwritten = [u for u in unwritten if not u.endswith(PARTLY_STORED)]

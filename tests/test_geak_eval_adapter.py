@@ -604,3 +604,36 @@ def test_a_probe_that_ends_the_gpu_context_says_so_instead_of_skipping_the_shape
     monkeypatch.setattr(suite, "_run", faulting)
     with pytest.raises(ReferenceFault, match="faulted on the GPU while the adapter probed it"):
         suite._find_shapes()
+
+
+def test_a_handed_back_input_is_not_checked_for_a_kernels_writes(tasks: dict[str, Any],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a GPU the judge did not see layer_norm_fwd's reference finish in PyTorch (its
+    recorder took the input the kernel received as written by it), so its own code got
+    `no_kernel` for the residual it hands back (5 GEAK-eval TritonBench references). An output
+    where the reference hands back an input is exempt from that check when the candidate's
+    is the same input; a torch-computed tensor there is still caught."""
+    from judge import oracle
+
+    monkeypatch.setattr(oracle, "reference_finishes_in_torch", lambda task: False)  # as the GPU judge saw it
+    task = tasks["tb-residual_passthrough"]
+    assert _judge(task, task.baseline_source()).correct
+    computed = task.baseline_source().replace("return out, residual", "return out, residual * 1.0")
+    v = _judge(task, computed)
+    assert v.kind in ("no_kernel", "torch_fallback"), v
+
+
+def test_the_judges_copies_of_a_references_inputs_are_its_inputs() -> None:
+    """Recorded on a GPU (no store addresses), a launch taking a tensor marks it written unless
+    it is one of the call's inputs; the judge's copies for the reference count as inputs."""
+    from judge import launches
+
+    x = torch.randn(8)
+    out = torch.empty(8)
+    with launches.recording((x,)) as rec:
+        copy = x.clone()
+        launches.add_inputs((copy,))
+        launches._after_launch(rec, [copy, out], 0, interpreter=False)
+    assert launches.storage_key(out) in rec.derived
+    assert launches.storage_key(copy) not in rec.derived
+    launches.add_inputs((out,))  # outside a recording: nothing to note, no error
