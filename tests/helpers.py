@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -20,3 +21,15 @@ def cli_env(**extra: str) -> dict[str, str]:
 def run_cli(*args: str, timeout: float = 300, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, str(ROOT / "cli.py"), *args], capture_output=True, text=True,
                           timeout=timeout, env=env or cli_env(), cwd=str(ROOT))
+
+
+def in_process_runner(task: Any, source: str, folder: Path, module_name: str) -> Any:
+    """The candidate `source` for `task`, imported here and run through the oracle's LocalRunner
+    on the CPU interpreter (the caller sets TRITON_INTERPRET=1 before this)."""
+    from judge.oracle import LocalRunner, load_module, prepare_process
+
+    prepare_process()
+    path = folder / "candidate.py"
+    path.write_text(source)
+    module = load_module(path, module_name)
+    return LocalRunner(getattr(module, task.entry_point), "cpu", True, task.allowed_torch_ops, source_path=path)

@@ -79,14 +79,11 @@ def test_inputs_and_reference_answers_are_made_on_the_judges_side(tmp_path: Path
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     from bench.registry import get_task
-    from judge.oracle import LocalRunner, judge_cases, load_module, prepare_process
+    from judge.oracle import judge_cases
+    from tests.helpers import in_process_runner
 
-    prepare_process()
     task = get_task("vector_add")
-    path = tmp_path / "candidate.py"
-    path.write_text(task.baseline_source())
-    module = load_module(path, "kmc_candidate_clock_1")
-    runner = _Watching(LocalRunner(module.vector_add, "cpu", True, task.allowed_torch_ops, source_path=path))
+    runner = _Watching(in_process_runner(task, task.baseline_source(), tmp_path, "kmc_candidate_clock_1"))
     outside: list[str] = []
 
     def watched(make: Any, what: str) -> Any:

@@ -88,14 +88,11 @@ def test_a_memoising_candidate_judged_in_process_keeps_its_refill_text(tmp_path:
     failing there: the compiled launcher refuses CPU tensors)."""
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     from bench.registry import get_task
-    from judge.oracle import LocalRunner, judge_cases, load_module, prepare_process
+    from judge.oracle import judge_cases
+    from tests.helpers import in_process_runner
 
-    prepare_process()
     task = get_task("vector_add")
-    path = tmp_path / "candidate.py"
-    path.write_text(MEMO_BY_SHAPE.read_text())
-    module = load_module(path, "kmc_candidate_memo_77")
-    runner = LocalRunner(module.vector_add, "cpu", True, task.allowed_torch_ops, source_path=path)
+    runner = in_process_runner(task, MEMO_BY_SHAPE.read_text(), tmp_path, "kmc_candidate_memo_77")
     cases = task.cases("visible", True)[:1]
     first = judge_cases(task, runner, cases, "cpu", True)
     assert first.kind == "wrong_result" and attempt_of(first.message) == REFILL, first
