@@ -51,6 +51,7 @@ class TemplateProcess:
         if not hello or not hello.get("ready"):
             raise RuntimeError(f"the candidate template did not start: {hello}")
         self.startup: dict[str, float] = dict(hello.get("startup") or {})  # seconds per step of its start
+        self.startup_profile = str(hello.get("startup_profile") or "")  # with KMC_PROFILE_TEMPLATE
         self.control.settimeout(60.0)
         self.device = device
 

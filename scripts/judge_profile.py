@@ -161,7 +161,11 @@ def _print_stats(prof: Any, top: int) -> None:
 def _profile_cold(worker_class: Any, tasks: list[str], case_set: str, timing: bool,
                   said: dict[str, float], profiles: list[str], top: int) -> None:
     import cProfile
+    import os
 
+    from judge.template import PROFILE_STARTUP_ENV
+
+    os.environ[PROFILE_STARTUP_ENV] = "1"  # the template's warm-up under cProfile too
     prof = cProfile.Profile()
     t = time.perf_counter()
     prof.enable()
@@ -170,6 +174,7 @@ def _profile_cold(worker_class: Any, tasks: list[str], case_set: str, timing: bo
     print(f"== worker start-up: {time.perf_counter() - t:.2f} s (the template's own start is not in the "
           "judge's profile: it shows as waiting)", flush=True)
     print(f"the template's start-up steps, seconds: {worker.template.startup}", flush=True)
+    print(f"the template's warm-up under cProfile:\n{worker.template.startup_profile}", flush=True)
     _print_stats(prof, top)
     try:
         for i, task_id in enumerate(tasks):
