@@ -32,3 +32,22 @@ def test_candidate_side_modules_are_loaded_and_the_registry_is_not() -> None:
     with LocalPool(detect_target(), workers=1) as pool:
         verdict = pool.evaluate("vector_add", source, "visible").verdict
     assert verdict.correct, verdict.one_line()
+
+
+def test_the_template_says_what_its_start_cost(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seconds per start-up step with the ready message, and with KMC_PROFILE_TEMPLATE its
+    warm-up under cProfile: a worker's start-up is mostly the template's (14-17 s on an H200
+    host), and scripts/judge_profile.py --cold prints both."""
+    import os
+
+    from judge.remote import TemplateProcess
+    from judge.template import PROFILE_STARTUP_ENV
+
+    env = {**os.environ, "TRITON_INTERPRET": "1", PROFILE_STARTUP_ENV: "1"}
+    template = TemplateProcess("cpu", env=env)
+    try:
+        assert {"import torch", "warm-up", "containment"} <= set(template.startup)
+        assert all(seconds >= 0 for seconds in template.startup.values())
+        assert "warm_up" in template.startup_profile
+    finally:
+        template.close()
