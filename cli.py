@@ -368,14 +368,21 @@ def bench_list(suite: str | None, sources: tuple[str, ...], as_json: bool) -> No
 @click.option("--jsonl", "progress_file", type=click.File("a", lazy=False), default=None, metavar="FILE",
               help="Append each task's result to FILE as one JSON line as soon as it is judged (a run cut off "
                    "by a time limit keeps what it judged).")
+@click.option("--skip-judged", is_flag=True,
+              help="With --jsonl FILE: leave out the tasks FILE already has a line for (go on with a check "
+                   "that was cut off; scripts/check_summary.py merges the file).")
 def bench_check(suite: str | None, tasks: str | None, sources: tuple[str, ...], workers: int | None,
                 device: str | None, timing_seconds: float | None, no_timing: bool, shard: str | None,
-                job_timeout: float | None, as_json: bool, progress_file: TextIO | None) -> None:
+                job_timeout: float | None, as_json: bool, progress_file: TextIO | None, skip_judged: bool) -> None:
     """Judge every expert baseline of a suite on its hidden cases; on a GPU also time it on its
     perf cases and report the fraction of the memory or compute roofline. Exit 1 if any fails."""
     from bench.check import format_report
-    from runners.check import check_suite
+    from runners.check import check_suite, judged_in
     from runners.pool import WorkerStartError
+
+    if skip_judged and progress_file is None:
+        raise click.UsageError("--skip-judged needs --jsonl FILE (the tasks judged already are read from it)")
+    skip = judged_in(Path(progress_file.name)) if skip_judged and progress_file is not None else set()
 
     def progress(row: Any) -> None:
         perf = "; ".join(f"{p.case} {p.median_ms:.4f} ms" + (f" {p.roofline_fraction:.0%} of {p.bound} roofline"
@@ -389,7 +396,7 @@ def bench_check(suite: str | None, tasks: str | None, sources: tuple[str, ...], 
     try:
         report = check_suite(suite, _split(tasks), _sources(sources), workers=workers, device=device,
                              timing_seconds=timing_seconds, on_result=progress, timing=not no_timing, shard=shard,
-                             job_timeout=job_timeout)
+                             job_timeout=job_timeout, skip=skip)
     except WorkerStartError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(json.dumps(report.to_json(), indent=2) if as_json else format_report(report))

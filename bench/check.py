@@ -218,5 +218,6 @@ def summary_line(report: CheckReport) -> str:
     if skipped:
         line += f"; {skipped} skipped (no Triton baseline to check)"
     if checked == 0:
-        line = f"no baseline checked: all {skipped} tasks skipped (no Triton baseline to check)"
+        line = (f"no baseline checked: all {skipped} tasks skipped (no Triton baseline to check)" if skipped
+                else "no baseline checked: no task was left to check")
     return line + (f"; FAILED: {', '.join(r.task for r in failed)}" if failed else "")

@@ -4,10 +4,12 @@ are bench/check.py's; this module only schedules the jobs."""
 
 from __future__ import annotations
 
+import json
 import statistics
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
 from typing import Any
 
 from bench.check import Ceilings, CheckReport, PerfRow, TaskCheck, ceilings_for, new_shape_cases, roofline_row
@@ -84,13 +86,14 @@ def run_check(tasks: Iterable[Task], target: Target, workers: int | None = None,
 def check_suite(suite: str | None = None, task_ids: list[str] | None = None, sources: list[str] | None = None,
                 workers: int | None = None, device: str | None = None, timing_seconds: float | None = None,
                 on_result: Callable[[TaskCheck], None] | None = None, timing: bool = True,
-                shard: str | None = None, job_timeout: float | None = None) -> CheckReport:
+                shard: str | None = None, job_timeout: float | None = None,
+                skip: set[str] | frozenset[str] = frozenset()) -> CheckReport:
     """`cli.py bench check` as a library call: the baselines of `task_ids`, else of `suite`
     [quick without a GPU, full with one], after loading `sources` [$KMC_TASK_SOURCES].
     `device` "auto" or "cpu" [$KMC_FORCE_CPU's default]; `timing_seconds` caps sampling per perf case;
     `timing` False judges only; `shard` "K/N" checks the K-th of N slices (a long check split into runs);
     `job_timeout` seconds per baseline [the pool's default] (an adapted task's first job also records
-    the suite's calls)."""
+    the suite's calls); `skip`: task ids judged already (`judged_in`), left out."""
     if workers is not None and workers < 1:
         raise ConfigError("--workers must be at least 1")
     target = detect_target(force_cpu=(device or default_device()) == "cpu")
@@ -102,6 +105,7 @@ def check_suite(suite: str | None = None, task_ids: list[str] | None = None, sou
         chosen = suite_tasks(suite or ("quick" if target.interpreter else "full"))
     if shard is not None:
         chosen = select_shard(chosen, shard)
+    chosen = [t for t in chosen if t.id not in skip]
     if timing_seconds is not None and timing_seconds <= 0:
         raise ConfigError("--timing-seconds must be positive")
     policy = TimingPolicy(max_seconds_per_case=timing_seconds) if timing_seconds else None
@@ -109,6 +113,23 @@ def check_suite(suite: str | None = None, task_ids: list[str] | None = None, sou
         raise ConfigError("--timeout must be positive")
     return run_check(chosen, target, workers=workers, timing_policy=policy, on_result=on_result,
                      task_sources=task_sources, timing=timing, job_timeout=job_timeout)
+
+
+def judged_in(progress: Path) -> set[str]:
+    """Task ids with a row in a `--jsonl` progress file (a check cut off by a time limit goes on
+    with `--skip-judged`, on another machine or in another call); a line that does not parse
+    (cut off mid-write) names no task."""
+    ids: set[str] = set()
+    if not progress.exists():
+        return ids
+    for line in progress.read_text().splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(row, dict) and isinstance(row.get("task"), str):
+            ids.add(row["task"])
+    return ids
 
 
 def select_shard(tasks: list[Task], spec: str) -> list[Task]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -342,3 +343,22 @@ def test_hidden_scoring_includes_everything_a_method_could_see(task: Task) -> No
     cpu = set(task.cases("hidden", interpreter=True))
     assert set(task.visible) | set(task.perf) <= gpu
     assert set(task.visible) <= cpu and not set(task.perf) & cpu
+
+
+def test_a_cut_off_check_goes_on_with_the_tasks_its_progress_file_lacks(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """`bench check --jsonl FILE --skip-judged`: the tasks FILE has a line for are left out (a
+    line cut off mid-write names none), so a GPU check cut off by a command's time limit goes
+    on in the next call; without --jsonl the flag is a usage error."""
+    from runners import check
+
+    progress = tmp_path / "tb.jsonl"
+    progress.write_text('{"task": "vector_add", "verdict": "correct"}\n{"task": "flip", "verd')
+    assert check.judged_in(progress) == {"vector_add"}
+    assert check.judged_in(tmp_path / "none.jsonl") == set()
+    chosen: list[str] = []
+    monkeypatch.setattr(check, "run_check", lambda tasks, *a, **k: chosen.extend(t.id for t in tasks))
+    check.check_suite(task_ids=["vector_add", "flip", "softmax"], device="cpu", skip=check.judged_in(progress))
+    assert chosen == ["flip", "softmax"]
+    done = run_cli("bench", "check", "--tasks", "vector_add", "--skip-judged", "--device", "cpu", timeout=120)
+    assert done.returncode == 2 and "--skip-judged needs --jsonl" in done.stderr
