@@ -158,7 +158,7 @@ def run_pool(cands: list[Candidate], case_set: str, target: Target, workers: int
                 phases[name] = phases.get(name, 0.0) + seconds
         return ev.verdict.kind
 
-    with LocalPool(target, workers=workers, job_timeout=timeout) as pool:
+    with LocalPool(target, workers=workers, job_timeout=timeout, prepare=tuple(dict.fromkeys(c.task for c in cands))) as pool:
         pool.warm_up()
         with ThreadPoolExecutor(max_workers=pool.size) as ex:
             kinds = list(ex.map(one, cands))

@@ -211,6 +211,20 @@ def set_input_cache_bytes(max_bytes: int) -> None:
     _CACHE.max_bytes = max_bytes
 
 
+def prepare_inputs(task: Task, case: Case, device: str, interpreter: bool) -> int:
+    """Both attempts' inputs of `case` drawn into the cache now, as `judge_cases` would draw
+    them (a judge worker starting up: judge/worker.py); 1, or 0 for a case the interpreter skips
+    or the task cannot build here."""
+    if interpreter and case.dtype in task.interpreter_skips:
+        return 0
+    try:
+        for refill in (False, True):
+            _inputs(task, case, device, refill)
+    except CaseUnavailable:
+        return 0
+    return 1
+
+
 def _inputs(task: Task, case: Case, device: str, refill: bool) -> tuple:
     """Pristine inputs (cached, never handed out: a runner copies them into its own tensors)."""
     def make() -> tuple:

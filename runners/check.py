@@ -68,7 +68,8 @@ def run_check(tasks: Iterable[Task], target: Target, workers: int | None = None,
     timed = timing and not target.interpreter
     ceilings, exact = ceilings_for(target.device_name) if timed else (None, True)
     report = CheckReport(target.device_name, target.interpreter, ceilings, exact)
-    with LocalPool(target, workers=workers, task_sources=task_sources, job_timeout=job_timeout) as pool:
+    with LocalPool(target, workers=workers, task_sources=task_sources, job_timeout=job_timeout,
+                   prepare=tuple(t.id for t in tasks)) as pool:
         pool.warm_up()
         with ThreadPoolExecutor(max_workers=pool.size) as ex:
             futures = {ex.submit(check_task, pool, t, timed, ceilings, timing_policy, target.interpreter): i

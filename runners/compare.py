@@ -102,8 +102,13 @@ def run_executor(config: CompareConfig, target: Target, clocks_locked: bool = Fa
 
 def local_executor(config: CompareConfig, target: Target, clocks_locked: bool = False) -> LocalPool:
     """The run's worker pool, its workers told the run's task sources (and whether clocks are locked)."""
+    try:
+        prepare = tuple(t.id for t in resolve_tasks(config, target))
+    except KeyError:
+        prepare = ()  # an unknown task is reported where the run resolves its tasks
     return LocalPool(target, workers=config.workers, job_timeout=config.job_timeout_s, worker_user=config.worker_user,
-                     task_sources=config.task_sources, clocks_locked=clocks_locked, sanitize=config.sanitize)
+                     task_sources=config.task_sources, clocks_locked=clocks_locked, sanitize=config.sanitize,
+                     prepare=prepare)
 
 
 class Progress:

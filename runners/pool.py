@@ -51,7 +51,7 @@ from judge.internal_tests import DEFAULT_TEST_TIMEOUT_S, JOB_KIND, InternalTestR
 from judge.policy import TimingPolicy
 from judge.privileges import hand_over, resolve_worker_user, worker_environment
 from judge.verdict import Evaluation, Verdict
-from judge.worker import INPUT_CACHE_ENV
+from judge.worker import INPUT_CACHE_ENV, PREPARE_ENV
 from runners.sizing import WorkerPlan, plan_workers
 
 log = logging.getLogger("kmc.pool")
@@ -320,7 +320,7 @@ class LocalPool:
                  startup_timeout: float = 300.0, worker_user: str | None = None,
                  task_sources: list[str] | tuple[str, ...] = (), clocks_locked: bool = False,
                  sanitize: bool = False, plan: WorkerPlan | None = None, gate_on_cpu: bool = False,
-                 gate_folder: Path | None = None):
+                 gate_folder: Path | None = None, prepare: tuple[str, ...] = ()):
         """`workers`: how many judging workers (default: as many as the machine allows,
         runners/sizing.py; `plan` gives a layout already made). `gate_on_cpu`: interpreter
         workers share one fair gate too, as one GPU's workers do (the lanes tested on the CPU).
@@ -331,7 +331,8 @@ class LocalPool:
         the run's `ADAPTER:PATH` task sources, which every worker loads at start-up.
         `clocks_locked`: the GPU clocks are locked for as long as the pool lives (--lock-clocks),
         which the workers' timings record. `sanitize`: timed (final) evaluations are also run
-        under compute-sanitizer on NVIDIA."""
+        under compute-sanitizer on NVIDIA. `prepare`: the run's task ids, whose hidden inputs
+        each worker draws while its template starts (judge/worker.py `PREPARE_ENV`)."""
         self.sanitize = sanitize
         self.target = target
         user = resolve_worker_user(worker_user) if worker_user else None
@@ -350,6 +351,7 @@ class LocalPool:
         # What the workers must know goes into their own environment or command line, never this process's.
         extra_env = worker_environment(hand_over(self.workdir, user), user) if user else {}
         extra_env[CLOCKS_LOCKED_ENV] = "1" if clocks_locked else "0"  # never a value inherited from our shell
+        extra_env[PREPARE_ENV] = ",".join(prepare)
         if self.plan.input_cache_mib is not None and not target.interpreter:
             extra_env[INPUT_CACHE_ENV] = str(self.plan.input_cache_mib)
         threads = 1 if target.interpreter else max(1, min(4, self.plan.cores // max(workers, 1)))
