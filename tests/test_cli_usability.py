@@ -236,6 +236,7 @@ BAD_VALUES: list[tuple[tuple[str, ...], str]] = [
     (("bench", "check", "--tasks", "vector_add", "--timing-seconds", "-1", "--device", "cpu"),
      "--timing-seconds must be positive"),
     (("bench", "check", "--shard", "3/2", "--device", "cpu"), "K must be between 1 and N"),
+    (("bench", "check", "--tasks", "vector_add", "--skip-judged", "--device", "cpu"), "--skip-judged needs --jsonl"),
     (("bench", "check", "--tasks", "vector_add", "--timeout", "-1", "--device", "cpu"), "--timeout must be positive"),
     (("bench", "check", "--tasks", "vector_add", "--jsonl", "/nonexistent/progress.jsonl", "--device", "cpu"),
      "No such file or directory"),
