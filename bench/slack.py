@@ -26,9 +26,18 @@ def slack_bytes(nbytes: int) -> int:
     return min(nbytes, 4 << 20) + 4096
 
 
+def front_bytes(nbytes: int) -> int:
+    """Zeroed bytes kept before a tensor's storage, as many as after it rounded up to 256 (every
+    element size divides it, and alignment is kept). A kernel that indexes below its row start
+    (a flip whose source index goes negative) read the heap there, whose bytes depend on the
+    process's history: the same candidate got another failure text, and a method another
+    prompt, from one run to the next (seen in the exact-replay test)."""
+    return -(-slack_bytes(nbytes) // 256) * 256
+
+
 def padded_copy(t: Any, nan_slack: bool = False) -> Any:
-    """A copy of tensor `t` (same size, strides and offset) whose storage is followed by
-    `slack_bytes` zeroed bytes, or with `nan_slack` NaN bytes (0xFF) after a floating-point
+    """A copy of tensor `t` (same size and strides) with `front_bytes` zeroed bytes before it
+    in its storage and `slack_bytes` zeroed bytes after, or with `nan_slack` NaN bytes (0xFF) after a floating-point
     tensor (an integer tensor's slack stays zero: an index read from it must not send a suite's
     kernel astray on a GPU, where a fault ends the judge's context); anything else is returned
     as it is."""
@@ -36,8 +45,9 @@ def padded_copy(t: Any, nan_slack: bool = False) -> Any:
         return t
     source = raw_bytes(t)
     n = source.numel()
-    raw = torch.empty(n + slack_bytes(n), dtype=torch.uint8, device=t.device)
-    raw[:n].copy_(source)
-    raw[n:].fill_(0xFF if nan_slack and (t.is_floating_point() or t.is_complex()) else 0)
-    return torch.empty(0, dtype=t.dtype, device=t.device).set_(raw.untyped_storage(), t.storage_offset(), t.size(),
-                                                               t.stride())
+    front = front_bytes(n)
+    raw = torch.zeros(front + n + slack_bytes(n), dtype=torch.uint8, device=t.device)
+    raw[front:front + n].copy_(source)
+    raw[front + n:].fill_(0xFF if nan_slack and (t.is_floating_point() or t.is_complex()) else 0)
+    return torch.empty(0, dtype=t.dtype, device=t.device).set_(
+        raw.untyped_storage(), t.storage_offset() + front // t.element_size(), t.size(), t.stride())

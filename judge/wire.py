@@ -28,7 +28,7 @@ from typing import Any
 import torch
 
 from bench.sequences import of_type
-from bench.slack import raw_bytes, slack_bytes
+from bench.slack import front_bytes, raw_bytes, slack_bytes
 
 MAX_FRAME = 64 << 20  # a JSON frame larger than this is a protocol violation
 _DTYPES = {str(d).removeprefix("torch."): d for d in vars(torch).values() if isinstance(d, torch.dtype)}
@@ -278,9 +278,11 @@ def _unpack(mem: Any, total: int, described: list[Any], device: str, slack: bool
             # Copied once, into the receiver's own tensor: the sender may write its arena at
             # any time, so nothing here ever stays a view of it.
             view = torch.frombuffer(mem, dtype=torch.uint8, count=nbytes, offset=offset)
-            if slack:
-                raw = torch.zeros(nbytes + slack_bytes(nbytes), dtype=torch.uint8, device=device)
-                raw[:nbytes].copy_(view)
+            if slack:  # known bytes before and after (bench/slack.py), as the judge's reference runs get
+                front = front_bytes(nbytes)
+                raw = torch.zeros(front + nbytes + slack_bytes(nbytes), dtype=torch.uint8, device=device)
+                raw[front:front + nbytes].copy_(view)
+                storage_offset += front // itemsize
             else:
                 raw = view.to(device, copy=True)
             del view

@@ -567,15 +567,16 @@ def test_the_adapters_probes_run_the_reference_on_copies_followed_by_slack() -> 
     output arguments) is zeros, as in the judge's answer runs and the candidate's process: on
     a GPU an unpadded copy let TritonBench references fault and end the judge's context."""
     from bench.adapters._outputs import clone_call
-    from bench.slack import slack_bytes
+    from bench.slack import front_bytes, slack_bytes
 
     x = torch.randn(5, 7)
     copied, scalar = clone_call((x, 3))
     assert scalar == 3 and torch.equal(copied, x) and copied.data_ptr() != x.data_ptr()
-    storage = copied.untyped_storage()
-    assert storage.nbytes() == x.nbytes + slack_bytes(x.nbytes)
-    past_end = torch.empty(0, dtype=torch.uint8).set_(storage)[x.nbytes:]
-    assert int(past_end.count_nonzero()) == 0
+    front = copied.storage_offset() * copied.element_size()
+    assert front == front_bytes(x.nbytes)
+    raw = torch.empty(0, dtype=torch.uint8).set_(copied.untyped_storage())
+    assert raw.numel() == front + x.nbytes + slack_bytes(x.nbytes)
+    assert int(raw[:front].count_nonzero()) == 0 and int(raw[front + x.nbytes:].count_nonzero()) == 0
 
 
 def test_a_probe_that_ends_the_gpu_context_says_so_instead_of_skipping_the_shape(monkeypatch: pytest.MonkeyPatch) -> None:

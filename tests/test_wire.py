@@ -197,3 +197,25 @@ def test_a_struct_sequence_argument_keeps_its_field_names() -> None:
     (rebuilt,) = got
     assert type(rebuilt) is type(found)
     assert torch.equal(rebuilt.values, found.values) and torch.equal(rebuilt.indices, found.indices)
+
+
+def test_a_candidate_process_gets_known_bytes_before_and_after_each_input() -> None:
+    """What a kernel reads below an input's start or past its end is zeros, not the heap of a
+    process with its own history (a flip reading before its row start once made the same
+    candidate's failure text, and a method's next prompt, differ between two identical runs)."""
+    from bench.slack import front_bytes, slack_bytes
+
+    ours, theirs = socket.socketpair()
+    try:
+        x = torch.arange(1.0, 13.0).reshape(3, 4)
+        wire.send(ours, {"hello": 1}, [x])
+        header, (got,) = wire.recv(theirs, slack=True)
+        assert header == {"hello": 1} and torch.equal(got, x)
+        front = front_bytes(x.nbytes)
+        assert got.storage_offset() * got.element_size() == front and front % 256 == 0
+        raw = torch.empty(0, dtype=torch.uint8).set_(got.untyped_storage())
+        assert raw.numel() == front + x.nbytes + slack_bytes(x.nbytes)
+        assert int(raw[:front].count_nonzero()) == 0 and int(raw[front + x.nbytes:].count_nonzero()) == 0
+    finally:
+        ours.close()
+        theirs.close()
