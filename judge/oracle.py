@@ -211,11 +211,16 @@ def set_input_cache_bytes(max_bytes: int) -> None:
     _CACHE.max_bytes = max_bytes
 
 
+def _skipped_here(task: Task, case: Case, interpreter: bool) -> bool:
+    """A case whose dtype the interpreter cannot run for this task (`Task.interpreter_skips`)."""
+    return interpreter and case.dtype in task.interpreter_skips
+
+
 def prepare_inputs(task: Task, case: Case, device: str, interpreter: bool) -> int:
     """Both attempts' inputs of `case` drawn into the cache now, as `judge_cases` would draw
     them (a judge worker starting up: judge/worker.py); 1, or 0 for a case the interpreter skips
     or the task cannot build here."""
-    if interpreter and case.dtype in task.interpreter_skips:
+    if _skipped_here(task, case, interpreter):
         return 0
     try:
         for refill in (False, True):
@@ -421,7 +426,7 @@ def judge_cases(task: Task, runner: Runner, cases: tuple[Case, ...], device: str
     worst_abs = worst_rel = 0.0
     done: set[int] = set()
     for slot, c in held_each(enumerate(cases), hold):
-        if interpreter and c.dtype in task.interpreter_skips:
+        if _skipped_here(task, c, interpreter):
             skipped += 1
             reason = f"{c.dtype}: {task.interpreter_skips[c.dtype]}"
             if reason not in reasons:

@@ -124,27 +124,6 @@ importing torch._dynamo the first time an allocation runs under the recorder's d
 on an H200 host the warm-up took 7.4 s, not yet profiled there."""
 
 
-def _startup_profiler() -> Any:
-    if not os.environ.get(PROFILE_STARTUP_ENV):
-        return None
-    import cProfile
-
-    profiler = cProfile.Profile()
-    profiler.enable()
-    return profiler
-
-
-def _profile_text(profiler: Any, top: int = 30) -> str:
-    if profiler is None:
-        return ""
-    import io
-    import pstats
-
-    text = io.StringIO()
-    pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(top)
-    return text.getvalue()[-20000:]
-
-
 def main() -> None:
     control = socket.socket(fileno=int(sys.argv[1]))
     import importlib
@@ -181,9 +160,12 @@ def main() -> None:
         torch.set_num_threads(threads)
     step("candidate-side modules")
     prepare_process()
+    from judge.candidate import _profiler, _top_lines
     from judge.warmup import triton_hashes, warm_up
 
-    profiler = _startup_profiler()
+    profiler = _profiler(PROFILE_STARTUP_ENV)
+    if profiler is not None:
+        profiler.enable()
     warm_up(os.environ.get("TRITON_INTERPRET") == "1")
     step("warm-up")
     if profiler is not None:
@@ -205,7 +187,7 @@ def main() -> None:
     interpreter = os.environ.get("TRITON_INTERPRET") == "1"
     ended: dict[int, int] = {}
     _send(control, {"ready": True, "pid": os.getpid(), "subreaper": subreaper, "startup": startup,
-                    "startup_profile": _profile_text(profiler)})
+                    "startup_profile": _top_lines(profiler) if profiler is not None else ""})
     while True:
         message, fds = _recv(control)
         if message is None:
