@@ -33,9 +33,18 @@ from typing import Any, TextIO
 from judge.gate import gpu_gate
 
 THREADS_ENV = "KMC_TORCH_THREADS"
-INPUT_CACHE_ENV = "KMC_INPUT_CACHE_MB"
+INPUT_CACHE_ENV = "KMC_INPUT_CACHE_MB"  # device memory kept for cached case inputs and reference outputs
 PREPARE_ENV = "KMC_PREPARE_TASKS"  # the run's task ids: their hidden inputs drawn while the template starts
-TMP_CAP_ENV = "KMC_CANDIDATE_TMP_MB"  # size cap of a candidate's private /tmp and folder  # device memory kept for cached case inputs and reference outputs
+SOURCE_CACHES = "sources"  # under the Triton cache root: one writable cache per candidate source
+TMP_CAP_ENV = "KMC_CANDIDATE_TMP_MB"  # size cap of a candidate's private /tmp and folder
+
+def prebuilt_helpers(root: Path, suffix: str) -> list[Path]:
+    """The judge's own entries in the Triton cache `root` that hold a compiled library (Triton's
+    helpers): never the candidates' caches under `SOURCE_CACHES`, nor a copy still in progress."""
+    return [entry for entry in sorted(root.iterdir())
+            if entry.is_dir() and entry.name != SOURCE_CACHES and not entry.name.startswith(".")
+            and any(f.name.endswith(suffix) for f in entry.iterdir())]
+
 
 _dumps = json.dumps  # bound at start: a candidate replacing json.dumps cannot rewrite replies
 _loads = json.loads
@@ -137,9 +146,7 @@ class Worker:
             self.triton_cache.mkdir(parents=True, exist_ok=True)
             use_triton_cache(str(self.triton_cache))
             compile_helpers()
-            suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-            return [entry for entry in self.triton_cache.iterdir()
-                    if entry.is_dir() and any(f.name.endswith(suffix) for f in entry.iterdir())]
+            return prebuilt_helpers(self.triton_cache, sysconfig.get_config_var("EXT_SUFFIX") or ".so")
         except Exception as exc:  # noqa: BLE001 - an optimisation: candidates then build the helpers themselves
             print(f"judge worker: Triton's helpers not prebuilt ({type(exc).__name__}: {exc})", file=sys.stderr)
             return []
@@ -175,11 +182,19 @@ class Worker:
         return done
 
     def _seed(self, cache: Path) -> None:
+        """Copies of the judge's prebuilt helpers in a source's cache. Each appears whole or not
+        at all (copied beside it, then renamed): the pool's workers share the sources' caches,
+        and a candidate of another worker must never load a helper half copied."""
         for entry in self.helpers:
             target = cache / entry.name
-            if not target.exists():
-                with contextlib.suppress(OSError):
-                    shutil.copytree(entry, target)
+            if target.exists():
+                continue
+            partial = cache / f".{entry.name}.{os.getpid()}.partial"
+            try:
+                shutil.copytree(entry, partial)
+                os.rename(partial, target)  # fails when another worker's copy landed first
+            except OSError:
+                shutil.rmtree(partial, ignore_errors=True)
 
     def _refill_spare(self) -> None:
         try:
@@ -203,8 +218,11 @@ class Worker:
                                 "tmp_cap_mb": int(os.environ.get(TMP_CAP_ENV, "256"))}
         if not self.target.interpreter:
             # A Triton cache per source: duplicates reuse their kernels, and no candidate can plant
-            # a binary where another candidate (or the expert) will look for its own.
-            cache = self.triton_cache / hashlib.sha256(source.encode()).hexdigest()[:24]
+            # a binary where another candidate (or the expert) will look for its own. The pool's
+            # workers share them (runners/pool.py): a duplicate judged by another worker
+            # compiles nothing. They live apart from the judge's own entries, which `_compile_helpers`
+            # lists: nothing a candidate wrote is ever taken for a helper.
+            cache = self.triton_cache / SOURCE_CACHES / hashlib.sha256(source.encode()).hexdigest()[:24]
             cache.mkdir(parents=True, exist_ok=True)
             self._seed(cache)
             if self.user:

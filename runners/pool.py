@@ -350,6 +350,10 @@ class LocalPool:
         self.workdir = Path(tempfile.mkdtemp(prefix="kmc-pool-"))
         # What the workers must know goes into their own environment or command line, never this process's.
         extra_env = worker_environment(hand_over(self.workdir, user), user) if user else {}
+        if not target.interpreter and not os.environ.get("TRITON_CACHE_DIR"):
+            # One Triton cache root for all the workers (judge/worker.py keeps a cache per
+            # candidate source under it): a source judged again by another worker compiles nothing.
+            extra_env.setdefault("TRITON_CACHE_DIR", str(self.workdir / "triton-cache"))
         extra_env[CLOCKS_LOCKED_ENV] = "1" if clocks_locked else "0"  # never a value inherited from our shell
         extra_env[PREPARE_ENV] = ",".join(prepare)
         if self.plan.input_cache_mib is not None and not target.interpreter:

@@ -1,0 +1,100 @@
+"""The pool's workers share one Triton cache root on a GPU, with a writable cache per candidate
+source under it (judge/worker.py): a source judged again by another worker compiles nothing,
+no candidate's files are ever taken for the judge's prebuilt helpers, and a helper copied into
+a source's cache appears whole or not at all. No worker or GPU is started here."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from judge.device import Target
+from judge.worker import SOURCE_CACHES, Worker, prebuilt_helpers
+from runners.pool import LocalPool
+from runners.sizing import WorkerPlan
+
+GPU = Target("nvidia", False, "NVIDIA H200", 2)
+SUFFIX = ".cpython-test.so"
+
+
+def _plan(workers: int) -> WorkerPlan:
+    return WorkerPlan(workers, {"0": workers}, 1, "given", "test", 8)
+
+
+def test_a_gpu_pools_workers_share_one_triton_cache_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TRITON_CACHE_DIR", raising=False)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    with LocalPool(GPU, workers=3, plan=_plan(3)) as pool:
+        roots = {w._env()["TRITON_CACHE_DIR"] for w in pool._all}
+        assert roots == {str(pool.workdir / "triton-cache")}
+    assert "TRITON_CACHE_DIR" not in os.environ  # told to the workers, not set here
+
+
+def test_a_users_triton_cache_is_kept_and_the_interpreter_gets_none(monkeypatch: pytest.MonkeyPatch,
+                                                                    tmp_path: Path) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    with LocalPool(GPU, workers=1, plan=_plan(1)) as pool:
+        assert pool._all[0]._env()["TRITON_CACHE_DIR"] == str(tmp_path)
+    monkeypatch.delenv("TRITON_CACHE_DIR")
+    with LocalPool(Target("cpu", True, "Triton CPU interpreter", 0), workers=1) as pool:
+        assert "TRITON_CACHE_DIR" not in pool._all[0]._env()
+
+
+def _helper(root: Path, name: str) -> Path:
+    entry = root / name
+    entry.mkdir(parents=True)
+    (entry / f"launcher{SUFFIX}").write_bytes(b"\x7fELF")
+    return entry
+
+
+def test_only_the_judges_own_entries_are_taken_for_helpers(tmp_path: Path) -> None:
+    helper = _helper(tmp_path, "HELPERHASH")
+    (tmp_path / "KERNELHASH").mkdir()  # a judge kernel's entry: no library in it
+    (tmp_path / "KERNELHASH" / "k.cubin").write_bytes(b"")
+    # What a candidate could write in its own source's cache, a library at its top included.
+    planted = tmp_path / SOURCE_CACHES / "0123abcd"
+    planted.mkdir(parents=True)
+    (planted / f"evil{SUFFIX}").write_bytes(b"")
+    _helper(tmp_path, ".HELPERHASH.99.partial")
+    assert prebuilt_helpers(tmp_path, SUFFIX) == [helper]
+
+
+def _bare_worker(root: Path, helpers: list[Path]) -> Any:
+    worker = Worker.__new__(Worker)  # no template, no GPU: only what `_plan` reads
+    worker.target, worker.user, worker.counter = GPU, None, 0
+    worker.tmp, worker.triton_cache, worker.helpers = root / "tmp", root / "cache", helpers
+    return worker
+
+
+def test_a_sources_cache_is_the_same_for_every_worker_and_seeded_whole(tmp_path: Path) -> None:
+    helper = _helper(tmp_path / "built", "HELPERHASH")
+    first, second = _bare_worker(tmp_path, [helper]), _bare_worker(tmp_path, [helper])
+    plans = [w._plan("def kernel(): pass\n") for w in (first, second)]
+    assert plans[0]["writable"] == plans[1]["writable"]
+    cache = Path(plans[0]["writable"][0])
+    assert cache.parent == tmp_path / "cache" / SOURCE_CACHES
+    assert sorted(p.name for p in cache.iterdir()) == ["HELPERHASH"]  # no partial copy left beside it
+    assert (cache / "HELPERHASH" / f"launcher{SUFFIX}").read_bytes() == b"\x7fELF"
+    assert second._plan("def other(): pass\n")["writable"] != plans[0]["writable"]
+
+
+def test_a_copy_that_lost_the_race_leaves_the_winners_helper(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    helper = _helper(tmp_path / "built", "HELPERHASH")
+    worker = _bare_worker(tmp_path, [helper])
+    cache = tmp_path / "cache" / SOURCE_CACHES / "abc"
+    cache.mkdir(parents=True)
+    real_rename = os.rename
+
+    def another_worker_first(src: Any, dst: Any) -> None:
+        if not Path(dst).exists():  # another worker's whole copy lands between our copy and rename
+            _helper(cache, "HELPERHASH").joinpath("winner").write_text("")
+        real_rename(src, dst)
+
+    monkeypatch.setattr(os, "rename", another_worker_first)
+    worker._seed(cache)
+    assert sorted(p.name for p in cache.iterdir()) == ["HELPERHASH"]
+    assert (cache / "HELPERHASH" / "winner").exists()
