@@ -82,7 +82,8 @@ def _to_float64(args: tuple) -> tuple:
 
 
 def expected_output(task: Task, args: tuple, case: Case | None = None, slack: str = "") -> Any:
-    """Reference in float64, cast back to the dtype the reference gives on native inputs.
+    """Reference in float64, cast back to the dtype the reference gives on native inputs (a
+    suite's Triton reference: its native run alone).
     `slack` (a suite's Triton reference), "zero" or "nan": every copy it gets is followed in
     memory by slack (bench/slack.py `padded_copy`), so what it reads past an input's end is
     known, and what it writes there lands in the slack."""
@@ -96,6 +97,12 @@ def expected_output(task: Task, args: tuple, case: Case | None = None, slack: st
         return copied
 
     native = call_seeded(task, case, task.reference, copies(_clone_args(args)))
+    if task.triton_reference:
+        # A suite's Triton kernel is the specification in the dtypes it is given: widened inputs
+        # change what it computes, or cannot compile. Guessing which float64 inputs the judge
+        # widened cast back the ones a suite's test passes as float64 itself (FlagGems' uniform_,
+        # softmax and masked_select: every such reference "returned" float32 on an H200).
+        return native
     precise = call_seeded(task, case, task.reference, copies(_to_float64(_clone_args(args))))
     return _cast_like(precise, native)
 

@@ -248,7 +248,7 @@ def test_perf_inputs_come_from_the_suites_perf_script() -> None:
 
 def test_perf_cases_never_fall_back_to_a_tiny_call_when_larger_shapes_exist(tasks: dict[str, Any]) -> None:
     task = tasks["tb-relu_small"]
-    perf = [task.make_inputs(c, "cpu")[0].numel() for c in task.perf]
+    perf = [task.inputs(c, "cpu")[0].numel() for c in task.perf]
     assert perf == [3001] * 3, "the five-element calls the suite records are not timed"
 
 
@@ -638,3 +638,23 @@ def test_the_judges_copies_of_a_references_inputs_are_its_inputs() -> None:
     assert launches.storage_key(out) in rec.derived
     assert launches.storage_key(copy) not in rec.derived
     launches.add_inputs((out,))  # outside a recording: nothing to note, no error
+
+
+def test_a_call_the_suite_makes_in_float64_is_judged_in_float64() -> None:
+    """A suite test that passes float64 itself (FlagGems' uniform_, softmax, masked_select): the
+    reference's answer there is float64. The judge once took such inputs for its own widened
+    run and cast them to the previous call's float32, so the reference 'answered' float32 and
+    failed its own hidden cases."""
+    from judge.oracle import expected_output
+
+    (task,) = load_source("geak-eval", GEAK.parent / "geak_eval_float64", vendor="cpu").tasks
+    wide = [c for c in task.cases("hidden", True)
+            if any(isinstance(a, torch.Tensor) and a.dtype == torch.float64 for a in task.inputs(c, "cpu"))]
+    assert wide
+    for c in task.cases("hidden", True):  # each case in turn: a float32 call comes before the float64 one
+        args = task.inputs(c, "cpu")
+        out = expected_output(task, args, c)
+        got = out[0] if isinstance(out, tuple) else out
+        assert got.dtype == args[0].dtype, (c.name, got.dtype, args[0].dtype)
+    v = _judge(task, task.baseline_source())
+    assert v.correct, v.one_line()
