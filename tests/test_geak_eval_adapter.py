@@ -647,7 +647,8 @@ def test_a_call_the_suite_makes_in_float64_is_judged_in_float64() -> None:
     failed its own hidden cases."""
     from judge.oracle import expected_output
 
-    (task,) = load_source("geak-eval", GEAK.parent / "geak_eval_float64", vendor="cpu").tasks
+    task = {t.id: t for t in load_source("geak-eval", GEAK.parent / "geak_eval_extra", vendor="cpu").tasks}[
+        "tb-twice_any_float"]
     wide = [c for c in task.cases("hidden", True)
             if any(isinstance(a, torch.Tensor) and a.dtype == torch.float64 for a in task.inputs(c, "cpu"))]
     assert wide
@@ -658,3 +659,31 @@ def test_a_call_the_suite_makes_in_float64_is_judged_in_float64() -> None:
         assert got.dtype == args[0].dtype, (c.name, got.dtype, args[0].dtype)
     v = _judge(task, task.baseline_source())
     assert v.correct, v.one_line()
+
+
+def test_a_call_passing_an_object_with_its_own_address_is_not_replayed() -> None:
+    """FlagGems' StridedBuffer hands Triton an address of the test's own tensor: a copy of the
+    call, or the call in a candidate's process, would still point there. Such calls are left
+    out; the task is judged on the suite's other calls."""
+    path = GEAK.parent / "geak_eval_extra" / "TritonBench" / "data" / "TritonBench_G_v1" / "relu_wrapped_buffer.py"
+    suite = _suite(path)
+    calls = suite.calls()
+    assert [tuple(c[0].shape) for c in calls] == [(100,), (300,)]
+    assert all(isinstance(v, torch.Tensor) for c in calls for v in c)
+    task = {t.id: t for t in load_source("geak-eval", GEAK.parent / "geak_eval_extra", vendor="cpu").tasks}[
+        "tb-relu_wrapped_buffer"]
+    v = _judge(task, task.baseline_source())
+    assert v.correct, v.one_line()
+
+
+def test_a_reference_that_runs_on_no_recorded_call_says_what_it_raised() -> None:
+    """Learning a reference's outputs skips the calls it cannot run; when it runs on none, its
+    'nothing to compare' error now carries what it raised instead of hiding it."""
+    from bench.adapters._outputs import learn_output_args
+
+    def run(args: tuple) -> None:
+        raise ValueError("Pointer argument (at 0) cannot be accessed from Triton\nmore")
+
+    failures: list[str] = []
+    spec = learn_output_args(run, [(torch.zeros(3),), (torch.ones(2),)], failures)
+    assert spec.written == () and failures == ["ValueError: Pointer argument (at 0) cannot be accessed from Triton"] * 2

@@ -125,12 +125,15 @@ def returned_views(returned: Any, args: Sequence[Any], path: str = "output") -> 
             if isinstance(a, torch.Tensor) and (a.device.type, a.untyped_storage().data_ptr()) == mine}
 
 
-def learn_output_args(run: Callable[[tuple], Any], calls: Sequence[tuple]) -> OutputArgs:
+def learn_output_args(run: Callable[[tuple], Any], calls: Sequence[tuple],
+                      failures: list[str] | None = None) -> OutputArgs:
     """Run the reference on each recorded call: arguments whose values it changes are
     outputs, and outputs it returns as views of an argument are declared as such (a candidate
     may return the same view). A floating-point output is poisoned for the candidate only if poisoning it first
     changes nothing the reference hands back in any call (it never reads it and writes all
-    of it); integer outputs are never poisoned (the trial itself could index out of bounds)."""
+    of it); integer outputs are never poisoned (the trial itself could index out of bounds).
+    `failures` collects what each call the reference could not run raised: a reference that
+    runs on none of them learns no output, and its error should say why."""
     import torch
 
     written: set[int] = set()
@@ -140,7 +143,9 @@ def learn_output_args(run: Callable[[tuple], Any], calls: Sequence[tuple]) -> Ou
         args = clone_call(call)
         try:
             returned = run(args)
-        except Exception:  # noqa: BLE001 - a call the reference cannot run tells us nothing here
+        except Exception as exc:  # noqa: BLE001 - a call the reference cannot run tells us nothing here
+            if failures is not None:
+                failures.append(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300])
             continue
         runs.append((call, args, returned))
         aliases |= returned_views(returned, args)

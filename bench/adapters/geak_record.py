@@ -207,6 +207,7 @@ class GeakSuite:
         self._calls: list[tuple] | None = None
         self._recording: tuple[dict[str, Any], dict[str, Any]] | None = None
         self._outputs: OutputArgs | None = None
+        self._learn_failures: list[str] = []  # what the reference raised on recorded calls while its outputs were learnt
         self._shape_calls: list[ShapeCall] | None = None
         self._perf_calls: list[tuple] | None = None
         self.failure = ""
@@ -381,6 +382,11 @@ class GeakSuite:
         self.failure = failure
         if not recorded:
             raise RuntimeError(f"the suite's test recorded no call of {sf.target}" + (f" ({failure})" if failure else ""))
+        replayable = [c for c in recorded if not any(_holds_raw_address(v) for v in c)]
+        if not replayable:
+            raise RuntimeError(f"every call the suite's test makes of {sf.target} passes an object holding a raw "
+                               "device address (not a tensor), which no copy or other process can replay")
+        recorded = replayable
         if self.interpreter:
             small = [c for c in recorded if _shapes.elements(c) <= CPU_MAX_ELEMENTS]
             recorded = small or [min(recorded, key=_shapes.elements)]
@@ -461,7 +467,8 @@ class GeakSuite:
     def output_spec(self) -> OutputArgs:
         if self._outputs is None:
             device = self.run_device()
-            self._outputs = _outputs.learn_output_args(self._run, [_to_device(c, device) for c in self.calls()])
+            self._outputs = _outputs.learn_output_args(self._run, [_to_device(c, device) for c in self.calls()],
+                                                       self._learn_failures)
             _release_probe_memory()
         return self._outputs
 
@@ -573,9 +580,29 @@ class GeakSuite:
         returned = self.reference_fn()(*args)
         result = self.judged(returned, args)
         if not result:
-            raise RuntimeError(f"{self.sf.target} returned nothing and wrote no argument: there is nothing to compare")
+            calls = len(self.calls())
+            why = (f" (learning its outputs, it raised on {len(self._learn_failures)} of the {calls} recorded calls: "
+                   f"{self._learn_failures[0]})" if self._learn_failures else "")
+            raise RuntimeError(f"{self.sf.target} returned nothing and wrote no argument: there is nothing to "
+                               f"compare{why}")
         return result
 
+
+def _holds_raw_address(value: Any, depth: int = 0) -> bool:
+    """A tensor-like object that is not a tensor but hands Triton a `data_ptr()` of its own
+    (FlagGems' StridedBuffer: a base tensor plus an address computed from it). The address is
+    this process's, of the test's own tensor: a copy of the call, or the same call replayed in
+    a candidate's process, would still point there (on an H200 the candidate's launch was
+    refused: "cannot be accessed from Triton"). Such calls are not replayed."""
+    import torch
+
+    if isinstance(value, torch.Tensor) or depth > 4:
+        return False
+    if isinstance(value, (list, tuple)):
+        return any(_holds_raw_address(v, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return any(_holds_raw_address(v, depth + 1) for v in value.values())
+    return callable(getattr(type(value), "data_ptr", None))
 
 def _release_probe_memory() -> None:
     """Hand the GPU memory the probes reserved back to the driver. Probes run the reference on
