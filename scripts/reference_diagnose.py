@@ -1,9 +1,10 @@
 #!/usr/bin/env python
 """Why an adapted suite's reference fails its own hidden cases here: each task in a process of
 its own (a fault kills only that one), every step the judge takes timed and printed as it
-happens: the case list, each case's inputs (where new shapes are probed), the reference on
-them, a second run on fresh inputs (determinism), and which returned tensors the launch
-recorder sees no kernel write. With `--blocking` (CUDA_LAUNCH_BLOCKING=1) a device fault is
+happens: the case list, the output arguments learnt, each case's inputs (where new shapes are
+probed), the reference on them, a second run on fresh inputs (determinism), which returned
+tensors the launch recorder sees no kernel write, and the judge's own answer as the oracle
+makes it (poisoned and marked allocations, a run with NaN past the inputs). With `--blocking` (CUDA_LAUNCH_BLOCKING=1) a device fault is
 reported at the step that caused it. A diagnostic, not a verdict: `bench check` is the verdict.
 
     python scripts/reference_diagnose.py --source geak-eval:DIR tb-decay_cumsum tb-destindex_copy ...
@@ -66,6 +67,12 @@ def diagnose(task_id: str, case_set: str) -> int:
         cases = task.cases(case_set, target.interpreter)
         _say(started, f"{len(cases)} {case_set} cases")
         launches.install_launch_recorder()
+        from judge.oracle import expected_and_unwritten
+
+        step = "learning which arguments are outputs (the reference on the recorded calls, poisoned trials)"
+        if cases:
+            spec = task.output_args(cases[0])
+            _say(started, f"output arguments: {spec}")
         for c in cases:
             step = f"{c.name}: making its inputs"
             try:
@@ -88,6 +95,12 @@ def diagnose(task_id: str, case_set: str) -> int:
                 torch.cuda.synchronize()
             if not same_bits(out, again):
                 _say(started, f"{c.name}: THE REFERENCE GAVE OTHER BITS ON A SECOND RUN")
+            step = f"{c.name}: the judge's answer (poisoned and marked allocations, a run with NaN past the inputs)"
+            _expected, unwritten = expected_and_unwritten(task, task.inputs(c, device), c)
+            if device == "cuda":
+                torch.cuda.synchronize()
+            _say(started, f"{c.name}: judge's answer made" + ("; some elements unwritten or unsteady"
+                                                             if unwritten is not None else ""))
         _say(started, "done")
         return 0
     except Exception:  # noqa: BLE001 - the point of the script: say where and why
