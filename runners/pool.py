@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.adapters.shape_probe import PROBE_DIR_ENV
 from judge.clocks import CLOCKS_LOCKED_ENV
 from judge.device import Target
 from judge.gate import GATE_ENV
@@ -356,6 +357,7 @@ class LocalPool:
             extra_env.setdefault("TRITON_CACHE_DIR", str(self.workdir / "triton-cache"))
         extra_env[CLOCKS_LOCKED_ENV] = "1" if clocks_locked else "0"  # never a value inherited from our shell
         extra_env[PREPARE_ENV] = ",".join(prepare)
+        extra_env[PROBE_DIR_ENV] = str(self.workdir / "probes")  # adapted tasks' new shapes, decided once per pool
         if self.plan.input_cache_mib is not None and not target.interpreter:
             extra_env[INPUT_CACHE_ENV] = str(self.plan.input_cache_mib)
         threads = 1 if target.interpreter else max(1, min(4, self.plan.cores // max(workers, 1)))

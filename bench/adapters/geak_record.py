@@ -207,6 +207,8 @@ class GeakSuite:
         self._calls: list[tuple] | None = None
         self._recording: tuple[dict[str, Any], dict[str, Any]] | None = None
         self._outputs: OutputArgs | None = None
+        self._child: tuple[dict[str, bool], Callable[[str, str], None]] | None = None  # in a probing child
+        self.probe_notes: list[str] = []  # shapes whose probe ended the probing process
         self._learn_failures: list[str] = []  # what the reference raised on recorded calls while its outputs were learnt
         self._shape_calls: list[ShapeCall] | None = None
         self._perf_calls: list[tuple] | None = None
@@ -500,6 +502,7 @@ class GeakSuite:
                 seen_sig.add(sig)
                 distinct.append(i)
         queues = [[(i, p) for p in _shapes.candidates(calls[i], cap)] for i in distinct]
+        runs_on = self._prober()
         found: list[ShapeCall] = []
         tried: dict[int, int] = {}
         for i, p in (item for group in itertools.zip_longest(*queues) for item in group if item is not None):
@@ -512,11 +515,55 @@ class GeakSuite:
             if sig in seen_sig:
                 continue
             tried[i] = tried.get(i, 0) + 1
-            if not self._reference_runs(new):
+            if not runs_on(new, sig):
                 continue
             seen_sig.add(sig)
             found.append(ShapeCall(new, i, p.describe()))
         return found
+
+    def _prober(self) -> Callable[[tuple, str], bool]:
+        """Whether the reference runs on a perturbed call (values, shape signature): probed here
+        on the interpreter; on a GPU decided in child processes first (shape_probe.py says why),
+        so this process only looks the answers up; in such a child, looked up where decided and
+        probed (each probe announced, then its outcome) where not."""
+        from bench.adapters import shape_probe
+
+        if self._child is not None:
+            decided, report = self._child
+
+            def probe_announced(values: tuple, sig: str) -> bool:
+                if sig in decided:
+                    return decided[sig]
+                report(shape_probe.TRY, sig)
+                ok = self._reference_runs(values)
+                report(shape_probe.RUNS if ok else shape_probe.REJECTED, sig)
+                return ok
+
+            return probe_announced
+        if not shape_probe.in_child(self.interpreter):
+            return lambda values, sig: self._reference_runs(values)
+        key = "\n".join((str(self.sf.path), self.sf.kind, self.code, self.test, str(GPU_SHAPE_ELEMENTS)))
+        decisions, self.probe_notes = shape_probe.decide_in_children(self.probe_state(), key)
+        return lambda values, sig: decisions.get(sig, False)
+
+    def probe_state(self) -> tuple:
+        """What a probing child needs to be this suite (`from_probe_state`)."""
+        return self.sf, self.interpreter, self.perf_script
+
+    @classmethod
+    def from_probe_state(cls, state: tuple) -> GeakSuite:
+        sf, interpreter, perf_script = state
+        if interpreter:
+            from bench.adapters._adapted import interpreter_autotune_first_config
+
+            interpreter_autotune_first_config()
+        return cls(sf, interpreter, perf_script)
+
+    def probe_here(self, decided: dict[str, bool], report: Callable[[str, str], None]) -> None:
+        """In a probing child: the new-shape search, `decided` taken as given, each other probe
+        reported before and after (`shape_probe._child_main`)."""
+        self._child = (decided, report)
+        self._find_shapes()
 
     def _reference_runs(self, values: tuple) -> bool:
         """The suite's reference runs on `values` and gives the same answer twice, the second

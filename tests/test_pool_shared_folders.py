@@ -1,4 +1,4 @@
-"""The pool's workers share one Triton cache root on a GPU, with a writable cache per candidate
+"""What the pool's workers share: one Triton cache root on a GPU, with a writable cache per candidate
 source under it (judge/worker.py): a source judged again by another worker compiles nothing,
 no candidate's files are ever taken for the judge's prebuilt helpers, and a helper copied into
 a source's cache appears whole or not at all. No worker or GPU is started here."""
@@ -98,3 +98,13 @@ def test_a_copy_that_lost_the_race_leaves_the_winners_helper(tmp_path: Path, mon
     worker._seed(cache)
     assert sorted(p.name for p in cache.iterdir()) == ["HELPERHASH"]
     assert (cache / "HELPERHASH" / "winner").exists()
+
+
+def test_a_pools_workers_share_one_probe_folder(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Adapted tasks' new shapes are decided once per pool (bench/adapters/shape_probe.py)."""
+    from bench.adapters.shape_probe import PROBE_DIR_ENV
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    with LocalPool(GPU, workers=2, plan=_plan(2)) as pool:
+        assert {w._env()[PROBE_DIR_ENV] for w in pool._all} == {str(pool.workdir / "probes")}
+    assert PROBE_DIR_ENV not in os.environ

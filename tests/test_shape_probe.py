@@ -1,0 +1,83 @@
+"""New shapes probed in child processes (bench/adapters/shape_probe.py): a reference that ends
+the process on a perturbed size (on a GPU: a fault that ends the CUDA context) costs that size
+only, never the judge's process or the task; every worker of a run takes the same decisions
+from the run's probe folder. Runs on the interpreter with the child mode forced."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench.adapters import load_source, shape_probe
+from bench.adapters.geak_eval import perf_script_for
+from bench.adapters.geak_parse import parse_file
+from bench.adapters.geak_record import GeakSuite
+
+EXTRA = Path(__file__).resolve().parent / "fixtures" / "geak_eval_extra"
+FILES = EXTRA / "TritonBench" / "data" / "TritonBench_G_v1"
+
+
+def _suite(name: str) -> GeakSuite:
+    sf = parse_file(FILES / name, "tritonbench")
+    assert not isinstance(sf, str), sf
+    return GeakSuite(sf, interpreter=True, perf_script=perf_script_for(FILES, Path(name).stem))
+
+
+def test_a_size_that_ends_the_probing_process_is_rejected_and_the_search_goes_on(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv(shape_probe.PROBE_IN_CHILD_ENV, "1")
+    monkeypatch.setenv(shape_probe.PROBE_DIR_ENV, str(tmp_path))
+    suite = _suite("dies_on_large.py")
+    shapes = suite.shape_calls()  # this process is still here: the probes ran elsewhere
+    assert [s.values[0].numel() for s in shapes] == [301]
+    assert len(suite.probe_notes) == 1 and suite.probe_notes[0].startswith("3001, 3001: the reference ended")
+    (stored,) = tmp_path.glob("*.json")
+    assert json.loads(stored.read_text())["decisions"] == {"3001, 3001": False, "301, 301": True}
+
+
+def test_every_worker_of_a_run_takes_the_runs_decisions(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv(shape_probe.PROBE_IN_CHILD_ENV, "1")
+    monkeypatch.setenv(shape_probe.PROBE_DIR_ENV, str(tmp_path))
+    first = _suite("twice_any_float.py").shape_calls()
+    children: list[bytes] = []
+    monkeypatch.setattr(shape_probe, "_run_child", lambda payload: children.append(payload) or ("", "", 1))
+    again = _suite("twice_any_float.py").shape_calls()  # another worker: no child started
+    assert not children
+    assert [shape_probe_sig(s.values) for s in again] == [shape_probe_sig(s.values) for s in first]
+    assert first
+
+
+def shape_probe_sig(values: tuple) -> str:
+    from bench.adapters import _shapes
+
+    return _shapes.describe_shapes(values)
+
+
+def test_the_children_decide_what_probing_here_decides(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(shape_probe.PROBE_IN_CHILD_ENV, "0")
+    here = [shape_probe_sig(s.values) for s in _suite("twice_any_float.py").shape_calls()]
+    monkeypatch.setenv(shape_probe.PROBE_IN_CHILD_ENV, "1")
+    monkeypatch.delenv(shape_probe.PROBE_DIR_ENV, raising=False)
+    assert [shape_probe_sig(s.values) for s in _suite("twice_any_float.py").shape_calls()] == here
+
+
+def test_a_probe_that_cannot_start_is_one_line() -> None:
+    def broken(payload: bytes) -> tuple[str, str, int]:
+        return "", "Traceback ...\nModuleNotFoundError: No module named 'x'\n", 1
+
+    with pytest.raises(RuntimeError, match="before its first probe: ModuleNotFoundError"):
+        shape_probe.decide_in_children(("state",), "key", run_child=broken)
+
+
+def test_the_judge_judges_a_task_whose_reference_dies_on_a_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(shape_probe.PROBE_IN_CHILD_ENV, "1")
+    from tests.test_geak_eval_adapter import _judge
+
+    task = {t.id: t for t in load_source("geak-eval", EXTRA, vendor="cpu").tasks}["tb-dies_on_large"]
+    v = _judge(task, task.baseline_source())
+    assert v.correct, v.one_line()
+    # One new shape found (301) of the slots; the others are skipped with the reason.
+    slots = [c.name for c in task.cases("hidden", True) if c.name.startswith("hidden-shape")]
+    assert v.cases_skipped == len(slots) - 1, v.skip_reasons
