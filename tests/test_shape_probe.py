@@ -32,9 +32,14 @@ def test_a_size_that_ends_the_probing_process_is_rejected_and_the_search_goes_on
     suite = _suite("dies_on_large.py")
     shapes = suite.shape_calls()  # this process is still here: the probes ran elsewhere
     assert [s.values[0].numel() for s in shapes] == [301]
-    assert len(suite.probe_notes) == 1 and suite.probe_notes[0].startswith("3001, 3001: the reference ended")
+    # Both perturbations to 3001 (integer arguments following or kept) ended a child.
+    assert [note.split(": the reference ended its process there")[0] for note in suite.probe_notes] == [
+        "3001, 3001 (call 0: size 300 -> 3001 (large))",
+        "3001, 3001 (call 0: size 300 -> 3001 (large, integer arguments kept))"]
     (stored,) = tmp_path.glob("*.json")
-    assert json.loads(stored.read_text())["decisions"] == {"3001, 3001": False, "301, 301": True}
+    decided = json.loads(stored.read_text())["decisions"]
+    assert [(key.split(" (")[0], ok) for key, ok in decided.items()] == [
+        ("3001, 3001", False), ("3001, 3001", False), ("301, 301", True)]
 
 
 def test_every_worker_of_a_run_takes_the_runs_decisions(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -81,3 +86,23 @@ def test_the_judge_judges_a_task_whose_reference_dies_on_a_size(monkeypatch: pyt
     # One new shape found (301) of the slots; the others are skipped with the reason.
     slots = [c.name for c in task.cases("hidden", True) if c.name.startswith("hidden-shape")]
     assert v.cases_skipped == len(slots) - 1, v.skip_reasons
+
+
+def test_two_perturbations_with_the_same_shapes_are_decided_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Growing a size can take an integer argument with it (here the block size, which then
+    no longer compiles) or leave it (which runs): same tensor shapes, two decisions. Keyed by
+    shapes alone, the second overwrote the first and the judge kept a shape its own
+    reference cannot compile (decay_cumsum on an H200)."""
+    monkeypatch.setenv(shape_probe.PROBE_IN_CHILD_ENV, "0")
+    here = _suite("block_from_test.py").shape_calls()
+    assert here and all(s.values[1] == 64 for s in here)  # only the variants that keep the block size
+    monkeypatch.setenv(shape_probe.PROBE_IN_CHILD_ENV, "1")
+    monkeypatch.delenv(shape_probe.PROBE_DIR_ENV, raising=False)
+    in_children = _suite("block_from_test.py").shape_calls()
+    assert [(shape_probe_sig(s.values), s.change) for s in in_children] == [
+        (shape_probe_sig(s.values), s.change) for s in here]
+    task = {t.id: t for t in load_source("geak-eval", EXTRA, vendor="cpu").tasks}["tb-block_from_test"]
+    from tests.test_geak_eval_adapter import _judge
+
+    v = _judge(task, task.baseline_source())
+    assert v.correct, v.one_line()

@@ -515,14 +515,17 @@ class GeakSuite:
             if sig in seen_sig:
                 continue
             tried[i] = tried.get(i, 0) + 1
-            if not runs_on(new, sig):
+            # The decision's key names the perturbation too: two perturbations can give the same
+            # tensor shapes with different integer arguments (sizes that follow the tensors, or
+            # not), and only one may run (decay_cumsum: a block size grown to a non-power of 2).
+            if not runs_on(new, f"{sig} (call {i}: {p.describe()})"):
                 continue
             seen_sig.add(sig)
             found.append(ShapeCall(new, i, p.describe()))
         return found
 
     def _prober(self) -> Callable[[tuple, str], bool]:
-        """Whether the reference runs on a perturbed call (values, shape signature): probed here
+        """Whether the reference runs on a perturbed call (values, a key naming it): probed here
         on the interpreter; on a GPU decided in child processes first (shape_probe.py says why),
         so this process only looks the answers up; in such a child, looked up where decided and
         probed (each probe announced, then its outcome) where not."""
