@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 
 from bench.adapters import load_source, shape_probe
 from bench.adapters.geak_eval import perf_script_for
@@ -76,6 +77,7 @@ def test_a_probe_that_cannot_start_is_one_line() -> None:
         shape_probe.decide_in_children(("state",), "key", run_child=broken)
 
 
+@pytest.mark.slow  # the judge on the interpreter with probing children: ~10 s on 2 cores
 def test_the_judge_judges_a_task_whose_reference_dies_on_a_size(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(shape_probe.PROBE_IN_CHILD_ENV, "1")
     from tests.test_geak_eval_adapter import _judge
@@ -88,6 +90,7 @@ def test_the_judge_judges_a_task_whose_reference_dies_on_a_size(monkeypatch: pyt
     assert v.cases_skipped == len(slots) - 1, v.skip_reasons
 
 
+@pytest.mark.slow  # the judge on the interpreter with probing children: ~10 s on 2 cores
 def test_two_perturbations_with_the_same_shapes_are_decided_apart(monkeypatch: pytest.MonkeyPatch) -> None:
     """Growing a size can take an integer argument with it (here the block size, which then
     no longer compiles) or leave it (which runs): same tensor shapes, two decisions. Keyed by
@@ -106,3 +109,35 @@ def test_two_perturbations_with_the_same_shapes_are_decided_apart(monkeypatch: p
 
     v = _judge(task, task.baseline_source())
     assert v.correct, v.one_line()
+
+
+def _with_perf_inputs(monkeypatch: pytest.MonkeyPatch, suite: GeakSuite) -> list[tuple]:
+    perf = [(torch.randn(1000),), (torch.randn(5000),)]
+    monkeypatch.setattr(suite, "_suite_perf_inputs", lambda: perf)  # the interpreter reads none
+    return perf
+
+
+def test_a_probing_child_also_decides_the_perf_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The suite's perf inputs are probed too (a reference can fault there: decay_cumsum on an
+    H200, at its perf script's 32x8x256x128), announced like the new shapes."""
+    suite = _suite("twice_any_float.py")
+    _with_perf_inputs(monkeypatch, suite)
+    said: list[tuple[str, str]] = []
+    suite.probe_here({}, lambda word, key: said.append((word, key)))
+    perf = [(word, key) for word, key in said if key.startswith("perf input")]
+    assert perf == [("try", "perf input 0: 5000"), ("runs", "perf input 0: 5000"),
+                    ("try", "perf input 1: 1000"), ("runs", "perf input 1: 1000")]
+
+
+def test_the_worker_takes_the_perf_inputs_the_children_chose(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(shape_probe.PROBE_IN_CHILD_ENV, "1")
+    suite = _suite("twice_any_float.py")
+    perf = _with_perf_inputs(monkeypatch, suite)
+    monkeypatch.setattr(shape_probe, "decide_in_children",
+                        lambda state, key: ({"perf input 0: 5000": False, "perf input 1: 1000": True}, []))
+
+    def never_here(values: tuple) -> bool:
+        raise AssertionError("the worker ran a probe itself")
+
+    monkeypatch.setattr(suite, "_reference_runs", never_here)
+    assert suite.perf_calls() == [perf[0]]

@@ -208,6 +208,7 @@ class GeakSuite:
         self._recording: tuple[dict[str, Any], dict[str, Any]] | None = None
         self._outputs: OutputArgs | None = None
         self._child: tuple[dict[str, bool], Callable[[str, str], None]] | None = None  # in a probing child
+        self._decided: dict[str, bool] | None = None  # the probing children's decisions, once made
         self.probe_notes: list[str] = []  # shapes whose probe ended the probing process
         self._learn_failures: list[str] = []  # what the reference raised on recorded calls while its outputs were learnt
         self._shape_calls: list[ShapeCall] | None = None
@@ -545,9 +546,11 @@ class GeakSuite:
             return probe_announced
         if not shape_probe.in_child(self.interpreter):
             return lambda values, sig: self._reference_runs(values)
-        key = "\n".join((str(self.sf.path), self.sf.kind, self.code, self.test, str(GPU_SHAPE_ELEMENTS)))
-        decisions, self.probe_notes = shape_probe.decide_in_children(self.probe_state(), key)
-        return lambda values, sig: decisions.get(sig, False)
+        if self._decided is None:  # one round of children decides the new shapes and the perf inputs
+            key = "\n".join((str(self.sf.path), self.sf.kind, self.code, self.test, str(GPU_SHAPE_ELEMENTS)))
+            self._decided, self.probe_notes = shape_probe.decide_in_children(self.probe_state(), key)
+        decided = self._decided
+        return lambda values, sig: decided.get(sig, False)
 
     def probe_state(self) -> tuple:
         """What a probing child needs to be this suite (`from_probe_state`)."""
@@ -563,10 +566,11 @@ class GeakSuite:
         return cls(sf, interpreter, perf_script)
 
     def probe_here(self, decided: dict[str, bool], report: Callable[[str, str], None]) -> None:
-        """In a probing child: the new-shape search, `decided` taken as given, each other probe
-        reported before and after (`shape_probe._child_main`)."""
+        """In a probing child: the new-shape search and the choice of perf inputs, `decided`
+        taken as given, each other probe reported before and after (`shape_probe._child_main`)."""
         self._child = (decided, report)
-        self._find_shapes()
+        self.shape_calls()
+        self.perf_calls()
 
     def _reference_runs(self, values: tuple) -> bool:
         """The suite's reference runs on `values` and gives the same answer twice, the second
@@ -600,7 +604,9 @@ class GeakSuite:
         if self._perf_calls is None:
             calls = self.calls()
             largest_first = sorted(self._suite_perf_inputs(), key=_shapes.elements, reverse=True)
-            suite = [c for c in largest_first if self._reference_runs(c)][:PERF_SLOTS]
+            runs_on = self._prober()
+            suite = [c for k, c in enumerate(largest_first)
+                     if runs_on(c, f"perf input {k}: {_shapes.describe_shapes(c)}")][:PERF_SLOTS]
             pool = sorted([s.values for s in self.shape_calls()] + list(calls), key=_shapes.elements, reverse=True)
             largest = _shapes.elements(pool[0])
             self._perf_calls = suite or [c for c in pool if _shapes.elements(c) * PERF_SPREAD >= largest][:PERF_SLOTS]

@@ -8,7 +8,8 @@ that ran the probe, which was the judge's worker, so the whole task failed (seen
 TritonBench-revised matmul_kernel, decay_cumsum, chunk_gla_fwd). A fault there says only
 that the reference does not run on that size, which is what a probe asks.
 
-So on a GPU the probes run in a child process (`python -m bench.adapters.shape_probe`),
+The suite's perf inputs are probed the same way (decay_cumsum faulted at its perf script's
+32x8x256x128). So on a GPU the probes run in a child process (`python -m bench.adapters.shape_probe`),
 which reports each shape before trying it and its outcome after. When the child dies, or
 reports a fault, the shape it was trying is recorded as rejected and a fresh child goes on
 from there with every decision so far, skipping what is decided. The worker then walks the
