@@ -263,6 +263,8 @@ def parse_file(path: Path, kind: str) -> SuiteFile | str:
     code, test = sections
     try:
         code_tree, test_tree = ast.parse(code), ast.parse(test)
+        test = _without_redefinitions(code_tree, test_tree, test)
+        test_tree = ast.parse(test)
     except SyntaxError as exc:
         return f"does not parse: {exc.msg} (line {exc.lineno})"
     code_defs, test_defs = _definitions(code_tree), _definitions(test_tree)
@@ -295,6 +297,23 @@ def parse_file(path: Path, kind: str) -> SuiteFile | str:
     sf = SuiteFile(path=path, kind=kind, code=code, test=test, test_callers=caller_names,
                    perf_callers=perf_names, from_perf_only=from_perf, **found)
     return dataclasses.replace(sf, draws_random=_draws_random(sf, code_tree, ctx.jit_names))
+
+
+def _without_redefinitions(code_tree: ast.Module, test_tree: ast.Module, test: str) -> str:
+    """The test section without its own top-level definitions of functions or classes the
+    reference code defines (blank lines in their place, so line numbers stay). A test that
+    redefines the code under test calls its own copy: nothing it does reaches the code the
+    task is about, so the adapter recorded no call of it (TritonBench-revised
+    quantize_kv_copy redefines its kernel and wrapper), and a candidate's code would be
+    shadowed the same way."""
+    defined = {n.name for n in code_tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    lines = test.splitlines(keepends=True)
+    for node in test_tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name in defined:
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            for i in range(first - 1, (node.end_lineno or node.lineno)):
+                lines[i] = "\n"
+    return "".join(lines)
 
 
 def _draws_random(sf: SuiteFile, code_tree: ast.Module, jit_names: set[str]) -> bool:
