@@ -701,3 +701,17 @@ def test_a_test_that_redefines_the_code_under_test_calls_the_code() -> None:
         "tb-redefined_in_test"]
     v = _judge(task, task.baseline_source())
     assert v.correct, v.one_line()
+
+
+def test_a_case_the_reference_answers_without_a_kernel_asks_for_none() -> None:
+    """The reference returns early in PyTorch for a single element: the same candidate is not
+    `no_kernel` there, while one that never launches is still `no_kernel` where the reference
+    launches (TritonBench-revised multinomial_sampling failed its own single-token case)."""
+    task = {t.id: t for t in load_source("geak-eval", GEAK.parent / "geak_eval_extra", vendor="cpu").tasks}[
+        "tb-single_in_torch"]
+    v = _judge(task, task.baseline_source())
+    assert v.correct, v.one_line()
+    torch_only = task.baseline_source().replace("    if x.numel() == 1:\n        return x * x\n",
+                                                "    return x * x\n")
+    assert torch_only != task.baseline_source()
+    assert _judge(task, torch_only).kind == "no_kernel"
