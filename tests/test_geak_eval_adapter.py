@@ -693,12 +693,12 @@ def test_a_test_that_redefines_the_code_under_test_calls_the_code() -> None:
     """A test section with its own copy of the kernel and wrapper (TritonBench-revised
     quantize_kv_copy) called that copy, so the adapter recorded no call of the code's entry
     point ("the suite's test recorded no call"); the copy is dropped and the code is called."""
-    path = GEAK.parent / "geak_eval_extra" / "TritonBench" / "data" / "TritonBench_G_v1" / "redefined_in_test.py"
+    path = GEAK.parent / "geak_eval_extra" / "TritonBench" / "data" / "TritonBench_G_v1" / "code_redefined.py"
     suite = _suite(path)
     assert "def triple" not in suite.sf.test and "def test_triple" in suite.sf.test
     assert [tuple(c[0].shape) for c in suite.calls()] == [(200,), (7,)]
     task = {t.id: t for t in load_source("geak-eval", GEAK.parent / "geak_eval_extra", vendor="cpu").tasks}[
-        "tb-redefined_in_test"]
+        "tb-code_redefined"]
     v = _judge(task, task.baseline_source())
     assert v.correct, v.one_line()
 

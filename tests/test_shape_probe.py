@@ -97,14 +97,14 @@ def test_two_perturbations_with_the_same_shapes_are_decided_apart(monkeypatch: p
     shapes alone, the second overwrote the first and the judge kept a shape its own
     reference cannot compile (decay_cumsum on an H200)."""
     monkeypatch.setenv(shape_probe.PROBE_IN_CHILD_ENV, "0")
-    here = _suite("block_from_test.py").shape_calls()
+    here = _suite("block_given.py").shape_calls()
     assert here and all(s.values[1] == 64 for s in here)  # only the variants that keep the block size
     monkeypatch.setenv(shape_probe.PROBE_IN_CHILD_ENV, "1")
     monkeypatch.delenv(shape_probe.PROBE_DIR_ENV, raising=False)
-    in_children = _suite("block_from_test.py").shape_calls()
+    in_children = _suite("block_given.py").shape_calls()
     assert [(shape_probe_sig(s.values), s.change) for s in in_children] == [
         (shape_probe_sig(s.values), s.change) for s in here]
-    task = {t.id: t for t in load_source("geak-eval", EXTRA, vendor="cpu").tasks}["tb-block_from_test"]
+    task = {t.id: t for t in load_source("geak-eval", EXTRA, vendor="cpu").tasks}["tb-block_given"]
     from tests.test_geak_eval_adapter import _judge
 
     v = _judge(task, task.baseline_source())
