@@ -272,6 +272,7 @@ def test_geak_eval_baselines_pass_their_differential_cases_in_a_worker(adapted_p
         assert v.cases_skipped <= 4, "only new-shape slots the reference rejects are skipped"
 
 
+@pytest.mark.slow
 def test_geak_eval_catches_a_wrong_candidate(adapted_pool: Any) -> None:
     task = next(t for t in load_source("geak-eval", GEAK, vendor="cpu").tasks if t.id == "tb-add_vectors")
     wrong = task.baseline_source().replace("a + b, mask=mask", "a - b, mask=mask")

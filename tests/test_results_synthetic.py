@@ -524,6 +524,7 @@ def test_a_failing_hidden_evaluation_wins_over_a_correct_one() -> None:
     assert out == {("a", "t"): "wrong_result", ("b", "t"): "correct", ("c", "t"): "runtime_error"}
 
 
+@pytest.mark.slow
 def test_errored_units_and_failed_calls_reach_summary_table_and_report(tmp_path: Path) -> None:
     from results.report import write_report
     from results.store import Store

@@ -26,6 +26,7 @@ def _suite(name: str) -> GeakSuite:
     return GeakSuite(sf, interpreter=True, perf_script=perf_script_for(FILES, Path(name).stem))
 
 
+@pytest.mark.slow
 def test_a_size_that_ends_the_probing_process_is_rejected_and_the_search_goes_on(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv(shape_probe.PROBE_IN_CHILD_ENV, "1")

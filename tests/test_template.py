@@ -34,6 +34,7 @@ def test_candidate_side_modules_are_loaded_and_the_registry_is_not() -> None:
     assert verdict.correct, verdict.one_line()
 
 
+@pytest.mark.slow
 def test_the_template_says_what_its_start_cost(monkeypatch: pytest.MonkeyPatch) -> None:
     """Seconds per start-up step with the ready message, and with KMC_PROFILE_TEMPLATE its
     warm-up under cProfile: a worker's start-up is mostly the template's (14-17 s on an H200

@@ -18,6 +18,7 @@ from judge.device import detect_target
 from judge.worker import PREPARE_ENV, Worker
 
 
+@pytest.mark.slow
 def test_the_runs_tasks_inputs_are_drawn_while_the_template_starts(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(Path.cwd())  # Worker.close changes directory to /
     monkeypatch.setenv(PREPARE_ENV, "no_such_task,vector_add")

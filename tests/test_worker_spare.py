@@ -30,6 +30,7 @@ def _judge(worker: Worker, job_id: int) -> dict[str, Any]:
     return worker.handle(job)["evaluation"]["verdict"]
 
 
+@pytest.mark.slow
 def test_a_dead_spare_is_replaced_and_the_next_candidate_is_judged(worker: Worker) -> None:
     assert worker.spare is not None
     worker.spare.wait_ready(60)  # it said it was ready, then died
@@ -41,6 +42,7 @@ def test_a_dead_spare_is_replaced_and_the_next_candidate_is_judged(worker: Worke
     assert _judge(worker, 2)["kind"] == "correct"
 
 
+@pytest.mark.slow
 def test_the_next_spare_exists_while_a_candidate_is_judged(worker: Worker) -> None:
     seen: list[Any] = []
     body = worker._judge_job
