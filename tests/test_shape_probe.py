@@ -142,3 +142,23 @@ def test_the_worker_takes_the_perf_inputs_the_children_chose(monkeypatch: pytest
 
     monkeypatch.setattr(suite, "_reference_runs", never_here)
     assert suite.perf_calls() == [perf[0]]
+
+
+def test_what_the_suite_prints_is_not_taken_for_a_report() -> None:
+    """The child's stdout is shared with the suite's test, which may print anything."""
+    said = "\n".join(["try 5, 5 (call 0: fake)", "done", f"{shape_probe.MARK}try 7 (call 0: real)"])
+
+    def child(payload: bytes) -> tuple[str, str, int]:
+        return said, "Segmentation fault", -11
+
+    calls: list[bytes] = []
+
+    def counted(payload: bytes) -> tuple[str, str, int]:
+        calls.append(payload)
+        if len(calls) == 1:
+            return child(payload)
+        return f"{shape_probe.MARK}done\n", "", 0
+
+    decisions, notes = shape_probe.decide_in_children(("state",), "key", run_child=counted)
+    assert decisions == {"7 (call 0: real)": False} and notes == ["7 (call 0: real): the reference ended its process "
+                                                                   "there (Segmentation fault)"]

@@ -39,6 +39,7 @@ CHILD_TIMEOUT_S = 300.0
 MAX_CHILDREN = 12  # a fresh child per fault; a reference faulting on more shapes than this keeps what was decided
 
 TRY, RUNS, REJECTED, DONE = "try", "runs", "rejected", "done"
+MARK = "kmc-shape-probe:"  # starts every line the child reports: the suite's own prints share its stdout
 
 
 def in_child(interpreter: bool) -> bool:
@@ -75,7 +76,9 @@ def decide_in_children(suite_state: tuple, key_text: str,
         pending = None
         finished = False
         for line in out.splitlines():
-            word, _, rest = line.partition(" ")
+            if not line.startswith(MARK):
+                continue  # the suite's test printing (nested_loops_processing prints its tensors)
+            word, _, rest = line.removeprefix(MARK).partition(" ")
             if word == TRY:
                 pending = rest
             elif word in (RUNS, REJECTED):
@@ -121,11 +124,11 @@ def _child_main() -> int:
     state, decisions = pickle.loads(sys.stdin.buffer.read())
 
     def report(word: str, shape: str) -> None:
-        print(f"{word} {shape}", flush=True)
+        print(f"{MARK}{word} {shape}", flush=True)
 
     suite = GeakSuite.from_probe_state(state)
     suite.probe_here(decisions, report)
-    print(DONE, flush=True)
+    print(f"{MARK}{DONE}", flush=True)
     sys.stdout.flush()
     os._exit(0)  # a suite's threads or a dead context must not hold the exit up
 
