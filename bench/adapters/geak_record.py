@@ -660,6 +660,7 @@ def _holds_raw_address(value: Any, depth: int = 0) -> bool:
         return any(_holds_raw_address(v, depth + 1) for v in value.values())
     return callable(getattr(type(value), "data_ptr", None))
 
+
 def _release_probe_memory() -> None:
     """Hand the GPU memory the probes reserved back to the driver. Probes run the reference on
     shapes up to 2**26 elements; PyTorch's caching allocator would keep that peak reserved in

@@ -88,11 +88,10 @@ def decide_in_children(suite_state: tuple, key_text: str,
                 finished = True
         if finished and code == 0:
             break
+        tail = (err.strip().splitlines() or [f"exit status {code}"])[-1]
         if pending is None:
-            tail = (err.strip().splitlines() or [f"exit status {code}"])[-1]
             raise RuntimeError(f"the shape probe ended before its first probe: {tail[:300]}")
         decisions[pending] = False
-        tail = (err.strip().splitlines() or [f"exit status {code}"])[-1]
         notes.append(f"{pending}: the reference ended its process there ({tail[:200]})")
     if stored is not None:
         stored.parent.mkdir(parents=True, exist_ok=True)
@@ -101,6 +100,9 @@ def decide_in_children(suite_state: tuple, key_text: str,
             json.dump({"decisions": decisions, "notes": notes}, f)
         os.replace(partial, stored)
     return decisions, notes
+
+
+_ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 def _run_child(payload: bytes) -> tuple[str, str, int]:
@@ -115,9 +117,6 @@ def _run_child(payload: bytes) -> tuple[str, str, int]:
     return done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace"), done.returncode
 
 
-_ROOT = Path(__file__).resolve().parent.parent.parent
-
-
 def _child_main() -> int:
     from bench.adapters.geak_record import GeakSuite
 
@@ -129,7 +128,6 @@ def _child_main() -> int:
     suite = GeakSuite.from_probe_state(state)
     suite.probe_here(decisions, report)
     print(f"{MARK}{DONE}", flush=True)
-    sys.stdout.flush()
     os._exit(0)  # a suite's threads or a dead context must not hold the exit up
 
 
