@@ -223,26 +223,33 @@ def main(argv: list[str] | None = None) -> int:
         return CompareConfig(budget=budget, tasks=tasks, seed=args.seed, device=args.device, workers=args.workers,
                              task_sources=[], method_modules=[])
 
-    seven = [] if args.skip_seven else [
-        measure(f"seven-task run {i + 1}", config(args.budget, args.seven_tasks.split(",")), out, args.sample_s)
-        for i in range(args.determinism)]
-    for m in seven:
-        print_measured(m)
+    from judge.device import environment_info
+    from runners.compare import start_target
+
+    environment = environment_info(start_target(config(1, None)))
+    seven: list[Measured] = []
+    full: Measured | None = None
+
+    def record() -> dict[str, Any]:
+        """Written after every run, so a run cut off by a time limit keeps the ones before it."""
+        return {"benchmark": "bench_compare_gpu", "seven_task_runs": [asdict(m) for m in seven],
+                "identical_submission_share": identical_share(seven), "full_suite": asdict(full) if full else None,
+                "goals": {"seven_task_wall_s": 20, "full_suite_budget_100_wall_s": 600, "identical_share": 0.95},
+                "environment": environment}
+
+    for i in range(0 if args.skip_seven else args.determinism):
+        seven.append(measure(f"seven-task run {i + 1}", config(args.budget, args.seven_tasks.split(",")), out,
+                             args.sample_s))
+        print_measured(seven[-1])
+        write_record(record(), args.json)
     share = identical_share(seven)
     if share is not None:
         print(f"identical final submissions over {len(seven)} runs with seed {args.seed}: {100 * share:.1f}% of units "
               "(goal >= 95%)")
-    full = None if args.skip_full else measure("full suite", config(args.full_budget, None), out, args.sample_s)
-    if full is not None:
+    if not args.skip_full:
+        full = measure("full suite", config(args.full_budget, None), out, args.sample_s)
         print_measured(full)
-    from judge.device import environment_info
-    from runners.compare import start_target
-
-    record = {"benchmark": "bench_compare_gpu", "seven_task_runs": [asdict(m) for m in seven],
-              "identical_submission_share": share, "full_suite": asdict(full) if full else None,
-              "goals": {"seven_task_wall_s": 20, "full_suite_budget_100_wall_s": 600, "identical_share": 0.95},
-              "environment": environment_info(start_target(config(1, None)))}
-    write_record(record, args.json)
+    write_record(record(), args.json)
     return 0
 
 

@@ -6,6 +6,9 @@ from the run's probe folder. Runs on the interpreter with the child mode forced.
 from __future__ import annotations
 
 import json
+import pickle
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -162,3 +165,61 @@ def test_what_the_suite_prints_is_not_taken_for_a_report() -> None:
     decisions, notes = shape_probe.decide_in_children(("state",), "key", run_child=counted)
     assert decisions == {"7 (call 0: real)": False} and notes == ["7 (call 0: real): the reference ended its process "
                                                                    "there (Segmentation fault)"]
+
+
+@pytest.mark.slow  # starts probing children on the interpreter: ~15 s on 2 cores
+def test_a_probe_that_runs_too_long_is_stopped_and_its_shape_rejected(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A reference that takes minutes on a perturbed size (on an H200: a block sized from the
+    input, compiled as one huge tile) costs `PROBE_LIMIT_S` per shape, not the check."""
+    monkeypatch.setenv(shape_probe.PROBE_IN_CHILD_ENV, "1")
+    monkeypatch.setenv(shape_probe.PROBE_DIR_ENV, str(tmp_path))
+    monkeypatch.setattr(shape_probe, "PROBE_LIMIT_S", 4.0)
+    suite = _suite("slow_on_large.py")
+    shapes = suite.shape_calls()
+    assert [s.values[0].numel() for s in shapes] == [301]
+    assert suite.probe_notes == [
+        f"3001, 3001 (call 0: size 300 -> 3001 ({change})): the probe ran over 4 s and was stopped; "
+        "a slower machine may keep fewer shapes" for change in ("large", "large, integer arguments kept")]
+
+
+def test_a_child_that_dies_between_probes_leaves_the_rest_to_a_fresh_one() -> None:
+    """Decisions a child announced survive its death between two probes."""
+    answers = [(f"{shape_probe.MARK}try 5 (call 0: a)\n{shape_probe.MARK}runs 5 (call 0: a)\n", "Killed", -9),
+               (f"{shape_probe.MARK}try 7 (call 0: b)\n{shape_probe.MARK}rejected 7 (call 0: b)\n"
+                f"{shape_probe.MARK}done\n", "", 0)]
+    sent: list[dict[str, bool]] = []
+
+    def child(payload: bytes) -> tuple[str, str, int]:
+        sent.append(dict(pickle.loads(payload)[1]))
+        return answers[len(sent) - 1]
+
+    decisions, notes = shape_probe.decide_in_children(("state",), "key", run_child=child)
+    assert sent == [{}, {"5 (call 0: a)": True}]
+    assert decisions == {"5 (call 0: a)": True, "7 (call 0: b)": False} and notes == []
+
+
+def test_workers_that_need_the_same_decisions_at_once_probe_once(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The second worker waits for the first's decisions instead of taking its own (a probe whose
+    outcome flips would otherwise judge two workers, and so two methods, on different shapes)."""
+    monkeypatch.setenv(shape_probe.PROBE_DIR_ENV, str(tmp_path))
+    started: list[int] = []
+    release = threading.Event()
+
+    def child(payload: bytes) -> tuple[str, str, int]:
+        started.append(1)
+        release.wait(10)
+        return f"{shape_probe.MARK}runs 5 (call 0: a)\n{shape_probe.MARK}done\n", "", 0
+
+    results: list[tuple[dict[str, bool], list[str]]] = []
+    workers = [threading.Thread(target=lambda: results.append(
+        shape_probe.decide_in_children(("state",), "same key", run_child=child))) for _ in range(2)]
+    for w in workers:
+        w.start()
+    time.sleep(0.5)
+    release.set()
+    for w in workers:
+        w.join(20)
+    assert len(started) == 1
+    assert results == [({"5 (call 0: a)": True}, [])] * 2

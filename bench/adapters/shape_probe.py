@@ -16,29 +16,44 @@ from there with every decision so far, skipping what is decided. The worker then
 same search with the decisions alone (the search is a pure function of the recorded calls
 and the decisions), so it never runs a probe itself.
 
+A probe that runs longer than `PROBE_LIMIT_S` is stopped and its shape rejected as well:
+a wrapper that sizes its block from the input (`next_power_of_2(N)`) compiles a huge tile at
+the large perturbation, which took minutes per shape on an H200 (bgmv_expand_slice,
+bgmv_shrink_kernel, chunk_retention_ops, fused_recurrent_delta never finished a check). This
+makes the kept shapes depend on the machine's speed for references that slow, so the note
+says so; within a run it cannot split the workers, because the decisions are taken once.
+
 The decisions are a file in the run's probe folder (`PROBE_DIR_ENV`, set by the pool), keyed
 by the file's code and test: every worker of a run judges the same new shapes, and only the
-first to need them pays for the probes.
+first to need them pays for the probes (the others wait on a lock beside the file, so two
+workers never take their own, possibly different, decisions).
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import pickle
+import queue
+import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 PROBE_IN_CHILD_ENV = "KMC_PROBE_IN_CHILD"  # "1" always, "0" never; unset: on a GPU only
 PROBE_DIR_ENV = "KMC_PROBE_DIR"  # where a run keeps its decisions (runners/pool.py)
-CHILD_TIMEOUT_S = 300.0
+CHILD_TIMEOUT_S = 300.0  # until the child's first report: loading the suite and recording its calls
+PROBE_LIMIT_S = 90.0  # from each report to the next: one probe (a compile, an autotune, a run)
 MAX_CHILDREN = 12  # a fresh child per fault; a reference faulting on more shapes than this keeps what was decided
 
 TRY, RUNS, REJECTED, DONE = "try", "runs", "rejected", "done"
+TOO_LONG = "the probe ran over"
 MARK = "kmc-shape-probe:"  # starts every line the child reports: the suite's own prints share its stdout
 
 
@@ -59,22 +74,56 @@ def decide_in_children(suite_state: tuple, key_text: str,
                        run_child: Callable[[bytes], tuple[str, str, int]] | None = None) -> tuple[dict[str, bool], list[str]]:
     """Every probe decision for the suite whose state (`GeakSuite.probe_state()`) is given, made
     in child processes; with the run's decision file when there is one. Returns (decisions
-    keyed by shape, notes on shapes that faulted). RuntimeError when a child fails before
-    its first probe (the reference cannot even be recorded there)."""
+    keyed by shape, notes on shapes that faulted or ran too long). RuntimeError when a child
+    fails before its first probe (the reference cannot even be recorded there)."""
     stored = decision_file(key_text)
-    if stored is not None and stored.exists():
+    with _held(stored):
+        saved = _read_decisions(stored)
+        if saved is not None:
+            return saved
+        decisions, notes = _probe_in_children(suite_state, run_child or _run_child)
+        if stored is not None:
+            fd, partial = tempfile.mkstemp(dir=stored.parent, suffix=".partial")
+            with os.fdopen(fd, "w") as f:
+                json.dump({"decisions": decisions, "notes": notes}, f)
+            os.replace(partial, stored)
+    return decisions, notes
+
+
+@contextlib.contextmanager
+def _held(stored: Path | None) -> Iterator[None]:
+    """The run's lock on one decision file: a second worker waits for the first's decisions."""
+    if stored is None:
+        yield
+        return
+    stored.parent.mkdir(parents=True, exist_ok=True)
+    with open(stored.with_suffix(".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
         try:
-            saved = json.loads(stored.read_text())
-            return {str(k): bool(v) for k, v in saved["decisions"].items()}, list(saved.get("notes", []))
-        except (OSError, ValueError, KeyError, TypeError):
-            pass  # a file cut short: probe again
-    run = run_child or _run_child
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _read_decisions(stored: Path | None) -> tuple[dict[str, bool], list[str]] | None:
+    if stored is None or not stored.exists():
+        return None
+    try:
+        saved = json.loads(stored.read_text())
+        return {str(k): bool(v) for k, v in saved["decisions"].items()}, list(saved.get("notes", []))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # a file cut short: probe again
+
+
+def _probe_in_children(suite_state: tuple, run: Callable[[bytes], tuple[str, str, int]]
+                       ) -> tuple[dict[str, bool], list[str]]:
     decisions: dict[str, bool] = {}
     notes: list[str] = []
     for _ in range(MAX_CHILDREN):
         out, err, code = run(pickle.dumps((suite_state, decisions)))
         pending = None
         finished = False
+        before = len(decisions)
         for line in out.splitlines():
             if not line.startswith(MARK):
                 continue  # the suite's test printing (nested_loops_processing prints its tensors)
@@ -89,16 +138,13 @@ def decide_in_children(suite_state: tuple, key_text: str,
         if finished and code == 0:
             break
         tail = (err.strip().splitlines() or [f"exit status {code}"])[-1]
-        if pending is None:
+        if pending is not None:
+            decisions[pending] = False
+            notes.append(f"{pending}: {tail[:200]}; a slower machine may keep fewer shapes" if tail.startswith(TOO_LONG)
+                         else f"{pending}: the reference ended its process there ({tail[:200]})")
+        elif len(decisions) == before:
             raise RuntimeError(f"the shape probe ended before its first probe: {tail[:300]}")
-        decisions[pending] = False
-        notes.append(f"{pending}: the reference ended its process there ({tail[:200]})")
-    if stored is not None:
-        stored.parent.mkdir(parents=True, exist_ok=True)
-        fd, partial = tempfile.mkstemp(dir=stored.parent, suffix=".partial")
-        with os.fdopen(fd, "w") as f:
-            json.dump({"decisions": decisions, "notes": notes}, f)
-        os.replace(partial, stored)
+        # else: it died between two probes, after deciding some: a fresh child goes on from there
     return decisions, notes
 
 
@@ -106,15 +152,51 @@ _ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 def _run_child(payload: bytes) -> tuple[str, str, int]:
+    """(stdout, stderr, exit status) of one probing child, stopped (status -9, the reason as
+    stderr's last line) when it reports nothing for `CHILD_TIMEOUT_S` before its first report
+    or `PROBE_LIMIT_S` after any later one. The child leads its own process group, so the
+    compilers a probe started go with it."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(_ROOT), os.environ.get("PYTHONPATH", ""))
                                                         if p)}
-    try:
-        done = subprocess.run([sys.executable, "-m", "bench.adapters.shape_probe"], input=payload,
-                              capture_output=True, timeout=CHILD_TIMEOUT_S, env=env, cwd=str(_ROOT))
-    except subprocess.TimeoutExpired as exc:
-        out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else ""
-        return out, f"no answer within {CHILD_TIMEOUT_S:.0f} s", -9
-    return done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace"), done.returncode
+    with tempfile.TemporaryFile() as err_file:
+        child = subprocess.Popen([sys.executable, "-m", "bench.adapters.shape_probe"], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, stderr=err_file, env=env, cwd=str(_ROOT),
+                                 start_new_session=True)
+        lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=_pump, args=(child.stdout, lines), daemon=True).start()
+        assert child.stdin is not None
+        with contextlib.suppress(BrokenPipeError):
+            child.stdin.write(payload)
+            child.stdin.close()
+        out: list[str] = []
+        stopped = ""
+        reported = False
+        while True:
+            wait = PROBE_LIMIT_S if reported else CHILD_TIMEOUT_S
+            try:
+                line = lines.get(timeout=wait)
+            except queue.Empty:
+                stopped = (f"{TOO_LONG} {PROBE_LIMIT_S:.0f} s and was stopped" if reported
+                           else f"no answer within {CHILD_TIMEOUT_S:.0f} s")
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(child.pid, signal.SIGKILL)
+                break
+            if line is None:
+                break
+            out.append(line)
+            reported = reported or line.startswith(MARK)
+        code = child.wait()
+        err_file.seek(0)
+        err = err_file.read().decode(errors="replace")
+    if stopped:
+        return "".join(out), f"{err}\n{stopped}", -9
+    return "".join(out), err, code
+
+
+def _pump(stream: object, lines: queue.Queue[str | None]) -> None:
+    for raw in stream:  # type: ignore[attr-defined]
+        lines.put(raw.decode(errors="replace"))
+    lines.put(None)
 
 
 def _child_main() -> int:
