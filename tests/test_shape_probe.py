@@ -52,7 +52,7 @@ def test_every_worker_of_a_run_takes_the_runs_decisions(monkeypatch: pytest.Monk
     monkeypatch.setenv(shape_probe.PROBE_DIR_ENV, str(tmp_path))
     first = _suite("twice_any_float.py").shape_calls()
     children: list[bytes] = []
-    monkeypatch.setattr(shape_probe, "_run_child", lambda payload: children.append(payload) or ("", "", 1))
+    monkeypatch.setattr(shape_probe, "_run_child", lambda payload, ends: children.append(payload) or ("", "", 1))
     again = _suite("twice_any_float.py").shape_calls()  # another worker: no child started
     assert not children
     assert [shape_probe_sig(s.values) for s in again] == [shape_probe_sig(s.values) for s in first]
@@ -74,7 +74,7 @@ def test_the_children_decide_what_probing_here_decides(monkeypatch: pytest.Monke
 
 
 def test_a_probe_that_cannot_start_is_one_line() -> None:
-    def broken(payload: bytes) -> tuple[str, str, int]:
+    def broken(payload: bytes, ends: float) -> tuple[str, str, int]:
         return "", "Traceback ...\nModuleNotFoundError: No module named 'x'\n", 1
 
     with pytest.raises(RuntimeError, match="before its first probe: ModuleNotFoundError"):
@@ -151,15 +151,15 @@ def test_what_the_suite_prints_is_not_taken_for_a_report() -> None:
     """The child's stdout is shared with the suite's test, which may print anything."""
     said = "\n".join(["try 5, 5 (call 0: fake)", "done", f"{shape_probe.MARK}try 7 (call 0: real)"])
 
-    def child(payload: bytes) -> tuple[str, str, int]:
+    def child(payload: bytes, ends: float) -> tuple[str, str, int]:
         return said, "Segmentation fault", -11
 
     calls: list[bytes] = []
 
-    def counted(payload: bytes) -> tuple[str, str, int]:
+    def counted(payload: bytes, ends: float) -> tuple[str, str, int]:
         calls.append(payload)
         if len(calls) == 1:
-            return child(payload)
+            return child(payload, ends)
         return f"{shape_probe.MARK}done\n", "", 0
 
     decisions, notes = shape_probe.decide_in_children(("state",), "key", run_child=counted)
@@ -190,7 +190,7 @@ def test_a_child_that_dies_between_probes_leaves_the_rest_to_a_fresh_one() -> No
                 f"{shape_probe.MARK}done\n", "", 0)]
     sent: list[dict[str, bool]] = []
 
-    def child(payload: bytes) -> tuple[str, str, int]:
+    def child(payload: bytes, ends: float) -> tuple[str, str, int]:
         sent.append(dict(pickle.loads(payload)[1]))
         return answers[len(sent) - 1]
 
@@ -207,7 +207,7 @@ def test_workers_that_need_the_same_decisions_at_once_probe_once(
     started: list[int] = []
     release = threading.Event()
 
-    def child(payload: bytes) -> tuple[str, str, int]:
+    def child(payload: bytes, ends: float) -> tuple[str, str, int]:
         started.append(1)
         release.wait(10)
         return f"{shape_probe.MARK}runs 5 (call 0: a)\n{shape_probe.MARK}done\n", "", 0
@@ -223,3 +223,20 @@ def test_workers_that_need_the_same_decisions_at_once_probe_once(
         w.join(20)
     assert len(started) == 1
     assert results == [({"5 (call 0: a)": True}, [])] * 2
+
+
+def test_probing_stops_at_its_budget_and_leaves_the_rest_out() -> None:
+    """Past `PROBING_BUDGET_S` the probe in progress is rejected, no fresh child starts, and
+    every shape not decided is left out (the worker's walk takes it as rejected)."""
+    sent: list[float] = []
+
+    def child(payload: bytes, ends: float) -> tuple[str, str, int]:
+        sent.append(ends)
+        return (f"{shape_probe.MARK}try 5 (call 0: a)\n{shape_probe.MARK}runs 5 (call 0: a)\n"
+                f"{shape_probe.MARK}try 7 (call 0: b)\n", f"{shape_probe.OVER_BUDGET} 150 s", -9)
+
+    decisions, notes = shape_probe.decide_in_children(("state",), "key", run_child=child)
+    assert len(sent) == 1 and sent[0] > time.monotonic() + shape_probe.PROBING_BUDGET_S - 60
+    assert decisions == {"5 (call 0: a)": True, "7 (call 0: b)": False}
+    assert notes == [f"{shape_probe.OVER_BUDGET} 150 s: the shapes not decided by then are left out; "
+                     "a slower machine may keep fewer"]

@@ -19,9 +19,13 @@ and the decisions), so it never runs a probe itself.
 A probe that runs longer than `PROBE_LIMIT_S` is stopped and its shape rejected as well:
 a wrapper that sizes its block from the input (`next_power_of_2(N)`) compiles a huge tile at
 the large perturbation, which took minutes per shape on an H200 (bgmv_expand_slice,
-bgmv_shrink_kernel, chunk_retention_ops, fused_recurrent_delta never finished a check). This
-makes the kept shapes depend on the machine's speed for references that slow, so the note
-says so; within a run it cannot split the workers, because the decisions are taken once.
+bgmv_shrink_kernel, chunk_retention_ops, fused_recurrent_delta never finished a check), and
+every candidate would pay the same for that case within its own time limit. Probing as a
+whole stops after `PROBING_BUDGET_S` (the shapes not decided by then are left out): it is
+the judge's work inside a job, and the job's backstop (runners/pool.py) restarted the worker
+of two such references at 90 s per probe. Both make the kept shapes depend on the machine's
+speed for references that slow, so the notes say so; within a run they cannot split the
+workers, because the decisions are taken once.
 
 The decisions are a file in the run's probe folder (`PROBE_DIR_ENV`, set by the pool), keyed
 by the file's code and test: every worker of a run judges the same new shapes, and only the
@@ -43,17 +47,20 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 PROBE_IN_CHILD_ENV = "KMC_PROBE_IN_CHILD"  # "1" always, "0" never; unset: on a GPU only
 PROBE_DIR_ENV = "KMC_PROBE_DIR"  # where a run keeps its decisions (runners/pool.py)
 CHILD_TIMEOUT_S = 300.0  # until the child's first report: loading the suite and recording its calls
-PROBE_LIMIT_S = 90.0  # from each report to the next: one probe (a compile, an autotune, a run)
+PROBE_LIMIT_S = 30.0  # from each report to the next: one probe (a compile, an autotune, two runs)
+PROBING_BUDGET_S = 150.0  # every child's probes together; what is not decided by then is left out
 MAX_CHILDREN = 12  # a fresh child per fault; a reference faulting on more shapes than this keeps what was decided
 
 TRY, RUNS, REJECTED, DONE = "try", "runs", "rejected", "done"
 TOO_LONG = "the probe ran over"
+OVER_BUDGET = "probing stopped after"
 MARK = "kmc-shape-probe:"  # starts every line the child reports: the suite's own prints share its stdout
 
 
@@ -71,7 +78,8 @@ def decision_file(key_text: str) -> Path | None:
 
 
 def decide_in_children(suite_state: tuple, key_text: str,
-                       run_child: Callable[[bytes], tuple[str, str, int]] | None = None) -> tuple[dict[str, bool], list[str]]:
+                       run_child: Callable[[bytes, float], tuple[str, str, int]] | None = None
+                       ) -> tuple[dict[str, bool], list[str]]:
     """Every probe decision for the suite whose state (`GeakSuite.probe_state()`) is given, made
     in child processes; with the run's decision file when there is one. Returns (decisions
     keyed by shape, notes on shapes that faulted or ran too long). RuntimeError when a child
@@ -115,12 +123,13 @@ def _read_decisions(stored: Path | None) -> tuple[dict[str, bool], list[str]] | 
         return None  # a file cut short: probe again
 
 
-def _probe_in_children(suite_state: tuple, run: Callable[[bytes], tuple[str, str, int]]
+def _probe_in_children(suite_state: tuple, run: Callable[[bytes, float], tuple[str, str, int]]
                        ) -> tuple[dict[str, bool], list[str]]:
     decisions: dict[str, bool] = {}
     notes: list[str] = []
+    budget_ends = time.monotonic() + PROBING_BUDGET_S
     for _ in range(MAX_CHILDREN):
-        out, err, code = run(pickle.dumps((suite_state, decisions)))
+        out, err, code = run(pickle.dumps((suite_state, decisions)), budget_ends)
         pending = None
         finished = False
         before = len(decisions)
@@ -140,6 +149,10 @@ def _probe_in_children(suite_state: tuple, run: Callable[[bytes], tuple[str, str
         tail = (err.strip().splitlines() or [f"exit status {code}"])[-1]
         if pending is not None:
             decisions[pending] = False
+        if tail.startswith(OVER_BUDGET):
+            notes.append(f"{tail}: the shapes not decided by then are left out; a slower machine may keep fewer")
+            break
+        if pending is not None:
             notes.append(f"{pending}: {tail[:200]}; a slower machine may keep fewer shapes" if tail.startswith(TOO_LONG)
                          else f"{pending}: the reference ended its process there ({tail[:200]})")
         elif len(decisions) == before:
@@ -151,11 +164,11 @@ def _probe_in_children(suite_state: tuple, run: Callable[[bytes], tuple[str, str
 _ROOT = Path(__file__).resolve().parent.parent.parent
 
 
-def _run_child(payload: bytes) -> tuple[str, str, int]:
+def _run_child(payload: bytes, budget_ends: float) -> tuple[str, str, int]:
     """(stdout, stderr, exit status) of one probing child, stopped (status -9, the reason as
     stderr's last line) when it reports nothing for `CHILD_TIMEOUT_S` before its first report
-    or `PROBE_LIMIT_S` after any later one. The child leads its own process group, so the
-    compilers a probe started go with it."""
+    or `PROBE_LIMIT_S` after any later one, or is still probing at `budget_ends` (monotonic
+    seconds). The child leads its own process group, so the compilers a probe started go with it."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(_ROOT), os.environ.get("PYTHONPATH", ""))
                                                         if p)}
     with tempfile.TemporaryFile() as err_file:
@@ -172,11 +185,14 @@ def _run_child(payload: bytes) -> tuple[str, str, int]:
         stopped = ""
         reported = False
         while True:
-            wait = PROBE_LIMIT_S if reported else CHILD_TIMEOUT_S
+            over_budget = reported and budget_ends - time.monotonic() < PROBE_LIMIT_S
+            wait = max(0.0, budget_ends - time.monotonic()) if over_budget else (
+                PROBE_LIMIT_S if reported else CHILD_TIMEOUT_S)
             try:
                 line = lines.get(timeout=wait)
             except queue.Empty:
-                stopped = (f"{TOO_LONG} {PROBE_LIMIT_S:.0f} s and was stopped" if reported
+                stopped = (f"{OVER_BUDGET} {PROBING_BUDGET_S:.0f} s" if over_budget
+                           else f"{TOO_LONG} {PROBE_LIMIT_S:.0f} s and was stopped" if reported
                            else f"no answer within {CHILD_TIMEOUT_S:.0f} s")
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(child.pid, signal.SIGKILL)
