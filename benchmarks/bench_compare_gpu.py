@@ -143,6 +143,9 @@ class Measured:
     phases: list[dict[str, Any]]
     utilisation: dict[str, Any]
     final_submissions: dict[str, str | None] = field(default_factory=dict)
+    # task -> source hash -> [verdict, speedup, low, high] of its visible evaluation: what a
+    # speed-based choice saw, so units that differ between runs can be explained
+    visible: dict[str, dict[str, list[Any]]] = field(default_factory=dict)
 
 
 def measure(label: str, config: CompareConfig, out: Path, sample_s: float) -> Measured:
@@ -158,9 +161,13 @@ def measure(label: str, config: CompareConfig, out: Path, sample_s: float) -> Me
     finals.update({f"{m}/{t}/{r}": str(h) for m, t, r, h in
                    zip(last["method"], last["task"], last["repeat"], last["source_hash"], strict=True)})
     tasks = ",".join(config.tasks) if config.tasks else "(suite)"
+    visible: dict[str, dict[str, list[Any]]] = {}
+    for row in data.evaluations[data.evaluations["case_set"] == "visible"].itertuples():
+        visible.setdefault(str(row.task), {})[str(row.source_hash)] = [
+            row.verdict, *(None if v != v else round(float(v), 4) for v in (row.speedup, row.speedup_lo, row.speedup_hi))]
     return Measured(label, f"compare --budget {config.budget} --tasks {tasks} --seed {config.seed}", wall,
                     str(result.run_dir), len(data.units), int(data.units["calls_used"].sum()), len(data.evaluations),
-                    per_method.to_dict("records"), sampler.summary(), finals)
+                    per_method.to_dict("records"), sampler.summary(), finals, visible)
 
 
 def identical_share(runs: list[Measured]) -> float | None:
@@ -170,6 +177,21 @@ def identical_share(runs: list[Measured]) -> float | None:
     units = set(runs[0].final_submissions)
     same = sum(1 for u in units if len({r.final_submissions.get(u) for r in runs}) == 1)
     return same / len(units) if units else None
+
+
+def differences(runs: list[Measured]) -> dict[str, list[dict[str, Any]]]:
+    """For each unit whose final submission differs between runs: per run, every final any
+    run chose for it, with what that run's visible evaluation said of it."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for unit in sorted(runs[0].final_submissions if runs else ()):
+        finals = [r.final_submissions.get(unit) for r in runs]
+        if len(set(finals)) < 2:
+            continue
+        task = unit.split("/")[1]
+        chosen = [h for h in dict.fromkeys(finals) if h]
+        out[unit] = [{"final": f, "visible": {h: r.visible.get(task, {}).get(h) for h in chosen}}
+                     for f, r in zip(finals, runs, strict=True)]
+    return out
 
 
 def print_measured(m: Measured) -> None:
@@ -233,7 +255,8 @@ def main(argv: list[str] | None = None) -> int:
     def record() -> dict[str, Any]:
         """Written after every run, so a run cut off by a time limit keeps the ones before it."""
         return {"benchmark": "bench_compare_gpu", "seven_task_runs": [asdict(m) for m in seven],
-                "identical_submission_share": identical_share(seven), "full_suite": asdict(full) if full else None,
+                "identical_submission_share": identical_share(seven), "differences": differences(seven),
+                "full_suite": asdict(full) if full else None,
                 "goals": {"seven_task_wall_s": 20, "full_suite_budget_100_wall_s": 600, "identical_share": 0.95},
                 "environment": environment}
 
@@ -246,6 +269,9 @@ def main(argv: list[str] | None = None) -> int:
     if share is not None:
         print(f"identical final submissions over {len(seven)} runs with seed {args.seed}: {100 * share:.1f}% of units "
               "(goal >= 95%)")
+        for unit, per_run in differences(seven).items():
+            print(f"  {unit}: " + "; ".join(f"run {i + 1} chose {(r['final'] or '-')[:8]}, saw " + ", ".join(
+                f"{h[:8]} {v}" for h, v in r["visible"].items()) for i, r in enumerate(per_run)))
     if not args.skip_full:
         full = measure("full suite", config(args.full_budget, None), out, args.sample_s)
         print_measured(full)

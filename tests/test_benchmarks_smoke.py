@@ -90,6 +90,30 @@ def test_compare_benchmark_runs_the_seven_task_command_at_toy_size(tmp_path: Pat
         assert all(r["correctness_s"] > 0 and r["timing_s"] == 0 for r in run["phases"])  # nothing timed on a CPU
         assert run["utilisation"]["cpu_percent"]["samples"] >= 1
         assert len(run["final_submissions"]) == 6
-    assert record["identical_submission_share"] == 1.0
+    assert record["identical_submission_share"] == 1.0 and record["differences"] == {}
+    assert all(run["visible"].keys() <= {"vector_add", "flip"} and run["visible"] for run in runs)
     assert "identical final submissions over 2 runs with seed 0: 100.0% of units" in proc.stdout
     assert "evaluation seconds by phase" in proc.stdout
+
+
+def test_the_compare_benchmark_explains_units_that_differ_between_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each differing unit lists, per run, every final any run chose, with what that run's
+    visible evaluation said of it (how a speed-based choice flipped)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_compare_gpu", ROOT / "benchmarks" / "bench_compare_gpu.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "bench_compare_gpu", bench)  # its dataclasses look their module up there
+    spec.loader.exec_module(bench)
+
+    def run(final: str, speeds: dict[str, list[object]]) -> object:
+        return bench.Measured("r", "c", 1.0, "d", 2, 2, 2, [], {}, {"direct/flip/0": final, "geak/flip/0": "s"},
+                              {"flip": speeds})
+
+    a, b = run("h1", {"h1": ["correct", 1.1, 1.0, 1.2], "h2": ["correct", 1.0, 0.9, 1.1]}), \
+        run("h2", {"h1": ["correct", 0.9, 0.8, 1.0], "h2": ["correct", 1.2, 1.1, 1.3]})
+    assert bench.identical_share([a, b]) == 0.5
+    assert bench.differences([a, b]) == {"direct/flip/0": [
+        {"final": "h1", "visible": {"h1": ["correct", 1.1, 1.0, 1.2], "h2": ["correct", 1.0, 0.9, 1.1]}},
+        {"final": "h2", "visible": {"h1": ["correct", 0.9, 0.8, 1.0], "h2": ["correct", 1.2, 1.1, 1.3]}}]}
