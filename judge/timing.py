@@ -33,7 +33,7 @@ from judge.clocks import CLOCKS_LOCKED_ENV, clock_flags, read_clocks
 from judge.policy import FEEDBACK_SHORT, TimingPolicy
 from judge.sampling import GRAPH_TARGET_MS, SMALL_KERNEL_MS, median_rse
 from judge.verdict import CaseTiming, Timing
-from stats.sequential import decide, look_confidence, speedup_interval
+from stats.sequential import decide, geomean_speedup_interval, look_confidence, speedup_interval
 
 
 class OutputChangedDuringTiming(Exception):
@@ -287,7 +287,8 @@ def speedup_with_ci(cases: list[CaseTiming], policy: TimingPolicy,
     so rounds are resampled as pairs (same indices on both sides): drift shared by a round
     (clocks, temperature) stays paired, as it was measured. Sides of unequal length (a
     stored timing edited by hand), or `paired` False (the short protocol, whose reference
-    samples come from another measurement), are resampled independently."""
+    samples come from another measurement), are resampled independently. The short protocol
+    then reports `geomean_speedup_interval` instead of this interval (`time_candidate`)."""
     if not cases:
         raise ValueError("speedup_with_ci needs at least one case")
     rng = np.random.default_rng(policy.seed)
@@ -409,6 +410,9 @@ def time_candidate(task: Task, candidate: Any, baseline: Callable[..., Any], cas
         del args, pristine, expected, out, mine, returned, inputs_after
     flags += [f"side_stream_suspected:{ct.case}" for ct in results if side_stream_suspected(ct)]
     speedup, ci = speedup_with_ci(results, policy, paired=not short)
+    if short:  # its few samples: the sequential rule's interval, noise floor included (stats/sequential.py)
+        ci = geomean_speedup_interval([(ct.baseline_ms, ct.candidate_ms) for ct in results], 0.95,
+                                      policy.feedback_noise_floor)[1:]
     eager = speedup_with_ci(results, policy, against="eager", paired=not short)[0] if policy.time_eager else None
     cand_ms = math.exp(float(np.mean([math.log(_positive(np.median(ct.candidate_ms))) for ct in results])))
     return Timing(

@@ -69,6 +69,11 @@ def test_feedback_timing_is_short_and_reuses_the_workers_reference_timings(pool:
         assert all(policy.feedback_min_samples <= len(c.candidate_ms) <= policy.feedback_max_samples
                    for c in ev.timing.cases)
         assert 0.5 < (ev.timing.speedup_vs_baseline or 0) < 2.0
+        # Its interval is the sequential rule's, noise floor included, not a bootstrap of few samples.
+        from stats.sequential import geomean_speedup_interval
+
+        assert ev.timing.speedup_ci == pytest.approx(geomean_speedup_interval(
+            [(c.baseline_ms, c.candidate_ms) for c in ev.timing.cases], 0.95, policy.feedback_noise_floor)[1:])
     assert {c.baseline_source for c in second.timing.cases} == {"reused"}  # type: ignore[union-attr]
     assert [c.baseline_ms for c in first.timing.cases] == [c.baseline_ms for c in second.timing.cases]  # type: ignore[union-attr]
 

@@ -142,6 +142,30 @@ def test_the_speedup_interval_is_the_ratio_of_medians_with_both_sides_uncertaint
     assert not intervals_overlap((1.0, 2.0), (2.5, 3.0))
 
 
+def test_the_short_protocols_reported_interval_keeps_the_noise_floor_over_cases() -> None:
+    """The interval methods choose by: geometric mean of the cases' median ratios, each median's
+    error at least the floor. Five near-identical samples per side do not make it vanish, as a
+    bootstrap of their medians does (runs of one seed then chose differently on an H200)."""
+    from scipy import stats as st
+
+    from judge.timing import CaseTiming, speedup_with_ci
+    from stats.sequential import geomean_speedup_interval
+
+    cases = [(np.full(30, 10.0), np.array([5.0, 5.0001, 5.0, 4.9999, 5.0])),
+             (np.full(30, 3.0), np.array([3.0, 3.0, 3.0001, 3.0, 2.9999]))]
+    point, lo, hi = geomean_speedup_interval(cases, 0.95, noise_floor=0.005)
+    assert point == pytest.approx(math.sqrt(2.0 * 1.0))
+    se = math.sqrt(2 * 2 * 0.005 ** 2) / 2  # two cases, each the floor on both sides
+    t = float(st.t.ppf(0.975, 4))
+    assert (lo, hi) == pytest.approx((point * math.exp(-t * se), point * math.exp(t * se)))
+    boot = speedup_with_ci([CaseTiming(case=f"c{i}", candidate_ms=tuple(c), baseline_ms=tuple(b))
+                            for i, (b, c) in enumerate(cases)], TimingPolicy(seed=0), paired=False)[1]
+    assert hi / lo > 1.01 > boot[1] / boot[0]  # the bootstrap's is a small fraction of a percent wide
+    assert geomean_speedup_interval([([1.0, 1.0], [0.0, 0.0])], 0.95)[1:] == (0.0, math.inf)
+    with pytest.raises(ValueError):
+        geomean_speedup_interval([], 0.95)
+
+
 def test_the_rule_rarely_decides_wrongly_when_candidate_and_baseline_are_the_same() -> None:
     """Bonferroni over looks: a candidate timed like its baseline, under noise, is called faster
     or slower at most about alpha of the time, although the rule looks up to 16 times."""
