@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def ctrl_c_default() -> None:
+    """`preexec_fn` for a child a test will send Ctrl-C (SIGINT): a shell that started the
+    tests in the background (`nohup ... &`) leaves SIGINT ignored, children inherit that, and
+    Python then never raises KeyboardInterrupt in them."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def cli_env(**extra: str) -> dict[str, str]:

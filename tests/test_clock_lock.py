@@ -22,6 +22,7 @@ import pytest
 
 from judge.clocks import CLOCKS_LOCKED_ENV, clock_flags, read_clocks
 from runners.clock_lock import ClockLockError, choose_nvidia_clocks, lock_clocks, parse_lock_spec
+from tests.helpers import ctrl_c_default
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -179,7 +180,8 @@ CHILD = textwrap.dedent("""
 def test_restore_runs_after_ctrl_c_and_sigterm(fake_tools: tuple[Path, Path], sig: int, code: int) -> None:
     _, log = fake_tools
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=ctrl_c_default)
     try:
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == "locked"

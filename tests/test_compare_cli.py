@@ -17,7 +17,7 @@ import pytest
 
 from results.curves import independent_runs
 from results.readers import load_run
-from tests.helpers import ROOT, cli_env, run_cli
+from tests.helpers import ROOT, cli_env, ctrl_c_default, run_cli
 
 SMOKE = ("--budget", "4", "--tasks", "vector_add,softmax", "--quiet")
 
@@ -105,7 +105,7 @@ def test_interrupt_then_resume_equals_uninterrupted_run(tmp_path: Path, uninterr
     out = tmp_path / "killed"
     proc = subprocess.Popen([sys.executable, str(ROOT / "cli.py"), *RESUME_ARGS, "--out", str(out)], env=cli_env(),
                             cwd=str(ROOT), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=ctrl_c_default)
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not (out.exists() and any(out.iterdir())):
