@@ -114,3 +114,24 @@ def test_a_wrong_result_whose_text_varies_between_rejudgings_is_described() -> N
     assert steady_verdict(wrong, lambda name: None, "cpu") == wrong  # the case cannot be judged alone
     crash = Verdict("runtime_error", "boom", "visible-n8")
     assert steady_verdict(crash, same, "cpu") == crash and len(asked) == RERUNS  # only wrong results are re-judged
+
+
+def test_a_methods_tests_hand_the_kernel_copies_followed_by_nan() -> None:
+    """Past the end of what a method's own test passes, the kernel reads NaN in every process
+    (not whatever the heap holds there: a flip reading past its row quoted other values from
+    one process to the next); a tensor the entry point writes into reaches the test filled."""
+    import torch
+
+    seen: list[float] = []
+
+    def reads_one_past_the_end(x: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+        beyond = torch.empty(0, dtype=x.dtype).set_(x.untyped_storage(), x.storage_offset(), (x.numel() + 1,), (1,))
+        seen.append(float(beyond[-1]))
+        out.copy_(x * 2)
+        return out
+
+    tests = ("import torch\n\n\ndef test_double():\n    x = torch.arange(6, dtype=torch.float32)\n"
+             "    out = torch.zeros(6)\n    f(x, out)\n    assert torch.equal(out, x * 2)\n")
+    (outcome,) = run_test_functions(reads_one_past_the_end, "f", tests, "cpu")
+    assert outcome.passed, outcome.message
+    assert len(seen) == 1 and math.isnan(seen[0])
