@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
@@ -164,7 +165,8 @@ def measure(label: str, config: CompareConfig, out: Path, sample_s: float) -> Me
     visible: dict[str, dict[str, list[Any]]] = {}
     for row in data.evaluations[data.evaluations["case_set"] == "visible"].itertuples():
         visible.setdefault(str(row.task), {})[str(row.source_hash)] = [
-            row.verdict, *(None if v != v else round(float(v), 4) for v in (row.speedup, row.speedup_lo, row.speedup_hi))]
+            row.verdict, *(None if math.isnan(v) else round(float(v), 4)
+                           for v in (row.speedup, row.speedup_lo, row.speedup_hi))]
     return Measured(label, f"compare --budget {config.budget} --tasks {tasks} --seed {config.seed}", wall,
                     str(result.run_dir), len(data.units), int(data.units["calls_used"].sum()), len(data.evaluations),
                     per_method.to_dict("records"), sampler.summary(), finals, visible)

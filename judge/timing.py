@@ -291,16 +291,13 @@ def speedup_with_ci(cases: list[CaseTiming], policy: TimingPolicy,
     then reports `geomean_speedup_interval` instead of this interval (`time_candidate`)."""
     if not cases:
         raise ValueError("speedup_with_ci needs at least one case")
+    point = point_speedup(cases, against)  # raises for a case without samples on either side
     rng = np.random.default_rng(policy.seed)
     b = policy.bootstrap_resamples
-    logs = []
     boot = np.zeros(b)
     for ct in cases:
         cand = np.asarray(ct.candidate_ms, dtype=float)
         base = np.asarray(ct.baseline_ms if against == "baseline" else ct.eager_ms, dtype=float)
-        if len(cand) == 0 or len(base) == 0:
-            raise ValueError(f"case {ct.case}: no {against if len(base) == 0 else 'candidate'} samples")
-        logs.append(math.log(_positive(np.median(base)) / _positive(np.median(cand))))
         if paired and len(cand) == len(base):
             idx = rng.integers(0, len(cand), size=(b, len(cand)))
             rc, rb = cand[idx], base[idx]
@@ -310,7 +307,19 @@ def speedup_with_ci(cases: list[CaseTiming], policy: TimingPolicy,
         boot += np.log(np.maximum(np.median(rb, axis=1), _TINY_MS) / np.maximum(np.median(rc, axis=1), _TINY_MS))
     boot /= len(cases)
     lo, hi = np.percentile(boot, [2.5, 97.5])
-    return math.exp(float(np.mean(logs))), (math.exp(float(lo)), math.exp(float(hi)))
+    return point, (math.exp(float(lo)), math.exp(float(hi)))
+
+
+def point_speedup(cases: list[CaseTiming], against: str = "baseline") -> float:
+    """Geometric mean over cases of median(against) / median(candidate): `speedup_with_ci`'s
+    point, without its bootstrap (the short protocol's figures, eager's)."""
+    logs = []
+    for ct in cases:
+        base = ct.baseline_ms if against == "baseline" else ct.eager_ms
+        if len(ct.candidate_ms) == 0 or len(base) == 0:
+            raise ValueError(f"case {ct.case}: no {against if len(base) == 0 else 'candidate'} samples")
+        logs.append(math.log(_positive(np.median(base)) / _positive(np.median(ct.candidate_ms))))
+    return math.exp(float(np.mean(logs)))
 
 
 _TINY_MS = 1e-6  # below any real kernel time: keeps a zero median (timer resolution) finite
@@ -409,11 +418,13 @@ def time_candidate(task: Task, candidate: Any, baseline: Callable[..., Any], cas
             raise OutputChangedDuringTiming(c.name, f"output after timing is wrong: {m}") from None
         del args, pristine, expected, out, mine, returned, inputs_after
     flags += [f"side_stream_suspected:{ct.case}" for ct in results if side_stream_suspected(ct)]
-    speedup, ci = speedup_with_ci(results, policy, paired=not short)
     if short:  # its few samples: the sequential rule's interval, noise floor included (stats/sequential.py)
+        speedup = point_speedup(results)
         ci = geomean_speedup_interval([(ct.baseline_ms, ct.candidate_ms) for ct in results], 0.95,
                                       policy.feedback_noise_floor)[1:]
-    eager = speedup_with_ci(results, policy, against="eager", paired=not short)[0] if policy.time_eager else None
+    else:
+        speedup, ci = speedup_with_ci(results, policy)
+    eager = point_speedup(results, against="eager") if policy.time_eager else None
     cand_ms = math.exp(float(np.mean([math.log(_positive(np.median(ct.candidate_ms))) for ct in results])))
     return Timing(
         cases=tuple(results),

@@ -149,15 +149,16 @@ def _probe_in_children(suite_state: tuple, run: Callable[[bytes, float], tuple[s
         tail = (err.strip().splitlines() or [f"exit status {code}"])[-1]
         if pending is not None:
             decisions[pending] = False
+            if tail.startswith(TOO_LONG):
+                notes.append(f"{pending}: {tail[:200]}; a slower machine may keep fewer shapes")
+            elif not tail.startswith(OVER_BUDGET):
+                notes.append(f"{pending}: the reference ended its process there ({tail[:200]})")
+        elif len(decisions) == before and not tail.startswith(OVER_BUDGET):
+            raise RuntimeError(f"the shape probe ended before its first probe: {tail[:300]}")
+        # else: it died between two probes, after deciding some: a fresh child goes on from there
         if tail.startswith(OVER_BUDGET):
             notes.append(f"{tail}: the shapes not decided by then are left out; a slower machine may keep fewer")
             break
-        if pending is not None:
-            notes.append(f"{pending}: {tail[:200]}; a slower machine may keep fewer shapes" if tail.startswith(TOO_LONG)
-                         else f"{pending}: the reference ended its process there ({tail[:200]})")
-        elif len(decisions) == before:
-            raise RuntimeError(f"the shape probe ended before its first probe: {tail[:300]}")
-        # else: it died between two probes, after deciding some: a fresh child goes on from there
     return decisions, notes
 
 
