@@ -44,7 +44,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.adapters.shape_probe import PROBE_DIR_ENV
+from bench.adapters.shape_probe import PROBE_DIR_ENV, PROBING_WALL_S
+from bench.registry import get_task
 from judge.clocks import CLOCKS_LOCKED_ENV
 from judge.device import Target
 from judge.gate import GATE_ENV
@@ -109,6 +110,21 @@ def backstop_seconds(limit: float) -> float:
     return 2 * limit + JUDGE_MARGIN_S
 
 
+def first_job_allowance(task_id: str, judged_before: set[str]) -> float:
+    """Seconds more the parent waits for a worker's first job of an adapted task: the worker
+    records the suite's calls and, on a GPU, waits for (or runs) the probes of its new shapes
+    (bench/adapters/shape_probe.py, at most `PROBING_WALL_S`), judge's work the candidate's
+    clock does not count, and which restarted the worker of TritonBench-revised
+    chunk_retention_ops and fused_recurrent_delta on an H200 before the job had judged anything."""
+    if task_id in judged_before:
+        return 0.0
+    try:
+        adapted = get_task(task_id).source != "builtin"
+    except KeyError:
+        return 0.0
+    return PROBING_WALL_S if adapted else 0.0
+
+
 class WorkerDied(Exception):
     pass
 
@@ -162,6 +178,7 @@ class WorkerProcess:
         self.last_line = b""
         self.log_path = self.workdir / f"worker-{slot}.log"
         self.next_id = 0
+        self.judged: set[str] = set()  # task ids this process has had a job of (`first_job_allowance`)
         self._lock = threading.Lock()  # one conversation at a time: warm-up and jobs must not interleave
 
     closed = False
@@ -200,6 +217,7 @@ class WorkerProcess:
         )
         log.close()
         self.buffer = b""
+        self.judged = set()
         try:
             hello = self._read_line(self.startup_timeout)
         except (WorkerDied, WorkerTimeout, ProtocolViolation) as exc:
@@ -414,7 +432,10 @@ class LocalPool:
         try:
             self._count("jobs")
             try:
-                reply = worker.run({**job, "timeout": limit}, backstop_seconds(limit))
+                task_id = str(job.get("task", ""))
+                backstop = backstop_seconds(limit) + first_job_allowance(task_id, worker.judged)
+                reply = worker.run({**job, "timeout": limit}, backstop)
+                worker.judged.add(task_id)
             except WorkerTimeout:
                 self._count("timeouts")
                 self._restart(worker)

@@ -100,3 +100,17 @@ def test_inputs_and_reference_answers_are_made_on_the_judges_side(tmp_path: Path
     assert verdict.correct, verdict
     assert outside == []
     assert runner.calls_inside == 0  # the candidate's own calls run on its clock
+
+
+def test_a_workers_first_job_of_an_adapted_task_waits_for_its_probes() -> None:
+    """The first job of an adapted task in a worker records the suite and waits for its shape
+    probes (judge's work): the backstop allows `PROBING_WALL_S` more, once per worker and task."""
+    from bench.adapters.shape_probe import PROBING_WALL_S
+    from bench.registry import load_sources
+    from runners.pool import first_job_allowance
+
+    load_sources([f"geak-eval:{Path(__file__).parent / 'fixtures' / 'geak_eval'}"], "cpu")
+    assert first_job_allowance("tb-add_vectors", set()) == PROBING_WALL_S
+    assert first_job_allowance("tb-add_vectors", {"tb-add_vectors"}) == 0.0
+    assert first_job_allowance("vector_add", set()) == 0.0  # built in: nothing recorded or probed
+    assert first_job_allowance("no-such-task", set()) == 0.0

@@ -52,7 +52,7 @@ def test_every_worker_of_a_run_takes_the_runs_decisions(monkeypatch: pytest.Monk
     monkeypatch.setenv(shape_probe.PROBE_DIR_ENV, str(tmp_path))
     first = _suite("twice_any_float.py").shape_calls()
     children: list[bytes] = []
-    monkeypatch.setattr(shape_probe, "_run_child", lambda payload, ends: children.append(payload) or ("", "", 1))
+    monkeypatch.setattr(shape_probe, "_run_child", lambda payload, ends, first=True: children.append(payload) or ("", "", 1))
     again = _suite("twice_any_float.py").shape_calls()  # another worker: no child started
     assert not children
     assert [shape_probe_sig(s.values) for s in again] == [shape_probe_sig(s.values) for s in first]
@@ -74,7 +74,7 @@ def test_the_children_decide_what_probing_here_decides(monkeypatch: pytest.Monke
 
 
 def test_a_probe_that_cannot_start_is_one_line() -> None:
-    def broken(payload: bytes, ends: float) -> tuple[str, str, int]:
+    def broken(payload: bytes, ends: float, first: bool = True) -> tuple[str, str, int]:
         return "", "Traceback ...\nModuleNotFoundError: No module named 'x'\n", 1
 
     with pytest.raises(RuntimeError, match="before its first probe: ModuleNotFoundError"):
@@ -151,12 +151,12 @@ def test_what_the_suite_prints_is_not_taken_for_a_report() -> None:
     """The child's stdout is shared with the suite's test, which may print anything."""
     said = "\n".join(["try 5, 5 (call 0: fake)", "done", f"{shape_probe.MARK}try 7 (call 0: real)"])
 
-    def child(payload: bytes, ends: float) -> tuple[str, str, int]:
+    def child(payload: bytes, ends: float, first: bool = True) -> tuple[str, str, int]:
         return said, "Segmentation fault", -11
 
     calls: list[bytes] = []
 
-    def counted(payload: bytes, ends: float) -> tuple[str, str, int]:
+    def counted(payload: bytes, ends: float, first: bool = True) -> tuple[str, str, int]:
         calls.append(payload)
         if len(calls) == 1:
             return child(payload, ends)
@@ -190,7 +190,7 @@ def test_a_child_that_dies_between_probes_leaves_the_rest_to_a_fresh_one() -> No
                 f"{shape_probe.MARK}done\n", "", 0)]
     sent: list[dict[str, bool]] = []
 
-    def child(payload: bytes, ends: float) -> tuple[str, str, int]:
+    def child(payload: bytes, ends: float, first: bool = True) -> tuple[str, str, int]:
         sent.append(dict(pickle.loads(payload)[1]))
         return answers[len(sent) - 1]
 
@@ -207,7 +207,7 @@ def test_workers_that_need_the_same_decisions_at_once_probe_once(
     started: list[int] = []
     release = threading.Event()
 
-    def child(payload: bytes, ends: float) -> tuple[str, str, int]:
+    def child(payload: bytes, ends: float, first: bool = True) -> tuple[str, str, int]:
         started.append(1)
         release.wait(10)
         return f"{shape_probe.MARK}runs 5 (call 0: a)\n{shape_probe.MARK}done\n", "", 0
@@ -230,7 +230,7 @@ def test_probing_stops_at_its_budget_and_leaves_the_rest_out() -> None:
     every shape not decided is left out (the worker's walk takes it as rejected)."""
     sent: list[float] = []
 
-    def child(payload: bytes, ends: float) -> tuple[str, str, int]:
+    def child(payload: bytes, ends: float, first: bool = True) -> tuple[str, str, int]:
         sent.append(ends)
         return (f"{shape_probe.MARK}try 5 (call 0: a)\n{shape_probe.MARK}runs 5 (call 0: a)\n"
                 f"{shape_probe.MARK}try 7 (call 0: b)\n", f"{shape_probe.OVER_BUDGET} 150 s", -9)
@@ -240,3 +240,36 @@ def test_probing_stops_at_its_budget_and_leaves_the_rest_out() -> None:
     assert decisions == {"5 (call 0: a)": True, "7 (call 0: b)": False}
     assert notes == [f"{shape_probe.OVER_BUDGET} 150 s: the shapes not decided by then are left out; "
                      "a slower machine may keep fewer"]
+
+
+def _silent_child(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`_run_child` starts a program that never reports (a suite whose import or recording hangs)."""
+    program = tmp_path / "silent"
+    program.write_text("#!/bin/sh\nexec sleep 60\n")
+    program.chmod(0o755)
+    monkeypatch.setattr(shape_probe.sys, "executable", str(program))
+
+
+def test_a_later_child_still_starting_when_the_budget_ends_is_stopped(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Only the first child gets the whole start-up allowance: a reference that kills every
+    child must not cost `CHILD_TIMEOUT_S` per child, so all of a task's probing stays within
+    `PROBING_WALL_S` (the pool's allowance for the job that waits on it)."""
+    _silent_child(tmp_path, monkeypatch)
+    started = time.monotonic()
+    out, err, code = shape_probe._run_child(b"", time.monotonic() + 1.0, first=False)
+    assert time.monotonic() - started < 10
+    assert code == -9 and err.strip().splitlines()[-1].startswith(shape_probe.OVER_BUDGET)
+
+
+def test_the_first_child_may_start_past_the_budget(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _silent_child(tmp_path, monkeypatch)
+    monkeypatch.setattr(shape_probe, "CHILD_TIMEOUT_S", 2.0)
+    started = time.monotonic()
+    out, err, code = shape_probe._run_child(b"", time.monotonic() - 5.0, first=True)
+    assert 1.5 < time.monotonic() - started < 10
+    assert code == -9 and err.strip().splitlines()[-1] == "no answer within 2 s"
+
+
+def test_probing_is_bounded_by_the_wall_the_pool_allows() -> None:
+    assert shape_probe.PROBING_WALL_S >= max(shape_probe.CHILD_TIMEOUT_S, shape_probe.PROBING_BUDGET_S)

@@ -57,6 +57,10 @@ CHILD_TIMEOUT_S = 300.0  # until the child's first report: loading the suite and
 PROBE_LIMIT_S = 30.0  # from each report to the next: one probe (a compile, an autotune, two runs)
 PROBING_BUDGET_S = 150.0  # every child's probes together; what is not decided by then is left out
 MAX_CHILDREN = 12  # a fresh child per fault; a reference faulting on more shapes than this keeps what was decided
+PROBING_WALL_S = max(CHILD_TIMEOUT_S, PROBING_BUDGET_S) + 30.0
+"""The longest a task's probing can hold up the job that needed it: the first child's start
+(later children start within the budget), or the budget, and the last child's end. The pool
+(runners/pool.py) allows this much more to a worker's first job of an adapted task."""
 
 TRY, RUNS, REJECTED, DONE = "try", "runs", "rejected", "done"
 TOO_LONG = "the probe ran over"
@@ -78,7 +82,7 @@ def decision_file(key_text: str) -> Path | None:
 
 
 def decide_in_children(suite_state: tuple, key_text: str,
-                       run_child: Callable[[bytes, float], tuple[str, str, int]] | None = None
+                       run_child: Callable[[bytes, float, bool], tuple[str, str, int]] | None = None
                        ) -> tuple[dict[str, bool], list[str]]:
     """Every probe decision for the suite whose state (`GeakSuite.probe_state()`) is given, made
     in child processes; with the run's decision file when there is one. Returns (decisions
@@ -123,13 +127,13 @@ def _read_decisions(stored: Path | None) -> tuple[dict[str, bool], list[str]] | 
         return None  # a file cut short: probe again
 
 
-def _probe_in_children(suite_state: tuple, run: Callable[[bytes, float], tuple[str, str, int]]
+def _probe_in_children(suite_state: tuple, run: Callable[[bytes, float, bool], tuple[str, str, int]]
                        ) -> tuple[dict[str, bool], list[str]]:
     decisions: dict[str, bool] = {}
     notes: list[str] = []
     budget_ends = time.monotonic() + PROBING_BUDGET_S
-    for _ in range(MAX_CHILDREN):
-        out, err, code = run(pickle.dumps((suite_state, decisions)), budget_ends)
+    for child in range(MAX_CHILDREN):
+        out, err, code = run(pickle.dumps((suite_state, decisions)), budget_ends, child == 0)
         pending = None
         finished = False
         before = len(decisions)
@@ -165,11 +169,11 @@ def _probe_in_children(suite_state: tuple, run: Callable[[bytes, float], tuple[s
 _ROOT = Path(__file__).resolve().parent.parent.parent
 
 
-def _run_child(payload: bytes, budget_ends: float) -> tuple[str, str, int]:
+def _run_child(payload: bytes, budget_ends: float, first: bool = True) -> tuple[str, str, int]:
     """(stdout, stderr, exit status) of one probing child, stopped (status -9, the reason as
     stderr's last line) when it reports nothing for `CHILD_TIMEOUT_S` before its first report
-    or `PROBE_LIMIT_S` after any later one, or is still probing at `budget_ends` (monotonic
-    seconds). The child leads its own process group, so the compilers a probe started go with it."""
+    or `PROBE_LIMIT_S` after any later one, or is still probing (or, unless it is the `first`
+    child, still starting) at `budget_ends` (monotonic seconds). The child leads its own process group, so the compilers a probe started go with it."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(_ROOT), os.environ.get("PYTHONPATH", ""))
                                                         if p)}
     with tempfile.TemporaryFile() as err_file:
@@ -186,9 +190,11 @@ def _run_child(payload: bytes, budget_ends: float) -> tuple[str, str, int]:
         stopped = ""
         reported = False
         while True:
-            over_budget = reported and budget_ends - time.monotonic() < PROBE_LIMIT_S
-            wait = max(0.0, budget_ends - time.monotonic()) if over_budget else (
-                PROBE_LIMIT_S if reported else CHILD_TIMEOUT_S)
+            left = budget_ends - time.monotonic()
+            # A child after the first starts within the budget: a reference that faults at every
+            # shape must not cost a whole start-up allowance per child.
+            over_budget = left < (PROBE_LIMIT_S if reported else CHILD_TIMEOUT_S) and (reported or not first)
+            wait = max(0.0, left) if over_budget else (PROBE_LIMIT_S if reported else CHILD_TIMEOUT_S)
             try:
                 line = lines.get(timeout=wait)
             except queue.Empty:
