@@ -31,7 +31,7 @@ from bench.task import Case, Task
 from judge.baselines import Acquired, BaselineCache, BaselineKey, DriftEvent, ReferenceTiming, clock_state
 from judge.clocks import CLOCKS_LOCKED_ENV, clock_flags, read_clocks
 from judge.policy import FEEDBACK_SHORT, TimingPolicy
-from judge.sampling import GRAPH_TARGET_MS, SMALL_KERNEL_MS, median_rse
+from judge.sampling import SMALL_KERNEL_MS, graph_launches, median_rse
 from judge.verdict import CaseTiming, Timing
 from stats.sequential import decide, geomean_speedup_interval, look_confidence, speedup_interval
 
@@ -100,7 +100,7 @@ def _prepare_sides(sides: dict[str, Any], policy: TimingPolicy, allow_graphs: bo
         launches, graph = mode
     else:
         graph = est < SMALL_KERNEL_MS and allow_graphs
-        launches = max(1, min(1000, math.ceil(GRAPH_TARGET_MS / max(est, 1e-4)))) if graph else 1
+        launches = graph_launches(est) if graph else 1
     methods = {name: side.prepare(launches, graph) for name, side in sides.items()}
     if graph and len(set(methods.values())) > 1:
         methods = {name: side.prepare(launches, False) for name, side in sides.items()}
@@ -230,7 +230,7 @@ def time_case_short(candidate: Any, case_name: str, policy: TimingPolicy, refere
     got = references(state, NATURAL)
     drift = [got.drift] if got.drift else []
     if allow_graphs and est < SMALL_KERNEL_MS and not got.timing.use_graph and got.timing.launches == 1:
-        got = references(state, f"graph:{max(1, min(1000, math.ceil(GRAPH_TARGET_MS / max(est, 1e-4))))}")
+        got = references(state, f"graph:{graph_launches(est)}")
         drift += [got.drift] if got.drift else []
     method = candidate.prepare(got.timing.launches, got.timing.use_graph)
     if got.timing.use_graph and method != "graph":

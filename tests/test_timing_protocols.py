@@ -246,10 +246,14 @@ def test_a_small_candidate_against_slow_references_gets_graph_replayed_reference
     refs = References(baseline_ms=0.05)  # 50 us: the references alone are timed launch by launch
     cand = FakeSide(0.005, seed=5)
     ct, _ = _short(cand, refs)
-    assert refs.modes == ["natural", "graph:50"] and cand.prepared == [(50, True)]
-    assert ct.method == "graph" and ct.launches_per_sample == 50
+    assert refs.modes == ["natural", "graph:64"] and cand.prepared == [(64, True)]  # 50 launches, to a power of 2
+    assert ct.method == "graph" and ct.launches_per_sample == 64
     again, _ = _short(FakeSide(0.005, seed=6), refs)
     assert again.baseline_source == "reused" and refs.measured == 2
+    # A candidate whose warm-up says 4.2 us instead of 5 (60 launches) shares that count and
+    # so the references measured for it: one baseline for every small kernel of the case.
+    near, _ = _short(FakeSide(0.0042, seed=7), refs)
+    assert near.launches_per_sample == 64 and near.baseline_source == "reused" and refs.measured == 2
     with pytest.raises(ValueError):
         launch_mode("warp:3")
 
@@ -485,3 +489,13 @@ def test_the_report_and_export_show_the_protocol_of_a_real_gpu_run(tmp_path: Pat
     assert (shown["visible_early_stopped"] >= 1).all()
     units = unit_table(data)
     assert set(units["timing_protocol"].dropna()) == {FINAL_FULL} and (units["timing_samples"].dropna() >= 30).all()
+
+
+def test_graph_launch_counts_are_powers_of_two_enough_for_the_target() -> None:
+    from judge.sampling import GRAPH_TARGET_MS, MAX_GRAPH_LAUNCHES, graph_launches
+
+    for est in (0.0001, 0.0013, 0.004, 0.005, 0.0125, 0.019, 0.3, 5.0):
+        n = graph_launches(est)
+        assert n & (n - 1) == 0, n
+        assert n == MAX_GRAPH_LAUNCHES or n * est >= GRAPH_TARGET_MS
+        assert n == 1 or (n // 2) * est < GRAPH_TARGET_MS  # the smallest such power
