@@ -18,20 +18,24 @@ recorded in the timing that saw it (`DriftEvent`). The clock state is part of th
 a GPU whose clocks were locked, unlocked or throttled gets its own reference timings
 (`clock_state`).
 
-Where the cache lives: in the judge worker (`judge/worker.py` holds one `BaselineCache`), in
-memory. The worker is the trusted side: a candidate runs in a process forked from a
-template and can reach neither this memory nor the baseline's code, so it cannot make the
-baseline look slow (a file shared by the workers of one GPU would be writable by a
-candidate wherever the containment has no root and no read-only mounts). A worker lives as
-long as the run's pool and is bound to one GPU, so its cache is per device and survives
-across candidate processes; a restarted worker starts empty and measures afresh, which is
-safe. With several workers per GPU each keeps its own cache, measured by itself: the cost is
-at most one extra reference timing per (case, worker) (twice the minimum with the default two
-workers per GPU; none where one timing lane per GPU does every timing). Sharing through the
-parent would save that, but then every job and reply would carry reference samples across
-the pool's channel, and a worker would compare its candidate with numbers another process
-took under a clock state it never read. Timing runs one job at a time on a device (the GPU
-gate), so no two measurements of one worker overlap.
+Where the cache lives: in each judge worker (`judge/worker.py` holds one `BaselineCache`), in
+memory, and one copy per run in the parent's pool (runners/pool.py), which every worker
+follows. The worker is the trusted side: a candidate runs in a process forked from a template
+and can reach neither this memory, nor the pool's channel, nor the baseline's code, so it
+cannot make the baseline look slow (a file shared by the workers of one GPU would be writable
+by a candidate wherever the containment has no root and no read-only mounts, so there is
+none). A job of the short protocol carries the run's reference timings of its task
+(`Shared.to_json`); the worker adopts each one it does not hold, or holds in another
+measurement (`adopt`), and its reply carries what it measured itself (`take_new`: a first
+measurement, or a fresh one after drift), which the pool keeps for every later job. The pool
+lets one timed job of a task run before the others of that task are sent, so the first
+measurement is taken once.
+
+Why one per run, not one per worker: each worker used to measure its own, and a candidate's
+speedup then depended on which worker judged it: two candidates timed by different workers
+were compared through two measurements of the same baseline, so the choices between them
+(methods/speed.py) could follow which worker each got, which differs between same-seed runs.
+It also cost one reference timing per (case, worker) instead of one per case.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from stats.sequential import intervals_overlap, median_interval
@@ -89,6 +93,31 @@ class ReferenceTiming:
     def interval(self) -> tuple[float, float]:
         return median_interval(self.baseline_ms, DRIFT_CONFIDENCE)
 
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> ReferenceTiming:
+        d = dict(d)
+        d["baseline_ms"] = tuple(float(x) for x in d["baseline_ms"])
+        d["eager_ms"] = tuple(float(x) for x in d.get("eager_ms", ()))
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class Shared:
+    """One reference timing as the pool keeps it for the run and jobs carry it."""
+
+    key: BaselineKey
+    timing: ReferenceTiming
+
+    def to_json(self) -> dict[str, Any]:
+        return {"key": asdict(self.key), "timing": self.timing.to_json()}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Shared:
+        return cls(BaselineKey(**d["key"]), ReferenceTiming.from_json(d["timing"]))
+
 
 @dataclass(frozen=True)
 class DriftEvent:
@@ -137,6 +166,7 @@ class BaselineCache:
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._entries: dict[BaselineKey, _Entry] = {}
+        self._new: dict[BaselineKey, ReferenceTiming] = {}
         self.measurements = 0
         self.rechecks = 0
         self.drift_events = 0
@@ -169,7 +199,28 @@ class BaselineCache:
     def _store(self, key: BaselineKey, timing: ReferenceTiming, now: float, source: str) -> Acquired:
         self.measurements += 1
         self._entries[key] = _Entry(timing, now, uses=1)
+        self._new[key] = timing
         return Acquired(timing, source)
+
+    def adopt(self, shared: list[Shared]) -> int:
+        """Take the run's reference timings (what the pool sent with a job): each key this cache
+        does not hold, or holds in another measurement, gets the run's, its drift clock started
+        afresh. Returns how many were taken."""
+        now = self._clock()
+        taken = 0
+        for s in shared:
+            entry = self._entries.get(s.key)
+            if entry is None or entry.timing != s.timing:
+                self._entries[s.key] = _Entry(s.timing, now)
+                self._new.pop(s.key, None)
+                taken += 1
+        return taken
+
+    def take_new(self) -> list[Shared]:
+        """What this cache measured itself since the last call (for the pool to keep)."""
+        new = [Shared(k, t) for k, t in self._new.items()]
+        self._new.clear()
+        return new
 
 
 def _median(samples: tuple[float, ...]) -> float:

@@ -283,8 +283,9 @@ class Worker:
         if tests is not None:
             evaluation["tests"] = tests
         fatal, self.fatal = self.fatal, ""
+        measured = [s.to_json() for s in self.references.take_new()] if self.references is not None else []
         return {"id": job["id"], "nonce": job.get("nonce"), "evaluation": evaluation, "fatal": bool(fatal),
-                "restart_reason": fatal, "contained": self.contained}
+                "restart_reason": fatal, "contained": self.contained, "references": measured}
 
     def _run(self, job: dict[str, Any], body: Any) -> tuple[Any, Any]:
         """Fork-fresh candidate process, load the source, run `body`; every failure of the
@@ -443,11 +444,12 @@ class Worker:
         if not perf_verdict.correct:
             return dataclasses.replace(perf_verdict, message=f"on a timing case: {perf_verdict.message}",
                                        cases_run=verdict.cases_run), None
-        from judge.baselines import BaselineCache
+        from judge.baselines import BaselineCache, Shared
 
         policy = TimingPolicy.from_json(job.get("timing_policy"))
         if self.references is None:
             self.references = BaselineCache()
+        self.references.adopt([Shared.from_json(s) for s in job.get("references", ())])
         try:
             with gpu_gate(exclusive=True, clock=self.clock):
                 timing = time_candidate(task, runner.proc, self._baseline(task), task.perf, self.target.vendor,

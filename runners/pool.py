@@ -24,6 +24,7 @@ spins against itself and makes small tensor ops hundreds of times slower.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -50,10 +51,11 @@ from judge.clocks import CLOCKS_LOCKED_ENV
 from judge.device import Target
 from judge.gate import GATE_ENV
 from judge.internal_tests import DEFAULT_TEST_TIMEOUT_S, JOB_KIND, InternalTestReport
-from judge.policy import TimingPolicy
+from judge.policy import FEEDBACK_SHORT, TimingPolicy
 from judge.privileges import hand_over, resolve_worker_user, worker_environment
 from judge.verdict import Evaluation, Verdict
 from judge.worker import INPUT_CACHE_ENV, PREPARE_ENV
+from runners.references import RunReferences
 from runners.sizing import WorkerPlan, plan_workers
 
 log = logging.getLogger("kmc.pool")
@@ -363,6 +365,7 @@ class LocalPool:
         workers = self.plan.workers
         self.job_timeout = job_timeout or (600.0 if target.interpreter else 180.0)
         self.stats = PoolStats()
+        self.references = RunReferences()  # the run's reference timings, which every worker follows
         self.contained = ""  # the candidate processes' one-line containment statement, once known
         self._stats_lock = threading.Lock()
         self._idle: queue.Queue[WorkerProcess] = queue.Queue()
@@ -476,10 +479,18 @@ class LocalPool:
 
     def evaluate(self, task_id: str, source: str, case_set: str, timing: bool = False,
                  timing_policy: TimingPolicy | None = None, timeout: float | None = None) -> Evaluation:
+        policy = timing_policy or TimingPolicy()
         job = {"task": task_id, "source": source, "case_set": case_set, "timing": timing,
-               "timing_policy": (timing_policy or TimingPolicy()).to_json(), "sanitize": self.sanitize}
+               "timing_policy": policy.to_json(), "sanitize": self.sanitize}
         limit = timeout or self.job_timeout
-        reply, pool_phases = self._run_job_or_alone(job, limit, f"no verdict within {limit:.0f} s; worker restarted")
+        short = timing and policy.protocol == FEEDBACK_SHORT and not self.target.interpreter
+        with self.references.first_of(task_id) if short else contextlib.nullcontext():
+            if short:
+                job["references"] = self.references.of(task_id)
+            reply, pool_phases = self._run_job_or_alone(job, limit,
+                                                        f"no verdict within {limit:.0f} s; worker restarted")
+            if not isinstance(reply, Verdict):
+                self.references.keep(reply.get("references"))
         if isinstance(reply, Verdict):
             return Evaluation(reply, phases=pool_phases)
         evaluation = Evaluation.from_json(reply["evaluation"])

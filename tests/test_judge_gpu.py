@@ -78,6 +78,43 @@ def test_feedback_timing_is_short_and_reuses_the_workers_reference_timings(pool:
     assert [c.baseline_ms for c in first.timing.cases] == [c.baseline_ms for c in second.timing.cases]  # type: ignore[union-attr]
 
 
+def test_feedback_timings_of_two_workers_share_the_runs_reference_timings() -> None:
+    """Two workers, candidates of one task sent at once: the first timed job measures the
+    references and the rest, on either worker, are timed against that one measurement (the
+    pool's RunReferences), so a candidate's speedup does not depend on its worker."""
+    import threading
+
+    from bench.registry import get_task
+    from judge.device import detect_target
+    from judge.policy import FEEDBACK_SHORT, TimingPolicy
+    from runners.pool import LocalPool
+
+    expert = get_task("layer_norm").baseline_source()
+    policy = TimingPolicy().for_protocol(FEEDBACK_SHORT)
+    results: dict[int, Any] = {}
+    with LocalPool(detect_target(), workers=2, job_timeout=300) as p:
+        def one(i: int) -> None:
+            results[i] = p.evaluate("layer_norm", expert + f"\n# copy {i}\n", "visible", timing=True,
+                                    timing_policy=policy)
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(600)
+        assert len(p.references) >= 1
+    timings = [results[i].timing for i in range(4)]
+    assert all(t is not None for t in timings), [results[i].verdict.one_line() for i in range(4)]
+    # Each (case, launch mode) measured once in the run, whichever worker needed it first.
+    fresh = [(c.case, c.launches_per_sample, c.method) for t in timings for c in t.cases if c.baseline_source == "fresh"]
+    assert fresh and len(fresh) == len(set(fresh)), [[(c.case, c.baseline_source) for c in t.cases] for t in timings]
+    by_mode: dict[tuple[str, int, str], set[tuple[float, ...]]] = {}
+    for t in timings:
+        for c in t.cases:
+            by_mode.setdefault((c.case, c.launches_per_sample, c.method), set()).add(c.baseline_ms)
+    assert all(len(v) == 1 for v in by_mode.values()), "one baseline per case and mode in the run"
+
+
 def test_containment_line_is_reported(pool: Any) -> None:
     from bench.registry import get_task
 

@@ -499,3 +499,77 @@ def test_graph_launch_counts_are_powers_of_two_enough_for_the_target() -> None:
         assert n & (n - 1) == 0, n
         assert n == MAX_GRAPH_LAUNCHES or n * est >= GRAPH_TARGET_MS
         assert n == 1 or (n // 2) * est < GRAPH_TARGET_MS  # the smallest such power
+
+
+def test_two_workers_time_against_the_runs_one_measurement_of_the_references() -> None:
+    """What the pool does between two workers' caches (runners/references.py): the first worker's
+    measurement travels as JSON and the second adopts it instead of measuring its own, so a
+    candidate's speedup does not depend on which worker judged it."""
+    from judge.baselines import Shared
+    from runners.references import RunReferences
+
+    run = RunReferences()
+    first, second = References(), References()
+    a, _ = _short(FakeSide(5.0, seed=1), first)
+    assert run.keep([s.to_json() for s in first.cache.take_new()]) == 1
+    assert first.cache.take_new() == []  # reported once
+    assert second.cache.adopt([Shared.from_json(d) for d in run.of("task")]) == 1
+    b, _ = _short(FakeSide(5.0, seed=2), second)
+    assert second.measured == 0 and b.baseline_source == "reused" and b.baseline_ms == a.baseline_ms
+    assert second.cache.take_new() == []  # nothing of its own to report
+    assert run.of("another task") == [] and not run.known("another task") and run.known("task")
+
+
+def test_a_worker_follows_the_runs_fresh_measurement_after_drift() -> None:
+    from judge.baselines import Shared
+
+    mine, theirs = References(), References(baseline_ms=12.0)
+    _short(FakeSide(5.0, seed=1), mine)
+    _short(FakeSide(5.0, seed=2), theirs)  # another worker's later measurement of the same key
+    newer = theirs.cache.take_new()
+    assert mine.cache.adopt(newer) == 1  # another measurement than its own: replaced
+    assert mine.cache.adopt(newer) == 0  # the same one again: nothing to do
+    ct, _ = _short(FakeSide(5.0, seed=3), mine)
+    assert ct.baseline_ms == newer[0].timing.baseline_ms and mine.measured == 1
+    assert Shared.from_json(newer[0].to_json()) == newer[0]
+
+
+def test_a_tasks_first_timed_jobs_go_one_at_a_time_until_its_references_are_known() -> None:
+    import threading
+    import time
+
+    from runners.references import RunReferences
+
+    run = RunReferences()
+    inside: list[int] = []
+    most = [0]
+    timing = References()
+    _short(FakeSide(5.0, seed=1), timing)
+    measured = [s.to_json() for s in timing.cache.take_new()]
+
+    def job() -> None:
+        with run.first_of("task"):
+            inside.append(1)
+            most[0] = max(most[0], len(inside))
+            time.sleep(0.05)
+            run.keep(measured)
+            inside.pop()
+
+    threads = [threading.Thread(target=job) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert most[0] == 1 and len(run) == 1
+    together = threading.Barrier(2, timeout=5)  # known now: jobs of the task run side by side
+
+    def later() -> None:
+        with run.first_of("task"):
+            together.wait()
+
+    pair = [threading.Thread(target=later) for _ in range(2)]
+    for t in pair:
+        t.start()
+    for t in pair:
+        t.join(10)
+    assert not together.broken
