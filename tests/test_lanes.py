@@ -97,12 +97,16 @@ class ScriptedWorker:
         self.jobs: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self.closed = False
+        self.judged: set[str] = set()
+        self.measures: list[dict[str, Any]] = []  # reference timings its next replies bring back, one each
 
     def run(self, job: dict[str, Any], timeout: float) -> dict[str, Any]:
         self.jobs.append(job)
         time.sleep(0.05)
         verdict = self.verdicts.pop(0)
-        return {"evaluation": {"verdict": verdict.to_json(), "timing": None, "phases": {"correctness": 0.01}}}
+        measured = [self.measures.pop(0)] if self.measures else []
+        return {"evaluation": {"verdict": verdict.to_json(), "timing": None, "phases": {"correctness": 0.01}},
+                "references": measured}
 
     def kill(self) -> None:
         pass
@@ -137,6 +141,40 @@ def test_an_out_of_memory_verdict_is_judged_again_alone_and_recorded() -> None:
     with pool:
         assert pool.evaluate("vector_add", "src", "visible").verdict.kind == "runtime_error"
     assert len(worker.jobs) == 1 and pool.stats.oom_retries == 0
+
+
+def test_feedback_timing_jobs_carry_the_runs_reference_timings_and_bring_new_ones_back() -> None:
+    """Through the pool's channel (runners/references.py): the first timed job of a task goes
+    alone and carries none; what its worker measured rides on every later job of that task,
+    whichever worker takes it; other tasks' timings stay out; final (full-protocol) jobs carry none."""
+    from judge.baselines import BaselineKey, ReferenceTiming, Shared
+    from judge.policy import FEEDBACK_SHORT, TimingPolicy
+
+    measured = Shared(BaselineKey("0", "softmax", "perf-0", "boost"),
+                      ReferenceTiming((1.0, 1.1), (2.0,), 1, False, "plain")).to_json()
+    pool = LocalPool(GPU, workers=2)
+    workers = [ScriptedWorker([Verdict("correct", "")] * 4) for _ in range(2)]
+    workers[0].measures.append(measured)
+    pool._all = workers  # type: ignore[assignment]
+    while not pool._idle.empty():
+        pool._idle.get_nowait()
+    for w in workers:
+        pool._idle.put(w)  # type: ignore[arg-type]
+    short = TimingPolicy().for_protocol(FEEDBACK_SHORT)
+    with pool:
+        pool.evaluate("softmax", "a", "visible", timing=True, timing_policy=short)
+        threads = [threading.Thread(target=pool.evaluate, args=("softmax", src, "visible"),
+                                    kwargs={"timing": True, "timing_policy": short}) for src in ("b", "c")]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(10)
+        pool.evaluate("softmax", "d", "hidden", timing=True)  # final: the full protocol, no cached references
+        pool.evaluate("flip", "e", "visible", timing=True, timing_policy=short)
+    jobs = sorted((j for w in workers for j in w.jobs), key=lambda j: j["source"])
+    assert [j.get("references") for j in jobs] == [[], [measured], [measured], None, []]
+    assert {w.jobs[0]["source"] for w in workers if w.jobs} >= {"a"} and all(w.jobs for w in workers)
+    assert len(pool.references) == 1
 
 
 # ---------------------------------------------------------------------------- lanes through real workers
