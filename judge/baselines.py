@@ -27,9 +27,10 @@ by a candidate wherever the containment has no root and no read-only mounts, so 
 none). A job of the short protocol carries the run's reference timings of its task
 (`Shared.to_json`); the worker adopts each one it does not hold, or holds in another
 measurement (`adopt`), and its reply carries what it measured itself (`take_new`: a first
-measurement, or a fresh one after drift), which the pool keeps for every later job. The pool
-lets one timed job of a task run before the others of that task are sent, so the first
-measurement is taken once.
+measurement, or a fresh one after drift), which the pool keeps for every later job. A task's
+first timed job of the run measures the references whatever its candidate's verdict
+(`put`, judge/timing.py `prime_references`), and the pool sends the task's other timed jobs
+once it has returned, so the first measurement is taken once.
 
 Why one per run, not one per worker: each worker used to measure its own, and a candidate's
 speedup then depended on which worker judged it: two candidates timed by different workers
@@ -201,6 +202,14 @@ class BaselineCache:
         self._entries[key] = _Entry(timing, now, uses=1)
         self._new[key] = timing
         return Acquired(timing, source)
+
+    def put(self, key: BaselineKey, timing: ReferenceTiming) -> bool:
+        """A measurement taken outside `acquire` (the first job of a task priming the run's
+        references, judge/timing.py `prime_references`), kept where the key has none."""
+        if key in self._entries:
+            return False
+        self._store(key, timing, self._clock(), "fresh")
+        return True
 
     def adopt(self, shared: list[Shared]) -> int:
         """Take the run's reference timings (what the pool sent with a job): each key this cache

@@ -203,6 +203,30 @@ def recheck_references(sides: dict[str, Any], policy: TimingPolicy, cached: Refe
                            methods["baseline"])
 
 
+def prime_references(task: Task, baseline: Callable[..., Any], cases: tuple[Case, ...], vendor: str,
+                     device_index: int | str, policy: TimingPolicy, baselines: BaselineCache) -> int:
+    """The references of every case measured now in the natural launch mode, where `baselines`
+    has none for the clock state they were measured under: the first feedback-timing job of a
+    task in a run does this whatever its candidate's verdict, so the run's other candidates of
+    the task are all compared with this one measurement (runners/references.py). Returns how
+    many were measured."""
+    from judge.oracle import poisoned_outputs
+    from judge.sampling import Side
+
+    locked = os.environ.get(CLOCKS_LOCKED_ENV) == "1"
+    measured = 0
+    for c in cases:
+        args = poisoned_outputs(task.inputs(c, "cuda"), task.output_args(c))
+        sides: dict[str, Any] = {"baseline": Side(functools.partial(baseline, *args))}
+        if policy.time_eager:
+            sides["eager"] = Side(functools.partial(task.reference, *args))
+        timing = measure_references(sides, policy, lambda: read_clocks(vendor, device_index), not task.seeded_rng)
+        state = clock_state(timing.clocks_before, locked)  # read after warm-up, as time_case_short reads it
+        measured += baselines.put(BaselineKey(str(device_index), task.id, c.name, state, NATURAL), timing)
+        del args, sides
+    return measured
+
+
 References = Callable[[str, str], Acquired]
 """(clock state, launch mode) -> the case's reference timing from the cache (judge/baselines.py)."""
 

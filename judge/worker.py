@@ -279,6 +279,9 @@ class Worker:
                     verdict, timing = self._run(job, self._judge_job)
         finally:
             _reset_timers()
+        if job.get("prime_references") and not self.target.interpreter:
+            with self.clock("timing"):
+                self._prime_references(job)
         evaluation = Evaluation(verdict, timing, dict(self.clock.seconds)).to_json()
         if tests is not None:
             evaluation["tests"] = tests
@@ -458,6 +461,29 @@ class Worker:
             return Verdict("wrong_result", str(exc), exc.case, cases_run=verdict.cases_run,
                            kernel_launched=True), None
         return verdict, timing
+
+    def _prime_references(self, job: dict[str, Any]) -> None:
+        """The run's first feedback timing of a task: its references measured whatever the
+        candidate's verdict (judge/timing.py `prime_references`), for the pool to hand every
+        later job of the task (runners/references.py). An optimisation only: if it fails, the
+        timings that need the references measure them."""
+        from bench.registry import get_task
+        from judge.baselines import BaselineCache
+        from judge.oracle import is_device_error
+        from judge.timing import TimingPolicy, prime_references
+
+        try:
+            task = get_task(job["task"])
+            if self.references is None:
+                self.references = BaselineCache()
+            with gpu_gate(exclusive=True, clock=self.clock):
+                prime_references(task, self._baseline(task), task.perf, self.target.vendor, physical_device(),
+                                 TimingPolicy.from_json(job.get("timing_policy")), self.references)
+        except Exception as exc:  # noqa: BLE001 - see the docstring
+            print(f"judge worker: references of {job.get('task')} not primed ({type(exc).__name__}: {exc})",
+                  file=sys.stderr)
+            if is_device_error(exc):
+                self.fatal = "device error in the judge"
 
     def close(self) -> None:
         if self.spare is not None:

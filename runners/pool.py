@@ -484,9 +484,10 @@ class LocalPool:
                "timing_policy": policy.to_json(), "sanitize": self.sanitize}
         limit = timeout or self.job_timeout
         short = timing and policy.protocol == FEEDBACK_SHORT and not self.target.interpreter
-        with self.references.first_of(task_id) if short else contextlib.nullcontext():
+        with self.references.first_of(task_id) if short else contextlib.nullcontext(False) as first:
             if short:
                 job["references"] = self.references.of(task_id)
+                job["prime_references"] = first
             reply, pool_phases = self._run_job_or_alone(job, limit,
                                                         f"no verdict within {limit:.0f} s; worker restarted")
             if not isinstance(reply, Verdict):

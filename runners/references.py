@@ -3,9 +3,10 @@ one set per run rather than one per worker).
 
 The pool attaches a task's timings to every job of the short feedback protocol and keeps
 what each reply says its worker measured (a first measurement, or a fresh one after drift,
-which replaces the one before). Until a task has any, its timed jobs go one at a time
-(`first_of`): the first measures the references and the others, sent after it returns, take
-its measurement instead of each taking their own at once.
+which replaces the one before). A task's first timed job also measures the references
+whatever its candidate's verdict, and the task's other timed jobs wait for it (`first_of`),
+so they take its measurement instead of each taking their own at once; after it nothing
+waits.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ class RunReferences:
     def __init__(self) -> None:
         self._timings: dict[BaselineKey, Shared] = {}
         self._lock = threading.Lock()
-        self._first: dict[str, threading.Lock] = {}
+        self._opened: dict[str, threading.Event] = {}
 
     def of(self, task_id: str) -> list[dict[str, Any]]:
         """The task's timings as a job carries them."""
@@ -47,21 +48,25 @@ class RunReferences:
             kept += 1
         return kept
 
-    def known(self, task_id: str) -> bool:
-        with self._lock:
-            return any(k.task == task_id for k in self._timings)
-
     @contextlib.contextmanager
-    def first_of(self, task_id: str) -> Iterator[None]:
-        """Held around a timed job of a task the run has no timings of yet: one such job at a
-        time, and none once the first has brought its measurement back."""
-        if self.known(task_id):
-            yield
-            return
+    def first_of(self, task_id: str) -> Iterator[bool]:
+        """Around a feedback-timing job of `task_id`: yields True for the run's first such job of
+        the task, which the pool asks to measure the task's references whatever its verdict
+        (`prime_references`), and holds every other one back until that job has returned, so
+        they are sent with its measurement; once it has, nothing waits here any more."""
         with self._lock:
-            lock = self._first.setdefault(task_id, threading.Lock())
-        with lock:
-            yield
+            opened = self._opened.get(task_id)
+            first = opened is None
+            if opened is None:
+                opened = self._opened[task_id] = threading.Event()
+        if not first:
+            opened.wait()
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            opened.set()
 
     def __len__(self) -> int:
         with self._lock:

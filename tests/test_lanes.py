@@ -145,7 +145,7 @@ def test_an_out_of_memory_verdict_is_judged_again_alone_and_recorded() -> None:
 
 def test_feedback_timing_jobs_carry_the_runs_reference_timings_and_bring_new_ones_back() -> None:
     """Through the pool's channel (runners/references.py): the first timed job of a task goes
-    alone and carries none; what its worker measured rides on every later job of that task,
+    alone, carries none and primes them; what its worker measured rides on every later job of that task,
     whichever worker takes it; other tasks' timings stay out; final (full-protocol) jobs carry none."""
     from judge.baselines import BaselineKey, ReferenceTiming, Shared
     from judge.policy import FEEDBACK_SHORT, TimingPolicy
@@ -173,6 +173,8 @@ def test_feedback_timing_jobs_carry_the_runs_reference_timings_and_bring_new_one
         pool.evaluate("flip", "e", "visible", timing=True, timing_policy=short)
     jobs = sorted((j for w in workers for j in w.jobs), key=lambda j: j["source"])
     assert [j.get("references") for j in jobs] == [[], [measured], [measured], None, []]
+    # The first timed job of each task primes the references, whatever its verdict turns out to be.
+    assert [j.get("prime_references") for j in jobs] == [True, False, False, None, True]
     assert {w.jobs[0]["source"] for w in workers if w.jobs} >= {"a"} and all(w.jobs for w in workers)
     assert len(pool.references) == 1
 

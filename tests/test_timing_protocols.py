@@ -517,7 +517,7 @@ def test_two_workers_time_against_the_runs_one_measurement_of_the_references() -
     b, _ = _short(FakeSide(5.0, seed=2), second)
     assert second.measured == 0 and b.baseline_source == "reused" and b.baseline_ms == a.baseline_ms
     assert second.cache.take_new() == []  # nothing of its own to report
-    assert run.of("another task") == [] and not run.known("another task") and run.known("task")
+    assert run.of("another task") == [] and len(run) == 1
 
 
 def test_a_worker_follows_the_runs_fresh_measurement_after_drift() -> None:
@@ -534,42 +534,51 @@ def test_a_worker_follows_the_runs_fresh_measurement_after_drift() -> None:
     assert Shared.from_json(newer[0].to_json()) == newer[0]
 
 
-def test_a_tasks_first_timed_jobs_go_one_at_a_time_until_its_references_are_known() -> None:
+def test_a_tasks_first_timed_job_goes_first_and_the_rest_wait_for_it() -> None:
+    """`first_of`: the first job of a task is told to prime the references; the others wait
+    until it has returned, then run side by side (none of them primes)."""
     import threading
     import time
 
     from runners.references import RunReferences
 
     run = RunReferences()
-    inside: list[int] = []
-    most = [0]
-    timing = References()
-    _short(FakeSide(5.0, seed=1), timing)
-    measured = [s.to_json() for s in timing.cache.take_new()]
+    events: list[str] = []
+    together = threading.Barrier(3, timeout=5)
 
-    def job() -> None:
-        with run.first_of("task"):
-            inside.append(1)
-            most[0] = max(most[0], len(inside))
-            time.sleep(0.05)
-            run.keep(measured)
-            inside.pop()
-
-    threads = [threading.Thread(target=job) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(10)
-    assert most[0] == 1 and len(run) == 1
-    together = threading.Barrier(2, timeout=5)  # known now: jobs of the task run side by side
+    def first() -> None:
+        with run.first_of("task") as primes:
+            events.append(f"first primes={primes}")
+            time.sleep(0.3)
+            events.append("first done")
 
     def later() -> None:
-        with run.first_of("task"):
-            together.wait()
+        with run.first_of("task") as primes:
+            events.append(f"later primes={primes}")
+            together.wait()  # all three later jobs inside at once: nothing serialises them
 
-    pair = [threading.Thread(target=later) for _ in range(2)]
-    for t in pair:
+    leader = threading.Thread(target=first)
+    leader.start()
+    time.sleep(0.05)
+    rest = [threading.Thread(target=later) for _ in range(3)]
+    for t in rest:
         t.start()
-    for t in pair:
+    for t in [leader, *rest]:
         t.join(10)
+    assert events[:2] == ["first primes=True", "first done"] and events[2:] == ["later primes=False"] * 3
     assert not together.broken
+    with run.first_of("other task") as primes:
+        assert primes  # per task
+
+
+def test_primed_references_are_what_the_next_feedback_timing_uses() -> None:
+    """`BaselineCache.put` (the first job of a task priming the references, whatever its
+    verdict): kept where the key has none, never over a measurement already there, and the
+    next candidate's short timing reuses it instead of measuring."""
+    refs = References()
+    primed = refs.measure("natural")
+    key = BaselineKey("0", "task", "c0", "unknown", "natural")  # no clocks here: the "unknown" state
+    assert refs.cache.put(key, primed) and not refs.cache.put(key, refs.measure("natural"))
+    ct, _ = _short(FakeSide(5.0, seed=1), refs)
+    assert ct.baseline_source == "reused" and ct.baseline_ms == primed.baseline_ms
+    assert [s.key for s in refs.cache.take_new()] == [key]  # the pool is told of the primed measurement
