@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -176,7 +177,20 @@ class FairGate:
             os.close(fd)
 
 
-_held: list[Ticket] = []  # the tickets this process holds, innermost last
+_local = threading.local()  # per thread: a worker's spare makes its GPU context on a thread of its own
+
+
+def _held() -> list[Ticket]:
+    """The tickets this thread holds, innermost last."""
+    held = getattr(_local, "held", None)
+    if held is None:
+        held = _local.held = []
+    return held
+
+
+def holds_exclusive() -> bool:
+    """Whether this thread holds an exclusive ticket (a job retried alone)."""
+    return any(t.exclusive for t in _held())
 
 
 @contextlib.contextmanager
@@ -186,16 +200,17 @@ def gpu_gate(exclusive: bool, clock: PhaseClock | None = None) -> Iterator[Ticke
     already served, and a shared one inside a shared one too (a later ticket would wait for this
     process's own). `clock`: the wait is counted as its `gate` phase."""
     folder = os.environ.get(GATE_ENV)
-    if not folder or (_held and (_held[-1].exclusive or not exclusive)):
+    held = _held()
+    if not folder or (held and (held[-1].exclusive or not exclusive)):
         yield None
         return
-    if _held:
+    if held:
         raise RuntimeError("an exclusive GPU ticket asked inside a shared one would wait for itself")
     with contextlib.ExitStack() as stack:
         with clock("gate") if clock is not None else contextlib.nullcontext():
             ticket = stack.enter_context(FairGate(folder).enter(exclusive))
-        _held.append(ticket)
+        held.append(ticket)
         try:
             yield ticket
         finally:
-            _held.pop()
+            held.pop()

@@ -93,6 +93,13 @@ class CandidateProcess:
         self.stopped_allowance = 0.0  # how much longer the judge's own work may still stop the clock
         self.seq = 0
 
+    def start_device(self) -> None:
+        """Tell a fresh process on a GPU to make its device context (judge/template.py `_child`
+        waits for this); `wait_ready` then waits until it has. Not sent on the CPU."""
+        if self.owner.device != "cpu":
+            self.sock.settimeout(10.0)
+            self.link.send({"op": "start"})
+
     def wait_ready(self, timeout: float) -> None:
         if not self.ready:
             header, _ = self._recv(timeout)

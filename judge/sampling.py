@@ -51,6 +51,30 @@ def median_rse(samples: np.ndarray) -> float:
     return 1.2533 * sigma / math.sqrt(n) / med
 
 
+HOLD_CYCLES = 2_000_000
+"""GPU clock cycles `hold_gpu` spins for: about 1 ms at an H200's boost clock."""
+
+
+def hold_gpu() -> None:
+    """Keep the GPU busy while the host enqueues a sample (nvbench's "blocking kernel").
+
+    The start event and the timed launches are enqueued behind this spin, so the time the host
+    takes to get from the start event to the launch (a Triton wrapper's Python, its launcher)
+    is spent while the GPU still spins, not between the events. Before, only the L2 flush
+    (about 0.1 ms on an H200) stood in front: a host slowed down by other work (eight workers
+    compiling candidates beside the timing) that takes longer than that puts GPU idle time
+    inside the sample. On an H200 one 37 us kernel's feedback samples read 0.08 to 0.37 ms in
+    one run and 0.037 ms in the next; a late host is one cause that fits (a GPU context made
+    by another process meanwhile is another, judge/worker.py `_start_on_device`). Where the
+    spin is not available (`torch.cuda._sleep` missing), the flush alone stands."""
+    sleep = getattr(torch.cuda, "_sleep", None)
+    if sleep is not None:
+        try:
+            sleep(HOLD_CYCLES)
+        except RuntimeError:
+            pass
+
+
 class _Runner:
     """One timed function: either plain launches or a replayed graph of `launches` calls."""
 
@@ -162,11 +186,12 @@ class Side:
         return self.runner.method
 
     def sample(self) -> float:
-        """One sample after an L2 flush, in ms per launch."""
+        """One sample after an L2 flush and a GPU-side pause (`hold_gpu`), in ms per launch."""
         assert self.runner is not None
         if self.flush is None:
             self.flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device="cuda")
         self.flush.zero_()
+        hold_gpu()
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         s.record()
         self.runner()

@@ -95,7 +95,11 @@ def _child(sock_fd: int, device: str, interpreter: bool) -> None:
     if device != "cpu":
         import torch
 
-        torch.cuda.init()  # made now, while the judge is still busy with the previous candidate
+        # Made now, while the judge is still busy with the previous candidate, but only once the
+        # judge says go (`CandidateProcess.start_device`): it holds the GPU's gate for judging
+        # meanwhile, so a context being made never overlaps a timing on that GPU.
+        wire.recv(sock)
+        torch.cuda.init()
         torch.empty(1, device="cuda")
     wire.send(sock, {"ready": True, "pid": os.getpid()})
     serve_candidate(sock, device, interpreter)

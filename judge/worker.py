@@ -25,18 +25,20 @@ import signal
 import sys
 import sysconfig
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TextIO
 
-from judge.gate import gpu_gate
+from judge.gate import gpu_gate, holds_exclusive
 
 THREADS_ENV = "KMC_TORCH_THREADS"
 INPUT_CACHE_ENV = "KMC_INPUT_CACHE_MB"  # device memory kept for cached case inputs and reference outputs
 PREPARE_ENV = "KMC_PREPARE_TASKS"  # the run's task ids: their hidden inputs drawn while the template starts
 SOURCE_CACHES = "sources"  # under the Triton cache root: one writable cache per candidate source
 TMP_CAP_ENV = "KMC_CANDIDATE_TMP_MB"  # size cap of a candidate's private /tmp and folder
+SPARE_START_S = 120.0  # how long a spare may take to make its GPU context before the gate is let go
 
 def prebuilt_helpers(root: Path, suffix: str) -> list[Path]:
     """The judge's own entries in the Triton cache `root` that hold a compiled library (Triton's
@@ -115,6 +117,7 @@ class Worker:
         self.prepared = self._prepare_cases(template)
         self.template = template.result()
         self.spare: Any = None
+        self.spare_started: threading.Thread | None = None  # the spare making its GPU context
         self.counter = 0
         self.baselines: dict[str, Any] = {}
         # Reference timings (expert baseline, eager PyTorch) for the short feedback protocol,
@@ -197,11 +200,31 @@ class Worker:
                 shutil.rmtree(partial, ignore_errors=True)
 
     def _refill_spare(self) -> None:
+        """Fork the next candidate's process now; on a GPU it makes its device context in the
+        background (`_start_on_device`), so that overlaps the current candidate's judging."""
+        self.spare_started = None
         try:
             self.spare = self.template.spawn()
         except (OSError, EOFError) as exc:
             self.spare = None
             print(f"judge worker: could not fork a spare candidate process: {exc}", file=sys.stderr)
+            return
+        if not self.target.interpreter:
+            self.spare_started = threading.Thread(target=self._start_on_device, args=(self.spare, SPARE_START_S),
+                                                  name="spare-start", daemon=True)
+            self.spare_started.start()
+
+    @staticmethod
+    def _start_on_device(proc: Any, timeout: float) -> None:
+        """A fresh candidate process makes its GPU context while this worker holds the GPU's gate
+        for judging, as every other use of the GPU by judging does: making a context touches
+        the GPU, and before, spares made theirs whenever they were forked, timings in progress
+        or not (on an H200 with eight workers some feedback samples read up to ten times the
+        kernel's time; judge/sampling.py `hold_gpu` names the other cause that fits). Failures
+        are left to whoever uses the process next (it finds it dead or not ready)."""
+        with contextlib.suppress(Exception), gpu_gate(exclusive=False):
+            proc.start_device()
+            proc.wait_ready(timeout)
 
     def _restart_template(self) -> None:
         """A template that died (a candidate that reached it, where no seccomp filter stops
@@ -242,6 +265,14 @@ class Worker:
         from judge.wire import WireError
 
         proc, self.spare = self.spare, None
+        started, self.spare_started = self.spare_started, None
+        if started is not None:
+            # In a job alone this thread holds the GPU exclusively, and the spare's start waits
+            # behind it: that spare is given up, and a fresh process starts under this ticket.
+            started.join(timeout=0 if holds_exclusive() else None)
+            if started.is_alive() and proc is not None:
+                proc.close()
+                proc = None
         if proc is not None:
             proc.start_clock(limit)
             try:
@@ -257,7 +288,9 @@ class Worker:
                 self._restart_template()
                 proc = self.template.spawn()
             proc.start_clock(limit)
-            proc.wait_ready(max(1.0, proc.deadline - time.monotonic()))
+            with gpu_gate(exclusive=False, clock=self.clock):
+                proc.start_device()
+                proc.wait_ready(max(1.0, proc.deadline - time.monotonic()))
         self._refill_spare()
         return proc
 
@@ -387,7 +420,9 @@ class Worker:
             proc = template.spawn()
             try:
                 proc.start_clock(float(job.get("timeout") or 600.0) * 4)
-                proc.wait_ready(600.0)
+                with gpu_gate(exclusive=False, clock=self.clock):
+                    proc.start_device()
+                    proc.wait_ready(600.0)
                 proc.plan = self._plan(job["source"])
                 reply, _ = proc.request({"op": "load", "source": job["source"], "entry_point": task.entry_point,
                                          "allowed_ops": list(task.allowed_torch_ops), "plan": proc.plan})

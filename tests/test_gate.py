@@ -152,7 +152,7 @@ def test_gpu_gate_is_reentrant_and_counts_its_wait(tmp_path: Path, monkeypatch: 
     with gpu_gate(exclusive=False), pytest.raises(RuntimeError, match="wait for itself"):
         with gpu_gate(exclusive=True):
             pass
-    assert gate_module._held == []
+    assert gate_module._held() == [] and not gate_module.holds_exclusive()
     monkeypatch.delenv(GATE_ENV)
     with gpu_gate(exclusive=True) as none:  # no GPU gate here: nothing to wait for
         assert none is None
@@ -198,3 +198,26 @@ def test_judging_holds_the_gate_case_by_case_and_lets_go_on_return_or_error() ->
             events.append(f"case {case}")
             raise ValueError("a judge-side failure")
     assert events == ["enter", "case 1", "exit"]
+
+
+def test_another_threads_request_waits_for_this_threads_exclusive_ticket(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tickets are per thread: a worker's spare, making its GPU context on a thread of its own,
+    is not let through by the worker's timing ticket (it would overlap the timing), it waits."""
+    monkeypatch.setenv(GATE_ENV, str(tmp_path / "gate"))
+    entered: list[float] = []
+
+    def spare_start() -> None:
+        with gpu_gate(exclusive=False) as ticket:
+            assert ticket is not None  # a ticket of its own, not served by the other thread's
+            entered.append(time.monotonic())
+
+    with gpu_gate(exclusive=True):
+        assert gate_module.holds_exclusive()
+        other = threading.Thread(target=spare_start)
+        other.start()
+        other.join(0.5)
+        assert other.is_alive() and not entered  # still waiting behind the timing
+        released = time.monotonic()
+    other.join(10)
+    assert entered and entered[0] >= released

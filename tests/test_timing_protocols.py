@@ -582,3 +582,47 @@ def test_primed_references_are_what_the_next_feedback_timing_uses() -> None:
     ct, _ = _short(FakeSide(5.0, seed=1), refs)
     assert ct.baseline_source == "reused" and ct.baseline_ms == primed.baseline_ms
     assert [s.key for s in refs.cache.take_new()] == [key]  # the pool is told of the primed measurement
+
+
+def test_a_sample_keeps_the_gpu_busy_from_the_flush_to_the_timed_launch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The order one sample enqueues (judge/sampling.py `hold_gpu`): flush, the spin, then the
+    start event, the launches and the end event, so the host's time to launch is not timed."""
+    import torch
+
+    from judge import sampling
+
+    order: list[str] = []
+
+    class Recorded:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def zero_(self) -> None:
+            order.append("flush")
+
+    class Event:
+        def __init__(self, enable_timing: bool = False) -> None:
+            pass
+
+        def record(self) -> None:
+            order.append("event")
+
+        def elapsed_time(self, other: Any) -> float:
+            return 3.0
+
+    class Launches:
+        launches = 3
+
+        def __call__(self) -> None:
+            order.append("launches")
+
+    monkeypatch.setattr(torch.cuda, "Event", Event)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: order.append("sync"))
+    monkeypatch.setattr(torch.cuda, "_sleep", lambda cycles: order.append(f"spin {cycles}"), raising=False)
+    side = sampling.Side(lambda: None)
+    side.flush, side.runner = Recorded("flush"), Launches()  # type: ignore[assignment]
+    assert side.sample() == 1.0
+    assert order == ["flush", f"spin {sampling.HOLD_CYCLES}", "event", "launches", "event", "sync"]
+    monkeypatch.delattr(torch.cuda, "_sleep")
+    order.clear()
+    assert side.sample() == 1.0 and order == ["flush", "event", "launches", "event", "sync"]  # no spin: the flush alone
