@@ -135,9 +135,12 @@ def test_each_sources_cache_is_seeded_with_the_judges_helpers(tmp_path: Any, mon
     src = get_task("vector_add").baseline_source()
     with LocalPool(detect_target(), workers=1, job_timeout=300) as p:
         assert p.evaluate("vector_add", src, "visible").verdict.correct
-    helpers = {d.name for d in tmp_path.iterdir() if d.is_dir() and any(f.suffix == ".so" for f in d.iterdir())}
+    helpers = {d.name for d in tmp_path.iterdir()
+               if d.is_dir() and d.name != "sources" and any(f.suffix == ".so" for f in d.iterdir())}
     assert helpers, "the judge built no helper module"
-    own = tmp_path / hashlib.sha256(src.encode()).hexdigest()[:24]
+    from judge.worker import SOURCE_CACHES
+
+    own = tmp_path / SOURCE_CACHES / hashlib.sha256(src.encode()).hexdigest()[:24]
     assert helpers <= {d.name for d in own.iterdir()}
 
 
