@@ -112,6 +112,11 @@ def roofline_row(task: Task, case: Case, median_ms: float, eager_ms: float | Non
                    nflops / seconds / 1e12 if seconds > 0 else math.nan, bound, fraction)
 
 
+UNSCORABLE = "unscorable"
+"""A check's verdict for a task no candidate can be judged on (bench/task.py `NothingToCompare`):
+neither a pass nor a failure of the reference; counted apart, like a task with no baseline."""
+
+
 @dataclass(frozen=True)
 class TaskCheck:
     task: str
@@ -130,12 +135,13 @@ class TaskCheck:
 
     @property
     def passed(self) -> bool:
-        """Not a failure: correct, or skipped (no baseline to check)."""
-        return self.verdict in ("correct", "skipped")
+        """Not a failure: correct, skipped (no baseline to check) or unscorable."""
+        return self.verdict in ("correct", "skipped", UNSCORABLE)
 
     @property
     def skipped(self) -> bool:
-        return self.verdict == "skipped"
+        """Not checked: no baseline, or nothing a candidate could be compared on."""
+        return self.verdict in ("skipped", UNSCORABLE)
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -169,6 +175,7 @@ class CheckReport:
             "passed": sum(r.passed and not r.skipped for r in self.rows),
             "failed": len(self.failed),
             "skipped": sum(r.skipped for r in self.rows),
+            "unscorable": sum(r.verdict == UNSCORABLE for r in self.rows),
         }
 
 
@@ -213,11 +220,17 @@ def summary_line(report: CheckReport) -> str:
     baseline (KernelBench: eager PyTorch only) is skipped, not passed."""
     failed = report.failed
     skipped = sum(r.skipped for r in report.rows)
+    unscorable = sum(r.verdict == UNSCORABLE for r in report.rows)
     checked = len(report.rows) - skipped
     line = f"{checked - len(failed)}/{checked} baselines pass"
-    if skipped:
-        line += f"; {skipped} skipped (no Triton baseline to check)"
-    if checked == 0:
+    if skipped - unscorable:
+        line += f"; {skipped - unscorable} skipped (no Triton baseline to check)"
+    if unscorable:
+        line += (f"; {unscorable} unscorable (the entry point returns nothing and writes no argument: "
+                 f"{', '.join(r.task for r in report.rows if r.verdict == UNSCORABLE)})")
+    if checked == 0 and not unscorable:
         line = (f"no baseline checked: all {skipped} tasks skipped (no Triton baseline to check)" if skipped
                 else "no baseline checked: no task was left to check")
+    elif checked == 0:
+        line = "no baseline checked" + line.split("baselines pass", 1)[1]
     return line + (f"; FAILED: {', '.join(r.task for r in failed)}" if failed else "")

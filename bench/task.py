@@ -125,6 +125,14 @@ class CaseUnavailable(Exception):
     skipped, with this message as the reason, instead of judging a candidate on it."""
 
 
+class NothingToCompare(RuntimeError):
+    """Raised by an adapted task's reference that returns nothing and writes no argument on a
+    call (TritonBench-revised matrix_reduction and nested_loops_processing make their own
+    tensors and only assert or print: GEAK-eval compares the strings their tests return).
+    A differential oracle has no answer to judge any candidate against there: `bench check`
+    reports such a task as `unscorable`, not as a reference that fails (runners/check.py)."""
+
+
 @dataclass(frozen=True)
 class OutputArgs:
     """Arguments an entry point writes its result into (positions in the inputs tuple).

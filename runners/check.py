@@ -12,9 +12,18 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from bench.check import Ceilings, CheckReport, PerfRow, TaskCheck, ceilings_for, new_shape_cases, roofline_row
+from bench.check import (
+    UNSCORABLE,
+    Ceilings,
+    CheckReport,
+    PerfRow,
+    TaskCheck,
+    ceilings_for,
+    new_shape_cases,
+    roofline_row,
+)
 from bench.registry import get_task, load_sources, resolve_sources, suite_tasks
-from bench.task import Task
+from bench.task import NothingToCompare, Task
 from judge.device import Target, default_device, detect_target
 from judge.policy import TimingPolicy
 from runners.config import ConfigError
@@ -42,6 +51,10 @@ def check_task(pool: Any, task: Task, timed: bool, ceilings: Ceilings | None,
     ev = pool.evaluate(task.id, task.baseline_source(), "hidden", timing=timed, timing_policy=timing_policy)
     seconds = time.perf_counter() - started
     v = ev.verdict
+    if v.kind == "runtime_error" and NothingToCompare.__name__ in v.message:
+        return TaskCheck(task.id, UNSCORABLE, v.message, seconds=seconds,
+                         note="the suite's entry point returns nothing and writes no argument: no differential "
+                              "oracle can judge a candidate here")
     perf: tuple[PerfRow, ...] = ()
     note = ""
     if timed and v.correct:

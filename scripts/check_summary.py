@@ -35,7 +35,8 @@ def merge(paths: list[Path]) -> dict[str, Any]:
         devices.add(data.get("device", "?"))
         for row in data["tasks"]:
             rows[row["task"]] = row
-    checked = [r for r in rows.values() if r["verdict"] != "skipped"]
+    unscorable = sorted(r["task"] for r in rows.values() if r["verdict"] == "unscorable")
+    checked = [r for r in rows.values() if r["verdict"] not in ("skipped", "unscorable")]
     passed = [r for r in checked if r["verdict"] == "correct"]
     failures: dict[str, list[str]] = defaultdict(list)
     for r in checked:
@@ -45,7 +46,7 @@ def merge(paths: list[Path]) -> dict[str, Any]:
     shapes = [r["new_shapes"] for r in passed if r.get("new_shapes") is not None]
     return {
         "devices": sorted(devices), "tasks": len(rows), "checked": len(checked),
-        "skipped": len(rows) - len(checked), "passed": len(passed),
+        "skipped": len(rows) - len(checked) - len(unscorable), "unscorable": unscorable, "passed": len(passed),
         "pass_rate": len(passed) / len(checked) if checked else None,
         "failures": {k: sorted(v) for k, v in sorted(failures.items())},
         "new_shapes": {"tasks_with_any": sum(1 for s in shapes if s > 0), "tasks": len(shapes),
@@ -58,7 +59,9 @@ def render(m: dict[str, Any]) -> str:
     rate = f"{m['pass_rate']:.1%}" if m["pass_rate"] is not None else "n/a"
     where = ", ".join(m["devices"]) or "device not recorded (progress rows only)"
     lines = [f"{where}: {m['passed']}/{m['checked']} references pass their own hidden cases ({rate})"
-             + (f"; {m['skipped']} skipped" if m["skipped"] else "")]
+             + (f"; {m['skipped']} skipped" if m["skipped"] else "")
+             + (f"; {len(m['unscorable'])} unscorable (nothing returned or written: {', '.join(m['unscorable'])})"
+                if m.get("unscorable") else "")]
     for kind, items in m["failures"].items():
         lines.append(f"{kind} ({len(items)}):")
         lines += [f"  {i}" for i in items]

@@ -283,6 +283,11 @@ def test_bench_check_runs_adapted_sources_and_exits_1_when_a_baseline_fails(tmp_
     folder = tmp_path / "geak" / "TritonBench_G_v1"
     folder.mkdir(parents=True)
     (folder / "twice.py").write_text(_GOOD.format(name="twice", extra="", tail="", sep=_SEP))
+    # As TritonBench-revised matrix_reduction: the wrapper makes its own tensors and only asserts.
+    (folder / "asserts_only.py").write_text(_GOOD.format(name="asserts_only", extra="", tail="", sep=_SEP).replace(
+        "def asserts_only(x):\n    y", "def asserts_only(n):\n    x = torch.randn(n, device='cuda')\n    y").replace(
+        "    return y\n", "    assert torch.allclose(y, 2 * x)\n").replace("asserts_only(torch.randn(100, device=\"cuda\"))",
+                                                                      "asserts_only(100)"))
     (folder / "drifting.py").write_text(_GOOD.format(
         name="drifting", extra="_CALLS.append(1)\n    ", tail=" + len(_CALLS)", sep=_SEP).replace(
         "def drifting(x):", "_CALLS = []\n\n\ndef drifting(x):"))
@@ -293,15 +298,18 @@ def test_bench_check_runs_adapted_sources_and_exits_1_when_a_baseline_fails(tmp_
         "    def forward(self, x):\n        return -x\n\n\nsize = 8\n\n\n"
         "def get_inputs():\n    return [torch.randn(size)]\n\n\ndef get_init_inputs():\n    return []\n")
     r = run_cli("bench", "check", "--device", "cpu", "--source", f"geak-eval:{tmp_path / 'geak'}",
-                "--source", f"kernelbench:{tmp_path / 'kb'}", "--tasks", "tb-twice,tb-drifting,kb-l1-1-negate",
-                "--json", timeout=300, env=cli_env(KMC_FORCE_CPU="1"))
+                "--source", f"kernelbench:{tmp_path / 'kb'}", "--tasks", "tb-twice,tb-drifting,kb-l1-1-negate,"
+                "tb-asserts_only", "--json", timeout=300, env=cli_env(KMC_FORCE_CPU="1"))
     assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
     rows = {row["task"]: row for row in json.loads(r.stdout)["tasks"]}
     assert rows["tb-twice"]["verdict"] == "correct" and rows["tb-twice"]["cases_run"] >= 6
     assert rows["tb-drifting"]["verdict"] == "wrong_result" and not rows["tb-drifting"]["passed"]
     assert rows["kb-l1-1-negate"]["verdict"] == "skipped" and "no expert Triton baseline" in rows["kb-l1-1-negate"]["note"]
+    # Nothing returned and nothing written: no candidate could be judged; not a failing reference either.
+    assert rows["tb-asserts_only"]["verdict"] == "unscorable" and rows["tb-asserts_only"]["passed"]
+    assert "NothingToCompare" in rows["tb-asserts_only"]["message"]
     totals = json.loads(r.stdout)
-    assert (totals["passed"], totals["failed"], totals["skipped"]) == (1, 1, 1)
+    assert (totals["passed"], totals["failed"], totals["skipped"], totals["unscorable"]) == (1, 1, 2, 1)
     # Sharded, as a long GPU check is split: the shards cover the tasks once; skipped is not passed.
     seen = []
     for k in (1, 2):

@@ -383,14 +383,16 @@ def test_check_shards_merge_into_the_pass_figure(tmp_path: Path) -> None:
     spec.loader.exec_module(script)
     rows = [{"task": "tb-a", "verdict": "correct", "new_shapes": 8}, {"task": "tb-b", "verdict": "correct", "new_shapes": 0},
             {"task": "tb-c", "verdict": "timeout", "message": "no verdict within 180 s\nmore", "failing_case": None},
-            {"task": "kb-d", "verdict": "skipped"}]
+            {"task": "kb-d", "verdict": "skipped"}, {"task": "tb-e", "verdict": "unscorable"}]
     (tmp_path / "s1.json").write_text(json.dumps({"device": "NVIDIA H200", "tasks": rows[:2]}))
     (tmp_path / "s2.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[2:]))  # a shard cut off: --jsonl
     m = script.merge([tmp_path / "s1.json", tmp_path / "s2.jsonl"])
     assert (m["checked"], m["passed"], m["skipped"]) == (3, 2, 1) and m["pass_rate"] == pytest.approx(2 / 3)
     assert m["failures"] == {"timeout": ["tb-c [-]: no verdict within 180 s"]}
     assert m["new_shapes"] == {"tasks_with_any": 1, "tasks": 2, "median": 4.0, "histogram": {0: 1, 8: 1}}
-    assert script.render(m).startswith("NVIDIA H200: 2/3 references pass their own hidden cases (66.7%); 1 skipped")
+    assert m["unscorable"] == ["tb-e"]  # neither checked nor a failure: no candidate can be judged there
+    assert script.render(m).startswith("NVIDIA H200: 2/3 references pass their own hidden cases (66.7%); 1 skipped; "
+                                       "1 unscorable (nothing returned or written: tb-e)")
 
 
 @pytest.mark.slow

@@ -33,7 +33,7 @@ from bench.adapters._glue import complete, missing_imports
 from bench.adapters.geak_parse import MAX_CALLS, SuiteFile
 from bench.faults import mentions_device_error
 from bench.sequences import same_kind
-from bench.task import Case, CaseUnavailable, OutputArgs
+from bench.task import Case, CaseUnavailable, NothingToCompare, OutputArgs
 
 CPU_MAX_ELEMENTS = 1 << 18
 CPU_SHAPE_ELEMENTS = 1 << 14
@@ -639,7 +639,7 @@ class GeakSuite:
             calls = len(self.calls())
             why = (f" (learning its outputs, it raised on {len(self._learn_failures)} of the {calls} recorded calls: "
                    f"{self._learn_failures[0]})" if self._learn_failures else "")
-            raise RuntimeError(f"{self.sf.target} returned nothing and wrote no argument: there is nothing to "
+            raise NothingToCompare(f"{self.sf.target} returned nothing and wrote no argument: there is nothing to "
                                f"compare{why}")
         return result
 
