@@ -89,6 +89,7 @@ class CandidateProcess:
         self.plan: dict[str, Any] = {}  # set when the judge sends the source and the containment plan
         self.contained = ""
         self.ready = False
+        self.device_started = False  # told to make its device context (`start_device`)
         self.deadline = float("inf")
         self.stopped_allowance = 0.0  # how much longer the judge's own work may still stop the clock
         self.seq = 0
@@ -99,6 +100,7 @@ class CandidateProcess:
         if self.owner.device != "cpu":
             self.sock.settimeout(10.0)
             self.link.send({"op": "start"})
+        self.device_started = True
 
     def wait_ready(self, timeout: float) -> None:
         if not self.ready:

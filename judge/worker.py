@@ -270,7 +270,7 @@ class Worker:
             # In a job alone this thread holds the GPU exclusively, and the spare's start waits
             # behind it: that spare is given up, and a fresh process starts under this ticket.
             started.join(timeout=0 if holds_exclusive() else None)
-            if started.is_alive() and proc is not None:
+            if proc is not None and (started.is_alive() or not proc.device_started):  # or its start failed
                 proc.close()
                 proc = None
         if proc is not None:
