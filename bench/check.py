@@ -217,20 +217,21 @@ def format_report(report: CheckReport) -> str:
 
 def summary_line(report: CheckReport) -> str:
     """'N/M baselines pass', counting only the baselines that were checked: a task with no
-    baseline (KernelBench: eager PyTorch only) is skipped, not passed."""
+    baseline (KernelBench: eager PyTorch only) is skipped, and an unscorable one counted apart,
+    neither passed."""
     failed = report.failed
-    skipped = sum(r.skipped for r in report.rows)
-    unscorable = sum(r.verdict == UNSCORABLE for r in report.rows)
-    checked = len(report.rows) - skipped
-    line = f"{checked - len(failed)}/{checked} baselines pass"
-    if skipped - unscorable:
-        line += f"; {skipped - unscorable} skipped (no Triton baseline to check)"
-    if unscorable:
-        line += (f"; {unscorable} unscorable (the entry point returns nothing and writes no argument: "
-                 f"{', '.join(r.task for r in report.rows if r.verdict == UNSCORABLE)})")
+    unscorable = [r.task for r in report.rows if r.verdict == UNSCORABLE]
+    skipped = sum(r.skipped for r in report.rows) - len(unscorable)
+    checked = len(report.rows) - skipped - len(unscorable)
     if checked == 0 and not unscorable:
         line = (f"no baseline checked: all {skipped} tasks skipped (no Triton baseline to check)" if skipped
                 else "no baseline checked: no task was left to check")
-    elif checked == 0:
-        line = "no baseline checked" + line.split("baselines pass", 1)[1]
+    else:
+        parts = [f"{checked - len(failed)}/{checked} baselines pass" if checked else "no baseline checked"]
+        if skipped:
+            parts.append(f"{skipped} skipped (no Triton baseline to check)")
+        if unscorable:
+            parts.append(f"{len(unscorable)} unscorable (the entry point returns nothing and writes no argument: "
+                         f"{', '.join(unscorable)})")
+        line = "; ".join(parts)
     return line + (f"; FAILED: {', '.join(r.task for r in failed)}" if failed else "")

@@ -198,7 +198,8 @@ def gpu_gate(exclusive: bool, clock: PhaseClock | None = None) -> Iterator[Ticke
     """The gate of this process's GPU when it has one (`$KMC_GPU_GATE`), else nothing to wait
     for. Re-entrant: inside an exclusive ticket (a job retried alone) every inner request is
     already served, and a shared one inside a shared one too (a later ticket would wait for this
-    process's own). `clock`: the wait is counted as its `gate` phase."""
+    thread's own). Tickets are per thread: another thread's request waits like any other
+    process's. `clock`: the wait is counted as its `gate` phase."""
     folder = os.environ.get(GATE_ENV)
     held = _held()
     if not folder or (held and (held[-1].exclusive or not exclusive)):

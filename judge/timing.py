@@ -211,20 +211,27 @@ def prime_references(task: Task, baseline: Callable[..., Any], cases: tuple[Case
     the task are all compared with this one measurement (runners/references.py). Returns how
     many were measured."""
     from judge.oracle import poisoned_outputs
-    from judge.sampling import Side
 
     locked = os.environ.get(CLOCKS_LOCKED_ENV) == "1"
     measured = 0
     for c in cases:
         args = poisoned_outputs(task.inputs(c, "cuda"), task.output_args(c))
-        sides: dict[str, Any] = {"baseline": Side(functools.partial(baseline, *args))}
-        if policy.time_eager:
-            sides["eager"] = Side(functools.partial(task.reference, *args))
-        timing = measure_references(sides, policy, lambda: read_clocks(vendor, device_index), not task.seeded_rng)
+        timing = measure_references(_reference_sides(task, baseline, args, policy), policy,
+                                    lambda: read_clocks(vendor, device_index), not task.seeded_rng)
         state = clock_state(timing.clocks_before, locked)  # read after warm-up, as time_case_short reads it
         measured += baselines.put(BaselineKey(str(device_index), task.id, c.name, state, NATURAL), timing)
-        del args, sides
+        del args
     return measured
+
+
+def _reference_sides(task: Task, baseline: Callable[..., Any], args: tuple, policy: TimingPolicy) -> dict[str, Any]:
+    """The sides a reference timing samples: the expert baseline, and eager PyTorch when timed."""
+    from judge.sampling import Side
+
+    sides: dict[str, Any] = {"baseline": Side(functools.partial(baseline, *args))}
+    if policy.time_eager:
+        sides["eager"] = Side(functools.partial(task.reference, *args))
+    return sides
 
 
 References = Callable[[str, str], Acquired]
@@ -399,10 +406,7 @@ def time_candidate(task: Task, candidate: Any, baseline: Callable[..., Any], cas
         cand_side = remote or Side(functools.partial(candidate, *args))
 
         def reference_sides(inputs: tuple = mine) -> dict[str, Any]:
-            refs: dict[str, Any] = {"baseline": Side(functools.partial(baseline, *inputs))}
-            if policy.time_eager:
-                refs["eager"] = Side(functools.partial(task.reference, *inputs))
-            return refs
+            return _reference_sides(task, baseline, inputs, policy)
 
         if short:
             def references(state: str, mode: str, case: Case = c) -> Acquired:

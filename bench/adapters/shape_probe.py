@@ -173,7 +173,8 @@ def _run_child(payload: bytes, budget_ends: float, first: bool = True) -> tuple[
     """(stdout, stderr, exit status) of one probing child, stopped (status -9, the reason as
     stderr's last line) when it reports nothing for `CHILD_TIMEOUT_S` before its first report
     or `PROBE_LIMIT_S` after any later one, or is still probing (or, unless it is the `first`
-    child, still starting) at `budget_ends` (monotonic seconds). The child leads its own process group, so the compilers a probe started go with it."""
+    child, still starting) at `budget_ends` (monotonic seconds). The child leads its own process
+    group, so the compilers a probe started go with it."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(_ROOT), os.environ.get("PYTHONPATH", ""))
                                                         if p)}
     with tempfile.TemporaryFile() as err_file:
@@ -191,10 +192,11 @@ def _run_child(payload: bytes, budget_ends: float, first: bool = True) -> tuple[
         reported = False
         while True:
             left = budget_ends - time.monotonic()
-            # A child after the first starts within the budget: a reference that faults at every
-            # shape must not cost a whole start-up allowance per child.
-            over_budget = left < (PROBE_LIMIT_S if reported else CHILD_TIMEOUT_S) and (reported or not first)
-            wait = max(0.0, left) if over_budget else (PROBE_LIMIT_S if reported else CHILD_TIMEOUT_S)
+            limit = PROBE_LIMIT_S if reported else CHILD_TIMEOUT_S
+            # Only the first child's start-up may outlast the budget: a reference that faults at
+            # every shape must not cost a whole start-up allowance per child.
+            over_budget = (reported or not first) and left < limit
+            wait = max(0.0, left) if over_budget else limit
             try:
                 line = lines.get(timeout=wait)
             except queue.Empty:
