@@ -165,7 +165,7 @@ def main() -> None:
     step("candidate-side modules")
     prepare_process()
     from judge.candidate import _profiler, _top_lines
-    from judge.warmup import triton_hashes, warm_up
+    from judge.warmup import lazy_triton_imports, triton_hashes, warm_up
 
     profiler = _profiler(PROFILE_STARTUP_ENV)
     if profiler is not None:
@@ -177,6 +177,8 @@ def main() -> None:
     if os.environ.get("TRITON_INTERPRET") != "1":  # the interpreter compiles nothing
         triton_hashes()
         step("Triton's hashes")
+        lazy_triton_imports()
+        step("Triton's lazy imports")
     with contextlib.suppress(ImportError, OSError, RuntimeError):  # pyseccomp without libseccomp: RuntimeError
         containment.seccomp_bindings()  # imported while the project is still on the path
     subreaper = containment.become_subreaper()

@@ -489,9 +489,10 @@ class Worker:
             self.references = BaselineCache()
         self.references.adopt([Shared.from_json(s) for s in job.get("references", ())])
         try:
-            with gpu_gate(exclusive=True, clock=self.clock):
-                timing = time_candidate(task, runner.proc, self._baseline(task), task.perf, self.target.vendor,
-                                        physical_device(), policy, self.references)
+            timing = time_candidate(task, runner.proc, self._baseline(task), task.perf, self.target.vendor,
+                                    physical_device(), policy, self.references,
+                                    alone=lambda: gpu_gate(exclusive=True, clock=self.clock),
+                                    shared=self._shared_ticket)
         except OutputChangedDuringTiming as exc:
             return Verdict("wrong_result", str(exc), exc.case, cases_run=verdict.cases_run,
                            kernel_launched=True), None

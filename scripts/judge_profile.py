@@ -7,6 +7,7 @@ context and of a fresh candidate process. A diagnostic for the evaluator's throu
 Usage: python scripts/judge_profile.py [--tasks vector_add,softmax] [--repeats 3] [--case-set hidden]
        [--cprofile]   (the judge worker in this process under cProfile: where the judge's own seconds go)
        [--cprofile --cold]  (its start-up and first evaluations of new sources instead of warm repeats)
+       [--timing [--protocol feedback-short]]  (also the timing protocol, final-full by default)
        [--wire]       (the cost of moving tensors through fresh and reused shared memory, and to and from the GPU)
 """
 
@@ -25,6 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.registry import get_task  # noqa: E402
 from judge.device import detect_target  # noqa: E402
+from judge.policy import FINAL_FULL, PROTOCOLS, TimingPolicy  # noqa: E402
 from runners.pool import LocalPool  # noqa: E402
 
 
@@ -95,6 +97,7 @@ def wire_costs(megabytes: int = 16, rounds: int = 10) -> dict[str, float]:
 
 
 def profile_in_process(tasks: list[str], case_set: str, repeats: int, timing: bool, top: int = 35,
+                       protocol: str = FINAL_FULL,
                        cold: bool = False) -> None:
     """The judge worker's own code in this process under cProfile (its candidate processes are
     forked as usual): seconds the judge waits on a candidate show as socket receives. `cold`:
@@ -123,13 +126,14 @@ def profile_in_process(tasks: list[str], case_set: str, repeats: int, timing: bo
 
     CandidateProcess.request = noting  # type: ignore[method-assign]
     if cold:
-        _profile_cold(Worker, tasks, case_set, timing, said, profiles, top)
+        _profile_cold(Worker, tasks, case_set, timing, said, profiles, top, protocol)
         return
     worker = Worker()
     try:
         for task_id in tasks:
             source = get_task(task_id).baseline_source()
-            job = {"task": task_id, "source": source, "case_set": case_set, "timing": timing, "timeout": 600}
+            job = {"task": task_id, "source": source, "case_set": case_set, "timing": timing, "timeout": 600,
+                   "timing_policy": TimingPolicy(protocol=protocol).to_json()}
             worker.handle({**job, "id": 0})  # compile and caches
             said.clear()
             prof = cProfile.Profile()
@@ -159,7 +163,7 @@ def _print_stats(prof: Any, top: int) -> None:
 
 
 def _profile_cold(worker_class: Any, tasks: list[str], case_set: str, timing: bool,
-                  said: dict[str, float], profiles: list[str], top: int) -> None:
+                  said: dict[str, float], profiles: list[str], top: int, protocol: str = FINAL_FULL) -> None:
     import cProfile
     import os
 
@@ -179,7 +183,8 @@ def _profile_cold(worker_class: Any, tasks: list[str], case_set: str, timing: bo
     try:
         for i, task_id in enumerate(tasks):
             source = get_task(task_id).baseline_source() + f"\n# cold evaluation {time.time_ns()}\n"
-            job = {"task": task_id, "source": source, "case_set": case_set, "timing": timing, "timeout": 600}
+            job = {"task": task_id, "source": source, "case_set": case_set, "timing": timing, "timeout": 600,
+                   "timing_policy": TimingPolicy(protocol=protocol).to_json()}
             said.clear()
             prof = cProfile.Profile()
             t = time.perf_counter()
@@ -204,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--case-set", default="hidden")
     ap.add_argument("--timing", action="store_true", help="also run the timing protocol (final submissions)")
+    ap.add_argument("--protocol", choices=PROTOCOLS, default=FINAL_FULL,
+                    help="with --timing: the protocol timed (feedback-short: the visible feedback's)")
     ap.add_argument("--json", dest="json_out", type=Path, default=None)
     ap.add_argument("--cprofile", action="store_true", help="the judge worker in this process, under cProfile")
     ap.add_argument("--wire", action="store_true", help="only the shared-memory and device copy costs")
@@ -214,7 +221,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(wire_costs()), flush=True)
         return 0
     if args.cprofile:
-        profile_in_process(args.tasks.split(","), args.case_set, args.repeats, args.timing, cold=args.cold)
+        profile_in_process(args.tasks.split(","), args.case_set, args.repeats, args.timing, cold=args.cold,
+                           protocol=args.protocol)
         return 0
     target = detect_target()
     rows = []
@@ -229,7 +237,8 @@ def main(argv: list[str] | None = None) -> int:
             n_cases = len(get_task(task_id).cases(args.case_set, target.interpreter))
             for i in range(args.repeats):
                 t = time.perf_counter()
-                ev = pool.evaluate(task_id, source, args.case_set, timing=args.timing)
+                ev = pool.evaluate(task_id, source, args.case_set, timing=args.timing,
+                                   timing_policy=TimingPolicy(protocol=args.protocol))
                 wall = time.perf_counter() - t
                 phases = {k: round(v, 3) for k, v in (ev.phases or {}).items()}
                 phases["outside_phases"] = round(wall - sum(phases.values()), 3)

@@ -52,3 +52,18 @@ def test_the_template_says_what_its_start_cost(monkeypatch: pytest.MonkeyPatch) 
         assert "warm_up" in template.startup_profile
     finally:
         template.close()
+
+
+def test_triton_modules_imported_at_the_first_launch_are_imported_in_the_template(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`lazy_triton_imports`: Triton's Gluon front end (imported at a process's first launch by
+    Triton 3.6) is loaded before the template forks; a module this Triton lacks is skipped."""
+    import sys
+
+    from judge import warmup
+
+    monkeypatch.setattr(warmup, "LAZY_TRITON_MODULES", ("triton.experimental.gluon", "triton.no_such_module"))
+    for name in [m for m in sys.modules if m.startswith("triton.experimental.gluon")]:
+        monkeypatch.delitem(sys.modules, name)
+    imported = warmup.lazy_triton_imports()
+    assert imported == ["triton.experimental.gluon"] and "triton.experimental.gluon" in sys.modules

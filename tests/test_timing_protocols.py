@@ -626,3 +626,75 @@ def test_a_sample_keeps_the_gpu_busy_from_the_flush_to_the_timed_launch(monkeypa
     monkeypatch.delattr(torch.cuda, "_sleep")
     order.clear()
     assert side.sample() == 1.0 and order == ["flush", "event", "launches", "event", "sync"]  # no spin: the flush alone
+
+
+def test_only_the_measurement_holds_the_gpu_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`time_candidate` per case: the inputs and expected output inside `shared()`, the warm-up
+    and samples inside `alone()` (every judging job on the GPU pauses for it), the check of the
+    output after timing inside `shared()` again; nothing outside either."""
+    import torch
+
+    from bench.task import OutputArgs
+    from judge import oracle, timing
+
+    log: list[str] = []
+    held: list[str] = []
+
+    def holder(name: str) -> Any:
+        import contextlib
+
+        @contextlib.contextmanager
+        def hold() -> Any:
+            held.append(name)
+            log.append(f"enter {name}")
+            yield
+            held.pop()
+            log.append(f"leave {name}")
+        return hold
+
+    class FakeTask:
+        id, seeded_rng = "fake", False
+
+        def output_args(self, case: Any) -> OutputArgs:
+            return OutputArgs()
+
+        def inputs(self, case: Any, device: str) -> tuple:
+            log.append(f"inputs in {held[-1] if held else 'nothing'}")
+            return (torch.ones(4),)
+
+        def judged_output(self, out: Any, inputs: Any, case: Any) -> Any:
+            return out
+
+        def reference(self, x: Any) -> Any:
+            return x + 1
+
+        def tolerance(self, dtype: str) -> Any:
+            from bench.task import Tolerance
+
+            return Tolerance(1e-5, 1e-5)
+
+    def expected(task: Any, args: tuple, case: Any) -> tuple[Any, Any]:
+        log.append(f"expected in {held[-1] if held else 'nothing'}")
+        return args[0] + 1, None
+
+    def measure(side: Any, name: str, policy: Any, refs: Any, clocks: Any = None, allow_graphs: bool = True,
+                locked: bool = False) -> tuple[CaseTiming, list[Any]]:
+        log.append(f"measure {name} in {held[-1] if held else 'nothing'}")
+        return CaseTiming(case=name, candidate_ms=(1.0, 1.0), baseline_ms=(2.0, 2.0), eager_ms=(2.0, 2.0)), []
+
+    def candidate(x: Any) -> Any:
+        log.append(f"candidate in {held[-1] if held else 'nothing'}")
+        return x + 1
+
+    monkeypatch.setattr(oracle, "expected_and_unwritten", expected)
+    monkeypatch.setattr(oracle, "_to_device", lambda out, device: out)
+    monkeypatch.setattr(timing, "time_case_short", measure)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    cases = tuple(type("C", (), {"name": n, "seed": 0})() for n in ("c0", "c1"))
+    result = timing.time_candidate(FakeTask(), candidate, candidate, cases, "none", 0, POLICY, BaselineCache(),  # type: ignore[arg-type]
+                                   alone=holder("alone"), shared=holder("shared"))
+    assert result.speedup_vs_baseline == pytest.approx(2.0)
+    per_case = ["enter shared", "inputs in shared", "expected in shared", "leave shared",
+                "enter alone", "measure {} in alone", "leave alone",
+                "enter shared", "candidate in shared", "leave shared"]
+    assert log == [step.format(n) for n in ("c0", "c1") for step in per_case]
