@@ -17,19 +17,17 @@ between the two flags the timing).
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
 import os
 import time
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from typing import Any
 
 import numpy as np
 import torch
 
-from bench.task import Case, Task
+from bench.task import Case, CaseUnavailable, Task
 from judge.baselines import Acquired, BaselineCache, BaselineKey, DriftEvent, ReferenceTiming, clock_state
 from judge.clocks import CLOCKS_LOCKED_ENV, clock_flags, read_clocks
 from judge.policy import FEEDBACK_SHORT, TimingPolicy
@@ -364,9 +362,7 @@ def _positive(value: float) -> float:
 
 def time_candidate(task: Task, candidate: Any, baseline: Callable[..., Any], cases: tuple[Case, ...],
                    vendor: str, device_index: int | str, policy: TimingPolicy,
-                   baselines: BaselineCache | None = None,
-                   alone: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
-                   shared: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext) -> Timing:
+                   baselines: BaselineCache | None = None) -> Timing:
     """`candidate`: a candidate process (judge/remote.py), or a plain callable (benchmarks
     that time in one process). The baseline and eager PyTorch run here, in the judge.
 
@@ -375,13 +371,16 @@ def time_candidate(task: Task, candidate: Any, baseline: Callable[..., Any], cas
     against reference timings from `baselines` (the worker's cache; a throwaway one when None,
     so every reference is measured afresh).
 
-    Per case, only the measurement (warm-up, samples, references measured or re-checked) runs
-    inside `alone()` (the judge worker's exclusive GPU ticket, judge/gate.py); drawing the
-    inputs, the expected output and the check of the output after timing run inside
-    `shared()`, beside other workers' judging. Why: every second inside `alone()` pauses every
-    judging job on the GPU, and the expected output of a suite's Triton reference alone is
-    three runs of it (`expected_and_unwritten`)."""
+    The judge worker calls this holding the GPU alone (judge/gate.py), so every second spent
+    here pauses the judging on that GPU: each case's inputs and expected output come from the
+    worker's cache, as the perf-case check just drew them (drawing a 16M-element input on the
+    CPU took 0.17 s per case on an H200 host; a suite's Triton reference runs three times for
+    its expected output). Holding the gate only around each case's samples was tried and
+    measured slower on an H200 (176 s against 124-140 s for the 7-task command): each
+    exclusive ticket first waits for every judging case in flight, and there were then several
+    per job instead of one."""
     from judge.oracle import (
+        FIRST,
         Mismatch,
         _to_device,
         accept_unwritten,
@@ -408,39 +407,39 @@ def time_candidate(task: Task, candidate: Any, baseline: Callable[..., Any], cas
     results = []
     readings: list[tuple[dict[str, Any], dict[str, Any]]] = []
     flags: list[str] = []
+    skipped: list[str] = []
     for c in cases:
-        with shared():
-            # The case's inputs and expected output as the perf-case check just drew them (the
-            # judge's cache: a 16M-element input drawn on the CPU took 0.17 s per case), copied.
-            outputs = task.output_args(c)
+        outputs = task.output_args(c)
+        try:
             drawn = poisoned_outputs(cached_inputs(task, c, "cuda", refill=False), outputs)
             args = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in drawn)
             pristine = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
-            expected, unwritten = cached_expected(task, c, "cuda", "first", pristine)
-            mine = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
-            torch.cuda.synchronize()
-            del drawn
+            expected, unwritten = cached_expected(task, c, "cuda", FIRST, pristine)
+        except CaseUnavailable as exc:  # skipped by the perf-case check too
+            skipped.append(str(exc))
+            continue
+        del drawn
+        mine = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
         remote = RemoteSide(candidate, args) if not callable(candidate) else None
         cand_side = remote or Side(functools.partial(candidate, *args))
 
         def reference_sides(inputs: tuple = mine) -> dict[str, Any]:
             return _reference_sides(task, baseline, inputs, policy)
 
-        with alone():
-            if short:
-                def references(state: str, mode: str, case: Case = c) -> Acquired:
-                    key = BaselineKey(str(device_index), task.id, case.name, state, mode)
-                    return cache.acquire(
-                        key, lambda: measure_references(reference_sides(), policy, clocks, not task.seeded_rng, mode),
-                        lambda cached: recheck_references(reference_sides(), policy, cached),
-                        policy.baseline_recheck_uses, policy.baseline_recheck_seconds)
+        if short:
+            def references(state: str, mode: str, case: Case = c) -> Acquired:
+                key = BaselineKey(str(device_index), task.id, case.name, state, mode)
+                return cache.acquire(
+                    key, lambda: measure_references(reference_sides(), policy, clocks, not task.seeded_rng, mode),
+                    lambda cached: recheck_references(reference_sides(), policy, cached),
+                    policy.baseline_recheck_uses, policy.baseline_recheck_seconds)
 
-                ct, events = time_case_short(cand_side, c.name, policy, references, clocks,
-                                             allow_graphs=not task.seeded_rng, locked=locked)
-                drift += events
-            else:
-                ct, _, _ = time_case({"candidate": cand_side, **reference_sides()}, c.name, policy, clocks,
-                                     allow_graphs=not task.seeded_rng)
+            ct, events = time_case_short(cand_side, c.name, policy, references, clocks,
+                                         allow_graphs=not task.seeded_rng, locked=locked)
+            drift += events
+        else:
+            ct, _, _ = time_case({"candidate": cand_side, **reference_sides()}, c.name, policy, clocks,
+                                 allow_graphs=not task.seeded_rng)
         before, after = ct.clocks_before, ct.clocks_after
         results.append(ct)
         readings.append((before, after))
@@ -448,23 +447,24 @@ def time_candidate(task: Task, candidate: Any, baseline: Callable[..., Any], cas
         # A kernel that behaves once the judge has looked away (after N calls, or only
         # outside warm-up) is caught here, on the very inputs it was timed on.
         seed = c.seed if task.seeded_rng else None
-        with shared():
-            if remote is not None:
-                returned, inputs_after = remote.output(outputs.poisoned, seed)
-            else:
-                for i in outputs.poisoned:
-                    poison_tensor(args[i])
-                returned, inputs_after = call_seeded(task, c, candidate, args), args
-                torch.cuda.synchronize()
-            changed = modified_inputs(pristine, inputs_after, outputs)
-            if changed:
-                raise OutputChangedDuringTiming(c.name, f"input {changed[0]} was modified during timing")
-            out = task.judged_output(_to_device(returned, "cuda"), _to_device(tuple(inputs_after), "cuda"), c)
-            try:
-                compare(accept_unwritten(out, expected, unwritten), expected, task)
-            except Mismatch as m:
-                raise OutputChangedDuringTiming(c.name, f"output after timing is wrong: {m}") from None
-            del args, pristine, expected, out, mine, returned, inputs_after
+        if remote is not None:
+            returned, inputs_after = remote.output(outputs.poisoned, seed)
+        else:
+            for i in outputs.poisoned:
+                poison_tensor(args[i])
+            returned, inputs_after = call_seeded(task, c, candidate, args), args
+            torch.cuda.synchronize()
+        changed = modified_inputs(pristine, inputs_after, outputs)
+        if changed:
+            raise OutputChangedDuringTiming(c.name, f"input {changed[0]} was modified during timing")
+        out = task.judged_output(_to_device(returned, "cuda"), _to_device(tuple(inputs_after), "cuda"), c)
+        try:
+            compare(accept_unwritten(out, expected, unwritten), expected, task)
+        except Mismatch as m:
+            raise OutputChangedDuringTiming(c.name, f"output after timing is wrong: {m}") from None
+        del args, pristine, expected, out, mine, returned, inputs_after
+    if not results:
+        raise CaseUnavailable(f"no perf case can be timed: {'; '.join(skipped) or 'none given'}")
     flags += [f"side_stream_suspected:{ct.case}" for ct in results if side_stream_suspected(ct)]
     if short:  # its few samples: the sequential rule's interval, noise floor included (stats/sequential.py)
         speedup = point_speedup(results)

@@ -474,6 +474,7 @@ class Worker:
         protocol: final-full interleaves it round by round with the expert baseline and eager
         PyTorch (here); feedback-short samples it briefly against their timings from this
         worker's cache (`self.references`, judge/baselines.py)."""
+        from bench.task import CaseUnavailable
         from judge.oracle import judge_cases
         from judge.timing import OutputChangedDuringTiming, TimingPolicy, time_candidate
         from judge.verdict import Verdict
@@ -489,13 +490,14 @@ class Worker:
             self.references = BaselineCache()
         self.references.adopt([Shared.from_json(s) for s in job.get("references", ())])
         try:
-            timing = time_candidate(task, runner.proc, self._baseline(task), task.perf, self.target.vendor,
-                                    physical_device(), policy, self.references,
-                                    alone=lambda: gpu_gate(exclusive=True, clock=self.clock),
-                                    shared=self._shared_ticket)
+            with gpu_gate(exclusive=True, clock=self.clock):
+                timing = time_candidate(task, runner.proc, self._baseline(task), task.perf, self.target.vendor,
+                                        physical_device(), policy, self.references)
         except OutputChangedDuringTiming as exc:
             return Verdict("wrong_result", str(exc), exc.case, cases_run=verdict.cases_run,
                            kernel_launched=True), None
+        except CaseUnavailable as exc:  # correct, but nothing the reference answers can be timed
+            return dataclasses.replace(verdict, message=f"not timed: {exc}"), None
         return verdict, timing
 
     def _prime_references(self, job: dict[str, Any]) -> None:

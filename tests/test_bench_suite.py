@@ -277,7 +277,8 @@ result_gold = test_{name}()
 @pytest.mark.timeout(JUDGE_ALL_TIMEOUT_S)
 def test_bench_check_runs_adapted_sources_and_exits_1_when_a_baseline_fails(tmp_path: Any) -> None:
     """Adapted tasks are looked up in the workers, which are handed the --source entries. A reference that
-    keeps state between calls cannot agree with itself: its baseline fails, and so does the check."""
+    keeps state between calls cannot agree with itself: no case has an answer, its baseline fails
+    (judged on no case), and so does the check."""
     from tests.helpers import cli_env
 
     folder = tmp_path / "geak" / "TritonBench_G_v1"
@@ -303,7 +304,11 @@ def test_bench_check_runs_adapted_sources_and_exits_1_when_a_baseline_fails(tmp_
     assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
     rows = {row["task"]: row for row in json.loads(r.stdout)["tasks"]}
     assert rows["tb-twice"]["verdict"] == "correct" and rows["tb-twice"]["cases_run"] >= 6
-    assert rows["tb-drifting"]["verdict"] == "wrong_result" and not rows["tb-drifting"]["passed"]
+    # It answers differently on every case: no case has an answer to judge against, and a task
+    # judged on no case is never a pass.
+    assert rows["tb-drifting"]["verdict"] == "runtime_error" and not rows["tb-drifting"]["passed"]
+    assert "no case could be judged here" in rows["tb-drifting"]["message"]
+    assert "answers differently on the same inputs" in rows["tb-drifting"]["message"]
     assert rows["kb-l1-1-negate"]["verdict"] == "skipped" and "no expert Triton baseline" in rows["kb-l1-1-negate"]["note"]
     # Nothing returned and nothing written: no candidate could be judged; not a failing reference either.
     assert rows["tb-asserts_only"]["verdict"] == "unscorable" and rows["tb-asserts_only"]["passed"]
