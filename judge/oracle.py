@@ -152,14 +152,14 @@ def compare(out: Any, expected: Any, task: Task, path: str = "output") -> tuple[
     o_finite = torch.isfinite(o)
     bad_nonfinite = e_finite & ~o_finite
     same_special = (~e_finite) & ((o == e) | (torch.isnan(o) & torch.isnan(e)))
-    diff = torch.where(e_finite, (o - e).abs(), torch.zeros_like(o))
-    rel = torch.where(e_finite, diff / e.abs().clamp_min(1e-12), torch.zeros_like(o))
+    diff = torch.where(e_finite, (o - e).abs(), 0.0)
+    rel = torch.where(e_finite, diff / e.abs().clamp_min(1e-12), 0.0)
     bad = e_finite & (diff > tol.atol + tol.rtol * e.abs())
     s = _Summary(*torch.stack([t.to(torch.float64) for t in (
         bad_nonfinite.any(), ((~e_finite) & ~same_special).any(), diff.max(), rel.max(), bad.any(),
         e_finite.any(), _masked(e, e_finite, True), _masked(e, e_finite, False),
         o_finite.any(), _masked(o, o_finite, True), _masked(o, o_finite, False),
-        torch.where(e_finite, e.abs(), torch.zeros_like(e)).max())]).tolist())  # one device-to-host sync
+        torch.where(e_finite, e.abs(), 0.0).max())]).tolist())  # one device-to-host sync
     if s.nonfinite_missing:
         raise Mismatch(f"{path}: {int(bad_nonfinite.sum())} NaN/Inf values where the reference is finite",
                        float("inf"), float("inf"))
@@ -208,7 +208,7 @@ class _Summary:
 def _masked(t: torch.Tensor, mask: torch.Tensor, largest: bool) -> torch.Tensor:
     """The largest (or smallest) of `t`'s elements where `mask` holds, without indexing by the
     mask (which waits for the device); -inf (+inf) when none does, which the caller never reads."""
-    masked = torch.where(mask, t, torch.full_like(t, float("-inf") if largest else float("inf")))
+    masked = torch.where(mask, t, float("-inf") if largest else float("inf"))
     return masked.max() if largest else masked.min()
 
 

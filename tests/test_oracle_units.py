@@ -61,6 +61,29 @@ def test_compare_judges_complex_components_and_exact_dtypes() -> None:
         compare(~mask, mask, task)
 
 
+def test_compare_says_each_kind_of_mismatch_from_one_read_of_the_device() -> None:
+    """`compare` reads everything it decides on in one copy from the device (`_Summary`); each
+    branch still says what it said when it read them one by one."""
+    from bench.registry import get_task
+
+    task = get_task("vector_add")
+    expected = torch.tensor([1.0, float("inf"), -2.0, float("nan")])
+    assert compare(expected.clone(), expected, task) == (0.0, 0.0)  # specials reproduced, NaN included
+    with pytest.raises(Mismatch, match="1 NaN/Inf values where the reference is finite"):
+        compare(torch.tensor([float("nan"), float("inf"), -2.0, float("nan")]), expected, task)
+    with pytest.raises(Mismatch, match="non-finite reference values not reproduced"):
+        compare(torch.tensor([1.0, float("-inf"), -2.0, float("nan")]), expected, task)
+    with pytest.raises(Mismatch, match=r"1/4 elements outside atol=0.0001 rtol=0.0001; first at flat index 2: "
+                                       r"got -2.5, expected -2") as wrong:
+        compare(torch.tensor([1.0, float("inf"), -2.5, float("nan")]), expected, task)
+    assert (wrong.value.max_abs, wrong.value.max_rel) == (0.5, 0.25)
+    # Every element within atol + rtol * |expected|, yet the answer varies by more than atol
+    # and the output not at all: a constant is no answer.
+    with pytest.raises(Mismatch, match=r"output is constant \(0.0001\) where the reference varies"):
+        compare(torch.tensor([1e-4, 1e-4]), torch.tensor([0.0, 1.5e-4]), task)
+    assert compare(torch.tensor([1e-4, 1e-4]), torch.tensor([0.6e-4, 1.4e-4]), task)[0] <= 1e-4  # varies by under atol
+
+
 def test_interpreter_errors_are_classified_like_the_gpu_compiler() -> None:
     from triton.runtime.errors import InterpreterError
 
