@@ -689,11 +689,16 @@ def expected_and_unwritten(task: Task, args: tuple, case: Case | None = None) ->
     habits.finishes_in_torch |= bool(launches.unwritten_outputs(marked, rec, interpreter=False))
     if rec.launches == 0 and case is not None:
         habits.kernel_free_cases.add(case.name)
+    unwritten = _unwritten_masks(poisoned, marked)
     try:
+        # Elements computed from memory the reference allocated and never wrote differ between
+        # the poisoned and the marked run, whatever the allocator hands out; elements computed
+        # from memory past its inputs, or from state it keeps, differ in the disturbed run.
+        derived = _unsteady_masks(marked, poisoned, task, exempt=unwritten)
         unsteady = _unsteady_masks(marked, _disturbed_reference(task, args, case), task)
     except _NoAnswer:
         raise CaseUnavailable(f"{case.name if case is not None else 'this case'}: {NO_ANSWER}") from None
-    return marked, _either(_unwritten_masks(poisoned, marked), unsteady)
+    return marked, _either(_either(unwritten, derived), unsteady)
 
 
 NO_ANSWER = ("the suite's reference answers differently on the same inputs (it reads memory past its "
@@ -717,7 +722,7 @@ def _disturbed_reference(task: Task, args: tuple, case: Case | None) -> Any:
     return expected_output(task, args, case, slack="nan")
 
 
-def _unsteady_masks(a: Any, b: Any, task: Task) -> Any:
+def _unsteady_masks(a: Any, b: Any, task: Task, exempt: Any = None) -> Any:
     """Elements where two runs of the reference on the same values disagree beyond the task's
     tolerance (None where none do): nobody's answer, so no candidate is judged on them. Only
     where they are at most half of an output: a reference that disagrees with itself on more
@@ -725,21 +730,24 @@ def _unsteady_masks(a: Any, b: Any, task: Task) -> Any:
     input, as TritonBench-revised layer_norm_welfold's on a 1x1 input) gives no answer on this
     case at all, and `_NoAnswer` is raised: the case is skipped with that reason (`judge_cases`),
     as a case the reference cannot run is, and a task with no case left is judged on none,
-    which is never a pass. Before, such a case failed every candidate, the reference included."""
+    which is never a pass. Before, such a case failed every candidate, the reference included.
+    `exempt` (a mask structure as `_unwritten_masks` gives): elements not counted towards that
+    half, those the reference leaves unwritten outright, which are excluded whatever their share."""
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape and a.dtype == b.dtype:
         if a.is_complex():
-            a, b = torch.view_as_real(a), torch.view_as_real(b)
+            a, b = torch.view_as_real(a), torch.view_as_real(b)  # as `_unwritten_masks` views them
         if a.is_floating_point():
             tol = task.tolerance(str(a.dtype).removeprefix("torch."))
             differ = ~torch.isclose(a.double(), b.double(), rtol=tol.rtol, atol=tol.atol, equal_nan=True)
         else:
             differ = a != b
-        differing = int(differ.sum())
-        if differing > differ.numel() // 2:
+        counted = differ & ~exempt if isinstance(exempt, torch.Tensor) and exempt.shape == differ.shape else differ
+        if int(counted.sum()) > differ.numel() // 2:
             raise _NoAnswer
-        return differ if differing else None
+        return differ if bool(differ.any()) else None
     if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)) and len(a) == len(b):
-        masks = [_unsteady_masks(x, y, task) for x, y in zip(a, b, strict=True)]
+        exempts = exempt if isinstance(exempt, (tuple, list)) and len(exempt) == len(a) else [None] * len(a)
+        masks = [_unsteady_masks(x, y, task, e) for x, y, e in zip(a, b, exempts, strict=True)]
         return masks if any(m is not None for m in masks) else None
     return None
 

@@ -37,7 +37,7 @@ def _reasons(report: Any) -> dict[str, str]:
 def test_geak_eval_fixtures_load_with_counts_and_skip_reasons(vendor: str) -> None:
     report = load_source("geak-eval", GEAK, vendor=vendor)
     print(json.dumps(report.to_json(), indent=1))
-    assert report.counts() == {"loaded": 20, "skipped": 3, "by_suite": {"geak-eval": 20, "tritonbench": 16, "rocm": 4}}
+    assert report.counts() == {"loaded": 21, "skipped": 3, "by_suite": {"geak-eval": 21, "tritonbench": 17, "rocm": 4}}
     reasons = _reasons(report)
     assert "tl.extra.hip" in reasons["hip_exp.py"] and f"this machine: {vendor}" in reasons["hip_exp.py"]
     assert "waves_per_eu" in reasons["tuned_copy.py"]
@@ -334,7 +334,7 @@ def test_bench_list_with_sources_reports_counts_and_reasons() -> None:
     assert {"tb-add_vectors", "rocm-relu_rows", "kb-l1-2-row_softmax", "softmax"} <= ids
     sources = json.loads(r.stderr.strip().splitlines()[-1])["sources"]
     counts = {s["adapter"]: (s["loaded"], s["skipped"]) for s in sources}
-    assert counts == {"geak-eval": (20, 3), "kernelbench": (5, 2)}
+    assert counts == {"geak-eval": (21, 3), "kernelbench": (5, 2)}
     r = run_cli("bench", "list", "--source", f"geak-eval:{GEAK / 'nope'}", timeout=60)
     assert r.returncode == 2 and "does not exist" in r.stderr
 

@@ -334,7 +334,7 @@ def test_score_re_scores_a_folder_of_answers() -> None:
         (0, "scaled_copy.py"): (True, False, False),
         (1, "relu_small.py"): (True, True, True)}
     assert "hidden-shape" in rows[(0, "relu_small.py")]["message"] or "NaN" in rows[(0, "relu_small.py")]["message"]
-    assert out["tasks"] == 16 and out["per_pass"][0]["exec_accuracy"] == pytest.approx(2 / 16)
+    assert out["tasks"] == 17 and out["per_pass"][0]["exec_accuracy"] == pytest.approx(2 / 17)
     assert out["unmatched"] == [f"{OUTPUTS / 'not_a_task.py'}: not_a_task.py is not a task of this suite"]
     r = run_cli("score", str(OUTPUTS / "nope"), "--suite", "tritonbench", "--source", f"geak-eval:{GEAK}",
                 "--device", "cpu", timeout=120)
@@ -363,8 +363,8 @@ def test_the_adapted_skipped_table_gives_one_reason_per_skipped_file() -> None:
     spec.loader.exec_module(script)
     result = script.table(GEAK)
     nvidia, amd = result["vendors"]["nvidia"]["sets"], result["vendors"]["amd"]["sets"]
-    assert (nvidia["tritonbench"]["adapted"], nvidia["tritonbench"]["total"]) == (16, 18)
-    assert (amd["tritonbench"]["adapted"], amd["rocm"]["adapted"], amd["rocm"]["total"]) == (17, 5, 5)
+    assert (nvidia["tritonbench"]["adapted"], nvidia["tritonbench"]["total"]) == (17, 19)
+    assert (amd["tritonbench"]["adapted"], amd["rocm"]["adapted"], amd["rocm"]["total"]) == (18, 5, 5)
     assert nvidia["rocm"]["entry_points"] == {"launch": 2, "function": 2}
     text = script.render(result)
     assert "skipped hip_exp.py: AMD-only construct(s): tl.extra.hip" in text
@@ -735,3 +735,27 @@ def test_a_case_the_reference_answers_differently_each_run_is_skipped_with_why(t
     assert masked != task.baseline_source() and _judge(task, masked).correct
     wrong = task.baseline_source().replace("/ n)", "/ (n + 1))")
     assert _judge(task, wrong).kind == "wrong_result"
+
+
+def test_output_computed_from_scratch_the_reference_never_wrote_is_not_judged(
+        tasks: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reference whose scratch buffer (torch.empty) is read where it was never written: those
+    outputs differ between the judge's poisoned and marked runs of it, so they are nobody's
+    answer, even when its disturbed run gets the marked run's memory back (a GPU's caching
+    allocator handing out the block just freed: on an H200 such references failed their own
+    upstream call). The reference and a rewrite that writes all of it pass; a wrong one fails."""
+    from judge import oracle
+
+    def as_marked(task: Any, args: tuple, case: Any) -> Any:
+        with oracle.allocations("marker"):
+            return oracle.expected_output(task, args, case, slack="zero")
+
+    monkeypatch.setattr(oracle, "_disturbed_reference", as_marked)
+    task = tasks["tb-scratch_reader"]
+    expected, masks = oracle.expected_and_unwritten(task, task.inputs(task.visible[0], "cpu"), task.visible[0])
+    (mask,) = masks
+    assert mask.tolist() == [False] * 96 + [True] * 4
+    assert _judge(task, task.baseline_source()).correct
+    full = task.baseline_source().replace("mask=offs < n - 4)", "mask=offs < n)")
+    assert full != task.baseline_source() and _judge(task, full).correct
+    assert _judge(task, task.baseline_source().replace("x + s, mask=mask)", "x - s, mask=mask)")).kind == "wrong_result"

@@ -215,7 +215,7 @@ def test_list_tasks_in_process_with_a_source() -> None:
     listing = list_tasks(sources=[f"geak-eval:{GEAK}"], vendor="cpu")
     ids = {r["id"] for r in listing.rows}
     assert {"tb-add_vectors", "vector_add"} <= ids
-    assert [(r.adapter, r.counts()["loaded"]) for r in listing.reports] == [("geak-eval", 20)]
+    assert [(r.adapter, r.counts()["loaded"]) for r in listing.reports] == [("geak-eval", 21)]
     quick = list_tasks("quick", sources=[])
     assert quick.reports == [] and all("quick" in r["suites"] for r in quick.rows)
     row = next(r for r in quick.rows if r["id"] == "vector_add")
