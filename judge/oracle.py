@@ -412,7 +412,6 @@ class _Ran:
     case: Case
     attempt: str
     report: CallReport
-    pristine: tuple
     index: int
     max_abs: float = 0.0
     max_rel: float = 0.0
@@ -479,22 +478,24 @@ def judge_cases(task: Task, runner: Runner, cases: tuple[Case, ...], device: str
             # before the candidate runs it (`expected_and_unwritten`).
             with judge_side(runner):
                 outputs = task.output_args(c)
-                answers = {a: cached_expected(task, c, device, a, poisoned_outputs(
-                    cached_inputs(task, c, device, refill=a == REFILL), outputs)) for a in attempts if a != REPEAT}
+                # One copy per set of inputs, poisoned where the reference ignores the contents:
+                # what the reference is run on (on copies of its own) and what the runner copies.
+                given = {a: poisoned_outputs(cached_inputs(task, c, device, refill=a == REFILL), outputs)
+                         for a in (FIRST, REFILL)}
+                answers = {a: cached_expected(task, c, device, a, args) for a, args in given.items()}
         except CaseUnavailable as exc:
             skipped += 1
             reasons.append(str(exc))
             continue
-        answers[REPEAT] = answers[FIRST]  # the first inputs again
+        given[REPEAT], answers[REPEAT] = given[FIRST], answers[FIRST]  # the first inputs again
         seed = c.seed if task.seeded_rng else None
         for attempt in attempts:
-            with judge_side(runner):
-                args = poisoned_outputs(cached_inputs(task, c, device, refill=attempt == REFILL), outputs)
+            args = given[attempt]
             report = runner.call(slot, args, refill=attempt != FIRST, seed=seed, written=outputs.written)
             if not report.ok:
                 return Verdict(report.kind, report.message, c.name, cases_run=len(done),
                                kernel_launched=report.launched > 0, traceback=report.traceback)
-            r = _Ran(slot, c, attempt, report, args, len(ran))
+            r = _Ran(slot, c, attempt, report, len(ran))
             ran.append(r)
             with judge_side(runner):
                 verdict, judged = _judge_call(task, r, outputs, device, len(done), answers[attempt])

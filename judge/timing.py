@@ -210,18 +210,27 @@ def prime_references(task: Task, baseline: Callable[..., Any], cases: tuple[Case
     task in a run does this whatever its candidate's verdict, so the run's other candidates of
     the task are all compared with this one measurement (runners/references.py). Returns how
     many were measured."""
-    from judge.oracle import poisoned_outputs
-
     locked = os.environ.get(CLOCKS_LOCKED_ENV) == "1"
     measured = 0
     for c in cases:
-        args = poisoned_outputs(task.inputs(c, "cuda"), task.output_args(c))
+        args = _timed_args(task, c)
         timing = measure_references(_reference_sides(task, baseline, args, policy), policy,
                                     lambda: read_clocks(vendor, device_index), not task.seeded_rng)
         state = clock_state(timing.clocks_before, locked)  # read after warm-up, as time_case_short reads it
         measured += baselines.put(BaselineKey(str(device_index), task.id, c.name, state, NATURAL), timing)
         del args
     return measured
+
+
+def _timed_args(task: Task, case: Case) -> tuple:
+    """A perf case's inputs on the GPU from the judge worker's cache (as the perf-case check drew
+    them: drawing a 16M-element input on the CPU took 0.17 s on an H200 host, inside the
+    exclusive ticket), output arguments poisoned, every tensor a copy of its own (what is timed
+    may write into it). `CaseUnavailable` for a case the task cannot build."""
+    from judge.oracle import cached_inputs, poisoned_outputs
+
+    drawn = poisoned_outputs(cached_inputs(task, case, "cuda", refill=False), task.output_args(case))
+    return tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in drawn)
 
 
 def _reference_sides(task: Task, baseline: Callable[..., Any], args: tuple, policy: TimingPolicy) -> dict[str, Any]:
@@ -385,12 +394,10 @@ def time_candidate(task: Task, candidate: Any, baseline: Callable[..., Any], cas
         _to_device,
         accept_unwritten,
         cached_expected,
-        cached_inputs,
         call_seeded,
         compare,
         modified_inputs,
         poison_tensor,
-        poisoned_outputs,
     )
     from judge.sampling import Side
 
@@ -411,14 +418,12 @@ def time_candidate(task: Task, candidate: Any, baseline: Callable[..., Any], cas
     for c in cases:
         outputs = task.output_args(c)
         try:
-            drawn = poisoned_outputs(cached_inputs(task, c, "cuda", refill=False), outputs)
-            args = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in drawn)
+            args = _timed_args(task, c)
             pristine = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
             expected, unwritten = cached_expected(task, c, "cuda", FIRST, pristine)
         except CaseUnavailable as exc:  # skipped by the perf-case check too
             skipped.append(str(exc))
             continue
-        del drawn
         mine = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
         remote = RemoteSide(candidate, args) if not callable(candidate) else None
         cand_side = remote or Side(functools.partial(candidate, *args))

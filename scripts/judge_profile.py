@@ -96,6 +96,12 @@ def wire_costs(megabytes: int = 16, rounds: int = 10) -> dict[str, float]:
     return out
 
 
+def _job(task_id: str, source: str, case_set: str, timing: bool, protocol: str) -> dict[str, Any]:
+    """A judge worker's job as the pool sends it, timed by `protocol` when `timing`."""
+    return {"task": task_id, "source": source, "case_set": case_set, "timing": timing, "timeout": 600,
+            "timing_policy": TimingPolicy(protocol=protocol).to_json()}
+
+
 def profile_in_process(tasks: list[str], case_set: str, repeats: int, timing: bool, top: int = 35,
                        protocol: str = FINAL_FULL,
                        cold: bool = False) -> None:
@@ -132,8 +138,7 @@ def profile_in_process(tasks: list[str], case_set: str, repeats: int, timing: bo
     try:
         for task_id in tasks:
             source = get_task(task_id).baseline_source()
-            job = {"task": task_id, "source": source, "case_set": case_set, "timing": timing, "timeout": 600,
-                   "timing_policy": TimingPolicy(protocol=protocol).to_json()}
+            job = _job(task_id, source, case_set, timing, protocol)
             worker.handle({**job, "id": 0})  # compile and caches
             said.clear()
             prof = cProfile.Profile()
@@ -183,8 +188,7 @@ def _profile_cold(worker_class: Any, tasks: list[str], case_set: str, timing: bo
     try:
         for i, task_id in enumerate(tasks):
             source = get_task(task_id).baseline_source() + f"\n# cold evaluation {time.time_ns()}\n"
-            job = {"task": task_id, "source": source, "case_set": case_set, "timing": timing, "timeout": 600,
-                   "timing_policy": TimingPolicy(protocol=protocol).to_json()}
+            job = _job(task_id, source, case_set, timing, protocol)
             said.clear()
             prof = cProfile.Profile()
             t = time.perf_counter()
