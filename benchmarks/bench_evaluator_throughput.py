@@ -144,16 +144,19 @@ def run_naive(cands: list[Candidate], case_set: str, target: Target, workers: in
 
 
 def run_pool(cands: list[Candidate], case_set: str, target: Target, workers: int, timeout: float
-             ) -> tuple[list[str], float, Any, dict[str, float]]:
+             ) -> tuple[list[str], float, Any, dict[str, float], float]:
     """(verdict kinds, seconds, the pool's stats, seconds per recorded phase summed over the
-    evaluations: where the pool's time goes)."""
+    evaluations: where the pool's time goes, and when the first verdict came: an upper bound
+    on the workers' start-up, the pool's fixed cost)."""
     started = time.perf_counter()  # worker start-up is part of the pool's cost
     phases: dict[str, float] = {}
+    finished: list[float] = []  # seconds since the start at which each verdict arrived
     lock = threading.Lock()
 
     def one(c: Candidate) -> str:
         ev = pool.evaluate(c.task, c.source, case_set)
         with lock:
+            finished.append(time.perf_counter() - started)
             for name, seconds in (ev.phases or {}).items():
                 phases[name] = phases.get(name, 0.0) + seconds
         return ev.verdict.kind
@@ -163,7 +166,7 @@ def run_pool(cands: list[Candidate], case_set: str, target: Target, workers: int
         with ThreadPoolExecutor(max_workers=pool.size) as ex:
             kinds = list(ex.map(one, cands))
         stats = pool.stats
-    return kinds, time.perf_counter() - started, stats, phases
+    return kinds, time.perf_counter() - started, stats, phases, min(finished, default=0.0)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -199,14 +202,15 @@ def main(argv: list[str] | None = None) -> int:
     fresh_cache = args.triton_cache == "fresh"
     if fresh_cache:
         os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="kmc-bench-triton-pool-")
-    pool_kinds, pool_s, stats, phases = run_pool(cands, args.case_set, target, workers, timeout)
+    pool_kinds, pool_s, stats, phases, first_s = run_pool(cands, args.case_set, target, workers, timeout)
     print(f"pool : {pool_s:8.1f} s  {len(cands) / pool_s:8.2f} candidates/s  (restarts {stats.restarts}, "
-          f"timeouts {stats.timeouts}, crashes {stats.crashes})", flush=True)
+          f"timeouts {stats.timeouts}, crashes {stats.crashes}; first verdict after {first_s:.1f} s)", flush=True)
     phase_s = {k: round(v, 2) for k, v in sorted(phases.items(), key=lambda kv: -kv[1])}
     print(f"pool phases, seconds summed over the {len(cands)} evaluations: {phase_s}", flush=True)
     result: dict[str, Any] = {"n": len(cands), "workers": workers, "triton_cache": args.triton_cache,
                               "distinct_sources": len({c.source for c in cands}), "target": target.to_json(),
                               "pool_seconds": pool_s, "pool_per_s": len(cands) / pool_s, "pool_phase_seconds": phase_s,
+                              "pool_first_verdict_s": first_s,
                               "verdict_counts": {k: pool_kinds.count(k) for k in sorted(set(pool_kinds))}}
     print(f"verdicts: {result['verdict_counts']}")
     if args.json_out:  # written now too, so a naive side cut short still leaves the pool's figures

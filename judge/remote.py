@@ -13,8 +13,6 @@ import contextlib
 import os
 import signal
 import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,14 +36,15 @@ class TemplateProcess:
     """`python -m judge.template`, started once per judge worker with the worker's environment."""
 
     def __init__(self, device: str, env: dict[str, str] | None = None, startup_timeout: float = 300.0,
-                 prefix: tuple[str, ...] = ()) -> None:
-        """`prefix`: a command the template runs under (compute-sanitizer for `--sanitize`)."""
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        environment = {**(env or os.environ), "KMC_CANDIDATE_DEVICE": device}
-        self.proc = subprocess.Popen([*prefix, sys.executable, "-m", "judge.template", str(theirs.fileno())],
-                                     pass_fds=(theirs.fileno(),), env=environment, stdin=subprocess.DEVNULL)
-        theirs.close()
-        self.control = ours
+                 prefix: tuple[str, ...] = (), launched: template.Launched | None = None) -> None:
+        """`prefix`: a command the template runs under (compute-sanitizer for `--sanitize`).
+        `launched`: a template already started for `device` (`template.launch`): waited for here."""
+        if launched is None or launched.device != device:
+            if launched is not None:
+                template.close_launched(launched)
+            launched = template.launch(device, env, prefix)
+        self.proc = launched.proc
+        self.control = launched.control
         self.control.settimeout(startup_timeout)
         hello, _fds = template._recv(self.control)
         if not hello or not hello.get("ready"):
@@ -70,12 +69,7 @@ class TemplateProcess:
             return None
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self.control.close()
-        with contextlib.suppress(OSError):
-            self.proc.kill()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=10)
+        template.close_launched(template.Launched(self.proc, self.control, self.device))
 
 
 class CandidateProcess:

@@ -85,8 +85,17 @@ def _reset_timers() -> None:
             signal.signal(sig, signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL)
 
 
+def candidate_device_guess() -> str:
+    """The device this worker's candidates will run on, as far as its environment says before
+    torch is imported: the pool gives interpreter workers TRITON_INTERPRET=1. `Worker` checks it
+    against what it detects and starts another template where they differ (no GPU after all)."""
+    return "cpu" if os.environ.get("TRITON_INTERPRET") == "1" else "cuda"
+
+
 class Worker:
-    def __init__(self, task_sources: list[str] | tuple[str, ...] = ()) -> None:
+    def __init__(self, task_sources: list[str] | tuple[str, ...] = (), launched: Any = None) -> None:
+        """`launched`: the template already started (judge/template.py `launch`, by `main` before
+        anything imports torch); None: started here."""
         import torch
 
         threads = int(os.environ.get(THREADS_ENV, "0") or 0)
@@ -105,7 +114,7 @@ class Worker:
         # The template starts (imports, warm-up: seconds) while this process loads the task
         # sources and builds Triton's helpers: neither needs the other.
         starting = ThreadPoolExecutor(max_workers=1, thread_name_prefix="template-start")
-        template = starting.submit(TemplateProcess, self.device)
+        template = starting.submit(TemplateProcess, self.device, launched=launched)
         starting.shutdown(wait=False)
         bench.registry.load_sources(task_sources, self.target.vendor)  # the run's sources, as the parent loaded them
         default_mb = 256 if self.target.interpreter else 4096
@@ -543,7 +552,9 @@ def _task_sources(argv: list[str]) -> list[str]:
 def main() -> None:
     task_sources = _task_sources(sys.argv[1:])
     inp, out = _protocol_streams()
-    worker = Worker(task_sources)
+    from judge.template import launch
+
+    worker = Worker(task_sources, launched=launch(candidate_device_guess()))
     out.write(_dumps({"ready": True, "pid": os.getpid(), "target": worker.target.to_json()}) + "\n")
     last_digest = ""
     exit_after_confirm = False

@@ -67,3 +67,32 @@ def test_triton_modules_imported_at_the_first_launch_are_imported_in_the_templat
         monkeypatch.delitem(sys.modules, name)
     imported = warmup.lazy_triton_imports()
     assert imported == ["triton.experimental.gluon"] and "triton.experimental.gluon" in sys.modules
+
+
+@pytest.mark.slow
+def test_a_template_launched_early_is_used_and_one_for_another_device_is_replaced() -> None:
+    """A judge worker launches its template before it imports torch itself (judge/worker.py
+    `main`), guessing the candidates' device from its environment; the guess is checked when
+    the worker knows: a template launched for another device is ended, and one for this device
+    starts instead."""
+    import os
+
+    from judge.remote import TemplateProcess
+    from judge.template import launch
+
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    early = launch("cpu", env)
+    template = TemplateProcess("cpu", env=env, launched=early)
+    try:
+        assert template.proc is early.proc and "import torch" in template.startup
+    finally:
+        template.close()
+    assert early.proc.poll() is not None
+
+    wrong = launch("cuda", env)
+    template = TemplateProcess("cpu", env=env, launched=wrong)
+    try:
+        assert template.proc is not wrong.proc and template.device == "cpu"
+        assert wrong.proc.poll() is not None  # ended, not left to start beside the right one
+    finally:
+        template.close()
