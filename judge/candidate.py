@@ -75,12 +75,13 @@ class CandidateServer:
                 return
             started = time.perf_counter()
             op = header.get("op")
+            arena = self.link.last_arena  # the reply goes where its request came (judge/wire.py Link)
             self.spent["copy_in"] = self.link.copy_in_seconds
             if op == "exit":
                 return
             handler = getattr(self, f"_op_{op}", None)
             if handler is None:
-                self.link.send({"ok": False, "kind": "runtime_error", "message": f"unknown op {op!r}"})
+                self.link.send({"ok": False, "kind": "runtime_error", "message": f"unknown op {op!r}"}, arena=arena)
                 continue
             try:
                 if self.profiler is not None:
@@ -101,12 +102,12 @@ class CandidateServer:
                               "message": f"the candidate process could not answer: {format_exception(exc)}"}, []
             try:
                 handled = self._spend(f"{op}:handle", started)
-                self.link.send({**reply, "seq": header.get("seq")}, out)
+                self.link.send({**reply, "seq": header.get("seq")}, out, arena=arena)
                 self._spend(f"{op}:send", handled)
             except Exception as exc:  # noqa: BLE001 - the reply itself could not be sent: say why, in a small one
                 self.link.send({"ok": False, "kind": "runtime_error", "seq": header.get("seq"),
-                                      "message": f"the candidate process could not send its reply: "
-                                                 f"{format_exception(exc)}"})
+                                "message": f"the candidate process could not send its reply: "
+                                           f"{format_exception(exc)}"}, arena=arena)
 
     def _op_load(self, header: dict[str, Any], _: list[torch.Tensor]) -> tuple[dict[str, Any], list]:
         from judge import containment

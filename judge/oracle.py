@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -317,14 +317,23 @@ def _ints(v: Any) -> list[int]:
 
 
 class Runner(Protocol):
-    """Runs the candidate's entry point: in its own process (judge/worker.py) or in this one
-    (`LocalRunner`, the naive harness and unit tests)."""
+    """Runs the candidate's entry point: in its own process (judge/remote.py `RemoteRunner`) or
+    in this one (`LocalRunner`, the naive harness and unit tests). Calls are submitted and their
+    reports taken in the same order; a runner may run a call while the one before it is judged."""
 
-    def call(self, slot: int, args: tuple, refill: bool, seed: int | None = None,
-             written: tuple[int, ...] = ()) -> CallReport:
+    def submit(self, slot: int, args: tuple, refill: bool, seed: int | None = None,
+               written: tuple[int, ...] = ()) -> None:
         """One call on `args` (copied into the runner's own tensors, or with `refill` copied into
         the tensors of the slot's previous call); `seed`: torch's generators seeded right before
         it (Task.seeded_rng); `written`: output arguments (an output may alias them)."""
+        ...
+
+    def result(self) -> CallReport:
+        """The report of the oldest call submitted and not yet taken."""
+        ...
+
+    def discard(self) -> None:
+        """Calls submitted and no longer wanted (a verdict came first): dropped once done."""
         ...
 
     def collect(self) -> tuple[int, list[int]]:
@@ -350,6 +359,18 @@ class LocalRunner:
         self.source_path = source_path
         self.inputs: dict[int, tuple] = {}
         self.held: list[Any] = []
+        self.reports: list[CallReport] = []  # of calls run and not yet taken (`result`)
+
+    def submit(self, slot: int, args: tuple, refill: bool, seed: int | None = None,
+               written: tuple[int, ...] = ()) -> None:
+        """Run now: in this process nothing can run beside the judge."""
+        self.reports.append(self.call(slot, args, refill, seed, written))
+
+    def result(self) -> CallReport:
+        return self.reports.pop(0)
+
+    def discard(self) -> None:
+        self.reports.clear()
 
     def call(self, slot: int, args: tuple, refill: bool, seed: int | None = None,
              written: tuple[int, ...] = ()) -> CallReport:
@@ -422,13 +443,87 @@ REFILL = "after in-place refill"
 REPEAT = "repeat on the first inputs"
 
 
-def held_each(items: Iterable[T], hold: Callable[[], AbstractContextManager[Any]]) -> Iterator[T]:
-    """Each item with `hold()` entered while the loop body runs on it, released before the
-    next is taken. A loop left by `return` or an exception drops this generator, which closes
-    it (CPython finalises it at once) and so releases the last hold."""
-    for item in items:
-        with hold():
-            yield item
+CASES_PER_HOLD = 8
+"""Cases judged under one hold of `judge_cases`'s `hold` (the judge worker's ticket at the GPU's
+gate): a timer waiting there waits for at most these, and the calls sent ahead are all judged
+before the hold is let go."""
+AHEAD = 2
+"""Calls sent and not yet judged, at most: the candidate process runs the next while the judge
+compares the last (measured on an H200 host: the judge's side of a call, about 1.8 ms, was
+paid on top of the candidate's 2.7 ms)."""
+
+
+@dataclass
+class _Sent:
+    """A call submitted to the runner and not yet judged."""
+
+    slot: int
+    case: Case
+    attempt: str
+    outputs: OutputArgs
+    answer: tuple[Any, Any]  # the expected output and what the reference leaves unwritten (`cached_expected`)
+    last: bool  # the case's last attempt: once it passes, the case is done
+
+
+class _Judging:
+    """One case set's judging in `judge_cases`: the calls sent ahead, and what has passed."""
+
+    def __init__(self, task: Task, runner: Runner, device: str) -> None:
+        self.task, self.runner, self.device = task, runner, device
+        self.sent: list[_Sent] = []
+        self.ran: list[_Ran] = []
+        self.firsts: dict[int, Any] = {}  # each case's first output as judged, for the race check
+        self.done: set[int] = set()  # cases every attempt of which passed
+        self.worst_abs = self.worst_rel = 0.0
+
+    def send(self, call: _Sent, args: tuple, seed: int | None) -> Verdict | None:
+        """Submit `call` on `args`, after judging the oldest sent call when `AHEAD` are unjudged:
+        the verdict that judgement earns, else None."""
+        if len(self.sent) >= AHEAD:
+            verdict = self.judge_oldest()
+            if verdict is not None:
+                return verdict
+        self.runner.submit(call.slot, args, refill=call.attempt != FIRST, seed=seed, written=call.outputs.written)
+        self.sent.append(call)
+        return None
+
+    def judge_all(self) -> Verdict | None:
+        while self.sent:
+            verdict = self.judge_oldest()
+            if verdict is not None:
+                return verdict
+        return None
+
+    def judge_oldest(self) -> Verdict | None:
+        """The oldest sent call's report judged: the verdict when it fails, else None."""
+        c = self.sent.pop(0)
+        report = self.runner.result()
+        if not report.ok:
+            return Verdict(report.kind, report.message, c.case.name, cases_run=len(self.done),
+                           kernel_launched=report.launched > 0, traceback=report.traceback)
+        r = _Ran(c.slot, c.case, c.attempt, report, len(self.ran))
+        self.ran.append(r)
+        with judge_side(self.runner):
+            verdict, judged = _judge_call(self.task, r, c.outputs, self.device, len(self.done), c.answer)
+        if verdict is None and c.attempt == REPEAT and _race(self.firsts.get(c.slot), judged, self.task, self.device):
+            verdict = Verdict("wrong_result", "two runs on the same inputs gave different results (a race?)",
+                              c.case.name, cases_run=len(self.done), kernel_launched=True)
+        if verdict is not None:
+            return verdict
+        if c.attempt == FIRST:
+            self.firsts[c.slot] = judged
+        self.worst_abs, self.worst_rel = max(self.worst_abs, r.max_abs), max(self.worst_rel, r.max_rel)
+        if c.last:
+            self.done.add(c.slot)
+        return None
+
+    def decided(self, verdict: Verdict) -> Verdict:
+        """`verdict` decides the set: calls sent after the one it judged are dropped once the
+        runner has done them, so the candidate is idle for what comes next (judge/steady.py's
+        re-runs of the failing case, in the same process)."""
+        self.sent.clear()
+        self.runner.discard()
+        return verdict
 
 
 def judge_side(runner: Runner) -> AbstractContextManager[Any]:
@@ -442,8 +537,8 @@ def judge_side(runner: Runner) -> AbstractContextManager[Any]:
 def judge_cases(task: Task, runner: Runner, cases: tuple[Case, ...], device: str, interpreter: bool,
                 repeat_for_races: bool = False,
                 hold: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext) -> Verdict:
-    """Run the candidate on every case and judge each call as it returns; the first failure
-    decides the verdict.
+    """Run the candidate on every case and judge each call in order; the first failure decides
+    the verdict.
 
     Per case the candidate runs twice: on fresh inputs, then after the inputs are rewritten in
     place (same memory, new values): a result cached by data pointer is stale on the second
@@ -452,62 +547,68 @@ def judge_cases(task: Task, runner: Runner, cases: tuple[Case, ...], device: str
     by a later call shows (`Runner.collect`). `repeat_for_races` (a final submission on a GPU): a third
     call on the first inputs must agree with the first call (where the task's reference is
     deterministic), else a race. A case the task cannot build here (`CaseUnavailable`) is
-    skipped with its reason. `hold()`: entered around each case (its inputs, calls and
-    comparisons) and around the end-of-set check: the judge worker's GPU ticket
-    (judge/gate.py), so a timer waiting at the gate waits for one case of this set, not all.
+    skipped with its reason.
+
+    Calls are sent up to `AHEAD` before they are judged, so a candidate process runs one while
+    the judge compares the last; which calls are sent before a failure is judged depends only on
+    the case set, never on timing, so the candidate's history (what judge/steady.py's re-runs
+    inherit) is the same from run to run. The candidate's clock stops for the judge's own work
+    as before (judge/remote.py `judge_side`), also while a call sent ahead runs meanwhile: at
+    most the job's limit once more in all, as before. `hold()`: entered around each run of
+    `CASES_PER_HOLD` cases (their inputs, calls and comparisons) and around the end-of-set check: the judge
+    worker's GPU ticket (judge/gate.py), so a timer waiting at the gate waits for those cases,
+    not the whole set.
     """
     runner.reset()
+    judging = _Judging(task, runner, device)
     skipped = 0
     reasons: list[str] = []
-    ran: list[_Ran] = []
-    firsts: dict[int, Any] = {}
-    worst_abs = worst_rel = 0.0
-    done: set[int] = set()
-    for slot, c in held_each(enumerate(cases), hold):
-        if _skipped_here(task, c, interpreter):
-            skipped += 1
-            reason = f"{c.dtype}: {task.interpreter_skips[c.dtype]}"
-            if reason not in reasons:
-                reasons.append(reason)
-            continue
-        attempts = [FIRST, REFILL]
-        if repeat_for_races and task.deterministic:
-            attempts.append(REPEAT)
-        try:
-            # The expected outputs first: a case the reference gives no answer on is skipped
-            # before the candidate runs it (`expected_and_unwritten`).
-            with judge_side(runner):
-                outputs = task.output_args(c)
-                # One copy per set of inputs, poisoned where the reference ignores the contents:
-                # what the reference is run on (on copies of its own) and what the runner copies.
-                given = {a: poisoned_outputs(cached_inputs(task, c, device, refill=a == REFILL), outputs)
-                         for a in (FIRST, REFILL)}
-                answers = {a: cached_expected(task, c, device, a, args) for a, args in given.items()}
-        except CaseUnavailable as exc:
-            skipped += 1
-            reasons.append(str(exc))
-            continue
-        given[REPEAT], answers[REPEAT] = given[FIRST], answers[FIRST]  # the first inputs again
-        seed = c.seed if task.seeded_rng else None
-        for attempt in attempts:
-            args = given[attempt]
-            report = runner.call(slot, args, refill=attempt != FIRST, seed=seed, written=outputs.written)
-            if not report.ok:
-                return Verdict(report.kind, report.message, c.name, cases_run=len(done),
-                               kernel_launched=report.launched > 0, traceback=report.traceback)
-            r = _Ran(slot, c, attempt, report, len(ran))
-            ran.append(r)
-            with judge_side(runner):
-                verdict, judged = _judge_call(task, r, outputs, device, len(done), answers[attempt])
-            if verdict is None and attempt == REPEAT and _race(firsts.get(slot), judged, task, device):
-                verdict = Verdict("wrong_result", "two runs on the same inputs gave different results (a race?)",
-                                  c.name, cases_run=len(done), kernel_launched=True)
+    numbered = list(enumerate(cases))
+    for first in range(0, len(numbered), CASES_PER_HOLD):
+        with hold():
+            for slot, c in numbered[first:first + CASES_PER_HOLD]:
+                if _skipped_here(task, c, interpreter):
+                    skipped += 1
+                    reason = f"{c.dtype}: {task.interpreter_skips[c.dtype]}"
+                    if reason not in reasons:
+                        reasons.append(reason)
+                    continue
+                attempts = [FIRST, REFILL]
+                if repeat_for_races and task.deterministic:
+                    attempts.append(REPEAT)
+                try:
+                    # The expected outputs first: a case the reference gives no answer on is
+                    # skipped before the candidate runs it (`expected_and_unwritten`).
+                    with judge_side(runner):
+                        outputs = task.output_args(c)
+                        # One copy per set of inputs, poisoned where the reference ignores the
+                        # contents: what the reference is run on (on copies of its own) and what
+                        # the runner copies.
+                        given = {a: poisoned_outputs(cached_inputs(task, c, device, refill=a == REFILL), outputs)
+                                 for a in (FIRST, REFILL)}
+                        answers = {a: cached_expected(task, c, device, a, args) for a, args in given.items()}
+                except CaseUnavailable as exc:
+                    skipped += 1
+                    reasons.append(str(exc))
+                    continue
+                except Exception:
+                    # The judge's own side failed on this case: the calls sent before it are
+                    # judged first, as they would have been one at a time.
+                    verdict = judging.judge_all()
+                    if verdict is not None:
+                        return judging.decided(verdict)
+                    raise
+                given[REPEAT], answers[REPEAT] = given[FIRST], answers[FIRST]  # the first inputs again
+                seed = c.seed if task.seeded_rng else None
+                for k, attempt in enumerate(attempts):
+                    call = _Sent(slot, c, attempt, outputs, answers[attempt], last=k == len(attempts) - 1)
+                    verdict = judging.send(call, given[attempt], seed)
+                    if verdict is not None:
+                        return judging.decided(verdict)
+            verdict = judging.judge_all()
             if verdict is not None:
-                return verdict
-            if attempt == FIRST:
-                firsts[slot] = judged
-            worst_abs, worst_rel = max(worst_abs, r.max_abs), max(worst_rel, r.max_rel)
-        done.add(slot)
+                return judging.decided(verdict)
+    ran, done = judging.ran, judging.done
     if ran:
         with hold():
             calls, changed = runner.collect()
@@ -522,8 +623,8 @@ def judge_cases(task: Task, runner: Runner, cases: tuple[Case, ...], device: str
         why = "; ".join(reasons) if reasons else "the case set is empty"
         return Verdict("runtime_error", f"no case could be judged here: {why}", cases_run=0, cases_skipped=skipped,
                        skip_reasons=tuple(reasons))
-    return Verdict("correct", "", None, worst_abs, worst_rel, cases_run=len(done), cases_skipped=skipped,
-                   skip_reasons=tuple(reasons), kernel_launched=True)
+    return Verdict("correct", "", None, judging.worst_abs, judging.worst_rel, cases_run=len(done),
+                   cases_skipped=skipped, skip_reasons=tuple(reasons), kernel_launched=True)
 
 
 def _judge_call(task: Task, r: _Ran, outputs: OutputArgs, device: str, cases_run: int,

@@ -14,12 +14,15 @@ import os
 import signal
 import socket
 import time
+from collections import deque
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from bench.slack import raw_bytes
 from judge import template, wire
 from judge.oracle import CallReport
 
@@ -87,6 +90,7 @@ class CandidateProcess:
         self.deadline = float("inf")
         self.stopped_allowance = 0.0  # how much longer the judge's own work may still stop the clock
         self.seq = 0
+        self.unanswered: list[tuple[int, int]] = []  # (seq, arena) of requests sent and not yet answered, oldest first
 
     def start_device(self) -> None:
         """Tell a fresh process on a GPU to make its device context (judge/template.py `_child`
@@ -135,6 +139,14 @@ class CandidateProcess:
 
     def request(self, header: dict[str, Any], tensors: list[torch.Tensor] | None = None
                 ) -> tuple[dict[str, Any], list[torch.Tensor]]:
+        self.send(header, tensors)
+        return self.receive()
+
+    def send(self, header: dict[str, Any], tensors: list[torch.Tensor] | None = None, arena: int = 0) -> None:
+        """Send a request without waiting for its reply (`receive` takes the replies in the
+        order their requests went): at most one unanswered request per arena (judge/wire.py)."""
+        if any(pending == arena for _seq, pending in self.unanswered):
+            raise RuntimeError(f"a request sent into arena {arena} before the last one there was answered")
         left = self.deadline - time.monotonic()
         if left <= 0:
             self.kill()
@@ -142,15 +154,22 @@ class CandidateProcess:
         self.seq += 1
         try:
             self.sock.settimeout(max(0.01, left))
-            self.link.send({**header, "seq": self.seq}, tensors)
+            self.link.send({**header, "seq": self.seq}, tensors, arena=arena)
         except TimeoutError:
             self.kill()
             raise CandidateTimeout() from None
         except (BrokenPipeError, ConnectionResetError):
             raise CandidateDied(self._ended()) from None
+        self.unanswered.append((self.seq, arena))
+
+    def receive(self) -> tuple[dict[str, Any], list[torch.Tensor]]:
+        """The reply to the oldest unanswered request."""
+        if not self.unanswered:
+            raise RuntimeError("a reply awaited with no request unanswered")
+        expected, _arena = self.unanswered.pop(0)
         reply, back = self._recv(self.deadline - time.monotonic())
-        if reply.get("seq") != self.seq:
-            raise wire.WireError(f"a reply out of turn (request {self.seq}, reply {str(reply.get('seq'))[:20]})")
+        if reply.get("seq") != expected:
+            raise wire.WireError(f"a reply out of turn (request {expected}, reply {str(reply.get('seq'))[:20]})")
         return reply, back
 
     def _ended(self) -> str:
@@ -180,17 +199,94 @@ class CandidateProcess:
             shutil.rmtree(folder, ignore_errors=True)
 
 
+SEND_AHEAD_BYTES = 16 << 20
+"""A call whose arguments take at most this many bytes may go into the link's second arena while
+the call before it is still being answered; a larger one goes into the first arena once the
+call there is answered. So the second arena stays small, and the large cases of a hidden set
+(up to hundreds of MiB) are never held twice."""
+
+
+@dataclass
+class _Sent:
+    """A call sent to the candidate process, and what came of it once its reply was read."""
+
+    args: tuple
+    written: tuple[int, ...]
+    arena: int | None  # the arena its request went into; None once its reply was read (or it failed)
+    report: CallReport | None = None
+    failure: Exception | None = None  # raised in its turn (`RemoteRunner.result`), not before
+
+
 class RemoteRunner:
-    """judge/oracle.py's Runner over a candidate process."""
+    """judge/oracle.py's Runner over a candidate process.
+
+    Calls are sent ahead (`submit`) and their reports taken in order (`result`), so the
+    candidate process runs the next call while the judge compares the last one (judge/oracle.py
+    `judge_cases` keeps two unjudged at most). A reply read early, to free the arena a new call
+    needs, is kept with what it says, and a failure (a timeout, a dead process, a malformed
+    reply) is raised only when its own call's turn comes: whatever an earlier call earned is
+    judged first, as one call at a time would."""
 
     def __init__(self, proc: CandidateProcess) -> None:
         self.proc = proc
+        self._sent: deque[_Sent] = deque()
+        self.lost = ""  # why the process cannot be asked again: a call dropped after a verdict never came back
 
-    def call(self, slot: int, args: tuple, refill: bool, seed: int | None = None,
-             written: tuple[int, ...] = ()) -> CallReport:
+    def submit(self, slot: int, args: tuple, refill: bool, seed: int | None = None,
+               written: tuple[int, ...] = ()) -> None:
         spec, tensors = wire.encode_values(args)
-        reply, back = self.proc.request({"op": "call", "slot": slot, "refill": refill, "args": spec, "seed": seed,
-                                         "written": list(written)}, tensors)
+        call = _Sent(args, written, self._free_arena(sum(raw_bytes(t).numel() for t in tensors)))
+        try:
+            self.proc.send({"op": "call", "slot": slot, "refill": refill, "args": spec, "seed": seed,
+                            "written": list(written)}, tensors, arena=call.arena or 0)
+        except Exception as exc:  # noqa: BLE001 - raised in its turn by `result`
+            call.arena, call.failure = None, exc
+        self._sent.append(call)
+
+    def result(self) -> CallReport:
+        """The report of the oldest call submitted and not yet taken."""
+        call = self._sent[0]
+        if call.arena is not None:
+            self._read(call)
+        self._sent.popleft()
+        if call.failure is not None:
+            raise call.failure
+        assert call.report is not None
+        return call.report
+
+    def discard(self) -> None:
+        """Calls submitted and no longer wanted (a verdict came first): their replies read and
+        dropped, so the process is idle for what the judge asks next. Where one never comes
+        back (the process hung or died on it), `lost` says so."""
+        for call in self._sent:
+            if call.arena is not None:
+                self._read(call)
+            if call.failure is not None and not self.lost:
+                self.lost = f"{type(call.failure).__name__}: {call.failure}"[:300]
+        self._sent.clear()
+
+    def _free_arena(self, size: int) -> int:
+        """The arena a call of `size` bytes goes into, once no unanswered call is in it (the
+        oldest replies read as needed, and kept)."""
+        while True:
+            busy = {c.arena for c in self._sent if c.arena is not None}
+            if 0 not in busy:
+                return 0
+            if size <= SEND_AHEAD_BYTES and 1 not in busy:
+                return 1
+            self._read(next(c for c in self._sent if c.arena is not None))
+
+    def _read(self, call: _Sent) -> None:
+        """The reply of `call`, the oldest whose reply is unread, read now and kept on it."""
+        call.arena = None
+        try:
+            reply, back = self.proc.receive()
+            call.report = self._report(reply, back, call.args, call.written)
+        except Exception as exc:  # noqa: BLE001 - raised in its turn by `result`
+            call.failure = exc
+
+    @staticmethod
+    def _report(reply: dict[str, Any], back: list[torch.Tensor], args: tuple, written: tuple[int, ...]) -> CallReport:
         if reply.get("ok") is not True:
             return CallReport.from_reply(reply)
         values = wire.decode_values(reply.get("values"), back)

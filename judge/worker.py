@@ -379,11 +379,17 @@ class Worker:
         shared = self._shared_ticket
 
         def alone(name: str) -> Any:
-            """The named case judged again on its own (judge/steady.py), in the same candidate process."""
+            """The named case judged again on its own (judge/steady.py), in the same candidate
+            process; None where it cannot be: no such case alone, or the process was lost to a
+            call sent ahead of the failure (judge/remote.py `RemoteRunner.discard`)."""
             chosen = tuple(c for c in cases if name == c.name or name.startswith(c.name + "+"))
-            return judge_cases(task, runner, chosen, self.device, self.target.interpreter, hold=shared) if chosen else None
+            if not chosen or runner.lost:
+                return None
+            return judge_cases(task, runner, chosen, self.device, self.target.interpreter, hold=shared)
 
         def disturb(rerun: int) -> None:
+            if runner.lost:
+                return
             with shared():
                 runner.disturb(rerun)
 

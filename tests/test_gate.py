@@ -168,11 +168,21 @@ def test_nested_phases_count_each_second_once() -> None:
     assert 0.05 <= clock.seconds["timing"] < 0.1  # the gate's wait is not timing's too
 
 
-def test_judging_holds_the_gate_case_by_case_and_lets_go_on_return_or_error() -> None:
-    """judge/oracle.py's loop over a case set: one hold per case, released before the next
-    case and when the loop is left early (a failing case returns its verdict at once)."""
-    from judge.oracle import held_each
+def test_judging_holds_the_gate_a_few_cases_at_a_time_and_lets_go_on_return_or_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """judge/oracle.py's loop over a case set: one hold per `CASES_PER_HOLD` cases (every call
+    sent under it judged before it is let go) and one for the end-of-set check; let go when a
+    failing case returns its verdict, and when the judge's own side raises."""
+    import dataclasses
 
+    from bench.registry import get_task
+    from judge import oracle
+    from tests.helpers import in_process_runner
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setattr(oracle, "CASES_PER_HOLD", 1)
+    task = get_task("vector_add")
+    cases = task.cases("visible", True)
     events: list[str] = []
 
     @contextlib.contextmanager
@@ -183,21 +193,26 @@ def test_judging_holds_the_gate_case_by_case_and_lets_go_on_return_or_error() ->
         finally:
             events.append("exit")
 
-    def first_failure(cases: list[int]) -> int | None:
-        for case in held_each(cases, hold):
-            events.append(f"case {case}")
-            if case == 2:
-                return case
-        return None
+    def judged(source: str, name: str, judged_task: object = task) -> object:
+        events.clear()
+        runner = in_process_runner(task, source, tmp_path, name)
+        return oracle.judge_cases(judged_task, runner, cases, "cpu", True, hold=hold)  # type: ignore[arg-type]
 
-    assert first_failure([1, 2, 3]) == 2
-    assert events == ["enter", "case 1", "exit", "enter", "case 2", "exit"]
-    events.clear()
+    verdict = judged(task.baseline_source(), "kmc_candidate_gate_1")
+    assert verdict.correct, verdict  # type: ignore[attr-defined]
+    assert events == ["enter", "exit"] * (len(cases) + 1)
+    wrong = task.baseline_source().replace("x + y", "x - y")
+    assert wrong != task.baseline_source()
+    verdict = judged(wrong, "kmc_candidate_gate_2")
+    assert verdict.kind == "wrong_result" and events == ["enter", "exit"]  # type: ignore[attr-defined]
+
+    def failing_reference(*args: object) -> object:
+        raise ValueError("a judge-side failure")
+
+    broken = dataclasses.replace(task, id="vector_add_gate_test", reference=failing_reference)
     with pytest.raises(ValueError):
-        for case in held_each([1, 2], hold):
-            events.append(f"case {case}")
-            raise ValueError("a judge-side failure")
-    assert events == ["enter", "case 1", "exit"]
+        judged(task.baseline_source(), "kmc_candidate_gate_3", broken)
+    assert events == ["enter", "exit"]
 
 
 def test_another_threads_request_waits_for_this_threads_exclusive_ticket(

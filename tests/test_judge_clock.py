@@ -67,9 +67,9 @@ class _Watching:
         finally:
             self.open = False
 
-    def call(self, *args: Any, **kwargs: Any) -> Any:
+    def submit(self, *args: Any, **kwargs: Any) -> Any:
         self.calls_inside += self.open
-        return self.inner.call(*args, **kwargs)
+        return self.inner.submit(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
