@@ -21,11 +21,9 @@ identical (listing any that differ). Goal on an H200 (issue 3): ratio >= 10.
 
 Usage: python benchmarks/bench_evaluator_throughput.py [--n 200] [--workers W] [--tasks a,b]
        [--case-set hidden] [--timeout S] [--json OUT]
-  The naive side of 200 hidden candidates outlasts one 10-minute sitting on an H200; in shards:
-       ... --skip-naive --json pool.json
-       ... --naive-only 0:100 --naive-cache DIR --json naive1.json   (DIR kept for the next shard)
-       ... --naive-only 100:200 --naive-cache DIR --json naive2.json
-       ... --combine pool.json naive1.json naive2.json
+  The naive side of 200 hidden candidates outlasts one 10-minute sitting on an H200; in shards,
+  both sides of each in one sitting (machines differ between sittings):
+       ... --range 0:100 --json a.json;  ... --range 100:200 --json b.json;  ... --combine a.json b.json
 On a CPU-only machine it runs through the Triton interpreter (use a small --n).
 """
 
@@ -174,36 +172,47 @@ def run_pool(cands: list[Candidate], case_set: str, target: Target, workers: int
     return kinds, time.perf_counter() - started, stats, phases, min(finished, default=0.0)
 
 
-def _naive_range(text: str, n: int) -> tuple[int, int]:
+def _candidate_range(text: str, n: int) -> tuple[int, int]:
     first, _, last = text.partition(":")
     a, b = int(first or 0), int(last or n)
     if not 0 <= a < b <= n:
-        raise ValueError(f"--naive-only {text}: not a range of the {n} candidates")
+        raise ValueError(f"--range {text}: not a range of the {n} candidates")
     return a, b
 
 
-def combine(pool_record: dict[str, Any], shards: list[dict[str, Any]]) -> dict[str, Any]:
-    """The comparison from a pool-only record and naive shards that cover its candidates once
-    each: the naive side's seconds are the shards' summed (each ran `workers` at a time, as one
-    run would; a shard continued the Triton cache the one before it left, `--naive-cache`)."""
-    n = int(pool_record["n"])
-    kinds: list[str | None] = [None] * n
-    shards = sorted(shards, key=lambda r: r["naive_range"][0])
+_SAME_IN_EVERY_SHARD = ("n", "workers", "case_set", "tasks", "triton_cache")
+
+
+def combine(shards: list[dict[str, Any]]) -> dict[str, Any]:
+    """One comparison from shards (`--range`) that cover the candidates once each, both sides of
+    each measured in one sitting on one machine: seconds summed per side, verdict kinds compared
+    candidate by candidate. Each shard starts both sides afresh (the pool's start-up, empty
+    Triton caches), so the pool pays its start once per shard, and both sides compile a
+    source again in a later shard: as two runs of that many candidates would."""
+    shards = sorted(shards, key=lambda r: r["range"][0])
+    first = shards[0]
+    n = int(first["n"])
+    pool_kinds: list[str | None] = [None] * n
+    naive_kinds: list[str | None] = [None] * n
     for shard in shards:
-        for key in ("n", "workers", "case_set", "tasks"):
-            if shard.get(key) != pool_record.get(key):
-                raise ValueError(f"a naive shard with another {key}: {shard.get(key)} (the pool's: {pool_record.get(key)})")
-        a, b = shard["naive_range"]
-        if any(k is not None for k in kinds[a:b]):
-            raise ValueError(f"naive shards overlap at {a}:{b}")
-        kinds[a:b] = shard["naive_kinds"]
-    if any(k is None for k in kinds):
-        raise ValueError(f"the naive shards leave candidates out: {[i for i, k in enumerate(kinds) if k is None][:10]}")
+        for key in _SAME_IN_EVERY_SHARD:
+            if shard.get(key) != first.get(key):
+                raise ValueError(f"shards with another {key}: {shard.get(key)} and {first.get(key)}")
+        a, b = shard["range"]
+        if any(k is not None for k in pool_kinds[a:b]):
+            raise ValueError(f"shards overlap at {a}:{b}")
+        pool_kinds[a:b], naive_kinds[a:b] = shard["pool_kinds"], shard["naive_kinds"]
+    if any(k is None for k in pool_kinds):
+        raise ValueError(f"the shards leave candidates out: {[i for i, k in enumerate(pool_kinds) if k is None][:10]}")
+    pool_s = sum(float(s["pool_seconds"]) for s in shards)
     naive_s = sum(float(s["naive_seconds"]) for s in shards)
-    pool_s = float(pool_record["pool_seconds"])
-    mismatches = [(i, p, q) for i, (p, q) in enumerate(zip(pool_record["pool_kinds"], kinds, strict=True)) if p != q]
-    return {**pool_record, "naive_seconds": naive_s, "naive_per_s": n / naive_s, "ratio": naive_s / pool_s,
-            "identical": not mismatches, "mismatches": mismatches, "naive_shards": [s["naive_range"] for s in shards]}
+    mismatches = [(i, p, q) for i, (p, q) in enumerate(zip(pool_kinds, naive_kinds, strict=True)) if p != q]
+    return {**{k: first.get(k) for k in (*_SAME_IN_EVERY_SHARD, "distinct_sources", "target")},
+            "range": [0, n], "pool_seconds": pool_s, "pool_per_s": n / pool_s, "pool_kinds": pool_kinds,
+            "naive_seconds": naive_s, "naive_per_s": n / naive_s, "naive_kinds": naive_kinds,
+            "verdict_counts": {k: pool_kinds.count(k) for k in sorted(set(pool_kinds), key=str)},
+            "ratio": naive_s / pool_s, "identical": not mismatches, "mismatches": mismatches,
+            "shards": [s["range"] for s in shards]}
 
 
 def _print_comparison(result: dict[str, Any]) -> None:
@@ -223,25 +232,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--triton-cache", choices=["fresh", "shared"], default="fresh",
                     help="fresh: an empty Triton cache per side [default]; shared: the user's cache for both")
     ap.add_argument("--skip-naive", action="store_true", help="only the pool (for a quick look)")
-    ap.add_argument("--naive-only", metavar="A:B", default=None,
-                    help="only the naive side, on candidates A..B-1: a shard of a naive side longer than one "
-                         "sitting (combine the shards with --combine)")
-    ap.add_argument("--naive-cache", type=Path, default=None,
-                    help="the naive side's Triton cache folder [a fresh one]: a shard continues where the one "
-                         "before it left the cache, as one run would")
+    ap.add_argument("--range", dest="shard", metavar="A:B", default=None,
+                    help="both sides on candidates A..B-1 only: a shard of a comparison longer than one sitting "
+                         "(combine the shards' records with --combine)")
     ap.add_argument("--combine", nargs="+", type=Path, metavar="JSON", default=None,
-                    help="measure nothing: the pool-only record (--skip-naive --json) first, then its naive shards")
+                    help="measure nothing: the comparison from the --json records of shards covering the candidates")
     ap.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the figures here")
     args = ap.parse_args(argv)
     if args.combine:
         try:
-            records = [json.loads(p.read_text()) for p in args.combine]
-            combined = combine(records[0], records[1:])
+            combined = combine([json.loads(p.read_text()) for p in args.combine])
         except (OSError, ValueError, KeyError, TypeError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
-        print(f"pool : {combined['pool_seconds']:8.1f} s; naive: {combined['naive_seconds']:8.1f} s over "
-              f"{len(combined['naive_shards'])} shards")
+        print(f"pool : {combined['pool_seconds']:8.1f} s; naive: {combined['naive_seconds']:8.1f} s; "
+              f"{len(combined['shards'])} shards")
         _print_comparison(combined)
         if args.json_out:
             args.json_out.write_text(json.dumps(combined, indent=2))
@@ -253,44 +258,39 @@ def main(argv: list[str] | None = None) -> int:
     try:
         task_ids = args.tasks.split(",") if args.tasks else [t.id for t in suite_tasks("quick")]
         cands = make_candidates(task_ids, args.n)
-        shard = _naive_range(args.naive_only, len(cands)) if args.naive_only else None
+        a, b = _candidate_range(args.shard, len(cands)) if args.shard else (0, len(cands))
     except (KeyError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    todo = cands[a:b]
     workers = args.workers or (max(1, min(os.cpu_count() or 1, 4)) if target.interpreter
                                else 2 * max(1, target.device_count))
     timeout = args.timeout or (600.0 if target.interpreter else 180.0)
-    print(f"target: {target.vendor} ({target.device_name}); {len(cands)} candidates "
-          f"({len({c.source for c in cands})} distinct) over {len(task_ids)} tasks; "
+    print(f"target: {target.vendor} ({target.device_name}); {len(todo)} candidates (of {len(cands)}; "
+          f"{len({c.source for c in todo})} distinct) over {len(task_ids)} tasks; "
           f"{workers} at a time; case set {args.case_set}", flush=True)
-    result: dict[str, Any] = {"n": len(cands), "workers": workers, "triton_cache": args.triton_cache,
+    result: dict[str, Any] = {"n": len(cands), "range": [a, b], "workers": workers, "triton_cache": args.triton_cache,
                               "case_set": args.case_set, "tasks": task_ids,
-                              "distinct_sources": len({c.source for c in cands}), "target": target.to_json()}
+                              "distinct_sources": len({c.source for c in todo}), "target": target.to_json()}
 
     fresh_cache = args.triton_cache == "fresh"
-    if shard is None:
-        if fresh_cache:
-            os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="kmc-bench-triton-pool-")
-        pool_kinds, pool_s, stats, phases, first_s = run_pool(cands, args.case_set, target, workers, timeout)
-        print(f"pool : {pool_s:8.1f} s  {len(cands) / pool_s:8.2f} candidates/s  (restarts {stats.restarts}, "
-              f"timeouts {stats.timeouts}, crashes {stats.crashes}; first verdict after {first_s:.1f} s)", flush=True)
-        phase_s = {k: round(v, 2) for k, v in sorted(phases.items(), key=lambda kv: -kv[1])}
-        print(f"pool phases, seconds summed over the {len(cands)} evaluations: {phase_s}", flush=True)
-        result.update({"pool_seconds": pool_s, "pool_per_s": len(cands) / pool_s, "pool_phase_seconds": phase_s,
-                       "pool_first_verdict_s": first_s, "pool_kinds": pool_kinds,
-                       "verdict_counts": {k: pool_kinds.count(k) for k in sorted(set(pool_kinds))}})
-        print(f"verdicts: {result['verdict_counts']}")
-        if args.json_out:  # written now too, so a naive side cut short still leaves the pool's figures
-            args.json_out.write_text(json.dumps(result, indent=2))
-        if args.skip_naive:
-            return 0
-    a, b = shard or (0, len(cands))
-    if args.naive_cache is not None:
-        args.naive_cache.mkdir(parents=True, exist_ok=True)
-        os.environ["TRITON_CACHE_DIR"] = str(args.naive_cache.resolve())
-    elif fresh_cache:
+    if fresh_cache:
+        os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="kmc-bench-triton-pool-")
+    pool_kinds, pool_s, stats, phases, first_s = run_pool(todo, args.case_set, target, workers, timeout)
+    print(f"pool : {pool_s:8.1f} s  {len(todo) / pool_s:8.2f} candidates/s  (restarts {stats.restarts}, "
+          f"timeouts {stats.timeouts}, crashes {stats.crashes}; first verdict after {first_s:.1f} s)", flush=True)
+    phase_s = {k: round(v, 2) for k, v in sorted(phases.items(), key=lambda kv: -kv[1])}
+    print(f"pool phases, seconds summed over the {len(todo)} evaluations: {phase_s}", flush=True)
+    result.update({"pool_seconds": pool_s, "pool_per_s": len(todo) / pool_s, "pool_phase_seconds": phase_s,
+                   "pool_first_verdict_s": first_s, "pool_kinds": pool_kinds,
+                   "verdict_counts": {k: pool_kinds.count(k) for k in sorted(set(pool_kinds))}})
+    print(f"verdicts: {result['verdict_counts']}")
+    if args.json_out:  # written now too, so a naive side cut short still leaves the pool's figures
+        args.json_out.write_text(json.dumps(result, indent=2))
+    if args.skip_naive:
+        return 0
+    if fresh_cache:
         os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="kmc-bench-triton-naive-")
-    todo = cands[a:b]
 
     def naive_progress(done: int, seconds: float) -> None:
         if done % max(1, len(todo) // 10) and done != len(todo):
@@ -298,24 +298,23 @@ def main(argv: list[str] | None = None) -> int:
         rate = done / seconds
         print(f"naive: {done}/{len(todo)} in {seconds:.1f} s ({rate:.2f}/s so far)", flush=True)
         if args.json_out:  # a cut-off naive side leaves its rate so far
-            partial = {**result, "naive_range": [a, b], "naive_done": done, "naive_elapsed_s": seconds,
-                       "naive_per_s_so_far": rate}
-            if "pool_per_s" in result:
-                partial["ratio_so_far"] = result["pool_per_s"] / rate
+            partial = {**result, "naive_done": done, "naive_elapsed_s": seconds, "naive_per_s_so_far": rate,
+                       "ratio_so_far": (len(todo) / pool_s) / rate}
             args.json_out.write_text(json.dumps(partial, indent=2))
 
     naive_kinds, naive_s = run_naive(todo, args.case_set, target, workers, timeout, naive_progress)
-    print(f"naive: {naive_s:8.1f} s  {len(todo) / naive_s:8.2f} candidates/s  (candidates {a}..{b - 1})")
-    result.update({"naive_range": [a, b], "naive_seconds": naive_s, "naive_per_s": len(todo) / naive_s,
-                   "naive_kinds": naive_kinds})
-    if shard is None:
-        result = combine(result, [result])
-        _print_comparison(result)
-        for i, p, q in result["mismatches"][:20]:
-            print(f"  candidate {i} {cands[i].task}/{cands[i].label}: pool {p}, naive {q}")
+    print(f"naive: {naive_s:8.1f} s  {len(todo) / naive_s:8.2f} candidates/s")
+    result.update({"naive_seconds": naive_s, "naive_per_s": len(todo) / naive_s, "naive_kinds": naive_kinds,
+                   "ratio": naive_s / pool_s})
+    mismatches = [(c.index, c.task, c.label, p, q) for c, p, q in zip(todo, pool_kinds, naive_kinds, strict=True)
+                  if p != q]
+    result.update({"identical": not mismatches, "mismatches": mismatches})
+    _print_comparison(result)
+    for m in mismatches[:20]:
+        print(f"  candidate {m[0]} {m[1]}/{m[2]}: pool {m[3]}, naive {m[4]}")
     if args.json_out:
         args.json_out.write_text(json.dumps(result, indent=2))
-    return 0 if shard is not None or result["identical"] else 1
+    return 0 if result["identical"] else 1
 
 
 if __name__ == "__main__":

@@ -119,48 +119,46 @@ def test_the_compare_benchmark_explains_units_that_differ_between_runs(monkeypat
         {"final": "h2", "visible": {"h1": ["correct", 0.9, 0.8, 1.0], "h2": ["correct", 1.2, 1.1, 1.3]}}]}
 
 
-def test_throughput_benchmark_in_shards_gives_the_comparison_of_one_run(tmp_path: Path) -> None:
-    """The naive side of P1's 200 hidden candidates outlasts one 10-minute device command: the pool
-    alone, then the naive side in shards sharing one Triton cache, then `--combine`."""
+def test_throughput_benchmark_in_shards_combines_into_one_comparison(tmp_path: Path) -> None:
+    """The naive side of P1's 200 hidden candidates outlasts one 10-minute device command: shards
+    (`--range`, both sides of each in one sitting), then `--combine`."""
     common = ["--n", "3", "--tasks", "vector_add", "--case-set", "visible", "--workers", "1"]
-    cache = tmp_path / "naive-cache"
-    runs = [("pool.json", ["--skip-naive"]), ("n1.json", ["--naive-only", "0:2", "--naive-cache", str(cache)]),
-            ("n2.json", ["--naive-only", "2:3", "--naive-cache", str(cache)])]
-    for name, extra in runs:
-        proc = _script("bench_evaluator_throughput.py", *common, *extra, "--json", str(tmp_path / name))
+    for name, shard in (("a.json", "0:2"), ("b.json", "2:3")):
+        proc = _script("bench_evaluator_throughput.py", *common, "--range", shard, "--json", str(tmp_path / name))
         assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-2000:]
-    proc = _script("bench_evaluator_throughput.py", "--combine", *(str(tmp_path / n) for n, _ in runs),
+    proc = _script("bench_evaluator_throughput.py", "--combine", str(tmp_path / "b.json"), str(tmp_path / "a.json"),
                    "--json", str(tmp_path / "all.json"))
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-2000:]
     result = json.loads((tmp_path / "all.json").read_text())
-    shards = [json.loads((tmp_path / n).read_text()) for n in ("n1.json", "n2.json")]
-    assert result["identical"] is True and result["naive_shards"] == [[0, 2], [2, 3]]
+    shards = [json.loads((tmp_path / n).read_text()) for n in ("a.json", "b.json")]
+    assert result["identical"] is True and result["shards"] == [[0, 2], [2, 3]]
     assert result["naive_seconds"] == sum(s["naive_seconds"] for s in shards)
+    assert result["pool_seconds"] == sum(s["pool_seconds"] for s in shards)
     assert "identical verdict kinds: yes" in proc.stdout
-    bad = _script("bench_evaluator_throughput.py", "--combine", str(tmp_path / "pool.json"), str(tmp_path / "n1.json"))
+    bad = _script("bench_evaluator_throughput.py", "--combine", str(tmp_path / "a.json"))
     assert bad.returncode == 2 and "leave candidates out" in bad.stderr
 
 
-def test_naive_shards_must_cover_the_pools_candidates_once() -> None:
+def test_shards_must_cover_the_candidates_once() -> None:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
         import bench_evaluator_throughput as b
     finally:
         sys.path.remove(str(ROOT / "benchmarks"))
-    pool = {"n": 3, "workers": 1, "case_set": "hidden", "tasks": ["t"], "pool_seconds": 2.0,
-            "pool_kinds": ["correct", "wrong_result", "correct"]}
 
-    def shard(a: int, b: int, kinds: list[str], **other: object) -> dict[str, object]:
-        return {"n": 3, "workers": 1, "case_set": "hidden", "tasks": ["t"], "naive_range": [a, b],
-                "naive_seconds": 10.0, "naive_kinds": kinds, **other}
+    def shard(a: int, z: int, kinds: list[str], naive: list[str] | None = None, **other: object) -> dict[str, object]:
+        return {"n": 3, "workers": 1, "case_set": "hidden", "tasks": ["t"], "triton_cache": "fresh", "range": [a, z],
+                "pool_seconds": 1.0, "pool_kinds": kinds, "naive_seconds": 10.0, "naive_kinds": naive or kinds,
+                **other}
 
-    both = b.combine(pool, [shard(1, 3, ["wrong_result", "correct"]), shard(0, 1, ["correct"])])
-    assert both["ratio"] == 10.0 and both["identical"] and both["naive_shards"] == [[0, 1], [1, 3]]
-    differing = b.combine(pool, [shard(0, 1, ["timeout"]), shard(1, 3, ["wrong_result", "correct"])])
+    both = b.combine([shard(1, 3, ["wrong_result", "correct"]), shard(0, 1, ["correct"])])
+    assert both["ratio"] == 10.0 and both["identical"] and both["shards"] == [[0, 1], [1, 3]]
+    assert both["verdict_counts"] == {"correct": 2, "wrong_result": 1}
+    differing = b.combine([shard(0, 1, ["correct"], ["timeout"]), shard(1, 3, ["wrong_result", "correct"])])
     assert not differing["identical"] and differing["mismatches"] == [(0, "correct", "timeout")]
     with pytest.raises(ValueError, match="overlap"):
-        b.combine(pool, [shard(0, 2, ["correct", "wrong_result"]), shard(1, 3, ["wrong_result", "correct"])])
+        b.combine([shard(0, 2, ["correct", "wrong_result"]), shard(1, 3, ["wrong_result", "correct"])])
     with pytest.raises(ValueError, match="leave candidates out"):
-        b.combine(pool, [shard(0, 1, ["correct"])])
+        b.combine([shard(0, 1, ["correct"])])
     with pytest.raises(ValueError, match="another case_set"):
-        b.combine(pool, [shard(0, 3, ["correct"] * 3, case_set="visible")])
+        b.combine([shard(0, 1, ["correct"]), shard(1, 3, ["correct"] * 2, case_set="visible")])
