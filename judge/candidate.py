@@ -75,13 +75,12 @@ class CandidateServer:
                 return
             started = time.perf_counter()
             op = header.get("op")
-            arena = self.link.last_arena  # the reply goes where its request came (judge/wire.py Link)
             self.spent["copy_in"] = self.link.copy_in_seconds
             if op == "exit":
                 return
             handler = getattr(self, f"_op_{op}", None)
             if handler is None:
-                self.link.send({"ok": False, "kind": "runtime_error", "message": f"unknown op {op!r}"}, arena=arena)
+                self.link.send({"ok": False, "kind": "runtime_error", "message": f"unknown op {op!r}"})
                 continue
             try:
                 if self.profiler is not None:
@@ -102,12 +101,12 @@ class CandidateServer:
                               "message": f"the candidate process could not answer: {format_exception(exc)}"}, []
             try:
                 handled = self._spend(f"{op}:handle", started)
-                self.link.send({**reply, "seq": header.get("seq")}, out, arena=arena)
+                self.link.send({**reply, "seq": header.get("seq")}, out)
                 self._spend(f"{op}:send", handled)
             except Exception as exc:  # noqa: BLE001 - the reply itself could not be sent: say why, in a small one
                 self.link.send({"ok": False, "kind": "runtime_error", "seq": header.get("seq"),
-                                "message": f"the candidate process could not send its reply: "
-                                           f"{format_exception(exc)}"}, arena=arena)
+                                      "message": f"the candidate process could not send its reply: "
+                                                 f"{format_exception(exc)}"})
 
     def _op_load(self, header: dict[str, Any], _: list[torch.Tensor]) -> tuple[dict[str, Any], list]:
         from judge import containment

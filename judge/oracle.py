@@ -445,12 +445,8 @@ REPEAT = "repeat on the first inputs"
 
 CASES_PER_HOLD = 8
 """Cases judged under one hold of `judge_cases`'s `hold` (the judge worker's ticket at the GPU's
-gate): a timer waiting there waits for at most these, and the calls sent ahead are all judged
-before the hold is let go."""
-AHEAD = 2
-"""Calls sent and not yet judged, at most: the candidate process runs the next while the judge
-compares the last (measured on an H200 host: the judge's side of a call, about 1.8 ms, was
-paid on top of the candidate's 2.7 ms)."""
+gate): a timer waiting there waits for at most these, and the call in flight is judged before
+the hold is let go."""
 
 
 @dataclass
@@ -466,41 +462,58 @@ class _Sent:
 
 
 class _Judging:
-    """One case set's judging in `judge_cases`: the calls sent ahead, and what has passed."""
+    """One case set's judging in `judge_cases`: the call in flight, and what has passed.
+
+    The next call is submitted as soon as the last one's report is read, and the last one is
+    judged while the runner runs the next: a candidate process computes while the judge
+    compares (measured on an H200 host: the judge's side of a call, about 1.8 ms, was paid on
+    top of the candidate's 2.7 ms). A report that already says the call failed (it raised,
+    crashed) sends nothing more."""
 
     def __init__(self, task: Task, runner: Runner, device: str) -> None:
         self.task, self.runner, self.device = task, runner, device
-        self.sent: list[_Sent] = []
+        self.in_flight: _Sent | None = None
         self.ran: list[_Ran] = []
         self.firsts: dict[int, Any] = {}  # each case's first output as judged, for the race check
         self.done: set[int] = set()  # cases every attempt of which passed
         self.worst_abs = self.worst_rel = 0.0
 
     def send(self, call: _Sent, args: tuple, seed: int | None) -> Verdict | None:
-        """Submit `call` on `args`, after judging the oldest sent call when `AHEAD` are unjudged:
-        the verdict that judgement earns, else None."""
-        if len(self.sent) >= AHEAD:
-            verdict = self.judge_oldest()
-            if verdict is not None:
-                return verdict
+        """Submit `call` on `args` once the call in flight has reported, and judge that one
+        meanwhile: the verdict it earns, else None."""
+        previous, report = self._take()
+        if previous is not None and not report.ok:
+            return self._failed(previous, report)
         self.runner.submit(call.slot, args, refill=call.attempt != FIRST, seed=seed, written=call.outputs.written)
-        self.sent.append(call)
-        return None
+        self.in_flight = call
+        return self._judge(previous, report) if previous is not None else None
 
-    def judge_all(self) -> Verdict | None:
-        while self.sent:
-            verdict = self.judge_oldest()
-            if verdict is not None:
-                return verdict
-        return None
+    def flush(self) -> Verdict | None:
+        """The call in flight, judged."""
+        previous, report = self._take()
+        if previous is None:
+            return None
+        return self._failed(previous, report) if not report.ok else self._judge(previous, report)
 
-    def judge_oldest(self) -> Verdict | None:
-        """The oldest sent call's report judged: the verdict when it fails, else None."""
-        c = self.sent.pop(0)
-        report = self.runner.result()
-        if not report.ok:
-            return Verdict(report.kind, report.message, c.case.name, cases_run=len(self.done),
-                           kernel_launched=report.launched > 0, traceback=report.traceback)
+    def decided(self, verdict: Verdict) -> Verdict:
+        """`verdict` decides the set: a call sent after the one it judged is dropped once the
+        runner has done it, so the candidate is idle for what comes next (judge/steady.py's
+        re-runs of the failing case, in the same process)."""
+        if self.in_flight is not None:
+            self.in_flight = None
+            self.runner.discard()
+        return verdict
+
+    def _take(self) -> tuple[_Sent | None, CallReport]:
+        call, self.in_flight = self.in_flight, None
+        return (call, self.runner.result()) if call is not None else (None, CallReport(ok=False))
+
+    def _failed(self, c: _Sent, report: CallReport) -> Verdict:
+        return Verdict(report.kind, report.message, c.case.name, cases_run=len(self.done),
+                       kernel_launched=report.launched > 0, traceback=report.traceback)
+
+    def _judge(self, c: _Sent, report: CallReport) -> Verdict | None:
+        """A passing call's report judged: the verdict when it fails, else None."""
         r = _Ran(c.slot, c.case, c.attempt, report, len(self.ran))
         self.ran.append(r)
         with judge_side(self.runner):
@@ -516,14 +529,6 @@ class _Judging:
         if c.last:
             self.done.add(c.slot)
         return None
-
-    def decided(self, verdict: Verdict) -> Verdict:
-        """`verdict` decides the set: calls sent after the one it judged are dropped once the
-        runner has done them, so the candidate is idle for what comes next (judge/steady.py's
-        re-runs of the failing case, in the same process)."""
-        self.sent.clear()
-        self.runner.discard()
-        return verdict
 
 
 def judge_side(runner: Runner) -> AbstractContextManager[Any]:
@@ -549,14 +554,15 @@ def judge_cases(task: Task, runner: Runner, cases: tuple[Case, ...], device: str
     deterministic), else a race. A case the task cannot build here (`CaseUnavailable`) is
     skipped with its reason.
 
-    Calls are sent up to `AHEAD` before they are judged, so a candidate process runs one while
-    the judge compares the last; which calls are sent before a failure is judged depends only on
-    the case set, never on timing, so the candidate's history (what judge/steady.py's re-runs
-    inherit) is the same from run to run. The candidate's clock stops for the judge's own work
-    as before (judge/remote.py `judge_side`), also while a call sent ahead runs meanwhile: at
-    most the job's limit once more in all, as before. `hold()`: entered around each run of
-    `CASES_PER_HOLD` cases (their inputs, calls and comparisons) and around the end-of-set check: the judge
-    worker's GPU ticket (judge/gate.py), so a timer waiting at the gate waits for those cases,
+    A call is sent as soon as the one before it has reported, and that one is judged while the
+    candidate runs the next (`_Judging`); which calls are sent before a failure is judged
+    depends only on the case set, never on timing, so the candidate's history (what
+    judge/steady.py's re-runs inherit) is the same from run to run. The candidate's clock stops
+    for the judge's own work as before (judge/remote.py `judge_side`), also while the next call
+    runs meanwhile: at most the job's limit once more in all, as before. `hold()`: entered
+    around each run of `CASES_PER_HOLD` cases (their inputs, calls and comparisons) and around
+    the end-of-set check: the judge worker's GPU ticket (judge/gate.py), so a timer waiting at
+    the gate waits for those cases,
     not the whole set.
     """
     runner.reset()
@@ -592,9 +598,9 @@ def judge_cases(task: Task, runner: Runner, cases: tuple[Case, ...], device: str
                     reasons.append(str(exc))
                     continue
                 except Exception:
-                    # The judge's own side failed on this case: the calls sent before it are
-                    # judged first, as they would have been one at a time.
-                    verdict = judging.judge_all()
+                    # The judge's own side failed on this case: the call in flight is judged
+                    # first, as it would have been one call at a time.
+                    verdict = judging.flush()
                     if verdict is not None:
                         return judging.decided(verdict)
                     raise
@@ -605,7 +611,7 @@ def judge_cases(task: Task, runner: Runner, cases: tuple[Case, ...], device: str
                     verdict = judging.send(call, given[attempt], seed)
                     if verdict is not None:
                         return judging.decided(verdict)
-            verdict = judging.judge_all()
+            verdict = judging.flush()
             if verdict is not None:
                 return judging.decided(verdict)
     ran, done = judging.ran, judging.done

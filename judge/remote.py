@@ -14,7 +14,6 @@ import os
 import signal
 import socket
 import time
-from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +21,6 @@ from typing import Any
 
 import torch
 
-from bench.slack import raw_bytes
 from judge import template, wire
 from judge.oracle import CallReport
 
@@ -90,7 +88,7 @@ class CandidateProcess:
         self.deadline = float("inf")
         self.stopped_allowance = 0.0  # how much longer the judge's own work may still stop the clock
         self.seq = 0
-        self.unanswered: list[tuple[int, int]] = []  # (seq, arena) of requests sent and not yet answered, oldest first
+        self.unanswered: int | None = None  # the seq of the request sent and not yet answered
 
     def start_device(self) -> None:
         """Tell a fresh process on a GPU to make its device context (judge/template.py `_child`
@@ -142,11 +140,11 @@ class CandidateProcess:
         self.send(header, tensors)
         return self.receive()
 
-    def send(self, header: dict[str, Any], tensors: list[torch.Tensor] | None = None, arena: int = 0) -> None:
-        """Send a request without waiting for its reply (`receive` takes the replies in the
-        order their requests went): at most one unanswered request per arena (judge/wire.py)."""
-        if any(pending == arena for _seq, pending in self.unanswered):
-            raise RuntimeError(f"a request sent into arena {arena} before the last one there was answered")
+    def send(self, header: dict[str, Any], tensors: list[torch.Tensor] | None = None) -> None:
+        """Send a request without waiting for its reply (`receive` takes it). One at a time:
+        the link's arenas hold one message each way (judge/wire.py)."""
+        if self.unanswered is not None:
+            raise RuntimeError("a request sent before the last one was answered")
         left = self.deadline - time.monotonic()
         if left <= 0:
             self.kill()
@@ -154,19 +152,19 @@ class CandidateProcess:
         self.seq += 1
         try:
             self.sock.settimeout(max(0.01, left))
-            self.link.send({**header, "seq": self.seq}, tensors, arena=arena)
+            self.link.send({**header, "seq": self.seq}, tensors)
         except TimeoutError:
             self.kill()
             raise CandidateTimeout() from None
         except (BrokenPipeError, ConnectionResetError):
             raise CandidateDied(self._ended()) from None
-        self.unanswered.append((self.seq, arena))
+        self.unanswered = self.seq
 
     def receive(self) -> tuple[dict[str, Any], list[torch.Tensor]]:
-        """The reply to the oldest unanswered request."""
-        if not self.unanswered:
+        """The reply to the request sent last."""
+        expected, self.unanswered = self.unanswered, None
+        if expected is None:
             raise RuntimeError("a reply awaited with no request unanswered")
-        expected, _arena = self.unanswered.pop(0)
         reply, back = self._recv(self.deadline - time.monotonic())
         if reply.get("seq") != expected:
             raise wire.WireError(f"a reply out of turn (request {expected}, reply {str(reply.get('seq'))[:20]})")
@@ -199,91 +197,66 @@ class CandidateProcess:
             shutil.rmtree(folder, ignore_errors=True)
 
 
-SEND_AHEAD_BYTES = 16 << 20
-"""A call whose arguments take at most this many bytes may go into the link's second arena while
-the call before it is still being answered; a larger one goes into the first arena once the
-call there is answered. So the second arena stays small, and the large cases of a hidden set
-(up to hundreds of MiB) are never held twice."""
-
-
 @dataclass
 class _Sent:
-    """A call sent to the candidate process, and what came of it once its reply was read."""
+    """A call sent to the candidate process whose reply is not yet read."""
 
     args: tuple
     written: tuple[int, ...]
-    arena: int | None  # the arena its request went into; None once its reply was read (or it failed)
-    report: CallReport | None = None
-    failure: Exception | None = None  # raised in its turn (`RemoteRunner.result`), not before
+    failure: Exception | None = None  # sending it failed: raised in its turn (`RemoteRunner.result`)
 
 
 class RemoteRunner:
     """judge/oracle.py's Runner over a candidate process.
 
-    Calls are sent ahead (`submit`) and their reports taken in order (`result`), so the
-    candidate process runs the next call while the judge compares the last one (judge/oracle.py
-    `judge_cases` keeps two unjudged at most). A reply read early, to free the arena a new call
-    needs, is kept with what it says, and a failure (a timeout, a dead process, a malformed
-    reply) is raised only when its own call's turn comes: whatever an earlier call earned is
-    judged first, as one call at a time would."""
+    One call is in flight at a time: the oracle sends the next call as soon as it has read the
+    last one's reply, and judges that reply while the candidate process runs the next
+    (judge/oracle.py `judge_cases`). So the candidate process never runs code while a message
+    of either side waits in an arena unread: a candidate that scribbles over the link's shared
+    memory can spoil nothing the judge has yet to read (tests/hostile/scribbles_shared_memory.py).
+    A call that could not be sent (a dead process, a passed deadline) raises in its turn, after
+    the call before it is judged, as one call at a time would."""
 
     def __init__(self, proc: CandidateProcess) -> None:
         self.proc = proc
-        self._sent: deque[_Sent] = deque()
+        self._sent: _Sent | None = None
         self.lost = ""  # why the process cannot be asked again: a call dropped after a verdict never came back
 
     def submit(self, slot: int, args: tuple, refill: bool, seed: int | None = None,
                written: tuple[int, ...] = ()) -> None:
+        if self._sent is not None:
+            raise RuntimeError("a call submitted before the last one's report was taken")
         spec, tensors = wire.encode_values(args)
-        call = _Sent(args, written, self._free_arena(sum(raw_bytes(t).numel() for t in tensors)))
+        self._sent = _Sent(args, written)
         try:
             self.proc.send({"op": "call", "slot": slot, "refill": refill, "args": spec, "seed": seed,
-                            "written": list(written)}, tensors, arena=call.arena or 0)
+                            "written": list(written)}, tensors)
         except Exception as exc:  # noqa: BLE001 - raised in its turn by `result`
-            call.arena, call.failure = None, exc
-        self._sent.append(call)
+            self._sent.failure = exc
 
     def result(self) -> CallReport:
-        """The report of the oldest call submitted and not yet taken."""
-        call = self._sent[0]
-        if call.arena is not None:
-            self._read(call)
-        self._sent.popleft()
+        """The report of the call submitted last."""
+        call, self._sent = self._sent, None
+        if call is None:
+            raise RuntimeError("a report taken with no call submitted")
         if call.failure is not None:
             raise call.failure
-        assert call.report is not None
-        return call.report
+        reply, back = self.proc.receive()
+        return self._report(reply, back, call.args, call.written)
 
     def discard(self) -> None:
-        """Calls submitted and no longer wanted (a verdict came first): their replies read and
-        dropped, so the process is idle for what the judge asks next. Where one never comes
-        back (the process hung or died on it), `lost` says so."""
-        for call in self._sent:
-            if call.arena is not None:
-                self._read(call)
-            if call.failure is not None and not self.lost:
-                self.lost = f"{type(call.failure).__name__}: {call.failure}"[:300]
-        self._sent.clear()
-
-    def _free_arena(self, size: int) -> int:
-        """The arena a call of `size` bytes goes into, once no unanswered call is in it (the
-        oldest replies read as needed, and kept)."""
-        while True:
-            busy = {c.arena for c in self._sent if c.arena is not None}
-            if 0 not in busy:
-                return 0
-            if size <= SEND_AHEAD_BYTES and 1 not in busy:
-                return 1
-            self._read(next(c for c in self._sent if c.arena is not None))
-
-    def _read(self, call: _Sent) -> None:
-        """The reply of `call`, the oldest whose reply is unread, read now and kept on it."""
-        call.arena = None
+        """The call submitted last is no longer wanted (a verdict came first): its reply read and
+        dropped, so the process is idle for what the judge asks next. Where it never comes back
+        (the process hung or died on it), `lost` says so."""
+        call, self._sent = self._sent, None
+        if call is None:
+            return
         try:
-            reply, back = self.proc.receive()
-            call.report = self._report(reply, back, call.args, call.written)
-        except Exception as exc:  # noqa: BLE001 - raised in its turn by `result`
-            call.failure = exc
+            if call.failure is not None:
+                raise call.failure
+            self.proc.receive()
+        except Exception as exc:  # noqa: BLE001 - said by `lost`; the verdict is already decided
+            self.lost = f"{type(exc).__name__}: {exc}"[:300]
 
     @staticmethod
     def _report(reply: dict[str, Any], back: list[torch.Tensor], args: tuple, written: tuple[int, ...]) -> CallReport:

@@ -100,67 +100,56 @@ class _Mapped:
             self.mem.close()
 
 
-ARENAS = 2
-"""Arenas per direction of a link: the judge may send a call while the one before it is still
-being answered (judge/remote.py `RemoteRunner.submit`), each in an arena of its own."""
-
-
 class Link:
-    """One side of a judge-candidate socket: JSON frames, and tensors through arenas.
+    """One side of a judge-candidate socket: JSON frames, and tensors through an arena.
 
-    A message's tensors are written from offset 0 of one of the sender's `ARENAS` arenas, the
-    one its `send` names (the frame says which); a new arena (the first, or a larger one when a
-    message does not fit) travels with the message that first uses it, and the receiver keeps
-    its mapping until the next one for that arena arrives. A receiver copies every tensor out as
-    it receives, and a reply goes into the arena its request came in (`last_arena`), so a
-    sender may write an arena again once the message it last sent there has been answered:
-    with requests and replies strictly alternating that is always; the judge keeps at most one
-    unanswered request per arena when it sends ahead."""
+    A message's tensors are written from offset 0 of the sender's arena; a new arena (the
+    first, or a larger one when a message does not fit) travels with the message that first
+    uses it, and the receiver keeps its mapping until the next one arrives. Messages strictly
+    alternate (a request, then its reply), and a receiver copies every tensor out before it
+    answers, so the sender may overwrite its arena with the next message."""
 
     def __init__(self, sock: socket.socket, pin: bool = False) -> None:
         """`pin`: this side copies between its GPU and the arenas, so it page-locks its
         mappings of them (`pin_host_memory`)."""
         self.sock = sock
         self.pin = pin and os.environ.get(PIN_ENV, "1") != "0"
-        self._out: list[_Arena | None] = [None] * ARENAS
-        self._out_shared = [False] * ARENAS  # whether the receiver has been handed each of `_out` yet
-        self._in: list[_Mapped | None] = [None] * ARENAS
-        self.last_arena = 0  # the arena the last message received came in
+        self._out: _Arena | None = None
+        self._out_shared = False  # whether the receiver has been handed `_out` yet
+        self._in: _Mapped | None = None
         self.copy_in_seconds = 0.0  # spent copying received tensors out of the other side's arena
 
-    def send(self, header: dict[str, Any], tensors: list[torch.Tensor] | None = None, arena: int = 0) -> None:
-        if not 0 <= arena < ARENAS:
-            raise ValueError(f"no arena {arena}")
+    def send(self, header: dict[str, Any], tensors: list[torch.Tensor] | None = None) -> None:
         raws = [raw_bytes(t) for t in tensors or ()]
         total = sum(r.numel() for r in raws)
-        out = self._out[arena]
-        if total and (out is None or out.size < total):
+        if total and (self._out is None or self._out.size < total):
             before = 0
-            if out is not None:
-                before = out.size
-                out.close()
-            out = self._out[arena] = _Arena(max(total, 2 * before, _MIN_ARENA), self.pin)
-            self._out_shared[arena] = False
+            if self._out is not None:
+                before = self._out.size
+                self._out.close()
+                self._out = None
+            self._out = _Arena(max(total, 2 * before, _MIN_ARENA), self.pin)
+            self._out_shared = False
         described = []
         offset = 0
         for t, r in zip(tensors or (), raws, strict=True):
             if r.numel():
-                assert out is not None
-                out.bytes[offset:offset + r.numel()].copy_(r)  # device-to-host for a GPU tensor
+                assert self._out is not None
+                self._out.bytes[offset:offset + r.numel()].copy_(r)  # device-to-host for a GPU tensor
             offset += r.numel()
             described.append({"dtype": str(t.dtype).removeprefix("torch."), "size": list(t.shape),
                               "stride": list(t.stride()), "offset": t.storage_offset(), "nbytes": r.numel(),
                               "device": t.device.type})
-        frame = json.dumps({**header, "tensors": described, "arena": arena}).encode()
+        frame = json.dumps({**header, "tensors": described}).encode()
         payload = struct.pack("!I", len(frame)) + frame
-        if not total or self._out_shared[arena]:
+        if not total or self._out_shared:
             self.sock.sendall(payload)
             return
-        assert out is not None
-        sent = socket.send_fds(self.sock, [payload[:4096]], [out.fd])
-        self._out_shared[arena] = True
-        os.close(out.fd)  # the receiver holds its own copy of the descriptor now
-        out.fd = -1
+        assert self._out is not None
+        sent = socket.send_fds(self.sock, [payload[:4096]], [self._out.fd])
+        self._out_shared = True
+        os.close(self._out.fd)  # the receiver holds its own copy of the descriptor now
+        self._out.fd = -1
         self.sock.sendall(payload[sent:])
 
     def recv(self, device: str = "cpu", slack: bool = False) -> tuple[dict[str, Any], list[torch.Tensor]]:
@@ -178,26 +167,20 @@ class Link:
                 raise WireError(f"unreadable frame: {exc}") from None
             if not isinstance(header, dict) or not isinstance(header.get("tensors", []), list):
                 raise WireError("a frame that is not a message")
-            arena = header.pop("arena", 0)
-            if not isinstance(arena, int) or isinstance(arena, bool) or not 0 <= arena < ARENAS:
-                raise WireError(f"a frame naming no arena of this link: {str(arena)[:40]}")
-            self.last_arena = arena
             if len(fds) > 1:
                 raise WireError(f"{len(fds)} descriptors with one message")
             if fds:
                 mapped = _Mapped(fds[0], self.pin)
-                previous = self._in[arena]
-                if previous is not None:
-                    previous.close()
-                self._in[arena] = mapped
+                if self._in is not None:
+                    self._in.close()
+                self._in = mapped
             described = header.pop("tensors", [])
             if not described:
                 return header, []
-            source = self._in[arena]
-            if source is None:
+            if self._in is None:
                 raise WireError("tensors described without memory to read them from")
             started = time.perf_counter()
-            tensors = _unpack(source.mem, source.size, described, device, slack)
+            tensors = _unpack(self._in.mem, self._in.size, described, device, slack)
             self.copy_in_seconds += time.perf_counter() - started
             return header, tensors
         finally:
@@ -205,11 +188,10 @@ class Link:
                 os.close(fd)
 
     def close(self) -> None:
-        for end in (*self._out, *self._in):
+        for end in (self._out, self._in):
             if end is not None:
                 end.close()
-        self._out = [None] * ARENAS
-        self._in = [None] * ARENAS
+        self._out = self._in = None
 
 
 def pin_host_memory(t: torch.Tensor) -> int:

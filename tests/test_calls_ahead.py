@@ -1,9 +1,8 @@
-"""Calls sent ahead (judge/remote.py `RemoteRunner`, judge/oracle.py `judge_cases`): the candidate
-process runs the next call while the judge compares the last, yet every verdict is the one that
-judging one call at a time gives. Never two unanswered calls in one arena of the link; a large
-call waits for the first arena; a failure read early (to free an arena) is raised in its own
-call's turn, after what the calls before it earned; and a candidate that fails one case and
-hangs on the next, sent ahead, is still judged by the failure."""
+"""The next call sent before the last is judged (judge/remote.py `RemoteRunner`, judge/oracle.py
+`judge_cases`): the candidate process runs it while the judge compares the last, yet every
+verdict is the one that judging one call at a time gives. One call in flight; a call that could
+not be sent fails in its own turn, after the call before it is judged; and a candidate wrong on
+a first run that hangs on the refill sent after it is still judged by the wrong result."""
 
 from __future__ import annotations
 
@@ -12,80 +11,74 @@ from typing import Any
 import pytest
 import torch
 
-from judge import remote, wire
-from judge.remote import CandidateTimeout, RemoteRunner
+from judge import wire
+from judge.remote import CandidateDied, CandidateTimeout, RemoteRunner
 
 
 class _FakeProcess:
-    """A candidate process that answers every call with its slot number as the output."""
+    """A candidate process that answers every call with its slot number as the output; `dies_at`:
+    sending that slot's call fails as to a process that has died."""
 
-    def __init__(self, fail_on: set[int] = frozenset()) -> None:  # type: ignore[assignment]
-        self.unanswered: list[tuple[int, int]] = []
-        self.log: list[tuple[str, int, int]] = []
-        self.fail_on = fail_on
+    def __init__(self, hangs_at: int | None = None, dies_at: int | None = None) -> None:
+        self.unanswered: int | None = None
+        self.log: list[str] = []
+        self.hangs_at, self.dies_at = hangs_at, dies_at
 
-    def send(self, header: dict[str, Any], tensors: list[torch.Tensor] | None = None, arena: int = 0) -> None:
-        assert all(a != arena for _slot, a in self.unanswered), "two unanswered calls in one arena"
-        self.unanswered.append((int(header["slot"]), arena))
-        self.log.append(("send", int(header["slot"]), arena))
+    def send(self, header: dict[str, Any], tensors: list[torch.Tensor] | None = None) -> None:
+        assert self.unanswered is None, "a second call sent before the first was answered"
+        slot = int(header["slot"])
+        if slot == self.dies_at:
+            raise CandidateDied("the candidate process ended (signal 9)")
+        self.unanswered = slot
+        self.log.append(f"send {slot}")
 
     def receive(self) -> tuple[dict[str, Any], list[torch.Tensor]]:
-        slot, arena = self.unanswered.pop(0)
-        self.log.append(("read", slot, arena))
-        if slot in self.fail_on:
+        slot, self.unanswered = self.unanswered, None
+        assert slot is not None
+        self.log.append(f"read {slot}")
+        if slot == self.hangs_at:
             raise CandidateTimeout()
         spec, tensors = wire.encode_values([torch.full((1,), float(slot)), []], objects=False)
         return {"ok": True, "launched": 1, "values": spec}, tensors
 
 
-def _outputs(runner: RemoteRunner, n: int) -> list[float]:
-    return [float(runner.result().output[0]) for _ in range(n)]
-
-
-def test_small_calls_alternate_arenas_and_come_back_in_order() -> None:
+def test_one_call_in_flight_and_its_report_in_turn() -> None:
     proc = _FakeProcess()
-    runner = RemoteRunner(proc)  # type: ignore[arg-type]
-    x = (torch.zeros(4),)
-    runner.submit(0, x, refill=False)
-    runner.submit(1, x, refill=True)
-    assert _outputs(runner, 1) == [0.0]
-    runner.submit(2, x, refill=False)
-    assert _outputs(runner, 2) == [1.0, 2.0]
-    assert [(what, arena) for what, _slot, arena in proc.log if what == "send"] == [("send", 0), ("send", 1),
-                                                                                    ("send", 0)]
-
-
-def test_a_large_call_waits_for_the_first_arena_and_its_reply_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(remote, "SEND_AHEAD_BYTES", 64)
-    proc = _FakeProcess()
-    runner = RemoteRunner(proc)  # type: ignore[arg-type]
-    runner.submit(0, (torch.zeros(4),), refill=False)  # 16 bytes: arena 0
-    runner.submit(1, (torch.zeros(4),), refill=False)  # arena 1
-    runner.submit(2, (torch.zeros(1000),), refill=False)  # large: arena 0, once call 0 is answered
-    assert proc.log[:4] == [("send", 0, 0), ("send", 1, 1), ("read", 0, 0), ("send", 2, 0)]
-    assert _outputs(runner, 3) == [0.0, 1.0, 2.0]
-
-
-def test_a_failure_read_early_is_raised_in_its_own_turn(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(remote, "SEND_AHEAD_BYTES", 64)
-    proc = _FakeProcess(fail_on={1})
     runner = RemoteRunner(proc)  # type: ignore[arg-type]
     runner.submit(0, (torch.zeros(4),), refill=False)
-    runner.submit(1, (torch.zeros(4),), refill=False)
-    runner.submit(2, (torch.zeros(1000),), refill=False)  # reads call 0, whose turn is first
-    assert _outputs(runner, 1) == [0.0]  # call 0 earned its report before call 1's failure shows
-    with pytest.raises(CandidateTimeout):
+    with pytest.raises(RuntimeError, match="before the last one"):
+        runner.submit(1, (torch.zeros(4),), refill=False)
+    assert float(runner.result().output[0]) == 0.0
+    runner.submit(1, (torch.zeros(4),), refill=True)
+    assert float(runner.result().output[0]) == 1.0
+    assert proc.log == ["send 0", "read 0", "send 1", "read 1"]
+
+
+def test_a_call_that_could_not_be_sent_fails_in_its_own_turn() -> None:
+    """The process died after answering call 0: sending call 1 fails, but call 0 is judged
+    first (its report taken before the failure shows), as one call at a time would."""
+    runner = RemoteRunner(_FakeProcess(dies_at=1))  # type: ignore[arg-type]
+    runner.submit(0, (torch.zeros(4),), refill=False)
+    report = runner.result()
+    runner.submit(1, (torch.zeros(4),), refill=False)  # no exception yet
+    assert report.ok and float(report.output[0]) == 0.0
+    with pytest.raises(CandidateDied):
         runner.result()
 
 
-def test_calls_dropped_after_a_verdict_are_read_and_a_lost_process_is_said() -> None:
-    proc = _FakeProcess(fail_on={1})
+def test_a_call_dropped_after_a_verdict_is_read_and_a_lost_process_is_said() -> None:
+    proc = _FakeProcess(hangs_at=1)
     runner = RemoteRunner(proc)  # type: ignore[arg-type]
     runner.submit(0, (torch.zeros(4),), refill=False)
+    runner.result()
     runner.submit(1, (torch.zeros(4),), refill=False)
-    assert _outputs(runner, 1) == [0.0]
     runner.discard()
-    assert proc.unanswered == [] and "CandidateTimeout" in runner.lost
+    assert proc.unanswered is None and "CandidateTimeout" in runner.lost
+    runner.discard()  # nothing in flight: nothing to do
+    fine = RemoteRunner(_FakeProcess())  # type: ignore[arg-type]
+    fine.submit(0, (torch.zeros(4),), refill=False)
+    fine.discard()
+    assert fine.lost == ""
 
 
 HANGS_ON_A_REFILL = '''
@@ -139,8 +132,8 @@ def pool_task_source(task_id: str) -> str:
 
 def test_the_oracle_sends_the_next_call_before_it_judges_the_last(tmp_path: Any,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    """`judge_cases` keeps `AHEAD` calls unjudged: a call is submitted before the one before it
-    is taken, and every call is taken, in order, before the end-of-set check."""
+    """`judge_cases` submits each call once the one before it has reported, then judges that one:
+    every call taken, in order, before the end-of-set check."""
     from bench.registry import get_task
     from judge import oracle
     from tests.helpers import in_process_runner
@@ -166,8 +159,15 @@ def test_the_oracle_sends_the_next_call_before_it_judges_the_last(tmp_path: Any,
         def __getattr__(self, name: str) -> Any:
             return getattr(inner, name)
 
+    judge_call = oracle._judge_call
+
+    def judging(*args: Any, **kwargs: Any) -> Any:
+        events.append("judge")
+        return judge_call(*args, **kwargs)
+
+    monkeypatch.setattr(oracle, "_judge_call", judging)
     cases = task.cases("visible", True)[:2]
     verdict = oracle.judge_cases(task, Recording(), cases, "cpu", True)  # type: ignore[arg-type]
     assert verdict.correct, verdict.one_line()
-    assert events == ["submit 0", "submit 0", "result", "submit 1", "result", "submit 1", "result", "result",
-                      "collect"]
+    assert events == ["submit 0", "result", "submit 0", "judge", "result", "submit 1", "judge", "result", "submit 1",
+                      "judge", "result", "judge", "collect"]

@@ -59,9 +59,8 @@ def test_page_locked_arenas_carry_gpu_tensors_both_ways() -> None:
         left.send({"op": "x"}, [sent, sent[::2]])
         header, got = right.recv("cuda")
         assert header["op"] == "x" and torch.equal(got[0], sent) and torch.equal(got[1], sent[::2])
-        out, mapped = left._out[0], right._in[0]
-        assert out is not None and out.pinned, "the sender's arena was not page-locked"
-        assert mapped is not None and mapped.pinned, "the receiver's mapping was not page-locked"
+        assert left._out is not None and left._out.pinned, "the sender's arena was not page-locked"
+        assert right._in is not None and right._in.pinned, "the receiver's mapping was not page-locked"
         right.send({"op": "y"}, [got[0] * 2])
         _, back = left.recv("cuda")
         assert torch.equal(back[0], sent * 2)

@@ -158,30 +158,6 @@ def test_what_the_receiver_got_is_its_own_copy() -> None:
         assert torch.equal(first, torch.zeros(1000)) and torch.equal(second, torch.ones(1000))
 
 
-def test_two_messages_in_flight_in_two_arenas_arrive_intact() -> None:
-    """A request sent while the one before it is unanswered goes into the other arena: neither
-    overwrites the other, and the receiver says which arena each came in (its reply goes there)."""
-    a, b, sender, receiver = _links()
-    with a, b:
-        sender.send({"i": 0}, [torch.zeros(3000)], arena=0)
-        sender.send({"i": 1}, [torch.ones(5000)], arena=1)
-        header, (first,) = receiver.recv()
-        assert (header["i"], receiver.last_arena) == (0, 0) and torch.equal(first, torch.zeros(3000))
-        header, (second,) = receiver.recv()
-        assert (header["i"], receiver.last_arena) == (1, 1) and torch.equal(second, torch.ones(5000))
-        sender.send({"i": 2}, [torch.full((10,), 2.0)], arena=0)  # the first is answered: its arena again
-        header, (third,) = receiver.recv()
-        assert receiver.last_arena == 0 and torch.equal(third, torch.full((10,), 2.0))
-        with pytest.raises(ValueError):
-            sender.send({}, [], arena=wire.ARENAS)
-        frame = b'{"tensors": [], "arena": 7}'
-        a.sendall(len(frame).to_bytes(4, "big") + frame)
-        with pytest.raises(wire.WireError, match="no arena"):
-            receiver.recv()
-        sender.close()
-        receiver.close()
-
-
 def test_memory_that_could_shrink_under_the_receiver_is_refused() -> None:
     import os
 
