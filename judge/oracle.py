@@ -803,7 +803,7 @@ def expected_and_unwritten(task: Task, args: tuple, case: Case | None = None) ->
         # the poisoned and the marked run, whatever the allocator hands out; elements computed
         # from memory past its inputs, or from state it keeps, differ in the disturbed run.
         derived = _unsteady_masks(marked, poisoned, task, exempt=unwritten)
-        unsteady = _unsteady_masks(marked, _disturbed_reference(task, args, case), task)
+        unsteady = _unsteady_masks(marked, _disturbed_reference(task, args, case), task, exempt=unwritten)
     except _NoAnswer:
         raise CaseUnavailable(f"{case.name if case is not None else 'this case'}: {NO_ANSWER}") from None
     return marked, _either(_either(unwritten, derived), unsteady)
