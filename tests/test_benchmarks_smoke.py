@@ -8,12 +8,24 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.helpers import ROOT, cli_env
 
 pytestmark = pytest.mark.slow  # worker processes or whole runs: minutes on 2 cores
+
+
+def _benchmark(name: str) -> Any:
+    """A benchmark script imported as a module (they are scripts, not a package)."""
+    import importlib
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
 
 
 def _script(name: str, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
@@ -46,11 +58,7 @@ def test_feedback_timing_benchmark_needs_a_gpu() -> None:
 
 
 def test_feedback_timing_benchmark_judges_agreement_case_by_case() -> None:
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import bench_feedback_timing as b
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+    b = _benchmark("bench_feedback_timing")
     assert b.agreement("faster", 1.3, 1.2, 1.4, 0.05) == "agree"
     assert b.agreement("faster", 0.98, 0.97, 0.99, 0.05) == "contradiction"  # the full interval excludes it
     assert b.agreement("slower", 1.01, 0.99, 1.03, 0.05) == "disagree"
@@ -140,11 +148,7 @@ def test_throughput_benchmark_in_shards_combines_into_one_comparison(tmp_path: P
 
 
 def test_shards_must_cover_the_candidates_once() -> None:
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import bench_evaluator_throughput as b
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+    b = _benchmark("bench_evaluator_throughput")
 
     def shard(a: int, z: int, kinds: list[str], naive: list[str] | None = None, **other: object) -> dict[str, object]:
         return {"n": 3, "workers": 1, "case_set": "hidden", "tasks": ["t"], "triton_cache": "fresh", "range": [a, z],
