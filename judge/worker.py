@@ -29,9 +29,12 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from judge.gate import gpu_gate, holds_exclusive
+
+if TYPE_CHECKING:
+    from judge.template import Launched
 
 THREADS_ENV = "KMC_TORCH_THREADS"
 INPUT_CACHE_ENV = "KMC_INPUT_CACHE_MB"  # device memory kept for cached case inputs and reference outputs
@@ -39,6 +42,7 @@ PREPARE_ENV = "KMC_PREPARE_TASKS"  # the run's task ids: their hidden inputs dra
 SOURCE_CACHES = "sources"  # under the Triton cache root: one writable cache per candidate source
 TMP_CAP_ENV = "KMC_CANDIDATE_TMP_MB"  # size cap of a candidate's private /tmp and folder
 SPARE_START_S = 120.0  # how long a spare may take to make its GPU context before the gate is let go
+
 
 def prebuilt_helpers(root: Path, suffix: str) -> list[Path]:
     """The judge's own entries in the Triton cache `root` that hold a compiled library (Triton's
@@ -93,7 +97,7 @@ def candidate_device_guess() -> str:
 
 
 class Worker:
-    def __init__(self, task_sources: list[str] | tuple[str, ...] = (), launched: Any = None) -> None:
+    def __init__(self, task_sources: list[str] | tuple[str, ...] = (), launched: Launched | None = None) -> None:
         """`launched`: the template already started (judge/template.py `launch`, by `main` before
         anything imports torch); None: started here."""
         import torch
