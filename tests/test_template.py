@@ -49,24 +49,35 @@ def test_the_template_says_what_its_start_cost(monkeypatch: pytest.MonkeyPatch) 
     try:
         assert {"import torch", "warm-up", "containment"} <= set(template.startup)
         assert all(seconds >= 0 for seconds in template.startup.values())
-        assert "warm_up" in template.startup_profile
+        # A cProfile listing of the warm-up, both orders. Which entries make its top lines
+        # depends on the host: on an H200 host whose image has no bytecode, importing torch's
+        # lazily loaded modules fills them and warm_up itself is not among them.
+        profile = template.startup_profile
+        assert "function calls" in profile and "Ordered by: cumulative time" in profile, profile[:300]
     finally:
         template.close()
 
 
-def test_triton_modules_imported_at_the_first_launch_are_imported_in_the_template(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_triton_modules_imported_at_the_first_launch_are_imported_in_the_template() -> None:
     """`lazy_triton_imports`: Triton's Gluon front end (imported at a process's first launch by
-    Triton 3.6) is loaded before the template forks; a module this Triton lacks is skipped."""
+    Triton 3.6) is loaded before the template forks; a module this Triton lacks is skipped. In a
+    fresh interpreter, as in the template: re-importing a package this process already imported
+    depends on what the tests before it left behind."""
+    import importlib.util
+    import subprocess
     import sys
+    from pathlib import Path
 
-    from judge import warmup
-
-    monkeypatch.setattr(warmup, "LAZY_TRITON_MODULES", ("triton.experimental.gluon", "triton.no_such_module"))
-    for name in [m for m in sys.modules if m.startswith("triton.experimental.gluon")]:
-        monkeypatch.delitem(sys.modules, name)
-    imported = warmup.lazy_triton_imports()
-    assert imported == ["triton.experimental.gluon"] and "triton.experimental.gluon" in sys.modules
+    script = ("from judge import warmup\n"
+              "warmup.LAZY_TRITON_MODULES = ('triton.experimental.gluon', 'triton.no_such_module')\n"
+              "import sys\n"
+              "print(warmup.lazy_triton_imports(), 'triton.experimental.gluon' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0, done.stderr[-2000:]
+    has_gluon = importlib.util.find_spec("triton.experimental.gluon") is not None
+    expected = "['triton.experimental.gluon'] True" if has_gluon else "[] False"
+    assert done.stdout.strip().splitlines()[-1] == expected, done.stdout[-2000:] + done.stderr[-2000:]
 
 
 @pytest.mark.slow
