@@ -67,6 +67,23 @@ class CandidateServer:
         self.spent[step] = self.spent.get(step, 0.0) + now - since
         return now
 
+    def start(self) -> None:
+        """Before the first request. On a GPU the context is made now, while the judge is still
+        busy with the previous candidate, but only once the judge says go
+        (judge/remote.py `CandidateProcess.start_device`): it holds the GPU's gate for judging
+        meanwhile, so a context being made never overlaps a timing on that GPU. The go can
+        bring the judge's arena and ask for one of this side's (`wire.Link.reserve`): both are
+        page-locked here, and this side's travels with the ready message, all before the job."""
+        if self.device != "cpu":
+            header, _ = self.link.recv()
+            torch.cuda.init()
+            torch.empty(1, device=self.device)
+            self.link.pin_received()
+            ahead = header.get("arena")
+            if isinstance(ahead, int) and not isinstance(ahead, bool):
+                self.link.reserve(min(ahead, wire.MAX_RESERVE))
+        self.link.send({"ready": True, "pid": os.getpid()})
+
     def serve(self) -> None:
         while True:
             try:
@@ -170,8 +187,10 @@ class CandidateServer:
         return {"ok": True}, []
 
     def _op_collect(self, header: dict[str, Any], _: list[torch.Tensor]) -> tuple[dict[str, Any], list]:
+        from judge.launchers import noted
+
         held, self.held = self.held, []
-        return {"ok": True, "calls": len(held), "changed": changed_calls(held)}, []
+        return {"ok": True, "calls": len(held), "changed": changed_calls(held), "launchers": noted()}, []
 
     def _op_tests(self, header: dict[str, Any], _: list[torch.Tensor]) -> tuple[dict[str, Any], list]:
         from dataclasses import asdict
@@ -322,6 +341,8 @@ def _storages(args: tuple, indices: tuple[int, ...]) -> set[tuple[str, int]]:
 def serve_candidate(sock: socket.socket, device: str, interpreter: bool) -> None:
     """The child's whole life: answer the judge until it says exit."""
     try:
-        CandidateServer(sock, device, interpreter).serve()
+        server = CandidateServer(sock, device, interpreter)
+        server.start()
+        server.serve()
     except (wire.WireError, BrokenPipeError, ConnectionResetError) as exc:
         os.write(2, f"candidate process: {format_exception(exc)}\n".encode())

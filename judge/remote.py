@@ -90,12 +90,15 @@ class CandidateProcess:
         self.seq = 0
         self.unanswered: int | None = None  # the seq of the request sent and not yet answered
 
-    def start_device(self) -> None:
-        """Tell a fresh process on a GPU to make its device context (judge/template.py `_child`
-        waits for this); `wait_ready` then waits until it has. Not sent on the CPU."""
+    def start_device(self, arenas: tuple[int, int] = (0, 0)) -> None:
+        """Tell a fresh process on a GPU to make its device context (judge/candidate.py
+        `CandidateServer.start` waits for this); `wait_ready` then waits until it has. Not sent
+        on the CPU. `arenas`: bytes of the arenas to make before the job, this side's and the
+        candidate's (`wire.Link.reserve`; 0: none, each grows with the messages as they come)."""
         if self.owner.device != "cpu":
             self.sock.settimeout(10.0)
-            self.link.send({"op": "start"})
+            self.link.reserve(min(arenas[0], wire.MAX_RESERVE))
+            self.link.send({"op": "start", "arena": int(arenas[1])})
         self.device_started = True
 
     def wait_ready(self, timeout: float) -> None:
@@ -221,6 +224,7 @@ class RemoteRunner:
         self.proc = proc
         self._sent: _Sent | None = None
         self.lost = ""  # why the process cannot be asked again: a call dropped after a verdict never came back
+        self.launchers: list[Any] = []  # signatures the process says it made launchers for: a hint (judge/launchers.py)
 
     def submit(self, slot: int, args: tuple, refill: bool, seed: int | None = None,
                written: tuple[int, ...] = ()) -> None:
@@ -280,6 +284,9 @@ class RemoteRunner:
 
     def collect(self) -> tuple[int, list[int]]:
         reply, _ = self.proc.request({"op": "collect"})
+        hints = reply.get("launchers")
+        if isinstance(hints, list):
+            self.launchers.extend(hints[:64])
         calls, changed = reply.get("calls"), reply.get("changed")
         if not isinstance(calls, int) or not isinstance(changed, list) \
                 or not all(isinstance(i, int) and not isinstance(i, bool) for i in changed):

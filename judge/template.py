@@ -29,7 +29,7 @@ from typing import Any
 
 PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
 # Importable from a candidate process: what it runs on. Everything else of the project is not.
-_CANDIDATE_SIDE = ("judge.candidate", "judge.launches", "judge.running", "judge.wire", "judge.containment",
+_CANDIDATE_SIDE = ("judge.candidate", "judge.launches", "judge.launchers", "judge.running", "judge.wire", "judge.containment",
                    "judge.internal_tests", "judge.verdict", "judge.sampling", "judge.steady", "judge.value_text",
                    "judge.tracebacks", "judge.bits", "bench.modules", "bench.poison",
                    "bench.sequences", "bench.slack", "bench.faults")
@@ -123,22 +123,12 @@ def close_launched(launched: Launched) -> None:
 
 
 def _child(sock_fd: int, device: str, interpreter: bool) -> None:
-    from judge import containment, wire
+    from judge import containment
     from judge.candidate import serve_candidate
 
     sock = socket.socket(fileno=sock_fd)
     containment.detach()
-    if device != "cpu":
-        import torch
-
-        # Made now, while the judge is still busy with the previous candidate, but only once the
-        # judge says go (`CandidateProcess.start_device`): it holds the GPU's gate for judging
-        # meanwhile, so a context being made never overlaps a timing on that GPU.
-        wire.recv(sock)
-        torch.cuda.init()
-        torch.empty(1, device="cuda")
-    wire.send(sock, {"ready": True, "pid": os.getpid()})
-    serve_candidate(sock, device, interpreter)
+    serve_candidate(sock, device, interpreter)  # its GPU context first (judge/candidate.py `CandidateServer.start`)
 
 
 _ENDED_KEPT = 1000
@@ -215,6 +205,9 @@ def main() -> None:
         step("Triton's hashes")
         lazy_triton_imports()
         step("Triton's lazy imports")
+        from judge.launchers import note_launchers
+
+        note_launchers()  # the signatures of the launchers a candidate makes, told to the judge (judge/launchers.py)
     with contextlib.suppress(ImportError, OSError, RuntimeError):  # pyseccomp without libseccomp: RuntimeError
         containment.seccomp_bindings()  # imported while the project is still on the path
     subreaper = containment.become_subreaper()

@@ -127,11 +127,15 @@ class Worker:
         self.tmp = Path(tempfile.mkdtemp(prefix="kmc-worker-"))
         self.triton_cache = Path(os.environ.get("TRITON_CACHE_DIR") or self.tmp / "triton-cache")
         self.helpers = self._compile_helpers()
+        from judge.launchers import SharedLaunchers
+
+        self.launchers = SharedLaunchers(self.triton_cache)  # built for the signatures candidates noted
         self.prepared = self._prepare_cases(template)
         self.template = template.result()
         self.spare: Any = None
         self.spare_started: threading.Thread | None = None  # the spare making its GPU context
         self.counter = 0
+        self.arenas_ahead = (0, 0)  # bytes of the arenas a spare makes before its job: see `_note_arenas`
         self.baselines: dict[str, Any] = {}
         # Reference timings (expert baseline, eager PyTorch) for the short feedback protocol,
         # measured once per (case, clock state) and kept for this worker's life: in the judge,
@@ -198,10 +202,11 @@ class Worker:
         return done
 
     def _seed(self, cache: Path) -> None:
-        """Copies of the judge's prebuilt helpers in a source's cache. Each appears whole or not
+        """Copies of the judge's prebuilt helpers (and the launchers it built for signatures
+        candidates used: judge/launchers.py) in a source's cache. Each appears whole or not
         at all (copied beside it, then renamed): the pool's workers share the sources' caches,
         and a candidate of another worker must never load a helper half copied."""
-        for entry in self.helpers:
+        for entry in (*self.helpers, *self.launchers.folders):
             target = cache / entry.name
             if target.exists():
                 continue
@@ -223,12 +228,13 @@ class Worker:
             print(f"judge worker: could not fork a spare candidate process: {exc}", file=sys.stderr)
             return
         if not self.target.interpreter:
-            self.spare_started = threading.Thread(target=self._start_on_device, args=(self.spare, SPARE_START_S),
+            self.spare_started = threading.Thread(target=self._start_on_device,
+                                                  args=(self.spare, SPARE_START_S, self.arenas_ahead),
                                                   name="spare-start", daemon=True)
             self.spare_started.start()
 
     @staticmethod
-    def _start_on_device(proc: Any, timeout: float) -> None:
+    def _start_on_device(proc: Any, timeout: float, arenas: tuple[int, int] = (0, 0)) -> None:
         """A fresh candidate process makes its GPU context while this worker holds the GPU's gate
         for judging, as every other use of the GPU by judging does: making a context touches
         the GPU, and before, spares made theirs whenever they were forked, timings in progress
@@ -236,7 +242,7 @@ class Worker:
         kernel's time; judge/sampling.py `hold_gpu` names the other cause that fits). Failures
         are left to whoever uses the process next (it finds it dead or not ready)."""
         with contextlib.suppress(Exception), gpu_gate(exclusive=False):
-            proc.start_device()
+            proc.start_device(arenas)
             proc.wait_ready(timeout)
 
     def _restart_template(self) -> None:
@@ -302,10 +308,17 @@ class Worker:
                 proc = self.template.spawn()
             proc.start_clock(limit)
             with gpu_gate(exclusive=False, clock=self.clock):
-                proc.start_device()
+                proc.start_device(self.arenas_ahead)
                 proc.wait_ready(max(1.0, proc.deadline - time.monotonic()))
         self._refill_spare()
         return proc
+
+    def _note_arenas(self, proc: Any) -> None:
+        """The arenas a candidate process's link ended with, each way: the next spares make
+        theirs this large before their jobs (`wire.Link.reserve`, capped there), so a worker
+        pays for growing arenas during its first jobs only."""
+        link = proc.link
+        self.arenas_ahead = (max(self.arenas_ahead[0], link.out_capacity), max(self.arenas_ahead[1], link.in_capacity))
 
     def handle(self, job: dict[str, Any]) -> dict[str, Any]:
         from judge.phases import PhaseClock
@@ -371,6 +384,7 @@ class Worker:
             return Verdict("runtime_error", f"the judge could not judge this candidate: {format_exception(exc)}"), None
         finally:
             if proc is not None:
+                self._note_arenas(proc)
                 proc.close()
 
     def _judge_job(self, task: Any, job: dict[str, Any], proc: Any) -> tuple[Any, Any]:
@@ -405,6 +419,8 @@ class Worker:
                                   hold=shared)
             # Memory is disturbed where the candidate runs, in its process, before each re-run.
             verdict = steady_verdict(verdict, alone, self.device, disturb=disturb)
+        if not self.target.interpreter:
+            self.launchers.learn(runner.launchers)  # built in the background, for the next sources
         timing = None
         if verdict.correct and job.get("timing") and not self.target.interpreter:
             with self.clock("timing"):  # the perf-case check, then the timing protocol
@@ -543,6 +559,7 @@ class Worker:
                 self.fatal = "device error in the judge"
 
     def close(self) -> None:
+        self.launchers.close()
         if self.spare is not None:
             self.spare.close()
         self.template.close()

@@ -164,3 +164,36 @@ def test_adapted_output_arguments_and_seeding_on_the_gpu() -> None:
             ev = p.evaluate(tid, tasks[tid].baseline_source(), "hidden", timing=True, timing_policy=policy)
             assert ev.verdict.correct, f"{tid}: {ev.verdict.one_line()}"
             assert ev.timing is not None and all(ct.clocks_before for ct in ev.timing.cases), tid
+
+
+def test_a_new_source_of_a_task_loads_the_launchers_the_judge_built_for_the_last(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """judge/launchers.py: after the expert's job the judge builds the launchers its candidate
+    process noted; a second source of the task (its own Triton cache) is seeded with them and
+    builds none itself. On a Triton that builds no launcher per signature, nothing is built."""
+    import hashlib
+
+    from bench.registry import get_task
+    from judge.worker import SOURCE_CACHES, Worker
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    monkeypatch.chdir(tmp_path)  # Worker.close changes directory to /
+    task = get_task("vector_add")
+    first = task.baseline_source()
+    second = first + "\n# another source of the same kernel\n"
+    worker = Worker()
+    try:
+        job = {"task": "vector_add", "case_set": "hidden", "timeout": 300}
+        assert worker.handle({**job, "id": 1, "source": first})["evaluation"]["verdict"]["kind"] == "correct"
+        worker.launchers.wait(120)
+        built = {folder.name for folder in worker.launchers.folders}
+        seeded = built | {helper.name for helper in worker.helpers}  # Triton's helpers, the judge's own launcher among them
+        assert worker.handle({**job, "id": 2, "source": second})["evaluation"]["verdict"]["kind"] == "correct"
+    finally:
+        worker.close()
+    own = tmp_path / SOURCE_CACHES / hashlib.sha256(second.encode()).hexdigest()[:24]
+    launchers_there = {d.name for d in own.iterdir() if d.is_dir() and any(f.name.startswith("__triton_launcher")
+                                                                           for f in d.iterdir())}
+    assert launchers_there <= seeded, f"built by the candidate itself: {launchers_there - seeded}"
+    if built:
+        assert launchers_there, "the launchers the judge built were not seeded"

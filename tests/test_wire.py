@@ -147,6 +147,42 @@ def test_messages_reuse_one_arena_until_one_does_not_fit(monkeypatch: pytest.Mon
         receiver.close()
 
 
+def test_an_arena_reserved_ahead_travels_with_the_next_message_and_is_not_replaced_while_it_fits(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A spare candidate process's arenas are made before its job (judge/worker.py): the reserved
+    arena goes with the next message even without tensors, and messages that fit it bring no new one."""
+    handed: list[int] = []
+    send_fds = socket.send_fds
+
+    def counting(sock: socket.socket, buffers: list[bytes], fds: list[int]) -> int:
+        handed.append(len(fds))
+        return send_fds(sock, buffers, fds)
+
+    monkeypatch.setattr(socket, "send_fds", counting)
+    a, b, sender, receiver = _links()
+    with a, b:
+        sender.reserve(8 << 20)
+        assert sender.out_capacity == 8 << 20 and receiver.in_capacity == 0
+        sender.send({"op": "start"})
+        header, tensors = receiver.recv()
+        assert header == {"op": "start"} and tensors == [] and receiver.in_capacity == 8 << 20 and handed == [1]
+        for n in (10, 1 << 20, 2 << 20):  # float32 elements: 8 MiB fits exactly, reusing the reserved arena
+            sent = torch.arange(n, dtype=torch.float32)
+            sender.send({"n": n}, [sent])
+            _, (got,) = receiver.recv()
+            assert torch.equal(got, sent)
+        assert handed == [1] and receiver.in_capacity == 8 << 20
+        sender.reserve(4 << 20)  # smaller than the arena it has: nothing changes
+        sender.send({"n": 0})
+        receiver.recv()
+        assert handed == [1]
+        sender.send({"n": 1}, [torch.zeros((3 << 20) + 1)])  # does not fit: a larger arena, as before
+        _, (got,) = receiver.recv()
+        assert handed == [1, 1] and receiver.in_capacity >= 12 << 20 and got.numel() == (3 << 20) + 1
+        sender.close()
+        receiver.close()
+
+
 def test_what_the_receiver_got_is_its_own_copy() -> None:
     """The sender writes its next message over the same memory: nothing received may change."""
     a, b, sender, receiver = _links()
