@@ -150,18 +150,30 @@ def run_pool(cands: list[Candidate], case_set: str, target: Target, workers: int
              ) -> tuple[list[str], float, Any, dict[str, float], float]:
     """(verdict kinds, seconds, the pool's stats, seconds per recorded phase summed over the
     evaluations: where the pool's time goes, and when the first verdict came: an upper bound
-    on the workers' start-up, the pool's fixed cost)."""
+    on the workers' start-up, the pool's fixed cost). Beside the workers' phases: `evaluate
+    (caller's wall)`, each evaluation's wall time as this side waited for it (minus the
+    phases: the per-job cost outside them; the first evaluations wait for the workers' start), and `correctness (first of a source)`, the
+    correctness seconds of each source's first evaluation (its kernels compiled then)."""
     started = time.perf_counter()  # worker start-up is part of the pool's cost
     phases: dict[str, float] = {}
     finished: list[float] = []  # seconds since the start at which each verdict arrived
+    begun: set[str] = set()
     lock = threading.Lock()
 
     def one(c: Candidate) -> str:
+        with lock:
+            first_of_source = c.source not in begun
+            begun.add(c.source)
+        asked = time.perf_counter()
         ev = pool.evaluate(c.task, c.source, case_set)
         with lock:
             finished.append(time.perf_counter() - started)
+            phases["evaluate (caller's wall)"] = phases.get("evaluate (caller's wall)", 0.0) + time.perf_counter() - asked
             for name, seconds in (ev.phases or {}).items():
                 phases[name] = phases.get(name, 0.0) + seconds
+            if first_of_source:
+                first = "correctness (first of a source)"
+                phases[first] = phases.get(first, 0.0) + (ev.phases or {}).get("correctness", 0.0)
         return ev.verdict.kind
 
     with LocalPool(target, workers=workers, job_timeout=timeout, prepare=tuple(dict.fromkeys(c.task for c in cands))) as pool:
