@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from judge.device import Target
+from judge.launchers import SharedLaunchers
 from judge.worker import SOURCE_CACHES, Worker, prebuilt_helpers
 from runners.pool import LocalPool
 from runners.sizing import WorkerPlan
@@ -67,17 +68,19 @@ def _bare_worker(root: Path, helpers: list[Path]) -> Any:
     worker = Worker.__new__(Worker)  # no template, no GPU: only what `_plan` reads
     worker.target, worker.user, worker.counter = GPU, None, 0
     worker.tmp, worker.triton_cache, worker.helpers = root / "tmp", root / "cache", helpers
+    worker.launchers = SharedLaunchers(root / "cache")
     return worker
 
 
 def test_a_sources_cache_is_the_same_for_every_worker_and_seeded_whole(tmp_path: Path) -> None:
     helper = _helper(tmp_path / "built", "HELPERHASH")
     first, second = _bare_worker(tmp_path, [helper]), _bare_worker(tmp_path, [helper])
+    first.launchers.folders = [_helper(tmp_path / "cache", "LAUNCHERHASH")]  # built by the judge (judge/launchers.py)
     plans = [w._plan("def kernel(): pass\n") for w in (first, second)]
     assert plans[0]["writable"] == plans[1]["writable"]
     cache = Path(plans[0]["writable"][0])
     assert cache.parent == tmp_path / "cache" / SOURCE_CACHES
-    assert sorted(p.name for p in cache.iterdir()) == ["HELPERHASH"]  # no partial copy left beside it
+    assert sorted(p.name for p in cache.iterdir()) == ["HELPERHASH", "LAUNCHERHASH"]  # no partial copy beside them
     assert (cache / "HELPERHASH" / f"launcher{SUFFIX}").read_bytes() == b"\x7fELF"
     assert second._plan("def other(): pass\n")["writable"] != plans[0]["writable"]
 
