@@ -121,7 +121,8 @@ def _links() -> tuple[socket.socket, socket.socket, wire.Link, wire.Link]:
     return a, b, wire.Link(a), wire.Link(b)
 
 
-def test_messages_reuse_one_arena_until_one_does_not_fit(monkeypatch: pytest.MonkeyPatch) -> None:
+def _counting_handed_descriptors(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many descriptors each message hands over (a new arena travels as one)."""
     handed: list[int] = []
     send_fds = socket.send_fds
 
@@ -130,6 +131,11 @@ def test_messages_reuse_one_arena_until_one_does_not_fit(monkeypatch: pytest.Mon
         return send_fds(sock, buffers, fds)
 
     monkeypatch.setattr(socket, "send_fds", counting)
+    return handed
+
+
+def test_messages_reuse_one_arena_until_one_does_not_fit(monkeypatch: pytest.MonkeyPatch) -> None:
+    handed = _counting_handed_descriptors(monkeypatch)
     a, b, sender, receiver = _links()
     with a, b:
         sizes = [1000, 5000, 200, 300_000, 10]  # float32 elements: the fourth needs a larger arena
@@ -151,14 +157,7 @@ def test_an_arena_reserved_ahead_travels_with_the_next_message_and_is_not_replac
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A spare candidate process's arenas are made before its job (judge/worker.py): the reserved
     arena goes with the next message even without tensors, and messages that fit it bring no new one."""
-    handed: list[int] = []
-    send_fds = socket.send_fds
-
-    def counting(sock: socket.socket, buffers: list[bytes], fds: list[int]) -> int:
-        handed.append(len(fds))
-        return send_fds(sock, buffers, fds)
-
-    monkeypatch.setattr(socket, "send_fds", counting)
+    handed = _counting_handed_descriptors(monkeypatch)
     a, b, sender, receiver = _links()
     with a, b:
         sender.reserve(8 << 20)
