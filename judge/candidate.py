@@ -71,17 +71,11 @@ class CandidateServer:
         """Before the first request. On a GPU the context is made now, while the judge is still
         busy with the previous candidate, but only once the judge says go
         (judge/remote.py `CandidateProcess.start_device`): it holds the GPU's gate for judging
-        meanwhile, so a context being made never overlaps a timing on that GPU. The go can
-        bring the judge's arena and ask for one of this side's (`wire.Link.reserve`): both are
-        page-locked here, and this side's travels with the ready message, all before the job."""
+        meanwhile, so a context being made never overlaps a timing on that GPU."""
         if self.device != "cpu":
-            header, _ = self.link.recv()
+            self.link.recv()
             torch.cuda.init()
             torch.empty(1, device=self.device)
-            self.link.pin_received()
-            ahead = header.get("arena")
-            if isinstance(ahead, int) and not isinstance(ahead, bool):
-                self.link.reserve(min(ahead, wire.MAX_RESERVE))
         self.link.send({"ready": True, "pid": os.getpid()})
 
     def serve(self) -> None:

@@ -90,15 +90,12 @@ class CandidateProcess:
         self.seq = 0
         self.unanswered: int | None = None  # the seq of the request sent and not yet answered
 
-    def start_device(self, arenas: tuple[int, int] = (0, 0)) -> None:
+    def start_device(self) -> None:
         """Tell a fresh process on a GPU to make its device context (judge/candidate.py
-        `CandidateServer.start` waits for this); `wait_ready` then waits until it has. Not sent
-        on the CPU. `arenas`: bytes of the arenas to make before the job, this side's and the
-        candidate's (`wire.Link.reserve`; 0: none, each grows with the messages as they come)."""
+        `CandidateServer.start` waits for this); `wait_ready` then waits until it has. Not sent on the CPU."""
         if self.owner.device != "cpu":
             self.sock.settimeout(10.0)
-            self.link.reserve(min(arenas[0], wire.MAX_RESERVE))
-            self.link.send({"op": "start", "arena": int(arenas[1])})
+            self.link.send({"op": "start"})
         self.device_started = True
 
     def wait_ready(self, timeout: float) -> None:

@@ -39,8 +39,6 @@ _ARENA_SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
 """What a receiver requires of the other side's memory: it can never shrink under the
 receiver's mapping (a read past the new end would kill the receiver with SIGBUS)."""
 _MIN_ARENA = 1 << 20
-MAX_RESERVE = 512 << 20
-"""The largest arena made ahead of a message (`Link.reserve`): a bigger message grows its arena as before."""
 PIN_ENV = "KMC_PIN_ARENAS"
 """0 turns page-locking of the arenas off (scripts/judge_profile.py compares both ways)."""
 
@@ -96,14 +94,6 @@ class _Mapped:
             self.pinned = pin_host_memory(view)
             del view
 
-    def pin_now(self) -> None:
-        """Page-lock the mapping once this process has a GPU context (a candidate process maps
-        the judge's arena before it makes one: judge/template.py `_child`)."""
-        if not self.pinned and self.size and isinstance(self.mem, mmap.mmap):
-            view = torch.frombuffer(self.mem, dtype=torch.uint8)
-            self.pinned = pin_host_memory(view)
-            del view
-
     def close(self) -> None:
         unpin_host_memory(self.pinned)
         if isinstance(self.mem, mmap.mmap):
@@ -114,8 +104,8 @@ class Link:
     """One side of a judge-candidate socket: JSON frames, and tensors through an arena.
 
     A message's tensors are written from offset 0 of the sender's arena; a new arena (the
-    first, one reserved ahead, or a larger one when a message does not fit) travels with the
-    next message, and the receiver keeps its mapping until the next one arrives. Messages strictly
+    first, or a larger one when a message does not fit) travels with the message that first
+    uses it, and the receiver keeps its mapping until the next one arrives. Messages strictly
     alternate (a request, then its reply), and a receiver copies every tensor out before it
     answers, so the sender may overwrite its arena with the next message."""
 
@@ -129,41 +119,13 @@ class Link:
         self._in: _Mapped | None = None
         self.copy_in_seconds = 0.0  # spent copying received tensors out of the other side's arena
 
-    @property
-    def out_capacity(self) -> int:
-        """Bytes of this side's arena (0 before the first message with tensors)."""
-        return self._out.size if self._out is not None else 0
-
-    @property
-    def in_capacity(self) -> int:
-        """Bytes of the other side's arena as mapped here (0 before it sent one)."""
-        return self._in.size if self._in is not None else 0
-
-    def reserve(self, capacity: int) -> None:
-        """This side's arena made now with at least `capacity` bytes, page-locked where the link
-        pins; it travels with the next message, tensors or not. Why: an arena grows by doubling
-        when a message does not fit, and each new one is made, page-locked and mapped by both
-        sides while a candidate is judged (measured on an H200 host: about 0.1 s of a warm
-        vector_add evaluation on the judge's side alone); a spare candidate process reserves
-        its arenas before its job instead (judge/worker.py `arenas_ahead`)."""
-        if capacity <= 0 or (self._out is not None and self._out.size >= capacity):
-            return
-        if self._out is not None:
-            self._out.close()
-        self._out = _Arena(max(capacity, _MIN_ARENA), self.pin)
-        self._out_shared = False
-
-    def pin_received(self) -> None:
-        """The other side's arena page-locked now, if it arrived before this process had a GPU context."""
-        if self.pin and self._in is not None:
-            self._in.pin_now()
-
     def send(self, header: dict[str, Any], tensors: list[torch.Tensor] | None = None) -> None:
         raws = [raw_bytes(t) for t in tensors or ()]
         total = sum(r.numel() for r in raws)
         if total and (self._out is None or self._out.size < total):
-            before = self.out_capacity
+            before = 0
             if self._out is not None:
+                before = self._out.size
                 self._out.close()
                 self._out = None
             self._out = _Arena(max(total, 2 * before, _MIN_ARENA), self.pin)
@@ -180,7 +142,7 @@ class Link:
                               "device": t.device.type})
         frame = json.dumps({**header, "tensors": described}).encode()
         payload = struct.pack("!I", len(frame)) + frame
-        if self._out is None or self._out_shared:  # an arena not yet shared travels even without tensors (`reserve`)
+        if not total or self._out_shared:
             self.sock.sendall(payload)
             return
         assert self._out is not None

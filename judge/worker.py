@@ -135,7 +135,6 @@ class Worker:
         self.spare: Any = None
         self.spare_started: threading.Thread | None = None  # the spare making its GPU context
         self.counter = 0
-        self.arenas_ahead = (0, 0)  # bytes of the arenas a spare makes before its job: see `_note_arenas`
         self.baselines: dict[str, Any] = {}
         # Reference timings (expert baseline, eager PyTorch) for the short feedback protocol,
         # measured once per (case, clock state) and kept for this worker's life: in the judge,
@@ -228,13 +227,12 @@ class Worker:
             print(f"judge worker: could not fork a spare candidate process: {exc}", file=sys.stderr)
             return
         if not self.target.interpreter:
-            self.spare_started = threading.Thread(target=self._start_on_device,
-                                                  args=(self.spare, SPARE_START_S, self.arenas_ahead),
+            self.spare_started = threading.Thread(target=self._start_on_device, args=(self.spare, SPARE_START_S),
                                                   name="spare-start", daemon=True)
             self.spare_started.start()
 
     @staticmethod
-    def _start_on_device(proc: Any, timeout: float, arenas: tuple[int, int] = (0, 0)) -> None:
+    def _start_on_device(proc: Any, timeout: float) -> None:
         """A fresh candidate process makes its GPU context while this worker holds the GPU's gate
         for judging, as every other use of the GPU by judging does: making a context touches
         the GPU, and before, spares made theirs whenever they were forked, timings in progress
@@ -242,7 +240,7 @@ class Worker:
         kernel's time; judge/sampling.py `hold_gpu` names the other cause that fits). Failures
         are left to whoever uses the process next (it finds it dead or not ready)."""
         with contextlib.suppress(Exception), gpu_gate(exclusive=False):
-            proc.start_device(arenas)
+            proc.start_device()
             proc.wait_ready(timeout)
 
     def _restart_template(self) -> None:
@@ -308,17 +306,10 @@ class Worker:
                 proc = self.template.spawn()
             proc.start_clock(limit)
             with gpu_gate(exclusive=False, clock=self.clock):
-                proc.start_device(self.arenas_ahead)
+                proc.start_device()
                 proc.wait_ready(max(1.0, proc.deadline - time.monotonic()))
         self._refill_spare()
         return proc
-
-    def _note_arenas(self, proc: Any) -> None:
-        """The arenas a candidate process's link ended with, each way: the next spares make
-        theirs this large before their jobs (`wire.Link.reserve`, capped there), so a worker
-        pays for growing arenas during its first jobs only."""
-        link = proc.link
-        self.arenas_ahead = (max(self.arenas_ahead[0], link.out_capacity), max(self.arenas_ahead[1], link.in_capacity))
 
     def handle(self, job: dict[str, Any]) -> dict[str, Any]:
         from judge.phases import PhaseClock
@@ -384,7 +375,6 @@ class Worker:
             return Verdict("runtime_error", f"the judge could not judge this candidate: {format_exception(exc)}"), None
         finally:
             if proc is not None:
-                self._note_arenas(proc)
                 proc.close()
 
     def _judge_job(self, task: Any, job: dict[str, Any], proc: Any) -> tuple[Any, Any]:

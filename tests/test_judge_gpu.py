@@ -4,6 +4,7 @@ process, and the race re-run of a final submission. Skipped without a GPU."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -177,7 +178,7 @@ def test_a_new_source_of_a_task_loads_the_launchers_the_judge_built_for_the_last
     from judge.worker import SOURCE_CACHES, Worker
 
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
-    monkeypatch.chdir(tmp_path)  # Worker.close changes directory to /
+    monkeypatch.chdir(Path.cwd())  # Worker.close changes directory to /: the next test gets this one back
     task = get_task("vector_add")
     first = task.baseline_source()
     second = first + "\n# another source of the same kernel\n"
