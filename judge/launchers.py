@@ -107,11 +107,13 @@ def valid_signature(raw: Any, depth: int = 0) -> tuple[Any, ...] | None:
 
 class _Metadata:
     """What a launcher class reads of a compiled kernel's metadata, with a plain kernel's values
-    (one CTA, no scratch memory, no cooperative or PDL launch): none of it is in the C source."""
+    (one CTA, no scratch memory, no cooperative or PDL launch): none of it is in the C source
+    except, on ROCm, the warp size, which is the GPU's (`build_launcher` sets it)."""
 
     cluster_dims = (1, 1, 1)
     num_ctas = 1
     tensordesc_meta = None
+    warp_size = 32
 
     def __getattr__(self, name: str) -> Any:
         return 0
@@ -128,7 +130,11 @@ def build_launcher(signature: tuple[Any, ...]) -> Path | None:
     names = [f"arg{i}" for i in range(len(signature))]
     src = SimpleNamespace(constants={}, signature=dict(zip(names, signature, strict=True)),
                           fn=SimpleNamespace(arg_names=names))
-    launcher = triton.runtime.driver.active.launcher_cls(src, _Metadata())
+    driver = triton.runtime.driver.active
+    metadata = _Metadata()
+    with contextlib.suppress(Exception):  # HIP's launcher source names the warp size; CUDA's does not
+        metadata.warp_size = int(driver.get_current_target().warp_size)
+    launcher = driver.launcher_cls(src, metadata)
     module = getattr(getattr(launcher, "launch", None), "__self__", None)
     path = getattr(module, "__file__", None)
     return Path(path).parent if isinstance(path, str) else None

@@ -88,3 +88,35 @@ def test_a_candidate_process_notes_the_signatures_of_the_launchers_it_makes(monk
     assert made.src is src  # the class still does its own work
     assert launchers.noted() == [["*fp32", "i32", ["i64", "fp16"], "constexpr"]]
     assert launchers.noted() == []
+
+
+def test_the_judge_builds_with_the_backends_own_launcher_class_and_the_gpus_warp_size(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`build_launcher` hands Triton's launcher class the signature as a kernel's source would
+    (argument kinds only) and the GPU's warp size (in HIP's launcher source), and finds the cache
+    folder from the module the launcher loaded."""
+    import triton
+
+    made: list[tuple[Any, Any]] = []
+    library = tmp_path / "KEY" / "__triton_launcher.so"
+
+    class Module:
+        __file__ = str(library)
+
+        def launch(self) -> None:
+            pass
+
+    class Launcher:
+        def __init__(self, src: Any, metadata: Any) -> None:
+            made.append((src, metadata))
+            self.launch = Module().launch
+
+    driver = types.SimpleNamespace(launcher_cls=Launcher,
+                                   get_current_target=lambda: types.SimpleNamespace(warp_size=64))
+    monkeypatch.setattr(triton.runtime, "driver", types.SimpleNamespace(active=driver))
+    assert launchers.build_launcher(("*fp32", ("i32", "i64"), "constexpr")) == tmp_path / "KEY"
+    (src, metadata), = made
+    assert list(src.signature.values()) == ["*fp32", ("i32", "i64"), "constexpr"] and src.constants == {}
+    assert metadata.warp_size == 64 and tuple(metadata.cluster_dims) == (1, 1, 1) and metadata.launch_pdl == 0
+    driver.launcher_cls = lambda src, metadata: types.SimpleNamespace(launch=print)  # a Triton with no module per signature
+    assert launchers.build_launcher(("*fp32",)) is None
