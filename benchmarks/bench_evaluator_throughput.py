@@ -152,13 +152,17 @@ def run_pool(cands: list[Candidate], case_set: str, target: Target, workers: int
     evaluations: where the pool's time goes, and when the first verdict came: an upper bound
     on the workers' start-up, the pool's fixed cost). Beside the workers' phases: `evaluate
     (caller's wall)`, each evaluation's wall time as this side waited for it (minus the
-    phases: the per-job cost outside them; the first evaluations wait for the workers' start), and `correctness (first of a source)`, the
-    correctness seconds of each source's first evaluation (its kernels compiled then)."""
+    phases: the per-job cost outside them; the first evaluations wait for the workers' start),
+    and `correctness (first of a source)`, the correctness seconds of each source's first
+    evaluation (its kernels compiled then)."""
     started = time.perf_counter()  # worker start-up is part of the pool's cost
     phases: dict[str, float] = {}
     finished: list[float] = []  # seconds since the start at which each verdict arrived
     begun: set[str] = set()
     lock = threading.Lock()
+
+    def add(name: str, seconds: float) -> None:
+        phases[name] = phases.get(name, 0.0) + seconds
 
     def one(c: Candidate) -> str:
         with lock:
@@ -168,12 +172,11 @@ def run_pool(cands: list[Candidate], case_set: str, target: Target, workers: int
         ev = pool.evaluate(c.task, c.source, case_set)
         with lock:
             finished.append(time.perf_counter() - started)
-            phases["evaluate (caller's wall)"] = phases.get("evaluate (caller's wall)", 0.0) + time.perf_counter() - asked
+            add("evaluate (caller's wall)", time.perf_counter() - asked)
             for name, seconds in (ev.phases or {}).items():
-                phases[name] = phases.get(name, 0.0) + seconds
+                add(name, seconds)
             if first_of_source:
-                first = "correctness (first of a source)"
-                phases[first] = phases.get(first, 0.0) + (ev.phases or {}).get("correctness", 0.0)
+                add("correctness (first of a source)", (ev.phases or {}).get("correctness", 0.0))
         return ev.verdict.kind
 
     with LocalPool(target, workers=workers, job_timeout=timeout, prepare=tuple(dict.fromkeys(c.task for c in cands))) as pool:

@@ -27,7 +27,6 @@ import importlib
 import json
 import re
 import sys
-import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
@@ -146,9 +145,8 @@ class SharedLaunchers:
 
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
-        self.folders: list[Path] = []
+        self.folders: list[Path] = []  # replaced whole by the one build thread, read by the worker's
         self._known: set[str] = set()
-        self._lock = threading.Lock()
         self._builds = ThreadPoolExecutor(max_workers=1, thread_name_prefix="launchers")
         self._pending: list[Future[None]] = []
 
@@ -167,7 +165,7 @@ class SharedLaunchers:
                 break
             self._known.add(key)
             queued += 1
-            self._pending = [f for f in self._pending if not f.done()] + [self._builds.submit(self._build, signature)]
+            self._pending.append(self._builds.submit(self._build, signature))  # at most MAX_KNOWN
         return queued
 
     def _build(self, signature: tuple[Any, ...]) -> None:
@@ -177,10 +175,8 @@ class SharedLaunchers:
             print(f"judge worker: no launcher built for {list(signature)} ({type(exc).__name__}: {exc})"[:400],
                   file=sys.stderr)
             return
-        if folder is not None and folder.resolve().parent == self.root:  # the judge's own cache, nowhere else
-            with self._lock:
-                if folder not in self.folders:
-                    self.folders = [*self.folders, folder]
+        if folder is not None and folder.resolve().parent == self.root and folder not in self.folders:
+            self.folders = [*self.folders, folder]  # the judge's own cache, nowhere else
 
     def wait(self, timeout: float | None = None) -> None:
         """Until the builds queued so far are done (tests, benchmarks)."""

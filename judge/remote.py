@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 from judge import template, wire
+from judge.launchers import MAX_NOTED
 from judge.oracle import CallReport
 
 
@@ -283,7 +284,7 @@ class RemoteRunner:
         reply, _ = self.proc.request({"op": "collect"})
         hints = reply.get("launchers")
         if isinstance(hints, list):
-            self.launchers.extend(hints[:64])
+            self.launchers.extend(hints[:MAX_NOTED])
         calls, changed = reply.get("calls"), reply.get("changed")
         if not isinstance(calls, int) or not isinstance(changed, list) \
                 or not all(isinstance(i, int) and not isinstance(i, bool) for i in changed):
