@@ -40,7 +40,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from results.phases import phase_seconds  # noqa: E402
+from results.phases import phase_seconds, phase_seconds_by_kind  # noqa: E402
 from results.readers import load_run  # noqa: E402
 from runners.compare import CompareOptions, RunResult, run_compare  # noqa: E402
 from runners.config import CompareConfig  # noqa: E402
@@ -147,6 +147,8 @@ class Measured:
     # task -> source hash -> [verdict, speedup, low, high] of its visible evaluation: what a
     # speed-based choice saw, so units that differ between runs can be explained
     visible: dict[str, dict[str, list[Any]]] = field(default_factory=dict)
+    # one row per job kind (visible timed, hidden, internal, ...): jobs and mean seconds per phase
+    by_kind: list[dict[str, Any]] = field(default_factory=list)
 
 
 def measure(label: str, config: CompareConfig, out: Path, sample_s: float) -> Measured:
@@ -169,7 +171,8 @@ def measure(label: str, config: CompareConfig, out: Path, sample_s: float) -> Me
                            for v in (row.speedup, row.speedup_lo, row.speedup_hi))]
     return Measured(label, f"compare --budget {config.budget} --tasks {tasks} --seed {config.seed}", wall,
                     str(result.run_dir), len(data.units), int(data.units["calls_used"].sum()), len(data.evaluations),
-                    per_method.to_dict("records"), sampler.summary(), finals, visible)
+                    per_method.to_dict("records"), sampler.summary(), finals, visible,
+                    phase_seconds_by_kind(data.evaluations).to_dict("records"))
 
 
 def identical_share(runs: list[Measured]) -> float | None:
@@ -210,6 +213,10 @@ def print_measured(m: Measured) -> None:
     for r in m.phases:
         print(f"    {r['method']:<26} {r['queue_s']:7.1f} {r['compile_s']:8.1f} {r['correctness_s']:12.1f} "
               f"{r['timing_s']:7.1f} {r['gate_s']:7.1f} {r['retry_s']:7.1f} {r['total_s']:7.1f}")
+    print("  mean seconds per job by kind:  jobs   queue  compile  correctness  timing    gate   retry  all jobs")
+    for r in m.by_kind:
+        print(f"    {r['kind']:<26} {r['jobs']:5d} {r['queue_s']:7.2f} {r['compile_s']:8.2f} {r['correctness_s']:12.2f} "
+              f"{r['timing_s']:7.2f} {r['gate_s']:7.2f} {r['retry_s']:7.2f} {r['total_s']:9.1f}")
 
 
 def write_record(record: dict[str, Any], path: Path | None) -> None:

@@ -49,3 +49,30 @@ def phase_seconds(evaluations: pd.DataFrame, candidates: pd.DataFrame) -> pd.Dat
     out = joined.groupby("method", sort=True)[["evaluations", *PHASE_COLUMNS]].sum().reset_index()
     out["total_s"] = out[list(PHASE_COLUMNS)].sum(axis=1)
     return out[cols]
+
+
+def job_kind(case_set: str, timed: bool) -> str:
+    """What a judge job was, from its case set: `visible`, `hidden`, `internal` (a method's own
+    tests; `internal:<hash>`), or a suite profile's set, with ` timed` when it was timed."""
+    return case_set.split(":")[0] + (" timed" if timed else "")
+
+
+def phase_seconds_by_kind(evaluations: pd.DataFrame) -> pd.DataFrame:
+    """One row per job kind (`job_kind`): how many jobs, the mean seconds per phase and the
+    seconds in all. Why: a run's cost is its job counts times their unit costs, and the kinds
+    differ by an order of magnitude (a timed feedback against a method's own small tests), so a
+    run of another size or suite is planned from these rows. Jobs with no phase recorded are
+    left out; an empty frame when none has one."""
+    cols = ["kind", "jobs", *PHASE_COLUMNS, "total_s"]
+    if evaluations.empty:
+        return pd.DataFrame(columns=cols)
+    ev = evaluations[evaluations[list(PHASE_COLUMNS)].notna().any(axis=1)].copy()
+    if ev.empty:
+        return pd.DataFrame(columns=cols)
+    ev["kind"] = [job_kind(str(c), bool(t)) for c, t in zip(ev["case_set"], ev["timed"], strict=True)]
+    ev[list(PHASE_COLUMNS)] = ev[list(PHASE_COLUMNS)].fillna(0.0)
+    grouped = ev.groupby("kind", sort=True)
+    out = grouped[list(PHASE_COLUMNS)].mean().reset_index()
+    out.insert(1, "jobs", grouped.size().to_numpy())
+    out["total_s"] = grouped[list(PHASE_COLUMNS)].sum().sum(axis=1).to_numpy()
+    return out[cols]

@@ -27,7 +27,7 @@ from results.curves import checkpoints, spend_at, unit_curves
 from results.labels import SIMULATED_BANNER, interval_text, range_text
 from results.latency import summarise
 from results.method_stats import MethodStats, method_stats, timed_baselines
-from results.phases import phase_seconds
+from results.phases import phase_seconds, phase_seconds_by_kind
 from results.protocols import PROTOCOL_SUMMARY_COLS, protocol_summary
 from results.readers import UNIT_KEY, RunData, task_difficulty
 from results.verdicts import display
@@ -551,6 +551,27 @@ def phase_table(a: Analysis) -> Table | None:
     return _table("phases", "Evaluation time by phase and method", rows, a, notes)
 
 
+def job_kind_table(a: Analysis) -> Table | None:
+    """Judge jobs by kind, with the mean seconds of each phase per job: what a run of another
+    budget or suite will cost, from its job counts (results/phases.py `phase_seconds_by_kind`)."""
+    per_kind = phase_seconds_by_kind(a.data.evaluations)
+    if per_kind.empty:
+        return None
+    labels = {"queue_s": "queue s", "compile_s": "compile s", "correctness_s": "correctness s",
+              "timing_s": "timing s", "gate_s": "gate s", "retry_s": "retry s"}
+    rows = []
+    for r in per_kind.to_dict("records"):
+        num: dict = {"kind": r["kind"], "jobs": int(r["jobs"]), **{k: float(r[k]) for k in labels},
+                     "total_s": float(r["total_s"])}
+        txt: dict = {"kind": r["kind"], "jobs": str(num["jobs"]), **{label: fmt(num[k], 2) for k, label in labels.items()},
+                     "all jobs s": fmt(num["total_s"], 1)}
+        rows.append((num, txt))
+    notes = ["Jobs the workers ran, by kind: visible feedback (timed on a GPU when correct), hidden judging, a "
+             "method's own tests (internal), final submissions' timing (hidden timed); phase columns are means per "
+             "job, the last column the seconds of all jobs of the kind. Replayed evaluations are not counted."]
+    return _table("job_kinds", "Evaluation time per job, by kind", rows, a, notes)
+
+
 def protocol_table(a: Analysis) -> Table | None:
     """Which timing protocol produced the run's timings, per method: the short feedback protocol
     and the full final one, with samples, early stops, reused references, drift events and
@@ -580,7 +601,7 @@ def protocol_table(a: Analysis) -> Table | None:
 def build_tables(a: Analysis) -> list[Table]:
     tables = [accuracy_table(a), variance_table(a), suite_check_table(a), new_shapes_table(a), difficulty_table(a),
               sequential_table(a), parallel_table(a), speedup_table(a), false_positive_table(a), latency_table(a),
-              latency_cases_table(a), phase_table(a), protocol_table(a),
+              latency_cases_table(a), phase_table(a), job_kind_table(a), protocol_table(a),
               comparisons_table(a) if a.comparisons else None]
     return [t for t in tables if t is not None]
 

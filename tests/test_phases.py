@@ -14,7 +14,7 @@ import pytest
 from judge.phases import PHASES, PhaseClock
 from judge.verdict import Evaluation, Verdict
 from results import store as store_module
-from results.phases import phase_seconds
+from results.phases import phase_seconds, phase_seconds_by_kind
 from results.store import Store
 
 EVALUATION = Evaluation(Verdict("correct")).to_json()
@@ -77,3 +77,21 @@ def test_a_shared_evaluation_is_split_between_the_methods_that_proposed_the_code
                                          "correctness_s": 3.0, "timing_s": 4.0, "gate_s": 1.0, "retry_s": 3.0,
                                          "total_s": 13.5}
     assert phase_seconds(ev.iloc[2:], candidates).empty
+
+
+def test_jobs_are_costed_by_kind_with_the_mean_of_each_phase() -> None:
+    def row(case_set: str, timed: bool, correctness: float | None, timing: float | None = None) -> dict:
+        return {"source_hash": "x", "task": "t", "case_set": case_set, "device_key": "d", "timed": timed,
+                "queue_s": 0.0, "compile_s": None, "correctness_s": correctness, "timing_s": timing,
+                "gate_s": None, "retry_s": None}
+
+    ev = pd.DataFrame([row("visible", True, 1.0, 3.0), row("visible", True, 2.0, 1.0), row("hidden", False, 4.0),
+                       row("internal:ab12", False, 0.5), row("internal:cd34", False, 1.5),
+                       {**row("hidden", False, None), "queue_s": None}])  # replayed: no phase, left out
+    out = phase_seconds_by_kind(ev).set_index("kind")
+    assert list(out.index) == ["hidden", "internal", "visible timed"]
+    assert out.loc["visible timed", "jobs"] == 2 and out.loc["visible timed", "timing_s"] == 2.0
+    assert out.loc["visible timed", "total_s"] == 7.0
+    assert out.loc["internal"].to_dict() == {"jobs": 2, "queue_s": 0.0, "compile_s": 0.0, "correctness_s": 1.0,
+                                             "timing_s": 0.0, "gate_s": 0.0, "retry_s": 0.0, "total_s": 2.0}
+    assert phase_seconds_by_kind(ev.iloc[5:]).empty

@@ -67,7 +67,10 @@ def test_tables_on_the_real_run(real_run: Path) -> None:
     a = analyse(load_run(real_run), n_resamples=RES)
     tables = {t.name: t for t in build_tables(a)}
     assert set(tables) == {"accuracy", "difficulty", "sequential", "parallel", "false_positives", "phases",
-                           "comparisons"}
+                           "job_kinds", "comparisons"}
+    kinds = tables["job_kinds"].numeric.set_index("kind")
+    assert set(kinds.index) <= {"visible", "hidden", "internal"} and "hidden" in kinds.index
+    assert kinds["jobs"].sum() == len(load_run(real_run).evaluations)  # every job this run judged has phases
     summary = json.loads((real_run / "summary.json").read_text())
     acc = tables["accuracy"].numeric.set_index("method")
     for method, m in summary["methods"].items():
