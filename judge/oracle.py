@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -218,26 +219,50 @@ class _InputCache:
     A persistent worker judges many candidates on the same cases; drawing a 4M-element
     input on the CPU and computing the float64 reference cost more than the candidate's
     own run on a GPU. Every candidate gets fresh clones, so none can see another's
-    buffers. Bounded by bytes; past the bound, entries are simply not kept."""
+    buffers. Bounded by bytes; past the bound, entries are simply not kept. Safe across
+    threads (a judge worker draws the run's inputs in the background, judge/worker.py
+    `_prepare_rest`): a key being made by one thread is waited for by another, not made twice."""
 
     def __init__(self, max_bytes: int = 0) -> None:
         self.max_bytes = max_bytes
         self.used = 0
         self.entries: dict[tuple[Any, ...], Any] = {}
+        self._lock = threading.Lock()
+        self._making: dict[tuple[Any, ...], threading.Event] = {}
 
     @staticmethod
     def _nbytes(value: Any) -> int:
         return sum(t.numel() * t.element_size() for t in flat_tensors(value))
 
+    @property
+    def full(self) -> bool:
+        """Whether a further entry would likely not be kept (95% of the bound used)."""
+        return self.used >= 0.95 * self.max_bytes
+
     def get(self, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
-        if key in self.entries:
-            return self.entries[key]
-        value = make()
-        size = self._nbytes(value)
-        if self.used + size <= self.max_bytes:
-            self.entries[key] = value
-            self.used += size
-        return value
+        with self._lock:
+            if key in self.entries:
+                return self.entries[key]
+            making = self._making.get(key)
+            if making is None:
+                self._making[key] = threading.Event()
+        if making is not None:  # another thread is making it: its value, or ours where it was not kept
+            making.wait()
+            with self._lock:
+                if key in self.entries:
+                    return self.entries[key]
+            return make()
+        try:
+            value = make()
+            size = self._nbytes(value)
+            with self._lock:
+                if self.used + size <= self.max_bytes:
+                    self.entries[key] = value
+                    self.used += size
+            return value
+        finally:
+            with self._lock:
+                self._making.pop(key).set()
 
 
 _CACHE = _InputCache()
@@ -246,6 +271,11 @@ _CACHE = _InputCache()
 def set_input_cache_bytes(max_bytes: int) -> None:
     """Called by the worker; a one-off judge (the naive harness, tests) keeps no cache."""
     _CACHE.max_bytes = max_bytes
+
+
+def input_cache_full() -> bool:
+    """Whether drawing more inputs ahead would be wasted (`_InputCache.full`)."""
+    return _CACHE.full
 
 
 def _skipped_here(task: Task, case: Case, interpreter: bool) -> bool:

@@ -27,6 +27,7 @@ import sysconfig
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -130,8 +131,13 @@ class Worker:
         from judge.launchers import SharedLaunchers
 
         self.launchers = SharedLaunchers(self.triton_cache)  # built for the signatures candidates noted
-        self.prepared = self._prepare_cases(template)
+        self.prepared = self._prepare_cases(template.done)
         self.template = template.result()
+        self.closing = False
+        self.preparing: threading.Thread | None = None
+        if not self.target.interpreter:  # an interpreter worker's few cores are the candidates'
+            self.preparing = threading.Thread(target=self._prepare_rest, name="prepare-rest", daemon=True)
+            self.preparing.start()
         self.spare: Any = None
         self.spare_started: threading.Thread | None = None  # the spare making its GPU context
         self.counter = 0
@@ -170,12 +176,12 @@ class Worker:
             print(f"judge worker: Triton's helpers not prebuilt ({type(exc).__name__}: {exc})", file=sys.stderr)
             return []
 
-    def _prepare_cases(self, template: Any) -> int:
-        """While the template starts (14-17 s on an H200 host, of which this process needs
-        about 3): the hidden inputs of the run's built-in tasks (`PREPARE_ENV`), drawn into the
-        oracle's cache as its first evaluation of each task would draw them (about 4 s for
-        vector_add's 79 cases: the CPU draws them). Never longer than the template takes: it
-        stops when the template is ready. Suite tasks are left to their first job (drawing their
+    def _prepare_cases(self, stop: Callable[[], bool]) -> int:
+        """The hidden inputs of the run's built-in tasks (`PREPARE_ENV`), drawn into the
+        oracle's cache as its first evaluation of each task would draw them (0.8-2.1 s per task
+        on an H200 host: the CPU draws them), until `stop()` says so: first while the template
+        starts (`stop`: it is ready), then on a GPU in the background (`_prepare_rest`). Cases
+        already drawn cost nothing. Suite tasks are left to their first job (drawing their
         inputs runs the suite's code, which can fault the GPU). Returns how many cases."""
         from bench.registry import get_task
         from judge.oracle import prepare_inputs
@@ -189,7 +195,7 @@ class Worker:
             if task.source != "builtin":
                 continue
             for case in task.cases("hidden", self.target.interpreter):
-                if template.done():
+                if stop():
                     return done
                 try:
                     with gpu_gate(exclusive=False):  # device copies wait for a timing in progress
@@ -199,6 +205,17 @@ class Worker:
                           file=sys.stderr)
                     return done
         return done
+
+    def _prepare_rest(self) -> None:
+        """The run's remaining hidden inputs, drawn beside the first jobs rather than in each
+        worker's first job of each task (on an H200 host `_prepare_cases` had about two of the
+        five P1 tasks drawn when the template was ready; the first evaluation of a new source
+        was 2.3 s against 0.84 s for a repeat): torch draws without the GIL, and a key a job
+        asks for while it is being drawn is waited for, not drawn twice (judge/oracle.py
+        `_InputCache`). Stops when the worker closes or the input cache is nearly full."""
+        from judge.oracle import input_cache_full
+
+        self._prepare_cases(lambda: self.closing or input_cache_full())
 
     def _seed(self, cache: Path) -> None:
         """Copies of the judge's prebuilt helpers (and the launchers it built for signatures
@@ -549,6 +566,9 @@ class Worker:
                 self.fatal = "device error in the judge"
 
     def close(self) -> None:
+        self.closing = True
+        if self.preparing is not None:
+            self.preparing.join(timeout=10)
         self.launchers.close()
         if self.spare is not None:
             self.spare.close()

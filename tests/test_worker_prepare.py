@@ -42,4 +42,57 @@ def test_preparing_stops_once_the_template_is_ready(monkeypatch: pytest.MonkeyPa
     ready: Future[Any] = Future()
     ready.set_result(None)
     fake = SimpleNamespace(target=detect_target(), device="cpu")
-    assert Worker._prepare_cases(fake, ready) == 0  # type: ignore[arg-type]
+    assert Worker._prepare_cases(fake, ready.done) == 0  # type: ignore[arg-type]
+
+
+def test_the_rest_is_drawn_until_told_to_stop_and_drawn_cases_cost_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What `_prepare_rest` runs in the background on a GPU: the remaining cases, until the
+    worker closes or the cache is nearly full; a case already drawn is not drawn again."""
+    monkeypatch.setenv(PREPARE_ENV, "cumsum")
+    monkeypatch.setattr(oracle, "_CACHE", oracle._InputCache(1 << 30))
+    fake = SimpleNamespace(target=detect_target(), device="cpu")
+    cases = get_task("cumsum").cases("hidden", fake.target.interpreter)
+    asked: list[int] = []
+
+    def stop_after_three() -> bool:
+        asked.append(1)
+        return len(asked) > 3
+
+    assert Worker._prepare_cases(fake, stop_after_three) == 3  # type: ignore[arg-type]
+    drawn = dict(oracle._CACHE.entries)
+    calls: list[Any] = []
+    real = get_task("cumsum").inputs
+    monkeypatch.setattr(type(get_task("cumsum")), "inputs", lambda self, c, d: calls.append(c) or real(c, d))
+    assert Worker._prepare_cases(fake, lambda: False) == len(cases)  # type: ignore[arg-type]
+    assert len(calls) == 2 * (len(cases) - 3)  # two attempts per case; the three drawn before are not drawn again
+    assert all(oracle._CACHE.entries[k] is v for k, v in drawn.items())
+
+
+def test_a_key_being_made_by_one_thread_is_waited_for_by_another() -> None:
+    import threading
+    import time
+
+    cache = oracle._InputCache(1 << 20)
+    made: list[str] = []
+
+    def slow() -> Any:
+        made.append(threading.current_thread().name)
+        time.sleep(0.2)
+        return (oracle.torch.zeros(4),)
+
+    got: list[Any] = []
+    threads = [threading.Thread(target=lambda: got.append(cache.get(("k",), slow)), name=f"t{i}") for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(made) == 1 and len(got) == 3 and all(g is got[0] for g in got)
+    assert cache.used == 16
+    tiny = oracle._InputCache(0)  # nothing kept: a waiter makes its own once the first is done
+    got.clear()
+    threads = [threading.Thread(target=lambda: got.append(tiny.get(("k",), slow))) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 2 and got[0] is not got[1] and tiny.used == 0
