@@ -239,20 +239,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--determinism", type=int, default=1, metavar="N",
                    help="run the first command N times with the same seed [1]")
     p.add_argument("--workers", type=int, default=None, help="evaluation workers [the toolkit's default]")
+    p.add_argument("--concurrency", type=int, default=None,
+                   help="units in flight at once [the toolkit's default: twice the workers]")
     p.add_argument("--device", choices=["auto", "cpu"], default="auto")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--sample-s", type=float, default=0.5, help="utilisation sampling interval [0.5 s]")
     p.add_argument("--out", type=Path, default=None, help="folder for the run folders [a temporary one]")
     p.add_argument("--json", type=Path, default=None, help="write the figures here")
     args = p.parse_args(argv)
-    if args.determinism < 1 or (args.workers is not None and args.workers < 1):
-        print("error: --determinism and --workers must be at least 1", file=sys.stderr)
+    if args.determinism < 1 or any(n is not None and n < 1 for n in (args.workers, args.concurrency)):
+        print("error: --determinism, --workers and --concurrency must be at least 1", file=sys.stderr)
         return 2
     out = args.out or Path(tempfile.mkdtemp(prefix="kmc-bench-compare-"))
 
     def config(budget: int, tasks: list[str] | None) -> CompareConfig:
         return CompareConfig(budget=budget, tasks=tasks, seed=args.seed, device=args.device, workers=args.workers,
-                             task_sources=[], method_modules=[])
+                             concurrency=args.concurrency, task_sources=[], method_modules=[])
 
     from judge.device import environment_info
     from runners.compare import start_target

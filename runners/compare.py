@@ -267,15 +267,32 @@ class CompareRun:
         self.progress.unit_finished(self.config.budget - s.used(self.ledger.unit))
 
     def _judge_hidden(self, unit: Unit, task: Task) -> None:
-        for h in self.store.unit_candidate_hashes(unit.method, unit.task, unit.repeat):
-            self.evaluator.evaluate(task.id, self.store.source(h), "hidden")
+        """Every candidate of the unit on the hidden cases, the final submission also timed (on
+        a GPU) and through its suite's own check. The jobs are independent, so they go to the
+        executor at once rather than one after another: judged in turn, a unit's ten or twenty
+        hidden jobs were a chain that kept the run's last units going while workers sat idle."""
+        jobs: list[tuple[str, str, bool]] = [(task.id, self.store.source(h), False)
+                                             for h in self.store.unit_candidate_hashes(unit.method, unit.task,
+                                                                                       unit.repeat)]
         final = self.store.final_submission(unit.method, unit.task, unit.repeat)
         if final is not None and task.profile(GEAK_EVAL_PROFILE) is not None:
             # The suite's own checker's view of the same answer (GEAK-eval's call and execution
             # accuracy), reported beside the strict hidden verdict.
-            self.evaluator.evaluate(profile_id(task.id, GEAK_EVAL_PROFILE), self.store.source(final), "hidden")
+            jobs.append((profile_id(task.id, GEAK_EVAL_PROFILE), self.store.source(final), False))
         if final is not None and not self.target.interpreter:
-            self.evaluator.evaluate(task.id, self.store.source(final), "hidden", timing=True)
+            jobs.insert(0, (task.id, self.store.source(final), True))  # the longest job first
+        if not jobs:
+            return
+        with ThreadPoolExecutor(max_workers=max(1, min(len(jobs), self.executor.size)),
+                                thread_name_prefix="hidden") as pool:
+            futures = [pool.submit(self.evaluator.evaluate, task_id, source, "hidden", timing=timed)
+                       for task_id, source, timed in jobs]
+            try:
+                for future in as_completed(futures):
+                    future.result()  # an interrupted run or a replay that missed must surface
+            except BaseException:
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
 
     def close(self) -> None:
         self.executor.close()
