@@ -1,6 +1,7 @@
-"""A unit's hidden judging (runners/compare.py `CompareRun._judge_hidden`): every candidate's
-hidden job and the final submission's timed one go to the executor together, not one after
-another, and a failing job still surfaces. In process, with a recording executor: seconds."""
+"""The scheduler (runners/compare.py `CompareRun`): units in task order, and a unit's hidden
+judging (`_judge_hidden`): every candidate's hidden job and the final submission's timed one go
+to the executor together, not one after another, and a failing job still surfaces. In process,
+with a recording executor: seconds."""
 
 from __future__ import annotations
 
@@ -93,3 +94,15 @@ def test_a_units_hidden_jobs_run_side_by_side_and_the_final_is_timed(tmp_path: P
 def test_a_hidden_job_that_fails_ends_the_run_with_its_error(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="lost its workers"):
         _run(tmp_path, Recorder(fail_hidden=True))
+
+
+def test_units_are_scheduled_task_by_task_with_every_method_of_a_task_together(tmp_path: Path) -> None:
+    config = CompareConfig(budget=2, methods=["direct", "reflexion", "geak"], tasks=["vector_add", "flip"],
+                           repeats=2, seed=0, device="auto", task_sources=[], method_modules=[])
+    run = CompareRun(config, tmp_path, SimulatedModel(), GPU, executor=Recorder())
+    try:
+        order = [(u.task, u.method, u.repeat) for u in run.units]
+    finally:
+        run.close()
+    assert order == [(t, m, r) for t in ("vector_add", "flip") for m in ("direct", "reflexion", "geak")
+                     for r in (0, 1)]
