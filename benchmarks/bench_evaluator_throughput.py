@@ -50,6 +50,7 @@ sys.path.insert(0, str(ROOT))
 from bench.registry import get_task, suite_tasks  # noqa: E402
 from judge.device import Target, default_device, detect_target  # noqa: E402
 from runners.pool import LocalPool, scrubbed_env, visible_devices  # noqa: E402
+from runners.sizing import plan_workers  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -240,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     ap.add_argument("--n", type=int, default=200, help="number of candidates [200]")
     ap.add_argument("--workers", type=int, default=None,
-                    help="concurrent candidates on each side [pool default: 2 per GPU, or min(cores, 4)]")
+                    help="concurrent candidates on each side [the pool's default plan on a GPU (4 on one H200), or min(cores, 4)]")
     ap.add_argument("--tasks", default=None, help="comma-separated task ids [the quick suite]")
     ap.add_argument("--case-set", default="hidden", choices=["visible", "hidden"])
     ap.add_argument("--timeout", type=float, default=None, help="per-candidate limit, seconds [180 GPU, 600 CPU]")
@@ -278,8 +279,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     todo = cands[a:b]
+    # On a GPU, as many at a time as the pool would run by default (runners/sizing.py: 4 on one
+    # H200); it was 2 per GPU, so a run without --workers was not comparable with the README's.
     workers = args.workers or (max(1, min(os.cpu_count() or 1, 4)) if target.interpreter
-                               else 2 * max(1, target.device_count))
+                               else plan_workers(target, visible_devices(target)).workers)
     timeout = args.timeout or (600.0 if target.interpreter else 180.0)
     print(f"target: {target.vendor} ({target.device_name}); {len(todo)} candidates (of {len(cands)}; "
           f"{len({c.source for c in todo})} distinct) over {len(task_ids)} tasks; "
