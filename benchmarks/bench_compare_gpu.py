@@ -17,13 +17,16 @@ full suite at budget 100 <= 10 minutes, identical submissions in >= 95% of units
 
 Usage (on the GPU machine, from the repository root):
     python benchmarks/bench_compare_gpu.py --determinism 3 --skip-full --json benchmarks/results/<date>-h200-seven.json
-    python benchmarks/bench_compare_gpu.py --skip-seven --json benchmarks/results/<date>-h200-full.json
+    python benchmarks/bench_compare_gpu.py --skip-seven --full-limit-s 560 --json benchmarks/results/<date>-h200-full.json
+  (`--full-limit-s`: stopped there as Ctrl-C would stop it and measured as far as it got, so a
+  run that outlasts one 10-minute device command still records its units, phases and job kinds)
 CPU smoke (toy size; timings meaningless):
     python benchmarks/bench_compare_gpu.py --device cpu --seven-tasks vector_add,flip --budget 2 --skip-full --json out.json
 """
 
 from __future__ import annotations
 
+import _thread
 import argparse
 import json
 import math
@@ -42,7 +45,7 @@ sys.path.insert(0, str(ROOT))
 
 from results.phases import phase_seconds, phase_seconds_by_kind  # noqa: E402
 from results.readers import load_run  # noqa: E402
-from runners.compare import CompareOptions, RunResult, run_compare  # noqa: E402
+from runners.compare import CompareInterrupted, CompareOptions, run_compare  # noqa: E402
 from runners.config import CompareConfig  # noqa: E402
 
 SEVEN_TASKS = "vector_add,softmax,layer_norm,rms_norm,matmul,cumsum,flip"
@@ -149,14 +152,31 @@ class Measured:
     visible: dict[str, dict[str, list[Any]]] = field(default_factory=dict)
     # one row per job kind (visible timed, hidden, internal, ...): jobs and mean seconds per phase
     by_kind: list[dict[str, Any]] = field(default_factory=list)
+    # False when the run was stopped at its time limit (`units` then counts the finished ones)
+    finished: bool = True
+    units_total: int | None = None
 
 
-def measure(label: str, config: CompareConfig, out: Path, sample_s: float) -> Measured:
+def measure(label: str, config: CompareConfig, out: Path, sample_s: float,
+            limit_s: float | None = None) -> Measured:
+    """One run, measured. `limit_s`: stopped there as Ctrl-C would stop it (every finished unit
+    recorded), and measured as far as it got: a run that would outlast a device call still
+    says where its time went."""
+    stopper = threading.Timer(limit_s, _thread.interrupt_main) if limit_s is not None else None
+    finished, total = True, None
     with Sampler(sample_s) as sampler:
         started = time.perf_counter()
-        result: RunResult = run_compare(config, CompareOptions(out=out))
+        if stopper is not None:
+            stopper.start()
+        try:
+            run_dir = run_compare(config, CompareOptions(out=out)).run_dir
+        except CompareInterrupted as stopped:
+            run_dir, finished, total = stopped.run_dir, False, stopped.units_total
+        finally:
+            if stopper is not None:
+                stopper.cancel()
         wall = time.perf_counter() - started
-    data = load_run(result.run_dir)
+    data = load_run(run_dir)
     per_method = phase_seconds(data.evaluations, data.candidates)
     last = data.submissions.sort_values("submission_index").groupby(["method", "task", "repeat"]).tail(1)
     finals: dict[str, str | None] = {f"{m}/{t}/{r}": None for m, t, r in
@@ -170,9 +190,10 @@ def measure(label: str, config: CompareConfig, out: Path, sample_s: float) -> Me
             row.verdict, *(None if math.isnan(v) else round(float(v), 4)
                            for v in (row.speedup, row.speedup_lo, row.speedup_hi))]
     return Measured(label, f"compare --budget {config.budget} --tasks {tasks} --seed {config.seed}", wall,
-                    str(result.run_dir), len(data.units), int(data.units["calls_used"].sum()), len(data.evaluations),
+                    str(run_dir), len(data.units), int(data.units["calls_used"].sum()), len(data.evaluations),
                     per_method.to_dict("records"), sampler.summary(), finals, visible,
-                    phase_seconds_by_kind(data.evaluations).to_dict("records"))
+                    phase_seconds_by_kind(data.evaluations).to_dict("records"), finished,
+                    total if total is not None else len(data.units))
 
 
 def identical_share(runs: list[Measured]) -> float | None:
@@ -204,7 +225,8 @@ def print_measured(m: Measured) -> None:
     cpu = u["cpu_percent"]
     gpu = u["gpu_sm_percent"]
     print(f"{m.label}: {m.command}")
-    print(f"  wall {m.wall_s:.1f} s; {m.units} units, {m.calls} calls, {m.evaluations} evaluations stored")
+    done = "" if m.finished else f" (STOPPED at its time limit: {m.units} of {m.units_total} units finished)"
+    print(f"  wall {m.wall_s:.1f} s; {m.units} units, {m.calls} calls, {m.evaluations} evaluations stored{done}")
     print(f"  CPU ({u['cores']} cores, {u['cpu_source']}): "
           + (f"mean {cpu['mean']:.0f}%, p90 {cpu['p90']:.0f}%" if cpu else "not sampled"))
     print(f"  GPU SM ({u['gpus']} GPU(s), {u['gpu_source']}): "
@@ -235,6 +257,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget", type=int, default=20, help="budget of the first command [20]")
     p.add_argument("--full-budget", type=int, default=100, help="budget of the full-suite run [100]")
     p.add_argument("--skip-full", action="store_true", help="leave the full-suite run out")
+    p.add_argument("--full-limit-s", type=float, default=None,
+                   help="stop the full-suite run after this many seconds and measure what finished [no limit]")
     p.add_argument("--skip-seven", action="store_true", help="leave the 7-task command out (the full suite alone)")
     p.add_argument("--determinism", type=int, default=1, metavar="N",
                    help="run the first command N times with the same seed [1]")
@@ -284,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {unit}: " + "; ".join(f"run {i + 1} chose {(r['final'] or '-')[:8]}, saw " + ", ".join(
                 f"{h[:8]} {v}" for h, v in r["visible"].items()) for i, r in enumerate(per_run)))
     if not args.skip_full:
-        full = measure("full suite", config(args.full_budget, None), out, args.sample_s)
+        full = measure("full suite", config(args.full_budget, None), out, args.sample_s, args.full_limit_s)
         print_measured(full)
     write_record(record(), args.json)
     return 0

@@ -104,6 +104,22 @@ def test_compare_benchmark_runs_the_seven_task_command_at_toy_size(tmp_path: Pat
     assert "evaluation seconds by phase" in proc.stdout
 
 
+@pytest.mark.slow
+def test_the_compare_benchmark_measures_a_full_suite_run_stopped_at_its_time_limit(tmp_path: Path) -> None:
+    """`--full-limit-s`: the run is stopped as Ctrl-C stops it and measured as far as it got (a
+    full suite outlasts one device command), said so in the record and the output."""
+    out = tmp_path / "full.json"
+    proc = _script("bench_compare_gpu.py", "--device", "cpu", "--skip-seven", "--full-budget", "20",
+                   "--full-limit-s", "15", "--workers", "1", "--sample-s", "0.5", "--out", str(tmp_path / "runs"),
+                   "--json", str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-2000:]
+    full = json.loads(out.read_text())["full_suite"]
+    assert full["finished"] is False and full["units"] < full["units_total"]
+    assert 15 <= full["wall_s"] < 120
+    assert f"STOPPED at its time limit: {full['units']} of {full['units_total']} units finished" in proc.stdout
+    assert (Path(full["run_dir"]) / "store.sqlite").exists()
+
+
 def test_the_compare_benchmark_explains_units_that_differ_between_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each differing unit lists, per run, every final any run chose, with what that run's
     visible evaluation said of it (how a speed-based choice flipped)."""
