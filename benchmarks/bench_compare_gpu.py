@@ -31,6 +31,7 @@ import argparse
 import json
 import math
 import os
+import signal
 import statistics
 import sys
 import tempfile
@@ -164,6 +165,9 @@ def measure(label: str, config: CompareConfig, out: Path, sample_s: float,
     says where its time went."""
     stopper = threading.Timer(limit_s, _thread.interrupt_main) if limit_s is not None else None
     finished, total = True, None
+    # Python's own Ctrl-C handler, whatever this process inherited: started in the background
+    # (`cmd &`, a CI job), SIGINT is ignored and the interrupt would never arrive.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler) if stopper is not None else None
     with Sampler(sample_s) as sampler:
         started = time.perf_counter()
         if stopper is not None:
@@ -175,6 +179,7 @@ def measure(label: str, config: CompareConfig, out: Path, sample_s: float,
         finally:
             if stopper is not None:
                 stopper.cancel()
+                signal.signal(signal.SIGINT, previous)
         wall = time.perf_counter() - started
     data = load_run(run_dir)
     per_method = phase_seconds(data.evaluations, data.candidates)
