@@ -523,14 +523,18 @@ def new_shapes_table(a: Analysis) -> Table | None:
     return _table("new_shapes", "Hidden cases that are new shapes, per adapted task", rows, a, notes)
 
 
+PHASE_LABELS = {"queue_s": "queue s", "compile_s": "compile s", "correctness_s": "correctness s",
+                "timing_s": "timing s", "gate_s": "gate s", "retry_s": "retry s"}
+"""Column titles of the phase tables (results/phases.py PHASE_COLUMNS)."""
+
+
 def phase_table(a: Analysis) -> Table | None:
     """Seconds of evaluation per method and phase (queue wait, compile, correctness, timing),
     with the run's total: where a slow run spends its time (results/phases.py)."""
     per_method = phase_seconds(a.data.evaluations, a.data.candidates)
     if per_method.empty:
         return None
-    labels = {"queue_s": "queue s", "compile_s": "compile s", "correctness_s": "correctness s",
-              "timing_s": "timing s", "gate_s": "gate s", "retry_s": "retry s", "total_s": "total s"}
+    labels = {**PHASE_LABELS, "total_s": "total s"}
     rows = []
     total = per_method.drop(columns="method").sum()
     for method, r in [*((m, r) for m, r in zip(per_method["method"], per_method.to_dict("records"), strict=True)),
@@ -557,8 +561,7 @@ def job_kind_table(a: Analysis) -> Table | None:
     per_kind = phase_seconds_by_kind(a.data.evaluations)
     if per_kind.empty:
         return None
-    labels = {"queue_s": "queue s", "compile_s": "compile s", "correctness_s": "correctness s",
-              "timing_s": "timing s", "gate_s": "gate s", "retry_s": "retry s"}
+    labels = PHASE_LABELS
     rows = []
     for r in per_kind.to_dict("records"):
         num: dict = {"kind": r["kind"], "jobs": int(r["jobs"]), **{k: float(r[k]) for k in labels},
