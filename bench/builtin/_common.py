@@ -35,8 +35,8 @@ def generator(case: Case, salt: int = 0, device: str = "cpu") -> torch.Generator
 
 
 def _draw_device(device: str) -> str:
-    """Where a case's values are drawn: on the GPU the judge runs on, else on the CPU (meta
-    tensors, used to size a case without drawing it, are drawn on the CPU's generator's terms)."""
+    """Where a case's values are drawn: on the GPU the judge runs on; on the CPU for any other
+    device (the CPU interpreter, or `meta` when a case is only sized)."""
     return device if torch.device(device).type == "cuda" else "cpu"
 
 
