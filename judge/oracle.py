@@ -216,9 +216,9 @@ def _masked(t: torch.Tensor, mask: torch.Tensor, largest: bool) -> torch.Tensor:
 class _InputCache:
     """Pristine inputs and float64-reference outputs per (task, case, run), kept on the device.
 
-    A persistent worker judges many candidates on the same cases; drawing a 4M-element
-    input on the CPU and computing the float64 reference cost more than the candidate's
-    own run on a GPU. Every candidate gets fresh clones, so none can see another's
+    A persistent worker judges many candidates on the same cases; drawing their inputs and,
+    above all, computing the float64 reference cost more than the candidate's own run on a
+    GPU. Every candidate gets fresh clones, so none can see another's
     buffers. Bounded by bytes; past the bound, entries are simply not kept. Safe across
     threads (a judge worker draws the run's inputs in the background, judge/worker.py
     `_prepare_rest`): a key being made by one thread is waited for by another, not made twice."""

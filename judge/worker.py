@@ -179,7 +179,8 @@ class Worker:
     def _prepare_cases(self, stop: Callable[[], bool]) -> int:
         """The hidden inputs of the run's built-in tasks (`PREPARE_ENV`), drawn into the
         oracle's cache as its first evaluation of each task would draw them (0.8-2.1 s per task
-        on an H200 host: the CPU draws them), until `stop()` says so: first while the template
+        on an H200 host while they were drawn on the CPU; far less since a GPU judge draws them on
+        the GPU, bench/builtin/_common.py), until `stop()` says so: first while the template
         starts (`stop`: it is ready), then on a GPU in the background (`_prepare_rest`). Cases
         already drawn cost nothing. Suite tasks are left to their first job (drawing their
         inputs runs the suite's code, which can fault the GPU). Returns how many cases."""
