@@ -6,6 +6,7 @@ sign of zero included, and must call NaN equal to itself (`torch.equal` on value
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -49,3 +50,59 @@ def unchanged(before: torch.Tensor, after: torch.Tensor) -> bool:
     if before.is_floating_point():
         return bool(torch.equal(torch.nan_to_num(before, nan=0.0), torch.nan_to_num(after, nan=0.0)))
     return False
+
+
+_DIGEST_CHUNK = 1 << 24
+"""Words summed per step of `bits_digest`: bounds its scratch memory (three int64 tensors of
+this many elements, 384 MiB) whatever the output's size."""
+
+_MIX = 0x9E3779B97F4A7C15 - (1 << 64)  # the golden-ratio constant, as a signed int64
+
+
+@dataclass(frozen=True)
+class Digest:
+    """A fingerprint of one value's tensors: shapes, dtypes, and per tensor three wrapping
+    int64 sums of its elements' bits (plain, weighted by position, and of a mixed word)."""
+
+    layout: tuple[tuple[tuple[int, ...], str], ...]
+    sums: tuple[int, ...]
+
+
+def bits_digest(value: Any) -> Digest:
+    """`value`'s fingerprint, made on the tensors' device with one read back to the host.
+
+    Why a fingerprint and not a copy: the candidate process keeps every output of a case set
+    until the set's end, to see whether a later call changed it (a buffer reused across
+    calls); a copy of each doubled that memory, and four judge workers' candidate processes
+    filled an H200's 140 GiB on the hidden sets. Any change of a single element, and any swap
+    of two unequal elements, changes the sums; a change built on purpose to keep all three
+    could pass, but it buys a candidate nothing, as every output was judged when its call
+    returned."""
+    tensors = flat_tensors(value)
+    sums: list[torch.Tensor] = []
+    for t in tensors:
+        sums.extend(_word_sums(t))
+    read = torch.stack([s.to(sums[0].device) for s in sums]).tolist() if sums else []
+    return Digest(tuple((tuple(t.shape), str(t.dtype)) for t in tensors), tuple(int(x) for x in read))
+
+
+def same_digest(digest: Digest, value: Any) -> bool:
+    """Whether `value` still has the fingerprint `digest` (`bits_digest`)."""
+    return bits_digest(value) == digest
+
+
+def _word_sums(t: torch.Tensor) -> list[torch.Tensor]:
+    t = t.detach()
+    if t.is_complex():
+        t = torch.view_as_real(t)
+    words = as_bits(t).reshape(-1)
+    plain = torch.zeros((), dtype=torch.int64, device=t.device)
+    placed = torch.zeros_like(plain)
+    mixed = torch.zeros_like(plain)
+    for start in range(0, words.numel(), _DIGEST_CHUNK):
+        chunk = words[start:start + _DIGEST_CHUNK].to(torch.int64)
+        place = torch.arange(start + 1, start + 1 + chunk.numel(), dtype=torch.int64, device=t.device)
+        plain += chunk.sum()
+        placed += (chunk * place).sum()
+        mixed += ((chunk * _MIX) ^ (chunk >> 29)).sum()
+    return [plain, placed, mixed]

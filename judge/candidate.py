@@ -31,7 +31,7 @@ import torch
 
 from bench.sequences import same_kind
 from judge import launches, wire
-from judge.bits import same_bits, unchanged
+from judge.bits import Digest, bits_digest, same_digest, unchanged
 from judge.running import (
     CandidateLoadError,
     classify_exception,
@@ -260,20 +260,20 @@ def changed_inputs(before: tuple, args: tuple) -> list[int]:
 @dataclass
 class HeldCall:
     """What the candidate process keeps of one call for the end-of-set check: the output (a
-    buffer the candidate reuses in a later call changes under it) and a copy of its bits as the
-    call returned them."""
+    buffer the candidate reuses in a later call changes under it) and a fingerprint of its bits
+    as the call returned them (judge/bits.py `bits_digest`: a copy doubled the memory held)."""
 
     output: Any
-    as_returned: Any
+    as_returned: Digest
 
     @classmethod
     def of(cls, out: Any, args: tuple, written: tuple[int, ...]) -> HeldCall:
-        return cls(held_output(out, args, written), copy_output(out))
+        return cls(held_output(out, args, written), bits_digest(out))
 
 
 def changed_calls(held: list[HeldCall]) -> list[int]:
     """Indices of the calls whose output is no longer what the call returned."""
-    return [i for i, h in enumerate(held) if not same_bits(h.as_returned, h.output)]
+    return [i for i, h in enumerate(held) if not same_digest(h.as_returned, h.output)]
 
 
 def copy_output(out: Any) -> Any:

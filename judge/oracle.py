@@ -218,15 +218,24 @@ class _InputCache:
 
     A persistent worker judges many candidates on the same cases; drawing their inputs and,
     above all, computing the float64 reference cost more than the candidate's own run on a
-    GPU. Every candidate gets fresh clones, so none can see another's
-    buffers. Bounded by bytes; past the bound, entries are simply not kept. Safe across
+    GPU. Every candidate gets fresh clones, so none can see another's buffers. Safe across
     threads (a judge worker draws the run's inputs in the background, judge/worker.py
-    `_prepare_rest`): a key being made by one thread is waited for by another, not made twice."""
+    `_prepare_rest`): a key being made by one thread is waited for by another, not made twice.
+
+    Bounded by bytes, evicting whole tasks, least recently used first. Why whole tasks: a
+    worker judges one task's case set at a time, so a task partly kept is redrawn in part at
+    every job anyway; and a task's own entries never evict each other, so a set larger than
+    the bound keeps its first cases instead of pushing itself out case by case. Before, past
+    the bound nothing more was kept, and in a full-suite run the first tasks judged held the
+    cache for the run while every later task redrew its inputs and re-ran its float64
+    reference at every job."""
 
     def __init__(self, max_bytes: int = 0) -> None:
         self.max_bytes = max_bytes
         self.used = 0
         self.entries: dict[tuple[Any, ...], Any] = {}
+        self.sizes: dict[tuple[Any, ...], int] = {}
+        self.task_bytes: dict[Any, int] = {}  # by task, least recently used first
         self._lock = threading.Lock()
         self._making: dict[tuple[Any, ...], threading.Event] = {}
 
@@ -236,12 +245,15 @@ class _InputCache:
 
     @property
     def full(self) -> bool:
-        """Whether a further entry would likely not be kept (95% of the bound used)."""
+        """Whether a further entry would likely not be kept without evicting (95% of the bound used)."""
         return self.used >= 0.95 * self.max_bytes
 
-    def get(self, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+    def get(self, key: tuple[Any, ...], make: Callable[[], Any], evict: bool = True) -> Any:
+        """The value of `key`, made by `make` when not kept. `evict=False` (inputs drawn ahead
+        of their first job): kept only where that evicts nothing."""
         with self._lock:
             if key in self.entries:
+                self._touch(key[0])
                 return self.entries[key]
             making = self._making.get(key)
             if making is None:
@@ -250,19 +262,41 @@ class _InputCache:
             making.wait()
             with self._lock:
                 if key in self.entries:
+                    self._touch(key[0])
                     return self.entries[key]
             return make()
         try:
             value = make()
-            size = self._nbytes(value)
             with self._lock:
-                if self.used + size <= self.max_bytes:
-                    self.entries[key] = value
-                    self.used += size
+                self._keep(key, value, self._nbytes(value), evict)
             return value
         finally:
             with self._lock:
                 self._making.pop(key).set()
+
+    def _touch(self, task: Any) -> None:
+        if task in self.task_bytes:
+            self.task_bytes[task] = self.task_bytes.pop(task)  # to the most recent end
+
+    def _keep(self, key: tuple[Any, ...], value: Any, size: int, evict: bool) -> None:
+        task = key[0]
+        own = self.task_bytes.get(task, 0)
+        if own + size > self.max_bytes or (not evict and self.used + size > self.max_bytes):
+            return  # it would have to evict its own task's entries: kept are its first cases
+        while self.used + size > self.max_bytes:
+            oldest = next(t for t in self.task_bytes if t != task)
+            self._drop(oldest)
+        self.entries[key] = value
+        self.sizes[key] = size
+        self.used += size
+        self.task_bytes[task] = own + size
+        self._touch(task)
+
+    def _drop(self, task: Any) -> None:
+        for key in [k for k in self.entries if k[0] == task]:
+            del self.entries[key]
+            self.used -= self.sizes.pop(key)
+        del self.task_bytes[task]
 
 
 _CACHE = _InputCache()
@@ -285,19 +319,19 @@ def _skipped_here(task: Task, case: Case, interpreter: bool) -> bool:
 
 def prepare_inputs(task: Task, case: Case, device: str, interpreter: bool) -> int:
     """Both attempts' inputs of `case` drawn into the cache now, as `judge_cases` would draw
-    them (a judge worker starting up: judge/worker.py); 1, or 0 for a case the interpreter skips
-    or the task cannot build here."""
+    them (a judge worker starting up: judge/worker.py), where that evicts no other task's; 1,
+    or 0 for a case the interpreter skips or the task cannot build here."""
     if _skipped_here(task, case, interpreter):
         return 0
     try:
         for refill in (False, True):
-            cached_inputs(task, case, device, refill)
+            cached_inputs(task, case, device, refill, evict=False)
     except CaseUnavailable:
         return 0
     return 1
 
 
-def cached_inputs(task: Task, case: Case, device: str, refill: bool) -> tuple:
+def cached_inputs(task: Task, case: Case, device: str, refill: bool, evict: bool = True) -> tuple:
     """Pristine inputs (cached, never handed out: a runner copies them into its own tensors)."""
     def make() -> tuple:
         c = case
@@ -305,7 +339,7 @@ def cached_inputs(task: Task, case: Case, device: str, refill: bool) -> tuple:
             c = dataclasses.replace(case, name=case.name + "+refill", seed=case.seed + 7919)
         return task.inputs(c, device)
 
-    return _CACHE.get((task.id, case, device, refill), make)
+    return _CACHE.get((task.id, case, device, refill), make, evict)
 
 
 # ---------------------------------------------------------------- running the candidate
@@ -459,10 +493,13 @@ def _check_output(out: Any, path: str = "output") -> str:
 
 @dataclass
 class _Ran:
+    """A call judged: what the end-of-set check names when its output changed later, and its
+    largest errors. Not its output: a hidden case set's outputs, all kept until the set's end,
+    held gigabytes per judge worker on an H200 (embedding's 82 cases)."""
+
     slot: int
     case: Case
     attempt: str
-    report: CallReport
     index: int
     max_abs: float = 0.0
     max_rel: float = 0.0
@@ -500,11 +537,13 @@ class _Judging:
     top of the candidate's 2.7 ms). A report that already says the call failed (it raised,
     crashed) sends nothing more."""
 
-    def __init__(self, task: Task, runner: Runner, device: str) -> None:
-        self.task, self.runner, self.device = task, runner, device
+    def __init__(self, task: Task, runner: Runner, device: str, races: bool = False) -> None:
+        """`races`: every case gets a REPEAT attempt, judged against its first output, which is
+        kept until then (and only then: no other output outlives its judging)."""
+        self.task, self.runner, self.device, self.races = task, runner, device, races
         self.in_flight: _Sent | None = None
         self.ran: list[_Ran] = []
-        self.firsts: dict[int, Any] = {}  # each case's first output as judged, for the race check
+        self.firsts: dict[int, Any] = {}  # a case's first output as judged, until its REPEAT
         self.done: set[int] = set()  # cases every attempt of which passed
         self.worst_abs = self.worst_rel = 0.0
 
@@ -544,16 +583,18 @@ class _Judging:
 
     def _judge(self, c: _Sent, report: CallReport) -> Verdict | None:
         """A passing call's report judged: the verdict when it fails, else None."""
-        r = _Ran(c.slot, c.case, c.attempt, report, len(self.ran))
+        r = _Ran(c.slot, c.case, c.attempt, len(self.ran))
         self.ran.append(r)
         with judge_side(self.runner):
-            verdict, judged = _judge_call(self.task, r, c.outputs, self.device, len(self.done), c.answer)
-        if verdict is None and c.attempt == REPEAT and _race(self.firsts.get(c.slot), judged, self.task, self.device):
+            verdict, judged = _judge_call(self.task, r, report, c.outputs, self.device, len(self.done), c.answer)
+        del report  # the output goes with it, whatever follows
+        first = self.firsts.pop(c.slot, None) if c.attempt == REPEAT else None
+        if verdict is None and c.attempt == REPEAT and _race(first, judged, self.task, self.device):
             verdict = Verdict("wrong_result", "two runs on the same inputs gave different results (a race?)",
                               c.case.name, cases_run=len(self.done), kernel_launched=True)
         if verdict is not None:
             return verdict
-        if c.attempt == FIRST:
+        if c.attempt == FIRST and self.races:
             self.firsts[c.slot] = judged
         self.worst_abs, self.worst_rel = max(self.worst_abs, r.max_abs), max(self.worst_rel, r.max_rel)
         if c.last:
@@ -596,7 +637,8 @@ def judge_cases(task: Task, runner: Runner, cases: tuple[Case, ...], device: str
     not the whole set.
     """
     runner.reset()
-    judging = _Judging(task, runner, device)
+    races = repeat_for_races and task.deterministic
+    judging = _Judging(task, runner, device, races)
     skipped = 0
     reasons: list[str] = []
     numbered = list(enumerate(cases))
@@ -609,9 +651,7 @@ def judge_cases(task: Task, runner: Runner, cases: tuple[Case, ...], device: str
                     if reason not in reasons:
                         reasons.append(reason)
                     continue
-                attempts = [FIRST, REFILL]
-                if repeat_for_races and task.deterministic:
-                    attempts.append(REPEAT)
+                attempts = [FIRST, REFILL, REPEAT] if races else [FIRST, REFILL]
                 try:
                     # The expected outputs first: a case the reference gives no answer on is
                     # skipped before the candidate runs it (`expected_and_unwritten`).
@@ -663,13 +703,13 @@ def judge_cases(task: Task, runner: Runner, cases: tuple[Case, ...], device: str
                    cases_skipped=skipped, skip_reasons=tuple(reasons), kernel_launched=True)
 
 
-def _judge_call(task: Task, r: _Ran, outputs: OutputArgs, device: str, cases_run: int,
+def _judge_call(task: Task, r: _Ran, report: CallReport, outputs: OutputArgs, device: str, cases_run: int,
                 answer: tuple[Any, Any]) -> tuple[Verdict | None, Any]:
-    """The verdict one call earns, or None when it passes (its largest errors kept on `r`),
-    with the output as judged (`Task.judged_output`: the return value, plus written output
-    arguments for tasks that have them); `answer`: the expected output and the masks of what
-    the reference leaves unwritten (`cached_expected`)."""
-    c, attempt, report = r.case, r.attempt, r.report
+    """The verdict `report` (of the call `r`) earns, or None when it passes (its largest errors
+    kept on `r`), with the output as judged (`Task.judged_output`: the return value, plus
+    written output arguments for tasks that have them); `answer`: the expected output and the
+    masks of what the reference leaves unwritten (`cached_expected`)."""
+    c, attempt = r.case, r.attempt
     launched = report.launched > 0
 
     def fail(kind: str, message: str, a: float | None = None, rel: float | None = None) -> tuple[Verdict, Any]:

@@ -524,7 +524,7 @@ def new_shapes_table(a: Analysis) -> Table | None:
 
 
 PHASE_LABELS = {"queue_s": "queue s", "compile_s": "compile s", "correctness_s": "correctness s",
-                "timing_s": "timing s", "gate_s": "gate s", "retry_s": "retry s"}
+                "timing_s": "timing s", "gate_s": "gate s", "retry_s": "retry s", "other_s": "other s"}
 """Column titles of the phase tables (results/phases.py PHASE_COLUMNS)."""
 
 

@@ -171,3 +171,43 @@ def test_the_oracle_sends_the_next_call_before_it_judges_the_last(tmp_path: Any,
     assert verdict.correct, verdict.one_line()
     assert events == ["submit 0", "result", "submit 0", "judge", "result", "submit 1", "judge", "result", "submit 1",
                       "judge", "result", "judge", "collect"]
+
+
+@pytest.mark.parametrize("races", [False, True])
+def test_the_judge_keeps_no_output_past_its_judging(tmp_path: Any, monkeypatch: pytest.MonkeyPatch,
+                                                    races: bool) -> None:
+    """Each output the judge received is freed once its call is judged (a race check's first
+    output once its repeat is): when the end-of-set check runs, none is alive. Keeping them all
+    until the set's end held gigabytes per judge worker on an H200's hidden sets."""
+    import weakref
+
+    from bench.registry import get_task
+    from judge import oracle
+    from tests.helpers import in_process_runner
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    task = get_task("vector_add")
+    inner = in_process_runner(task, task.baseline_source(), tmp_path, f"kmc_candidate_kept_{int(races)}")
+    outputs: list[weakref.ref] = []
+    alive_at_collect: list[int] = []
+
+    class Watching:
+        def result(self) -> Any:
+            report = inner.result()
+            if isinstance(report.output, torch.Tensor):
+                outputs.append(weakref.ref(report.output))
+            return report
+
+        def collect(self) -> Any:
+            alive_at_collect.append(sum(ref() is not None for ref in outputs))
+            return inner.collect()
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(inner, name)
+
+    cases = task.cases("visible", True)[:3]
+    verdict = oracle.judge_cases(task, Watching(), cases, "cpu", True,  # type: ignore[arg-type]
+                                 repeat_for_races=races)
+    assert verdict.correct, verdict.one_line()
+    assert len(outputs) == len(cases) * (3 if races else 2)
+    assert alive_at_collect == [0]

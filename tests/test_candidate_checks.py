@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from judge import wire
+from judge.bits import flat_tensors
 from judge.candidate import HeldCall, changed_calls, changed_inputs, input_copies
 
 
@@ -47,6 +48,63 @@ def test_an_output_in_memory_the_judge_refills_is_kept_as_a_copy() -> None:
     held = [HeldCall.of(x, (x,), (0,))]  # returned its own output argument
     x.fill_(-1.0)  # the judge refills its arguments for the next call
     assert changed_calls(held) == []
+
+
+def test_the_held_fingerprint_keeps_no_tensor() -> None:
+    """The end-of-set check keeps the output itself and numbers, no second copy of its memory."""
+    out = torch.randn(64)
+    held = HeldCall.of(out, (torch.ones(64),), ())
+    assert held.output is out
+    assert not flat_tensors(held.as_returned.sums) and not flat_tensors(held.as_returned.layout)
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int8,
+                                   torch.uint8, torch.int32, torch.int64, torch.bool, torch.complex64])
+def test_the_fingerprint_sees_any_one_element_changed_and_any_swap(dtype: torch.dtype, device: str,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every single-element change (a sign of zero, a NaN's payload, one bit) and every swap of two
+    unequal elements changes `bits_digest`, also across the chunks it sums in and on views."""
+    from judge import bits
+
+    monkeypatch.setattr(bits, "_DIGEST_CHUNK", 7)  # several chunks, one of them partial
+    gen = torch.Generator().manual_seed(3)
+    base = (torch.randn(5, 9, generator=gen) * 50).to(dtype) if dtype != torch.bool else \
+        torch.rand(5, 9, generator=gen) > 0.5
+    base = base.to(device)
+    words = bits.as_bits(torch.view_as_real(base) if base.is_complex() else base).reshape(-1)
+    for value in (base, base.t()):  # contiguous, and a transposed view
+        digest = bits.bits_digest(value)
+        assert bits.same_digest(digest, value.clone())
+        flat = bits.as_bits(torch.view_as_real(value) if value.is_complex() else value).reshape(-1)
+        for i in range(0, flat.numel(), 5):
+            changed = value.clone(memory_format=torch.contiguous_format)  # the same fingerprint
+            view = bits.as_bits(torch.view_as_real(changed) if changed.is_complex() else changed)
+            if dtype == torch.bool:
+                changed.view(-1)[i % changed.numel()] ^= True
+            else:
+                view.view(-1)[i] ^= 1  # the lowest bit of one element
+            assert not bits.same_digest(digest, changed), (dtype, i)
+        j = next(k for k in range(1, flat.numel()) if flat[k] != flat[0])
+        swapped = value.clone(memory_format=torch.contiguous_format)
+        view = bits.as_bits(torch.view_as_real(swapped) if swapped.is_complex() else swapped).reshape(-1) \
+            if dtype != torch.bool else swapped.view(-1)
+        first, other = view[0].clone(), view[j].clone()
+        view[0], view[j] = other, first
+        assert not bits.same_digest(digest, swapped), dtype
+    assert words.numel() > 7
+
+
+def test_the_fingerprint_tells_shapes_dtypes_and_signs_of_zero_apart() -> None:
+    from judge.bits import bits_digest
+
+    assert bits_digest(torch.zeros(4)) != bits_digest(torch.zeros(2, 2))
+    assert bits_digest(torch.zeros(4)) != bits_digest(torch.zeros(4, dtype=torch.int32))
+    assert bits_digest(torch.tensor([0.0])) != bits_digest(torch.tensor([-0.0]))
+    nan = torch.tensor([float("nan")])
+    other_nan = nan.view(torch.int32).add(1).view(torch.float32)
+    assert bits_digest(nan) != bits_digest(other_nan)
+    assert bits_digest((torch.ones(2), torch.zeros(2))) != bits_digest((torch.zeros(2), torch.ones(2)))
 
 
 @pytest.mark.gpu

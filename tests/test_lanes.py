@@ -121,6 +121,18 @@ def scripted_pool(verdicts: list[Verdict], gated: bool = True) -> tuple[LocalPoo
     return pool, worker
 
 
+def test_the_workers_time_beyond_its_named_phases_is_the_phase_other() -> None:
+    """The scripted worker names 0.01 s of correctness and takes at least 0.05 s: the rest is
+    `other`, so a job's phases add up to the seconds the worker had it."""
+    pool, _ = scripted_pool([Verdict("correct", ""), Verdict("correct", "")])
+    with pool:
+        evaluation = pool.evaluate("vector_add", "src", "visible")
+        report = pool.run_tests("vector_add", "src", "def test_a():\n    pass\n")
+    for phases in (evaluation.phases, report.phases):
+        assert phases is not None and phases["correctness"] == 0.01
+        assert 0.035 <= phases["other"] < 5.0
+
+
 def test_an_out_of_memory_verdict_is_judged_again_alone_and_recorded() -> None:
     oom = Verdict("runtime_error", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB")
     pool, worker = scripted_pool([oom, Verdict("correct", "")])
@@ -218,8 +230,8 @@ def test_judging_waits_behind_a_timer_and_a_job_alone_waits_for_the_judging(tmp_
         other = threading.Thread(target=judging_job)
         other.start()
         held.wait(5)
-        reply, _ = pool._run_job({"task": "vector_add", "source": expert, "case_set": "visible", "alone": True},
-                                 120, "timeout")
+        reply, _, _ = pool._run_job({"task": "vector_add", "source": expert, "case_set": "visible", "alone": True},
+                                    120, "timeout")
         other.join()
         assert isinstance(reply, dict) and reply["evaluation"]["verdict"]["kind"] == "correct"
         assert reply["evaluation"]["phases"]["gate"] >= 1.0

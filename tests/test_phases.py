@@ -47,23 +47,26 @@ def test_phases_are_stored_beside_the_evaluation_and_an_old_store_gains_the_colu
     db.close()
     store = Store(path)
     store.record_evaluation("new", "t", "visible", "cpu:x", EVALUATION,
-                            phases={"queue": 0.5, "compile": 1.0, "correctness": 2.0, "gate": 0.25})
+                            phases={"queue": 0.5, "compile": 1.0, "correctness": 2.0, "gate": 0.25, "other": 0.125})
     rows = {r["source_hash"]: r for r in store.evaluations()}
     assert (rows["old"]["queue_s"], rows["old"]["timing_s"]) == (None, None)
     assert (rows["new"]["queue_s"], rows["new"]["compile_s"], rows["new"]["correctness_s"],
-            rows["new"]["timing_s"], rows["new"]["gate_s"], rows["new"]["retry_s"]) == (0.5, 1.0, 2.0, None, 0.25, None)
+            rows["new"]["timing_s"], rows["new"]["gate_s"], rows["new"]["retry_s"], rows["new"]["other_s"]) == \
+        (0.5, 1.0, 2.0, None, 0.25, None, 0.125)
     assert "phases" not in rows["new"]["evaluation"]
 
 
 def test_a_shared_evaluation_is_split_between_the_methods_that_proposed_the_code() -> None:
     ev = pd.DataFrame([
         {"source_hash": "a", "task": "t", "case_set": "visible", "device_key": "d", "timed": True,
-         "queue_s": 1.0, "compile_s": 2.0, "correctness_s": 4.0, "timing_s": 8.0, "gate_s": 2.0, "retry_s": None},
+         "queue_s": 1.0, "compile_s": 2.0, "correctness_s": 4.0, "timing_s": 8.0, "gate_s": 2.0, "retry_s": None,
+         "other_s": 0.5},
         {"source_hash": "b", "task": "t", "case_set": "hidden", "device_key": "d", "timed": False,
-         "queue_s": 0.0, "compile_s": 1.0, "correctness_s": 1.0, "timing_s": None, "gate_s": None, "retry_s": 3.0},
+         "queue_s": 0.0, "compile_s": 1.0, "correctness_s": 1.0, "timing_s": None, "gate_s": None, "retry_s": 3.0,
+         "other_s": None},
         {"source_hash": "a", "task": "t@geak-eval", "case_set": "hidden", "device_key": "d", "timed": False,
          "queue_s": None, "compile_s": None, "correctness_s": None, "timing_s": None, "gate_s": None,
-         "retry_s": None},  # replayed: no time
+         "retry_s": None, "other_s": None},  # replayed: no time
     ])
     candidates = pd.DataFrame([{"method": "direct", "task": "t", "source_hash": "a"},
                                {"method": "geak", "task": "t", "source_hash": "a"},
@@ -72,10 +75,10 @@ def test_a_shared_evaluation_is_split_between_the_methods_that_proposed_the_code
     out = phase_seconds(ev, candidates).set_index("method")
     assert out.loc["direct"].to_dict() == {"evaluations": 0.5, "queue_s": 0.5, "compile_s": 1.0,
                                            "correctness_s": 2.0, "timing_s": 4.0, "gate_s": 1.0, "retry_s": 0.0,
-                                           "total_s": 8.5}
+                                           "other_s": 0.25, "total_s": 8.75}
     assert out.loc["geak"].to_dict() == {"evaluations": 1.5, "queue_s": 0.5, "compile_s": 2.0,
                                          "correctness_s": 3.0, "timing_s": 4.0, "gate_s": 1.0, "retry_s": 3.0,
-                                         "total_s": 13.5}
+                                         "other_s": 0.25, "total_s": 13.75}
     assert phase_seconds(ev.iloc[2:], candidates).empty
 
 
@@ -83,15 +86,16 @@ def test_jobs_are_costed_by_kind_with_the_mean_of_each_phase() -> None:
     def row(case_set: str, timed: bool, correctness: float | None, timing: float | None = None) -> dict:
         return {"source_hash": "x", "task": "t", "case_set": case_set, "device_key": "d", "timed": timed,
                 "queue_s": 0.0, "compile_s": None, "correctness_s": correctness, "timing_s": timing,
-                "gate_s": None, "retry_s": None}
+                "gate_s": None, "retry_s": None, "other_s": 0.25}
 
     ev = pd.DataFrame([row("visible", True, 1.0, 3.0), row("visible", True, 2.0, 1.0), row("hidden", False, 4.0),
                        row("internal:ab12", False, 0.5), row("internal:cd34", False, 1.5),
-                       {**row("hidden", False, None), "queue_s": None}])  # replayed: no phase, left out
+                       {**row("hidden", False, None), "queue_s": None, "other_s": None}])  # replayed: no phase, left out
     out = phase_seconds_by_kind(ev).set_index("kind")
     assert list(out.index) == ["hidden", "internal", "visible timed"]
     assert out.loc["visible timed", "jobs"] == 2 and out.loc["visible timed", "timing_s"] == 2.0
-    assert out.loc["visible timed", "total_s"] == 7.0
+    assert out.loc["visible timed", "total_s"] == 7.5
     assert out.loc["internal"].to_dict() == {"jobs": 2, "queue_s": 0.0, "compile_s": 0.0, "correctness_s": 1.0,
-                                             "timing_s": 0.0, "gate_s": 0.0, "retry_s": 0.0, "total_s": 2.0}
+                                             "timing_s": 0.0, "gate_s": 0.0, "retry_s": 0.0, "other_s": 0.25,
+                                             "total_s": 2.5}
     assert phase_seconds_by_kind(ev.iloc[5:]).empty

@@ -673,9 +673,7 @@ def test_timing_takes_inputs_and_expected_outputs_from_the_judges_cache(monkeypa
 
     monkeypatch.setattr(oracle, "expected_and_unwritten", expected)
     monkeypatch.setattr(oracle, "_to_device", lambda out, device: out)
-    monkeypatch.setattr(oracle._CACHE, "max_bytes", 1 << 20)
-    monkeypatch.setattr(oracle._CACHE, "entries", {})
-    monkeypatch.setattr(oracle._CACHE, "used", 0)
+    monkeypatch.setattr(oracle, "_CACHE", oracle._InputCache(1 << 20))
     monkeypatch.setattr(timing, "time_case_short", measure)
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
     cases = tuple(type("C", (), {"name": n, "seed": 0})() for n in ("c0", "gone", "c1"))
