@@ -69,13 +69,18 @@ _ENV_SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "AUTH")
 
 
 def scrubbed_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """Allow-listed variables only, and never one whose name suggests a secret."""
+    """Allow-listed variables only, and never one whose name suggests a secret. The import
+    path is the project's, then the caller's own PYTHONPATH: packages installed there reach
+    the workers too. Before, only the project was kept, so `pyseccomp` installed on a
+    PYTHONPATH folder was missing in every worker, and no candidate had its seccomp filter
+    (on an H200 host, a candidate killed its template: `crash` instead of a refused signal)."""
     env = {}
     for name, value in os.environ.items():
         allowed = name in _ENV_ALLOW or name.startswith(_ENV_ALLOW_PREFIXES)
         if allowed and not any(word in name.upper() for word in _ENV_SECRET_WORDS):
             env[name] = value
-    env["PYTHONPATH"] = str(PROJECT_ROOT)
+    inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([str(PROJECT_ROOT), *inherited]))
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env.update(extra or {})

@@ -20,6 +20,19 @@ def test_scrubbed_env_keeps_no_secret(monkeypatch: pytest.MonkeyPatch) -> None:
     assert env["TRITON_CACHE_DIR"] == "/tmp/tc" and env["CUDA_VISIBLE_DEVICES"] == "1"
 
 
+def test_workers_import_from_the_project_then_the_callers_python_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A package on the caller's PYTHONPATH (pyseccomp, which contains every candidate) reaches
+    the workers; the project comes first, and nothing else of the caller's environment does."""
+    import os
+
+    from runners.pool import PROJECT_ROOT
+
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(["/opt/site", "", str(PROJECT_ROOT), "/opt/more"]))
+    assert scrubbed_env()["PYTHONPATH"].split(os.pathsep) == [str(PROJECT_ROOT), "/opt/site", "/opt/more"]
+    monkeypatch.delenv("PYTHONPATH")
+    assert scrubbed_env()["PYTHONPATH"] == str(PROJECT_ROOT)
+
+
 def test_poisoning_reaches_an_allocator_bound_before_it_started() -> None:
     from judge.oracle import install_poisoned_allocations
 
