@@ -299,6 +299,11 @@ class CompareRun:
                 raise
 
     def close(self) -> None:
+        """Once; a second call does nothing (`run_compare` closes inside the run's log, so the
+        pool's closing counts reach run.log, and again after it in case the log never opened)."""
+        if getattr(self, "_closed", False):
+            return
+        self._closed = True
         self.executor.close()
         self.store.close()
 
@@ -640,7 +645,11 @@ def run_compare(config: CompareConfig, options: CompareOptions | None = None) ->
                      retry_errors=opts.retry_errors, recorded_evaluations=recorded_evaluations)
     try:
         with run_log(RunFolder(run_dir).log_path):
-            summary, errored = _run_logged(run, opts, resumed, exact_replay, prepared.changed, machine, clock_lock)
+            try:
+                summary, errored = _run_logged(run, opts, resumed, exact_replay, prepared.changed, machine,
+                                               clock_lock)
+            finally:
+                run.close()
     finally:
         run.close()
     stats = getattr(client, "stats", None)

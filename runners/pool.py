@@ -559,11 +559,16 @@ class LocalPool:
                     pass
 
     def close(self) -> None:
+        """Stop every worker and remove the pool's folder; the pool's counts go to the log
+        (run.log in a run), where a slow run's restarts and retries can be read."""
         for w in self._all:
             with w._lock:
                 w.closed = True
                 w.kill()
         shutil.rmtree(self.workdir, ignore_errors=True)
+        s = self.stats
+        log.info("pool closed: %d jobs, %d worker restarts, %d timeouts, %d crashes, %d out-of-memory retries",
+                 s.jobs, s.restarts, s.timeouts, s.crashes, s.oom_retries)
 
     def __enter__(self) -> LocalPool:
         return self

@@ -133,11 +133,12 @@ def test_the_workers_time_beyond_its_named_phases_is_the_phase_other() -> None:
         assert 0.035 <= phases["other"] < 5.0
 
 
-def test_an_out_of_memory_verdict_is_judged_again_alone_and_recorded() -> None:
+def test_an_out_of_memory_verdict_is_judged_again_alone_and_recorded(caplog: pytest.LogCaptureFixture) -> None:
     oom = Verdict("runtime_error", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB")
     pool, worker = scripted_pool([oom, Verdict("correct", "")])
-    with pool:
+    with caplog.at_level("INFO", logger="kmc.pool"), pool:
         evaluation = pool.evaluate("vector_add", "src", "visible")
+    assert "pool closed: 2 jobs, 0 worker restarts, 0 timeouts, 0 crashes, 1 out-of-memory retries" in caplog.text
     assert evaluation.verdict.kind == "correct"
     assert [job.get("alone", False) for job in worker.jobs] == [False, True]
     assert evaluation.phases is not None and evaluation.phases["retry"] >= 0.05
