@@ -236,13 +236,13 @@ def print_measured(m: Measured) -> None:
           + (f"mean {cpu['mean']:.0f}%, p90 {cpu['p90']:.0f}%" if cpu else "not sampled"))
     print(f"  GPU SM ({u['gpus']} GPU(s), {u['gpu_source']}): "
           + (f"mean {gpu['mean']:.0f}%, median {gpu['median']:.0f}%, p90 {gpu['p90']:.0f}%" if gpu else "not sampled"))
-    print("  evaluation seconds by phase:   queue  compile  correctness  timing    gate   retry   other   total")
+    print("  evaluation seconds by phase:   queue   start  compile  correctness  timing    gate   retry   other   total")
     for r in m.phases:
-        print(f"    {r['method']:<26} {r['queue_s']:7.1f} {r['compile_s']:8.1f} {r['correctness_s']:12.1f} "
+        print(f"    {r['method']:<26} {r['queue_s']:7.1f} {r['start_s']:7.1f} {r['compile_s']:8.1f} {r['correctness_s']:12.1f} "
               f"{r['timing_s']:7.1f} {r['gate_s']:7.1f} {r['retry_s']:7.1f} {r['other_s']:7.1f} {r['total_s']:7.1f}")
-    print("  mean seconds per job by kind:  jobs   queue  compile  correctness  timing    gate   retry   other  all jobs")
+    print("  mean seconds per job by kind:  jobs   queue   start  compile  correctness  timing    gate   retry   other  all jobs")
     for r in m.by_kind:
-        print(f"    {r['kind']:<26} {r['jobs']:5d} {r['queue_s']:7.2f} {r['compile_s']:8.2f} {r['correctness_s']:12.2f} "
+        print(f"    {r['kind']:<26} {r['jobs']:5d} {r['queue_s']:7.2f} {r['start_s']:7.2f} {r['compile_s']:8.2f} {r['correctness_s']:12.2f} "
               f"{r['timing_s']:7.2f} {r['gate_s']:7.2f} {r['retry_s']:7.2f} {r['other_s']:7.2f} {r['total_s']:9.1f}")
 
 

@@ -1,6 +1,7 @@
 """Where an evaluation's time goes: seconds per phase, measured where the work happens.
 
-The worker times what it does (`compile`: writing and importing the candidate, which is where
+The worker times what it does (`start`: waiting for the candidate's process to be ready, the
+spare forked ahead or a fresh one; `compile`: writing and importing the candidate, which is where
 a syntax or compile error shows; `correctness`: the oracle on the case set, or a method's own
 tests; `timing`: the perf-case check and the timing protocol, on a GPU only; `gate`: waiting at the
 GPU's fair gate, judge/gate.py, for a timer ahead or, as a timer, for the judging jobs on the
@@ -19,7 +20,7 @@ import contextlib
 import time
 from collections.abc import Iterator
 
-PHASES = ("queue", "compile", "correctness", "timing", "gate", "retry", "other")
+PHASES = ("queue", "start", "compile", "correctness", "timing", "gate", "retry", "other")
 
 
 class PhaseClock:

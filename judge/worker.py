@@ -371,7 +371,8 @@ class Worker:
         limit = float(job.get("timeout") or 600.0)
         proc = None
         try:
-            proc = self._candidate(limit)
+            with self.clock("start"):
+                proc = self._candidate(limit)
             proc.plan = self._plan(job["source"])
             with self.clock("compile"):  # writing and importing the candidate, in its process
                 reply, _ = proc.request({"op": "load", "source": job["source"], "entry_point": task.entry_point,

@@ -1,7 +1,8 @@
 """Where a run's evaluation time went, per method and phase (issue 15 item 3).
 
 Each stored evaluation carries the seconds of its phases (queue wait, compile, correctness,
-timing, GPU gate wait, out-of-memory retries, the rest of the worker's time; judge/phases.py). An evaluation is cached by (source, task, case set, device), so one
+timing, GPU gate wait, out-of-memory retries, the candidate process's start, the rest of the
+worker's time; judge/phases.py). An evaluation is cached by (source, task, case set, device), so one
 evaluation can serve several methods that proposed the same source for the same task: its
 seconds are split equally between them, so the rows add up to the run's total. Pure pandas
 over the readers' frames.
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-PHASE_COLUMNS = ("queue_s", "compile_s", "correctness_s", "timing_s", "gate_s", "retry_s", "other_s")
+PHASE_COLUMNS = ("queue_s", "start_s", "compile_s", "correctness_s", "timing_s", "gate_s", "retry_s", "other_s")
 PROFILE_MARK = "@"  # `<task>@<profile>`: the suite's own check of a task's submission (bench.registry)
 
 

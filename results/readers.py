@@ -91,7 +91,7 @@ class RunData:
         was recorded: only correct candidates are timed), verdict, speedup, speedup_lo,
         speedup_hi, speedup_vs_eager, candidate_ms, flagged, flag_reasons, skip_reasons
         (cases the judge skipped, with why), queue_s, compile_s, correctness_s, timing_s,
-        gate_s, retry_s, other_s (seconds per phase, judge/phases.py; NaN when not measured: a replayed
+        gate_s, retry_s, other_s, start_s (seconds per phase, judge/phases.py; NaN when not measured: a replayed
         evaluation or an older store), and how it was timed (None / NaN when not timed): protocol
         ("final-full" or "feedback-short", judge/policy.py), samples (candidate samples over
         all cases), early_stopped (cases the sequential rule stopped early),

@@ -73,6 +73,7 @@ CREATE TABLE IF NOT EXISTS evaluations (
     timed INTEGER NOT NULL DEFAULT 0,
     verdict TEXT NOT NULL, evaluation TEXT NOT NULL, created REAL NOT NULL,
     queue_s REAL, compile_s REAL, correctness_s REAL, timing_s REAL, gate_s REAL, retry_s REAL, other_s REAL,
+    start_s REAL,
     protocol TEXT, samples INTEGER, early_stopped INTEGER, baselines_reused INTEGER, drift_events INTEGER,
     PRIMARY KEY (source_hash, task, case_set, device_key, timed));
 CREATE TABLE IF NOT EXISTS retried_calls (
@@ -89,7 +90,7 @@ CREATE TABLE IF NOT EXISTS units (
 
 
 #: Phases an evaluation's seconds are kept for (judge/phases.py PHASES; a column `<phase>_s` each).
-PHASES = ("queue", "compile", "correctness", "timing", "gate", "retry", "other")
+PHASES = ("queue", "start", "compile", "correctness", "timing", "gate", "retry", "other")
 #: How each timing was taken (judge/policy.py PROTOCOLS), one column each, NULL for an evaluation
 #: with no timing: the protocol, candidate samples over all cases, cases the sequential rule
 #: stopped early, cases whose reference timings came from the worker's cache, drift events.
@@ -420,7 +421,7 @@ class Store:
     def evaluations(self) -> list[dict[str, Any]]:
         """Every evaluation: key (with `timed` as 0/1), verdict kind, the evaluation's JSON text and
         the seconds of each phase (`queue_s`, `compile_s`, `correctness_s`, `timing_s`, `gate_s`,
-        `retry_s`, `other_s`; None when not measured) and how it was timed (PROTOCOL_COLUMNS; None when not
+        `retry_s`, `other_s`, `start_s`; None when not measured) and how it was timed (PROTOCOL_COLUMNS; None when not
         timed)."""
         return self._rows("SELECT source_hash, task, case_set, device_key, timed, verdict, evaluation, "
                           f"{', '.join(f'{p}_s' for p in PHASES)}, {', '.join(PROTOCOL_COLUMNS)} FROM evaluations "

@@ -523,8 +523,8 @@ def new_shapes_table(a: Analysis) -> Table | None:
     return _table("new_shapes", "Hidden cases that are new shapes, per adapted task", rows, a, notes)
 
 
-PHASE_LABELS = {"queue_s": "queue s", "compile_s": "compile s", "correctness_s": "correctness s",
-                "timing_s": "timing s", "gate_s": "gate s", "retry_s": "retry s", "other_s": "other s"}
+PHASE_LABELS = {"queue_s": "queue s", "start_s": "start s", "compile_s": "compile s",
+                "correctness_s": "correctness s", "timing_s": "timing s", "gate_s": "gate s", "retry_s": "retry s", "other_s": "other s"}
 """Column titles of the phase tables (results/phases.py PHASE_COLUMNS)."""
 
 

@@ -461,17 +461,17 @@ class LocalPool:
                 worker.judged.add(task_id)
             except WorkerTimeout:
                 self._count("timeouts")
-                self._restart(worker)
+                self._restart(worker, job, f"no reply within {backstop:.0f} s")
                 return Verdict("timeout", timeout_message, worker_restarted=True), queued, ran()
             except WorkerDied as exc:
                 self._count("crashes")
-                self._restart(worker)
+                self._restart(worker, job, str(exc))
                 return Verdict("crash", str(exc), worker_restarted=True), queued, ran()
             except ProtocolViolation as exc:
-                self._restart(worker)
+                self._restart(worker, job, f"protocol violation: {exc}")
                 return Verdict("runtime_error", f"protocol violation: {exc}", worker_restarted=True), queued, ran()
             if reply.get("fatal"):
-                self._restart(worker)
+                self._restart(worker, job, str(reply.get("restart_reason") or "the worker asked for it"))
             kind = reply.get("evaluation", {}).get("verdict", {}).get("kind")
             if kind in ("timeout", "crash"):
                 self._count("timeouts" if kind == "timeout" else "crashes")
@@ -533,9 +533,13 @@ class LocalPool:
         report = InternalTestReport.from_json(reply["evaluation"])
         return dataclasses.replace(report, phases=_with_other(pool_phases, report.phases or {}, ran))
 
-    def _restart(self, worker: WorkerProcess) -> None:
-        """Kill now; start the replacement in the background so its imports overlap."""
+    def _restart(self, worker: WorkerProcess, job: dict[str, Any], why: str) -> None:
+        """Kill now; start the replacement in the background so its imports overlap. The log
+        (run.log in a run) says why: a worker out of service while it restarts costs a full
+        run seconds of capacity, and an H200 full-suite run counted 8 restarts with no reason kept."""
         self._count("restarts")
+        log.warning("judge worker restarted after a job (%s) of %s: %s", job.get("kind", "evaluation"),
+                    job.get("task"), why[:500])
         worker.kill()
 
         def start() -> None:

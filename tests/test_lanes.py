@@ -111,6 +111,9 @@ class ScriptedWorker:
     def kill(self) -> None:
         pass
 
+    def ensure_started(self) -> None:
+        pass
+
 
 def scripted_pool(verdicts: list[Verdict], gated: bool = True) -> tuple[LocalPool, ScriptedWorker]:
     pool = LocalPool(CPU, workers=1, gate_on_cpu=gated)
@@ -131,6 +134,20 @@ def test_the_workers_time_beyond_its_named_phases_is_the_phase_other() -> None:
     for phases in (evaluation.phases, report.phases):
         assert phases is not None and phases["correctness"] == 0.01
         assert 0.035 <= phases["other"] < 5.0
+
+
+def test_a_worker_restart_is_logged_with_its_reason(caplog: pytest.LogCaptureFixture) -> None:
+    pool, worker = scripted_pool([Verdict("runtime_error", "the judge could not judge this candidate")])
+    real_run = worker.run
+
+    def fatal(job: dict[str, Any], timeout: float) -> dict[str, Any]:
+        return {**real_run(job, timeout), "fatal": True, "restart_reason": "device error in the judge"}
+
+    worker.run = fatal  # type: ignore[method-assign]
+    with caplog.at_level("INFO", logger="kmc.pool"), pool:
+        pool.evaluate("softmax", "src", "hidden")
+    assert "judge worker restarted after a job (evaluation) of softmax: device error in the judge" in caplog.text
+    assert "1 worker restarts" in caplog.text
 
 
 def test_an_out_of_memory_verdict_is_judged_again_alone_and_recorded(caplog: pytest.LogCaptureFixture) -> None:
