@@ -460,11 +460,13 @@ class LocalPool:
                 reply = worker.run({**job, "timeout": limit}, backstop)
                 worker.judged.add(task_id)
             except WorkerTimeout:
-                self._count("timeouts")
+                if not worker.closed:
+                    self._count("timeouts")
                 self._restart(worker, job, f"no reply within {backstop:.0f} s")
                 return Verdict("timeout", timeout_message, worker_restarted=True), queued, ran()
             except WorkerDied as exc:
-                self._count("crashes")
+                if not worker.closed:  # else killed by `abort` (a run stopping): not the candidate's doing
+                    self._count("crashes")
                 self._restart(worker, job, str(exc))
                 return Verdict("crash", str(exc), worker_restarted=True), queued, ran()
             except ProtocolViolation as exc:
@@ -536,7 +538,10 @@ class LocalPool:
     def _restart(self, worker: WorkerProcess, job: dict[str, Any], why: str) -> None:
         """Kill now; start the replacement in the background so its imports overlap. The log
         (run.log in a run) says why: a worker out of service while it restarts costs a full
-        run seconds of capacity, and an H200 full-suite run counted 8 restarts with no reason kept."""
+        run seconds of capacity, and an H200 full-suite run counted 8 restarts with no reason kept.
+        Nothing for a worker the pool has closed or aborted (a stopping run's jobs in flight)."""
+        if worker.closed:
+            return
         self._count("restarts")
         log.warning("judge worker restarted after a job (%s) of %s: %s", job.get("kind", "evaluation"),
                     job.get("task"), why[:500])

@@ -295,3 +295,21 @@ def test_on_a_gpu_a_timed_evaluation_beside_busy_judging_is_correct_and_waits_at
     assert timed.verdict.kind == "correct" and timed.timing is not None
     assert timed.phases is not None and "gate" in timed.phases and "timing" in timed.phases
     assert kinds and set(kinds) == {"correct"}
+
+
+def test_jobs_killed_by_a_stopping_run_are_not_counted_as_restarts(caplog: pytest.LogCaptureFixture) -> None:
+    """`abort` (Ctrl-C, or a run cut at its time limit) kills the workers under their jobs: those
+    end as WorkerDied, but no candidate crashed and no worker is restarted. An H200 run cut at
+    its limit had counted and logged every job in flight as a crash and a restart."""
+    sleeper = "import time\n\n\ndef vector_add(x, y):\n    time.sleep(60)\n    return x + y\n"
+    with caplog.at_level("INFO", logger="kmc.pool"), LocalPool(CPU, workers=1, job_timeout=120.0) as pool:
+        pool.warm_up()
+        done: list[Any] = []
+        thread = threading.Thread(target=lambda: done.append(pool.evaluate("vector_add", sleeper, "visible")))
+        thread.start()
+        time.sleep(3.0)  # the candidate is asleep in its call
+        pool.abort()
+        thread.join(30)
+    assert done and done[0].verdict.kind == "crash"
+    assert pool.stats.jobs == 1 and pool.stats.restarts == 0 and pool.stats.crashes == 0
+    assert "restarted" not in caplog.text
