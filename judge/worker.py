@@ -15,6 +15,7 @@ this process, but the channel stays strict.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import hashlib
@@ -43,6 +44,26 @@ PREPARE_ENV = "KMC_PREPARE_TASKS"  # the run's task ids: their hidden inputs dra
 SOURCE_CACHES = "sources"  # under the Triton cache root: one writable cache per candidate source
 TMP_CAP_ENV = "KMC_CANDIDATE_TMP_MB"  # size cap of a candidate's private /tmp and folder
 SPARE_START_S = 120.0  # how long a spare may take to make its GPU context before the gate is let go
+SPARES_ENV = "KMC_SPARES"  # candidate processes forked ahead of need (default 1; each holds a GPU context)
+
+
+MAX_SPARES = 4
+
+
+def _spare_count(value: str) -> int:
+    """`KMC_SPARES` read: 1 to `MAX_SPARES`, 1 when unset; anything else is 1 with a line on
+    stderr (the worker's log), never a worker that fails to start."""
+    if not value.strip():
+        return 1
+    try:
+        count = int(value)
+    except ValueError:
+        count = 0
+    if not 1 <= count <= MAX_SPARES:
+        print(f"judge worker: {SPARES_ENV}={value!r} is not a whole number from 1 to {MAX_SPARES}; using 1",
+              file=sys.stderr)
+        return 1
+    return count
 
 
 def prebuilt_helpers(root: Path, suffix: str) -> list[Path]:
@@ -138,8 +159,11 @@ class Worker:
         if not self.target.interpreter:  # an interpreter worker's few cores are the candidates'
             self.preparing = threading.Thread(target=self._prepare_rest, name="prepare-rest", daemon=True)
             self.preparing.start()
-        self.spare: Any = None
-        self.spare_started: threading.Thread | None = None  # the spare making its GPU context
+        # Candidate processes forked ahead of need, oldest first: each with the thread making its
+        # GPU context (None on the interpreter). More than one (`KMC_SPARES`) lets a short job
+        # find its process ready although the one before it was short too (`_candidate`).
+        self.spares: collections.deque[tuple[Any, threading.Thread | None]] = collections.deque()
+        self.spare_count = _spare_count(os.environ.get(SPARES_ENV, ""))
         self.counter = 0
         self.baselines: dict[str, Any] = {}
         # Reference timings (expert baseline, eager PyTorch) for the short feedback protocol,
@@ -151,7 +175,7 @@ class Worker:
         from judge.phases import PhaseClock
 
         self.clock = PhaseClock()
-        self._refill_spare()
+        self._refill_spares()
 
     def _compile_helpers(self) -> list[Path]:
         """On a GPU: Triton's driver helpers (its C utilities and launcher, built with the system
@@ -234,20 +258,23 @@ class Worker:
             except OSError:
                 shutil.rmtree(partial, ignore_errors=True)
 
-    def _refill_spare(self) -> None:
-        """Fork the next candidate's process now; on a GPU it makes its device context in the
-        background (`_start_on_device`), so that overlaps the current candidate's judging."""
-        self.spare_started = None
-        try:
-            self.spare = self.template.spawn()
-        except (OSError, EOFError) as exc:
-            self.spare = None
-            print(f"judge worker: could not fork a spare candidate process: {exc}", file=sys.stderr)
-            return
-        if not self.target.interpreter:
-            self.spare_started = threading.Thread(target=self._start_on_device, args=(self.spare, SPARE_START_S),
-                                                  name="spare-start", daemon=True)
-            self.spare_started.start()
+    def _refill_spares(self) -> None:
+        """Fork the next candidates' processes now, up to `spare_count`; on a GPU each makes its
+        device context in the background (`_start_on_device`), so that overlaps the current
+        candidate's judging. Forked here only, never in those threads: the template's control
+        socket serves one request at a time."""
+        while len(self.spares) < self.spare_count:
+            try:
+                proc = self.template.spawn()
+            except (OSError, EOFError) as exc:
+                print(f"judge worker: could not fork a spare candidate process: {exc}", file=sys.stderr)
+                return
+            started = None
+            if not self.target.interpreter:
+                started = threading.Thread(target=self._start_on_device, args=(proc, SPARE_START_S),
+                                           name="spare-start", daemon=True)
+                started.start()
+            self.spares.append((proc, started))
 
     @staticmethod
     def _start_on_device(proc: Any, timeout: float) -> None:
@@ -299,8 +326,7 @@ class Worker:
         from judge.remote import CandidateDied, CandidateTimeout
         from judge.wire import WireError
 
-        proc, self.spare = self.spare, None
-        started, self.spare_started = self.spare_started, None
+        proc, started = self.spares.popleft() if self.spares else (None, None)
         if started is not None:
             # In a job alone this thread holds the GPU exclusively, and the spare's start waits
             # behind it: that spare is given up, and a fresh process starts under this ticket.
@@ -326,7 +352,7 @@ class Worker:
             with gpu_gate(exclusive=False, clock=self.clock):
                 proc.start_device()
                 proc.wait_ready(max(1.0, proc.deadline - time.monotonic()))
-        self._refill_spare()
+        self._refill_spares()
         return proc
 
     def handle(self, job: dict[str, Any]) -> dict[str, Any]:
@@ -572,8 +598,8 @@ class Worker:
         if self.preparing is not None:
             self.preparing.join(timeout=10)
         self.launchers.close()
-        if self.spare is not None:
-            self.spare.close()
+        for proc, _ in self.spares:
+            proc.close()
         self.template.close()
         os.chdir("/")
         shutil.rmtree(self.tmp, ignore_errors=True)

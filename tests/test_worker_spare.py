@@ -32,17 +32,17 @@ def _judge(worker: Worker, job_id: int) -> dict[str, Any]:
 
 @pytest.mark.slow
 def test_a_dead_spare_is_replaced_and_the_next_candidate_is_judged(worker: Worker) -> None:
-    assert worker.spare is not None
-    if worker.spare_started is not None:  # on a GPU a thread starts it and reads its ready message
-        worker.spare_started.join(120)
+    (spare, started), = worker.spares
+    if started is not None:  # on a GPU a thread starts it and reads its ready message
+        started.join(120)
     else:
-        worker.spare.wait_ready(60)
-    assert worker.spare.ready  # it said it was ready, then died
-    worker.spare.kill()
+        spare.wait_ready(60)
+    assert spare.ready  # it said it was ready, then died
+    spare.kill()
     verdict = _judge(worker, 1)
     assert verdict["kind"] == "correct", verdict
     # The spare was refilled when the dead one was set aside: the next job takes it.
-    assert worker.spare is not None
+    assert len(worker.spares) == 1
     assert _judge(worker, 2)["kind"] == "correct"
 
 
@@ -52,7 +52,7 @@ def test_the_next_spare_exists_while_a_candidate_is_judged(worker: Worker) -> No
     body = worker._judge_job
 
     def watching(task: Any, job: dict[str, Any], proc: Any) -> Any:
-        seen.append((proc.pid, worker.spare.pid if worker.spare is not None else None))
+        seen.append((proc.pid, worker.spares[0][0].pid if worker.spares else None))
         return body(task, job, proc)
 
     worker._judge_job = watching  # type: ignore[method-assign]
@@ -60,3 +60,37 @@ def test_the_next_spare_exists_while_a_candidate_is_judged(worker: Worker) -> No
     (running, spare), = seen
     assert spare is not None and spare != running
 
+
+
+@pytest.mark.slow
+def test_with_two_spares_each_job_takes_the_oldest_and_two_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`KMC_SPARES=2`: two candidate processes forked ahead; a job takes the one forked first
+    (on a GPU its context has had the longest to be made) and the worker forks one more."""
+    from judge.worker import SPARES_ENV
+
+    monkeypatch.chdir(Path.cwd())
+    monkeypatch.setenv(SPARES_ENV, "2")
+    w = Worker()
+    try:
+        first, second = (proc.pid for proc, _ in w.spares)
+        taken: list[int] = []
+        body = w._judge_job
+
+        def watching(task: Any, job: dict[str, Any], proc: Any) -> Any:
+            taken.append(proc.pid)
+            return body(task, job, proc)
+
+        w._judge_job = watching  # type: ignore[method-assign]
+        assert _judge(w, 1)["kind"] == "correct"
+        assert taken == [first]
+        assert [proc.pid for proc, _ in w.spares][0] == second and len(w.spares) == 2
+        assert _judge(w, 2)["kind"] == "correct" and taken == [first, second]
+    finally:
+        w.close()
+
+
+@pytest.mark.parametrize(("value", "count"), [("", 1), ("2", 2), ("4", 4), ("0", 1), ("9", 1), ("two", 1)])
+def test_the_spare_count_is_read_safely(value: str, count: int) -> None:
+    from judge.worker import _spare_count
+
+    assert _spare_count(value) == count
