@@ -270,6 +270,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workers", type=int, default=None, help="evaluation workers [the toolkit's default]")
     p.add_argument("--concurrency", type=int, default=None,
                    help="units in flight at once [the toolkit's default: twice the workers]")
+    p.add_argument("--spares", type=int, default=None, metavar="N",
+                   help="candidate processes each judge worker forks ahead (KMC_SPARES) [the worker's default, 1]")
     p.add_argument("--device", choices=["auto", "cpu"], default="auto")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--sample-s", type=float, default=0.5, help="utilisation sampling interval [0.5 s]")
@@ -280,6 +282,13 @@ def main(argv: list[str] | None = None) -> int:
         print("error: --determinism, --workers and --concurrency must be at least 1", file=sys.stderr)
         return 2
     out = args.out or Path(tempfile.mkdtemp(prefix="kmc-bench-compare-"))
+    if args.spares is not None:
+        from judge.worker import MAX_SPARES, SPARES_ENV
+
+        if not 1 <= args.spares <= MAX_SPARES:
+            print(f"error: --spares must be from 1 to {MAX_SPARES}", file=sys.stderr)
+            return 2
+        os.environ[SPARES_ENV] = str(args.spares)  # the workers' environment keeps KMC_* variables
 
     def config(budget: int, tasks: list[str] | None) -> CompareConfig:
         return CompareConfig(budget=budget, tasks=tasks, seed=args.seed, device=args.device, workers=args.workers,
@@ -298,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
                 "identical_submission_share": identical_share(seven), "differences": differences(seven),
                 "full_suite": asdict(full) if full else None,
                 "goals": {"seven_task_wall_s": 20, "full_suite_budget_100_wall_s": 600, "identical_share": 0.95},
-                "environment": environment}
+                "environment": environment, "spares": os.environ.get("KMC_SPARES") or "1"}
 
     for i in range(0 if args.skip_seven else args.determinism):
         seven.append(measure(f"seven-task run {i + 1}", config(args.budget, args.seven_tasks.split(",")), out,

@@ -87,10 +87,11 @@ def test_compare_benchmark_runs_the_seven_task_command_at_toy_size(tmp_path: Pat
     their wall time, phase seconds per method, CPU use and the identical-submission share."""
     out = tmp_path / "compare.json"
     proc = _script("bench_compare_gpu.py", "--device", "cpu", "--seven-tasks", "vector_add,flip", "--budget", "2",
-                   "--skip-full", "--determinism", "2", "--workers", "1", "--sample-s", "0.2",
+                   "--skip-full", "--determinism", "2", "--workers", "1", "--sample-s", "0.2", "--spares", "2",
                    "--out", str(tmp_path / "runs"), "--json", str(out))
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-2000:]
     record = json.loads(out.read_text())
+    assert record["spares"] == "2"  # two candidate processes forked ahead per worker, judged alike
     runs = record["seven_task_runs"]
     assert len(runs) == 2 and record["full_suite"] is None
     for run in runs:
@@ -103,6 +104,11 @@ def test_compare_benchmark_runs_the_seven_task_command_at_toy_size(tmp_path: Pat
     assert all(run["visible"].keys() <= {"vector_add", "flip"} and run["visible"] for run in runs)
     assert "identical final submissions over 2 runs with seed 0: 100.0% of units" in proc.stdout
     assert "evaluation seconds by phase" in proc.stdout
+
+
+def test_the_compare_benchmark_refuses_a_spare_count_out_of_range(tmp_path: Path) -> None:
+    proc = _script("bench_compare_gpu.py", "--device", "cpu", "--spares", "0", "--out", str(tmp_path))
+    assert proc.returncode == 2 and "--spares must be from 1 to 4" in proc.stderr
 
 
 @pytest.mark.slow
