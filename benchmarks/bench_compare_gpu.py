@@ -44,7 +44,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from results.phases import phase_seconds, phase_seconds_by_kind  # noqa: E402
+from judge.worker import MAX_SPARES, SPARES_ENV  # noqa: E402
+from results.phases import PHASE_COLUMNS, phase_seconds, phase_seconds_by_kind  # noqa: E402
 from results.readers import load_run  # noqa: E402
 from runners.compare import CompareInterrupted, CompareOptions, run_compare  # noqa: E402
 from runners.config import CompareConfig  # noqa: E402
@@ -236,14 +237,14 @@ def print_measured(m: Measured) -> None:
           + (f"mean {cpu['mean']:.0f}%, p90 {cpu['p90']:.0f}%" if cpu else "not sampled"))
     print(f"  GPU SM ({u['gpus']} GPU(s), {u['gpu_source']}): "
           + (f"mean {gpu['mean']:.0f}%, median {gpu['median']:.0f}%, p90 {gpu['p90']:.0f}%" if gpu else "not sampled"))
-    print("  evaluation seconds by phase:   queue   start  compile  correctness  timing    gate   retry   other   total")
+    names = "".join(f"{c.removesuffix('_s'):>12}" for c in PHASE_COLUMNS)
+    print(f"{'  evaluation seconds by phase:':<30}{names}{'total':>12}")
     for r in m.phases:
-        print(f"    {r['method']:<26} {r['queue_s']:7.1f} {r['start_s']:7.1f} {r['compile_s']:8.1f} {r['correctness_s']:12.1f} "
-              f"{r['timing_s']:7.1f} {r['gate_s']:7.1f} {r['retry_s']:7.1f} {r['other_s']:7.1f} {r['total_s']:7.1f}")
-    print("  mean seconds per job by kind:  jobs   queue   start  compile  correctness  timing    gate   retry   other  all jobs")
+        print(f"    {r['method']:<26}" + "".join(f"{r[c]:12.1f}" for c in PHASE_COLUMNS) + f"{r['total_s']:12.1f}")
+    print(f"{'  mean seconds per job by kind:':<31}{'jobs':>5}{names}{'all jobs':>12}")
     for r in m.by_kind:
-        print(f"    {r['kind']:<26} {r['jobs']:5d} {r['queue_s']:7.2f} {r['start_s']:7.2f} {r['compile_s']:8.2f} {r['correctness_s']:12.2f} "
-              f"{r['timing_s']:7.2f} {r['gate_s']:7.2f} {r['retry_s']:7.2f} {r['other_s']:7.2f} {r['total_s']:9.1f}")
+        print(f"    {r['kind']:<26} {r['jobs']:5d}" + "".join(f"{r[c]:12.2f}" for c in PHASE_COLUMNS)
+              + f"{r['total_s']:12.1f}")
 
 
 def write_record(record: dict[str, Any], path: Path | None) -> None:
@@ -283,8 +284,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = args.out or Path(tempfile.mkdtemp(prefix="kmc-bench-compare-"))
     if args.spares is not None:
-        from judge.worker import MAX_SPARES, SPARES_ENV
-
         if not 1 <= args.spares <= MAX_SPARES:
             print(f"error: --spares must be from 1 to {MAX_SPARES}", file=sys.stderr)
             return 2
@@ -307,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
                 "identical_submission_share": identical_share(seven), "differences": differences(seven),
                 "full_suite": asdict(full) if full else None,
                 "goals": {"seven_task_wall_s": 20, "full_suite_budget_100_wall_s": 600, "identical_share": 0.95},
-                "environment": environment, "spares": os.environ.get("KMC_SPARES") or "1"}
+                "environment": environment, "spares": os.environ.get(SPARES_ENV) or "1"}
 
     for i in range(0 if args.skip_seven else args.determinism):
         seven.append(measure(f"seven-task run {i + 1}", config(args.budget, args.seven_tasks.split(",")), out,

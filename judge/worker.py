@@ -45,8 +45,6 @@ SOURCE_CACHES = "sources"  # under the Triton cache root: one writable cache per
 TMP_CAP_ENV = "KMC_CANDIDATE_TMP_MB"  # size cap of a candidate's private /tmp and folder
 SPARE_START_S = 120.0  # how long a spare may take to make its GPU context before the gate is let go
 SPARES_ENV = "KMC_SPARES"  # candidate processes forked ahead of need (default 1; each holds a GPU context)
-
-
 MAX_SPARES = 4
 
 

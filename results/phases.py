@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-PHASE_COLUMNS = ("queue_s", "start_s", "compile_s", "correctness_s", "timing_s", "gate_s", "retry_s", "other_s")
+from results.store import PHASES
+
+PHASE_COLUMNS = tuple(f"{p}_s" for p in PHASES)
 PROFILE_MARK = "@"  # `<task>@<profile>`: the suite's own check of a task's submission (bench.registry)
 
 

@@ -27,7 +27,7 @@ from results.curves import checkpoints, spend_at, unit_curves
 from results.labels import SIMULATED_BANNER, interval_text, range_text
 from results.latency import summarise
 from results.method_stats import MethodStats, method_stats, timed_baselines
-from results.phases import phase_seconds, phase_seconds_by_kind
+from results.phases import PHASE_COLUMNS, phase_seconds, phase_seconds_by_kind
 from results.protocols import PROTOCOL_SUMMARY_COLS, protocol_summary
 from results.readers import UNIT_KEY, RunData, task_difficulty
 from results.verdicts import display
@@ -523,8 +523,7 @@ def new_shapes_table(a: Analysis) -> Table | None:
     return _table("new_shapes", "Hidden cases that are new shapes, per adapted task", rows, a, notes)
 
 
-PHASE_LABELS = {"queue_s": "queue s", "start_s": "start s", "compile_s": "compile s",
-                "correctness_s": "correctness s", "timing_s": "timing s", "gate_s": "gate s", "retry_s": "retry s", "other_s": "other s"}
+PHASE_LABELS = {c: c.removesuffix("_s") + " s" for c in PHASE_COLUMNS}
 """Column titles of the phase tables (results/phases.py PHASE_COLUMNS)."""
 
 

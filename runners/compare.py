@@ -189,6 +189,7 @@ class CompareRun:
                              charge_failed_calls=config.charge_failed_calls, on_charge=self._charged)
         self.progress.unit = self.ledger.unit
         self.executor: Executor = executor or local_executor(config, target)
+        self._closed = False
         self.stopping = threading.Event()
         self.evaluator = Evaluator(self.executor, self.store, target, config.timing_policy, self.stopping,
                                    recorded=recorded_evaluations, on_executed=self._evaluated,
@@ -301,7 +302,7 @@ class CompareRun:
     def close(self) -> None:
         """Once; a second call does nothing (`run_compare` closes inside the run's log, so the
         pool's closing counts reach run.log, and again after it in case the log never opened)."""
-        if getattr(self, "_closed", False):
+        if self._closed:
             return
         self._closed = True
         self.executor.close()

@@ -167,7 +167,6 @@ def out_of_memory(verdict: Verdict) -> bool:
     return verdict.kind in ("runtime_error", "crash") and bool(OUT_OF_MEMORY.search(verdict.message))
 
 
-
 def _with_other(pool_phases: dict[str, float], worker_phases: dict[str, float], ran: float) -> dict[str, float]:
     """All of a job's phases: the pool's, the worker's, and `other`, the seconds the worker had
     the job beyond its named phases (messages both ways, forking and starting the candidate's
@@ -175,6 +174,7 @@ def _with_other(pool_phases: dict[str, float], worker_phases: dict[str, float], 
     covered 1,520 of 2,236 worker-seconds, and the rest could not be told apart from idling."""
     named = sum(worker_phases.values())
     return {**pool_phases, **worker_phases, "other": max(0.0, ran - named)}
+
 
 class WorkerProcess:
     def __init__(self, slot: int, target: Target, startup_timeout: float, device: str | None = None,
@@ -460,14 +460,10 @@ class LocalPool:
                 reply = worker.run({**job, "timeout": limit}, backstop)
                 worker.judged.add(task_id)
             except WorkerTimeout:
-                if not worker.closed:
-                    self._count("timeouts")
-                self._restart(worker, job, f"no reply within {backstop:.0f} s")
+                self._restart(worker, job, f"no reply within {backstop:.0f} s", counted="timeouts")
                 return Verdict("timeout", timeout_message, worker_restarted=True), queued, ran()
             except WorkerDied as exc:
-                if not worker.closed:  # else killed by `abort` (a run stopping): not the candidate's doing
-                    self._count("crashes")
-                self._restart(worker, job, str(exc))
+                self._restart(worker, job, str(exc), counted="crashes")
                 return Verdict("crash", str(exc), worker_restarted=True), queued, ran()
             except ProtocolViolation as exc:
                 self._restart(worker, job, f"protocol violation: {exc}")
@@ -535,13 +531,16 @@ class LocalPool:
         report = InternalTestReport.from_json(reply["evaluation"])
         return dataclasses.replace(report, phases=_with_other(pool_phases, report.phases or {}, ran))
 
-    def _restart(self, worker: WorkerProcess, job: dict[str, Any], why: str) -> None:
-        """Kill now; start the replacement in the background so its imports overlap. The log
-        (run.log in a run) says why: a worker out of service while it restarts costs a full
-        run seconds of capacity, and an H200 full-suite run counted 8 restarts with no reason kept.
-        Nothing for a worker the pool has closed or aborted (a stopping run's jobs in flight)."""
+    def _restart(self, worker: WorkerProcess, job: dict[str, Any], why: str, counted: str = "") -> None:
+        """Kill now; start the replacement in the background so its imports overlap; `counted`:
+        the failure it is counted as (`PoolStats` field). The log (run.log in a run) says why:
+        a worker out of service while it restarts costs a full run seconds of capacity, and an
+        H200 full-suite run counted 8 restarts with no reason kept. Nothing, neither counted nor
+        restarted, for a worker the pool has closed or aborted: a stopping run killed its job."""
         if worker.closed:
             return
+        if counted:
+            self._count(counted)
         self._count("restarts")
         log.warning("judge worker restarted after a job (%s) of %s: %s", job.get("kind", "evaluation"),
                     job.get("task"), why[:500])
