@@ -44,8 +44,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from judge.phases import STEPS_ENV  # noqa: E402
 from judge.worker import MAX_SPARES, SPARES_ENV  # noqa: E402
-from results.phases import PHASE_COLUMNS, phase_seconds, phase_seconds_by_kind  # noqa: E402
+from results.phases import PHASE_COLUMNS, phase_seconds, phase_seconds_by_kind, steps_by_kind  # noqa: E402
 from results.readers import load_run  # noqa: E402
 from runners.compare import CompareInterrupted, CompareOptions, run_compare  # noqa: E402
 from runners.config import CompareConfig  # noqa: E402
@@ -157,13 +158,23 @@ class Measured:
     # False when the run was stopped at its time limit (`units` then counts the finished ones)
     finished: bool = True
     units_total: int | None = None
+    # with --steps: per job kind, the workers' wall seconds, what their phases leave unnamed,
+    # and the mean seconds of each named step (results/phases.py `steps_by_kind`)
+    steps: list[dict[str, Any]] = field(default_factory=list)
 
 
 def measure(label: str, config: CompareConfig, out: Path, sample_s: float,
-            limit_s: float | None = None) -> Measured:
+            limit_s: float | None = None, steps: bool = False) -> Measured:
     """One run, measured. `limit_s`: stopped there as Ctrl-C would stop it (every finished unit
     recorded), and measured as far as it got: a run that would outlast a device call still
-    says where its time went."""
+    says where its time went. `steps`: the judge workers write a line per job
+    (judge/phases.py `STEPS_ENV`), summarised by kind."""
+    out.mkdir(parents=True, exist_ok=True)
+    steps_dir = Path(tempfile.mkdtemp(prefix="steps-", dir=out)) if steps else None
+    if steps_dir is not None:
+        os.environ[STEPS_ENV] = str(steps_dir)  # the workers' environment keeps KMC_* variables
+    else:
+        os.environ.pop(STEPS_ENV, None)
     stopper = threading.Timer(limit_s, _thread.interrupt_main) if limit_s is not None else None
     finished, total = True, None
     # Python's own Ctrl-C handler, whatever this process inherited: started in the background
@@ -199,7 +210,15 @@ def measure(label: str, config: CompareConfig, out: Path, sample_s: float,
                     str(run_dir), len(data.units), int(data.units["calls_used"].sum()), len(data.evaluations),
                     per_method.to_dict("records"), sampler.summary(), finals, visible,
                     phase_seconds_by_kind(data.evaluations).to_dict("records"), finished,
-                    total if total is not None else len(data.units))
+                    total if total is not None else len(data.units), read_steps(steps_dir))
+
+
+def read_steps(folder: Path | None) -> list[dict[str, Any]]:
+    if folder is None:
+        return []
+    lines = [json.loads(line) for path in sorted(folder.glob("*.jsonl"))
+             for line in path.read_text().splitlines() if line.strip()]
+    return steps_by_kind(lines)
 
 
 def identical_share(runs: list[Measured]) -> float | None:
@@ -245,6 +264,9 @@ def print_measured(m: Measured) -> None:
     for r in m.by_kind:
         print(f"    {r['kind']:<26} {r['jobs']:5d}" + "".join(f"{r[c]:12.2f}" for c in PHASE_COLUMNS)
               + f"{r['total_s']:12.1f}")
+    for r in m.steps:
+        print(f"  steps of {r['kind']} ({r['jobs']} jobs), mean seconds: "
+              + ", ".join(f"{k} {v:.3f}" for k, v in r.items() if k not in ("kind", "jobs")))
 
 
 def write_record(record: dict[str, Any], path: Path | None) -> None:
@@ -273,6 +295,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="units in flight at once [the toolkit's default: twice the workers]")
     p.add_argument("--spares", type=int, default=None, metavar="N",
                    help="candidate processes each judge worker forks ahead (KMC_SPARES) [the worker's default, 1]")
+    p.add_argument("--steps", action="store_true",
+                   help="the judge workers record each job's steps (where start and other go), summarised by kind")
     p.add_argument("--device", choices=["auto", "cpu"], default="auto")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--sample-s", type=float, default=0.5, help="utilisation sampling interval [0.5 s]")
@@ -310,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
 
     for i in range(0 if args.skip_seven else args.determinism):
         seven.append(measure(f"seven-task run {i + 1}", config(args.budget, args.seven_tasks.split(",")), out,
-                             args.sample_s))
+                             args.sample_s, steps=args.steps))
         print_measured(seven[-1])
         write_record(record(), args.json)
     share = identical_share(seven)
@@ -321,7 +345,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {unit}: " + "; ".join(f"run {i + 1} chose {(r['final'] or '-')[:8]}, saw " + ", ".join(
                 f"{h[:8]} {v}" for h, v in r["visible"].items()) for i, r in enumerate(per_run)))
     if not args.skip_full:
-        full = measure("full suite", config(args.full_budget, None), out, args.sample_s, args.full_limit_s)
+        full = measure("full suite", config(args.full_budget, None), out, args.sample_s, args.full_limit_s,
+                       steps=args.steps)
         print_measured(full)
     write_record(record(), args.json)
     return 0

@@ -17,10 +17,19 @@ run can be told apart: judging, timing or waiting.
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import time
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 PHASES = ("queue", "start", "compile", "correctness", "timing", "gate", "retry", "other")
+
+STEPS_ENV = "KMC_JOB_STEPS"
+"""A folder: each judge worker appends a line per job there (`record_steps`), its phases, the
+named steps inside them and its own wall time. A diagnostic (benchmarks/bench_compare_gpu.py
+--steps): the store keeps phases only."""
 
 
 class PhaseClock:
@@ -29,6 +38,7 @@ class PhaseClock:
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
+        self.steps: dict[str, float] = {}  # seconds of named steps, inside phases or between them
         self._nested: list[float] = []  # per open phase: seconds spent in phases inside it
 
     @contextlib.contextmanager
@@ -43,3 +53,23 @@ class PhaseClock:
             self.seconds[phase] = self.seconds.get(phase, 0.0) + elapsed - self._nested.pop()
             if self._nested:
                 self._nested[-1] += elapsed
+
+    @contextlib.contextmanager
+    def step(self, name: str) -> Iterator[None]:
+        """Seconds of a named step, kept apart from the phases (it may lie inside one, or
+        outside all): which part of a phase, or of `other`, a job's time went to."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.steps[name] = self.steps.get(name, 0.0) + time.perf_counter() - start
+
+
+def record_steps(line: dict[str, Any]) -> None:
+    """One job's line in `$KMC_JOB_STEPS/steps-<pid>.jsonl`, when that is set; nothing else.
+    Written by the judge worker only, never from candidate code's process."""
+    folder = os.environ.get(STEPS_ENV)
+    if not folder:
+        return
+    with contextlib.suppress(OSError), open(Path(folder) / f"steps-{os.getpid()}.jsonl", "a") as f:
+        f.write(json.dumps(line) + "\n")

@@ -90,6 +90,8 @@ class CandidateProcess:
         self.stopped_allowance = 0.0  # how much longer the judge's own work may still stop the clock
         self.seq = 0
         self.unanswered: int | None = None  # the seq of the request sent and not yet answered
+        self.forked = time.perf_counter()
+        self.spare_steps: dict[str, float] = {}  # a spare's gate wait and context seconds (judge/worker.py)
 
     def start_device(self) -> None:
         """Tell a fresh process on a GPU to make its device context (judge/candidate.py

@@ -282,9 +282,13 @@ class Worker:
         or not (on an H200 with eight workers some feedback samples read up to ten times the
         kernel's time; judge/sampling.py `hold_gpu` names the other cause that fits). Failures
         are left to whoever uses the process next (it finds it dead or not ready)."""
+        asked = time.perf_counter()
         with contextlib.suppress(Exception), gpu_gate(exclusive=False):
+            entered = time.perf_counter()
             proc.start_device()
             proc.wait_ready(timeout)
+            # Read into the job's steps by `_candidate` (`$KMC_JOB_STEPS`): the spare's own wait.
+            proc.spare_steps = {"spare:gate": entered - asked, "spare:context": time.perf_counter() - entered}
 
     def _restart_template(self) -> None:
         """A template that died (a candidate that reached it, where no seccomp filter stops
@@ -328,29 +332,36 @@ class Worker:
         if started is not None:
             # In a job alone this thread holds the GPU exclusively, and the spare's start waits
             # behind it: that spare is given up, and a fresh process starts under this ticket.
-            started.join(timeout=0 if holds_exclusive() else None)
+            with self.clock.step("start:spare_join"):
+                started.join(timeout=0 if holds_exclusive() else None)
             if proc is not None and (started.is_alive() or not proc.device_started):  # or its start failed
                 proc.close()
                 proc = None
         if proc is not None:
+            for name, seconds in proc.spare_steps.items():
+                self.clock.steps[name] = seconds
+            self.clock.steps["spare:age"] = time.perf_counter() - proc.forked
             proc.start_clock(limit)
             try:
-                proc.wait_ready(max(1.0, proc.deadline - time.monotonic()))
-                proc.request({"op": "reset"})  # alive now, not only when it said it was ready
+                with self.clock.step("start:spare_ready"):
+                    proc.wait_ready(max(1.0, proc.deadline - time.monotonic()))
+                    proc.request({"op": "reset"})  # alive now, not only when it said it was ready
             except (CandidateDied, CandidateTimeout, WireError, OSError):
                 proc.close()
                 proc = None
         if proc is None:
-            try:
-                proc = self.template.spawn()
-            except (OSError, EOFError):
-                self._restart_template()
-                proc = self.template.spawn()
-            proc.start_clock(limit)
-            with gpu_gate(exclusive=False, clock=self.clock):
-                proc.start_device()
-                proc.wait_ready(max(1.0, proc.deadline - time.monotonic()))
-        self._refill_spares()
+            with self.clock.step("start:fresh"):
+                try:
+                    proc = self.template.spawn()
+                except (OSError, EOFError):
+                    self._restart_template()
+                    proc = self.template.spawn()
+                proc.start_clock(limit)
+                with gpu_gate(exclusive=False, clock=self.clock):
+                    proc.start_device()
+                    proc.wait_ready(max(1.0, proc.deadline - time.monotonic()))
+        with self.clock.step("start:refill"):
+            self._refill_spares()
         return proc
 
     def handle(self, job: dict[str, Any]) -> dict[str, Any]:
@@ -381,6 +392,15 @@ class Worker:
         measured = [s.to_json() for s in self.references.take_new()] if self.references is not None else []
         return {"id": job["id"], "nonce": job.get("nonce"), "evaluation": evaluation, "fatal": bool(fatal),
                 "restart_reason": fatal, "contained": self.contained, "references": measured}
+
+    def record(self, job: dict[str, Any], wall: float) -> None:
+        """The job's phases, steps and wall seconds here, when `$KMC_JOB_STEPS` asks for them."""
+        from judge.phases import record_steps
+
+        record_steps({"task": job.get("task"), "kind": job.get("kind") or "evaluation",
+                      "case_set": job.get("case_set"), "timing": bool(job.get("timing")), "wall": round(wall, 4),
+                      "phases": {k: round(v, 4) for k, v in self.clock.seconds.items()},
+                      "steps": {k: round(v, 4) for k, v in self.clock.steps.items()}})
 
     def _run(self, job: dict[str, Any], body: Any) -> tuple[Any, Any]:
         """Fork-fresh candidate process, load the source, run `body`; every failure of the
@@ -418,7 +438,8 @@ class Worker:
             return Verdict("runtime_error", f"the judge could not judge this candidate: {format_exception(exc)}"), None
         finally:
             if proc is not None:
-                proc.close()
+                with self.clock.step("close"):
+                    proc.close()
 
     def _judge_job(self, task: Any, job: dict[str, Any], proc: Any) -> tuple[Any, Any]:
         from judge.oracle import judge_cases
@@ -633,10 +654,12 @@ def main() -> None:
                 if exit_after_confirm:
                     break  # a poisoned device context or tampered process must not judge the next candidate
                 continue
+            received = time.perf_counter()
             text = _dumps(worker.handle(message))
             last_digest = _sha256(text.encode()).hexdigest()
             exit_after_confirm = _loads(text)["fatal"]
             out.write(text + "\n")
+            worker.record(message, time.perf_counter() - received)
     finally:
         worker.close()
 

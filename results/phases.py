@@ -10,6 +10,8 @@ over the readers' frames.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 from results.store import PHASES
@@ -79,3 +81,27 @@ def phase_seconds_by_kind(evaluations: pd.DataFrame) -> pd.DataFrame:
     out.insert(1, "jobs", grouped.size().to_numpy())
     out["total_s"] = grouped[list(PHASE_COLUMNS)].sum().sum(axis=1).to_numpy()
     return out[cols]
+
+
+def steps_by_kind(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per job kind from the judge workers' step lines (judge/phases.py `record_steps`):
+    jobs, the mean wall seconds at the worker, the mean seconds the worker's named phases left
+    unexplained, and the mean seconds of each step (0 where a job had none). Why: `other`, as
+    the pool measures it, mixes the worker's unnamed work with the messages' way to and from
+    it; these lines tell the two apart, and split `start` into the spare's own waits."""
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for line in lines:
+        kind = "internal" if line.get("kind") == "internal_tests" else job_kind(str(line.get("case_set")),
+                                                                              bool(line.get("timing")))
+        grouped.setdefault(kind, []).append(line)
+    rows = []
+    for kind, jobs in sorted(grouped.items()):
+        names = sorted({name for job in jobs for name in job.get("steps", {})})
+        n = len(jobs)
+        row: dict[str, Any] = {"kind": kind, "jobs": n,
+                               "wall_s": sum(float(j.get("wall", 0.0)) for j in jobs) / n,
+                               "unnamed_s": sum(float(j.get("wall", 0.0)) - sum(j.get("phases", {}).values())
+                                                for j in jobs) / n}
+        row.update({name: sum(float(j.get("steps", {}).get(name, 0.0)) for j in jobs) / n for name in names})
+        rows.append(row)
+    return rows

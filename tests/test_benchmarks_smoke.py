@@ -88,7 +88,7 @@ def test_compare_benchmark_runs_the_seven_task_command_at_toy_size(tmp_path: Pat
     out = tmp_path / "compare.json"
     proc = _script("bench_compare_gpu.py", "--device", "cpu", "--seven-tasks", "vector_add,flip", "--budget", "2",
                    "--skip-full", "--determinism", "2", "--workers", "1", "--sample-s", "0.2", "--spares", "2",
-                   "--out", str(tmp_path / "runs"), "--json", str(out))
+                   "--steps", "--out", str(tmp_path / "runs"), "--json", str(out))
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-2000:]
     record = json.loads(out.read_text())
     assert record["spares"] == "2"  # two candidate processes forked ahead per worker, judged alike
@@ -100,6 +100,10 @@ def test_compare_benchmark_runs_the_seven_task_command_at_toy_size(tmp_path: Pat
         assert all(r["correctness_s"] > 0 and r["timing_s"] == 0 for r in run["phases"])  # nothing timed on a CPU
         assert run["utilisation"]["cpu_percent"]["samples"] >= 1
         assert len(run["final_submissions"]) == 6
+        # --steps: every job the worker judged has its line, the spare's waits among its steps
+        steps = {r["kind"]: r for r in run["steps"]}
+        assert steps.keys() >= {"visible", "hidden"} and sum(r["jobs"] for r in steps.values()) >= run["evaluations"]
+        assert all(r["wall_s"] > 0 and r["unnamed_s"] >= 0 and "close" in r for r in steps.values())
     assert record["identical_submission_share"] == 1.0 and record["differences"] == {}
     assert all(run["visible"].keys() <= {"vector_add", "flip"} and run["visible"] for run in runs)
     assert "identical final submissions over 2 runs with seed 0: 100.0% of units" in proc.stdout

@@ -14,7 +14,7 @@ import pytest
 from judge.phases import PHASES, PhaseClock
 from judge.verdict import Evaluation, Verdict
 from results import store as store_module
-from results.phases import phase_seconds, phase_seconds_by_kind
+from results.phases import phase_seconds, phase_seconds_by_kind, steps_by_kind
 from results.store import Store
 
 EVALUATION = Evaluation(Verdict("correct")).to_json()
@@ -33,6 +33,25 @@ def test_a_phase_clock_adds_up_the_phases_it_was_in() -> None:
         with clock("lunch"):
             pass
     assert store_module.PHASES == PHASES  # the store's columns follow the judge's phases
+    with clock("correctness"), clock.step("close"):
+        time.sleep(0.01)
+    assert clock.steps["close"] >= 0.01 and set(clock.seconds) == {"compile", "correctness"}  # steps apart
+
+
+def test_step_lines_are_summarised_by_job_kind() -> None:
+    lines = [{"kind": "evaluation", "case_set": "visible", "timing": True, "wall": 1.0,
+              "phases": {"start": 0.2, "timing": 0.5}, "steps": {"close": 0.1, "spare:gate": 0.2}},
+             {"kind": "evaluation", "case_set": "visible", "timing": True, "wall": 2.0,
+              "phases": {"start": 0.4, "timing": 1.0}, "steps": {"close": 0.3}},
+             {"kind": "internal_tests", "case_set": None, "timing": False, "wall": 0.5,
+              "phases": {"correctness": 0.5}, "steps": {}}]
+    rows = {r["kind"]: r for r in steps_by_kind(lines)}
+    assert set(rows) == {"visible timed", "internal"}
+    timed = rows["visible timed"]
+    assert timed["jobs"] == 2 and timed["wall_s"] == pytest.approx(1.5)
+    assert timed["unnamed_s"] == pytest.approx((0.3 + 0.6) / 2)  # wall less the named phases
+    assert timed["close"] == pytest.approx(0.2) and timed["spare:gate"] == pytest.approx(0.1)  # a missing step is 0
+    assert rows["internal"]["unnamed_s"] == pytest.approx(0.0)
 
 
 def test_phases_are_stored_beside_the_evaluation_and_an_old_store_gains_the_columns(tmp_path: Path) -> None:
