@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from judge.phases import STEPS_ENV  # noqa: E402
-from judge.worker import MAX_SPARES, SPARES_ENV  # noqa: E402
+from judge.worker import CONTEXT_GATE_ENV, MAX_SPARES, SPARES_ENV, contexts_gated  # noqa: E402
 from results.phases import PHASE_COLUMNS, phase_seconds, phase_seconds_by_kind, steps_by_kind  # noqa: E402
 from results.readers import load_run  # noqa: E402
 from runners.compare import CompareInterrupted, CompareOptions, run_compare  # noqa: E402
@@ -295,6 +295,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="units in flight at once [the toolkit's default: twice the workers]")
     p.add_argument("--spares", type=int, default=None, metavar="N",
                    help="candidate processes each judge worker forks ahead (KMC_SPARES) [the worker's default, 1]")
+    p.add_argument("--ungated-contexts", action="store_true",
+                   help="candidate processes make their GPU contexts without a ticket (KMC_GATE_CONTEXTS=0)")
     p.add_argument("--steps", action="store_true",
                    help="the judge workers record each job's steps (where start and other go), summarised by kind")
     p.add_argument("--device", choices=["auto", "cpu"], default="auto")
@@ -312,6 +314,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: --spares must be from 1 to {MAX_SPARES}", file=sys.stderr)
             return 2
         os.environ[SPARES_ENV] = str(args.spares)  # the workers' environment keeps KMC_* variables
+    if args.ungated_contexts:
+        os.environ[CONTEXT_GATE_ENV] = "0"
 
     def config(budget: int, tasks: list[str] | None) -> CompareConfig:
         return CompareConfig(budget=budget, tasks=tasks, seed=args.seed, device=args.device, workers=args.workers,
@@ -330,7 +334,8 @@ def main(argv: list[str] | None = None) -> int:
                 "identical_submission_share": identical_share(seven), "differences": differences(seven),
                 "full_suite": asdict(full) if full else None,
                 "goals": {"seven_task_wall_s": 20, "full_suite_budget_100_wall_s": 600, "identical_share": 0.95},
-                "environment": environment, "spares": os.environ.get(SPARES_ENV) or "1"}
+                "environment": environment, "spares": os.environ.get(SPARES_ENV) or "1",
+                "contexts_gated": contexts_gated()}
 
     for i in range(0 if args.skip_seven else args.determinism):
         seven.append(measure(f"seven-task run {i + 1}", config(args.budget, args.seven_tasks.split(",")), out,

@@ -13,6 +13,10 @@ Issue 15 item 1 (runners/pool.py, judge/gate.py). Two measurements, one command:
    sides' intervals and whether they overlap, the loaded/alone ratio, how many judging jobs
    ran meanwhile and the seconds the timer waited at the gate. The fair gate should make the
    loaded median indistinguishable from the alone one (intervals overlap, ratio within noise).
+   With `--ungated-contexts`, the same once more with candidate processes making their GPU
+   contexts without a ticket at the gate (judge/worker.py `CONTEXT_GATE_ENV`): the timer's
+   own spare then makes its context while the timer measures, and so do the judging
+   workers' spares. Whether that moves the medians decides whether contexts may leave the gate.
 2. **The 7-task command** (`compare --budget 20 --tasks vector_add,softmax,layer_norm,rms_norm,
    matmul,cumsum,flip`) with the default worker count: wall time, the executor's layout and why
    (config.json's `executor`), phase seconds per method (gate and retry included) and CPU/GPU
@@ -27,6 +31,7 @@ CPU smoke (interpreter: nothing is timed there, so part 1 is skipped; toy-size p
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -43,6 +48,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_compare_gpu import SEVEN_TASKS, measure, print_measured, write_record  # noqa: E402
 
 from judge.device import Target  # noqa: E402
+from judge.worker import CONTEXT_GATE_ENV  # noqa: E402
 from results.run_folder import RunFolder  # noqa: E402
 from runners.config import CompareConfig  # noqa: E402
 
@@ -140,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seven-tasks", default=SEVEN_TASKS)
     p.add_argument("--budget", type=int, default=20, help="budget of the 7-task command [20]")
     p.add_argument("--skip-seven", action="store_true", help="leave the 7-task command out")
+    p.add_argument("--ungated-contexts", action="store_true",
+                   help="part 1 once more with candidate processes making their GPU contexts without a ticket "
+                        "(KMC_GATE_CONTEXTS=0, judge/worker.py): does that move the timer's medians?")
     p.add_argument("--device", choices=["auto", "cpu"], default="auto")
     p.add_argument("--sample-s", type=float, default=0.5)
     p.add_argument("--json", type=Path, default=None, help="write the figures here")
@@ -150,12 +159,20 @@ def main(argv: list[str] | None = None) -> int:
     from judge.device import detect_target, environment_info
 
     target = detect_target(force_cpu=args.device == "cpu")
-    lanes = None
+    lanes = ungated = None
     if target.interpreter:
         print("timing alone vs beside judging: skipped (the CPU interpreter times nothing)")
     else:
         lanes = timing_beside_judging(target, args.task, args.judging, args.repeats)
         print_lanes(lanes)
+        if args.ungated_contexts:
+            os.environ[CONTEXT_GATE_ENV] = "0"  # the workers' environment keeps KMC_* variables
+            try:
+                ungated = timing_beside_judging(target, args.task, args.judging, args.repeats)
+            finally:
+                os.environ.pop(CONTEXT_GATE_ENV, None)
+            print("the same, with candidate processes making their GPU contexts without a ticket:")
+            print_lanes(ungated)
     seven = None
     if not args.skip_seven:
         config = CompareConfig(budget=args.budget, tasks=args.seven_tasks.split(","), seed=0, device=args.device,
@@ -167,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  executor: {executor.get('workers')} judging worker(s), {executor.get('timing_lanes')} timing "
               f"lane(s): {executor.get('why')}")
     record = {"benchmark": "bench_lanes_gpu", "timing_beside_judging": lanes,
+              "timing_beside_judging_ungated_contexts": ungated,
               "seven_task_run": asdict(seven) if seven else None,
               "seven_task_executor": RunFolder(seven.run_dir).read_executor() if seven else None,
               "environment": environment_info(target)}

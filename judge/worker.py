@@ -46,6 +46,22 @@ TMP_CAP_ENV = "KMC_CANDIDATE_TMP_MB"  # size cap of a candidate's private /tmp a
 SPARE_START_S = 120.0  # how long a spare may take to make its GPU context before the gate is let go
 SPARES_ENV = "KMC_SPARES"  # candidate processes forked ahead of need (default 1; each holds a GPU context)
 MAX_SPARES = 4
+CONTEXT_GATE_ENV = "KMC_GATE_CONTEXTS"
+"""0: a candidate process makes its GPU context without a ticket at the GPU's gate (an
+experiment; default 1, a shared ticket). Why try it: on an H200 under a full run's load a
+context took 0.6-0.7 s to make (0.16 s on an idle GPU), held a shared ticket all that time, so
+every timer queued behind it waited, and every spare waited behind those timers (0.2-0.35 s
+of `start` per job). What it risks: a context made while a timer measures
+(benchmarks/bench_lanes_gpu.py --ungated-contexts measures exactly that)."""
+
+
+def contexts_gated() -> bool:
+    return os.environ.get(CONTEXT_GATE_ENV, "1").strip() != "0"
+
+
+def _context_ticket(clock: Any = None) -> Any:
+    """The ticket a candidate process's context is made under (`CONTEXT_GATE_ENV`)."""
+    return gpu_gate(exclusive=False, clock=clock) if contexts_gated() else contextlib.nullcontext()
 
 
 def _spare_count(value: str) -> int:
@@ -280,10 +296,11 @@ class Worker:
         for judging, as every other use of the GPU by judging does: making a context touches
         the GPU, and before, spares made theirs whenever they were forked, timings in progress
         or not (on an H200 with eight workers some feedback samples read up to ten times the
-        kernel's time; judge/sampling.py `hold_gpu` names the other cause that fits). Failures
+        kernel's time; judge/sampling.py `hold_gpu` names the other cause that fits). With
+        `KMC_GATE_CONTEXTS=0` it holds no ticket (an experiment, `CONTEXT_GATE_ENV`). Failures
         are left to whoever uses the process next (it finds it dead or not ready)."""
         asked = time.perf_counter()
-        with contextlib.suppress(Exception), gpu_gate(exclusive=False):
+        with contextlib.suppress(Exception), _context_ticket():
             entered = time.perf_counter()
             proc.start_device()
             proc.wait_ready(timeout)
@@ -357,7 +374,7 @@ class Worker:
                     self._restart_template()
                     proc = self.template.spawn()
                 proc.start_clock(limit)
-                with gpu_gate(exclusive=False, clock=self.clock):
+                with _context_ticket(self.clock):
                     proc.start_device()
                     proc.wait_ready(max(1.0, proc.deadline - time.monotonic()))
         with self.clock.step("start:refill"):

@@ -92,6 +92,7 @@ def test_compare_benchmark_runs_the_seven_task_command_at_toy_size(tmp_path: Pat
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-2000:]
     record = json.loads(out.read_text())
     assert record["spares"] == "2"  # two candidate processes forked ahead per worker, judged alike
+    assert record["contexts_gated"] is True  # contexts under a ticket unless --ungated-contexts
     runs = record["seven_task_runs"]
     assert len(runs) == 2 and record["full_suite"] is None
     for run in runs:
@@ -197,3 +198,17 @@ def test_shards_must_cover_the_candidates_once() -> None:
         b.combine([shard(0, 1, ["correct"])])
     with pytest.raises(ValueError, match="another case_set"):
         b.combine([shard(0, 1, ["correct"]), shard(1, 3, ["correct"] * 2, case_set="visible")])
+
+
+@pytest.mark.slow
+def test_the_lanes_benchmark_runs_on_the_cpu_and_records_the_ungated_experiment_as_not_run(tmp_path: Path) -> None:
+    """bench_lanes_gpu.py on the CPU: part 1 (timing beside judging, gated and ungated
+    contexts) needs a GPU and is recorded as not run; part 2, the main job at toy size, runs."""
+    out = tmp_path / "lanes.json"
+    proc = _script("bench_lanes_gpu.py", "--device", "cpu", "--seven-tasks", "vector_add", "--budget", "1",
+                   "--ungated-contexts", "--sample-s", "0.5", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-2000:]
+    record = json.loads(out.read_text())
+    assert record["timing_beside_judging"] is None and record["timing_beside_judging_ungated_contexts"] is None
+    assert "skipped (the CPU interpreter times nothing)" in proc.stdout
+    assert record["seven_task_run"]["units"] == 3 and record["seven_task_run"]["calls"] == 3

@@ -236,3 +236,42 @@ def test_another_threads_request_waits_for_this_threads_exclusive_ticket(
         released = time.monotonic()
     other.join(10)
     assert entered and entered[0] >= released
+
+
+class _FakeSpare:
+    """A candidate process as the worker's spare start sees it: when it was told to start."""
+
+    def __init__(self) -> None:
+        self.started_at: float | None = None
+        self.spare_steps: dict[str, float] = {}
+
+    def start_device(self) -> None:
+        self.started_at = time.monotonic()
+
+    def wait_ready(self, timeout: float) -> None:
+        pass
+
+
+@pytest.mark.parametrize("gated", ["1", "0"])
+def test_a_spares_context_waits_for_a_timer_unless_contexts_are_ungated(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gated: str) -> None:
+    """judge/worker.py `KMC_GATE_CONTEXTS`: by default a spare makes its GPU context under a
+    shared ticket, so not while a timer holds the GPU; set to 0 it takes no ticket (the
+    experiment bench_lanes_gpu.py --ungated-contexts measures)."""
+    from judge.worker import CONTEXT_GATE_ENV, Worker
+
+    folder = tmp_path / "gate"
+    monkeypatch.setenv(GATE_ENV, str(folder))
+    monkeypatch.setenv(CONTEXT_GATE_ENV, gated)
+    gate, log = FairGate(folder), Log()
+    timer = hold(gate, log, "timer", exclusive=True, seconds=0.5)
+    spare = _FakeSpare()
+    starting = threading.Thread(target=Worker._start_on_device, args=(spare, 5.0))
+    starting.start()
+    starting.join(timeout=10)
+    timer.join(timeout=10)
+    assert spare.started_at is not None and set(spare.spare_steps) == {"spare:gate", "spare:context"}
+    if gated == "1":
+        assert spare.started_at >= log.left["timer"] and spare.spare_steps["spare:gate"] >= 0.3
+    else:
+        assert spare.started_at < log.left["timer"] and spare.spare_steps["spare:gate"] < 0.3
