@@ -5,7 +5,7 @@ spare forked ahead or a fresh one; `compile`: writing and importing the candidat
 a syntax or compile error shows; `correctness`: the oracle on the case set, or a method's own
 tests; `timing`: the perf-case check and the timing protocol, on a GPU only; `gate`: waiting at the
 GPU's fair gate, judge/gate.py, for a timer ahead or, as a timer, for the judging jobs on the
-GPU); the pool adds `queue` (waiting for an idle worker), `retry` (an attempt lost to a GPU
+GPU); the pool adds `queue` (waiting for an idle worker, or for one still starting), `retry` (an attempt lost to a GPU
 out-of-memory error beside other workers, judged again alone; runners/pool.py) and `other`
 (the seconds the worker had the job beyond its named phases: messages, starting the
 candidate's process, bookkeeping). A phase entered inside another is counted in the inner one

@@ -446,6 +446,17 @@ class LocalPool:
         violation or a reply that asks for it."""
         asked = time.perf_counter()
         worker = self._idle.get()
+        try:
+            # A worker still starting (the pool's warm-up, a restart in the background) is not
+            # idle yet: waiting for it is queue time. Before, it was the job's `other`: on an
+            # H200 the first job of each worker carried its ~8 s start-up, which read as half
+            # a second of `other` per timed feedback in the 7-task run. A failed start is
+            # raised again, with its message, by the job itself below.
+            with contextlib.suppress(WorkerStartError):
+                worker.ensure_started()
+        except BaseException:
+            self._idle.put(worker)
+            raise
         given = time.perf_counter()
         queued = given - asked
 
