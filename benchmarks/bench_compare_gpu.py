@@ -48,6 +48,7 @@ from judge.phases import STEPS_ENV  # noqa: E402
 from judge.worker import CONTEXT_GATE_ENV, MAX_SPARES, SPARES_ENV, contexts_gated  # noqa: E402
 from results.phases import PHASE_COLUMNS, phase_seconds, phase_seconds_by_kind, steps_by_kind  # noqa: E402
 from results.readers import load_run  # noqa: E402
+from results.store import Store  # noqa: E402
 from runners.compare import CompareInterrupted, CompareOptions, run_compare  # noqa: E402
 from runners.config import CompareConfig  # noqa: E402
 
@@ -161,6 +162,8 @@ class Measured:
     # with --steps: per job kind, the workers' wall seconds, what their phases leave unnamed,
     # and the mean seconds of each named step (results/phases.py `steps_by_kind`)
     steps: list[dict[str, Any]] = field(default_factory=list)
+    # task -> source hash -> per perf case of its visible timing: method, launches, medians
+    visible_cases: dict[str, dict[str, list[dict[str, Any]]]] = field(default_factory=dict)
 
 
 def measure(label: str, config: CompareConfig, out: Path, sample_s: float,
@@ -201,6 +204,14 @@ def measure(label: str, config: CompareConfig, out: Path, sample_s: float,
     finals.update({f"{m}/{t}/{r}": str(h) for m, t, r, h in
                    zip(last["method"], last["task"], last["repeat"], last["source_hash"], strict=True)})
     tasks = ",".join(config.tasks) if config.tasks else "(suite)"
+    visible_cases: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    store = Store.for_reading(Path(run_dir) / "store.sqlite")
+    try:
+        for ev in store.evaluations():
+            if ev["case_set"] == "visible":
+                visible_cases.setdefault(str(ev["task"]), {})[str(ev["source_hash"])] = case_timings(ev["evaluation"])
+    finally:
+        store.close()
     visible: dict[str, dict[str, list[Any]]] = {}
     for row in data.evaluations[data.evaluations["case_set"] == "visible"].itertuples():
         visible.setdefault(str(row.task), {})[str(row.source_hash)] = [
@@ -210,7 +221,26 @@ def measure(label: str, config: CompareConfig, out: Path, sample_s: float,
                     str(run_dir), len(data.units), int(data.units["calls_used"].sum()), len(data.evaluations),
                     per_method.to_dict("records"), sampler.summary(), finals, visible,
                     phase_seconds_by_kind(data.evaluations).to_dict("records"), finished,
-                    total if total is not None else len(data.units), read_steps(steps_dir))
+                    total if total is not None else len(data.units), read_steps(steps_dir), visible_cases)
+
+
+def case_timings(evaluation: Any) -> list[dict[str, Any]]:
+    """Per perf case of a stored evaluation: how it was timed (launch method, launches per
+    sample, where the references came from) and the medians, so a unit that differs between
+    runs shows which case moved and whether its launch mode did."""
+    try:
+        cases = (json.loads(evaluation) if isinstance(evaluation, str) else evaluation or {}).get("timing") or {}
+        cases = cases.get("cases") or []
+    except (TypeError, ValueError, AttributeError):
+        return []
+    out = []
+    for c in cases:
+        cand, base = c.get("candidate_ms") or [], c.get("baseline_ms") or []
+        out.append({"case": c.get("case"), "method": c.get("method"), "launches": c.get("launches_per_sample"),
+                    "references": c.get("baseline_source"), "decision": c.get("decision"), "samples": len(cand),
+                    "candidate_median_ms": statistics.median(cand) if cand else None,
+                    "baseline_median_ms": statistics.median(base) if base else None})
+    return out
 
 
 def read_steps(folder: Path | None) -> list[dict[str, Any]]:
@@ -240,7 +270,8 @@ def differences(runs: list[Measured]) -> dict[str, list[dict[str, Any]]]:
             continue
         task = unit.split("/")[1]
         chosen = [h for h in dict.fromkeys(finals) if h]
-        out[unit] = [{"final": f, "visible": {h: r.visible.get(task, {}).get(h) for h in chosen}}
+        out[unit] = [{"final": f, "visible": {h: r.visible.get(task, {}).get(h) for h in chosen},
+                      "cases": {h: r.visible_cases.get(task, {}).get(h) for h in chosen}}
                      for f, r in zip(finals, runs, strict=True)]
     return out
 

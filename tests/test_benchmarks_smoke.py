@@ -136,9 +136,8 @@ def test_the_compare_benchmark_measures_a_full_suite_run_stopped_at_its_time_lim
     assert (Path(full["run_dir"]) / "store.sqlite").exists()
 
 
-def test_the_compare_benchmark_explains_units_that_differ_between_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each differing unit lists, per run, every final any run chose, with what that run's
-    visible evaluation said of it (how a speed-based choice flipped)."""
+def _compare_benchmark(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """benchmarks/bench_compare_gpu.py as a module."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("bench_compare_gpu", ROOT / "benchmarks" / "bench_compare_gpu.py")
@@ -146,6 +145,13 @@ def test_the_compare_benchmark_explains_units_that_differ_between_runs(monkeypat
     bench = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, "bench_compare_gpu", bench)  # its dataclasses look their module up there
     spec.loader.exec_module(bench)
+    return bench
+
+
+def test_the_compare_benchmark_explains_units_that_differ_between_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each differing unit lists, per run, every final any run chose, with what that run's
+    visible evaluation said of it (how a speed-based choice flipped)."""
+    bench = _compare_benchmark(monkeypatch)
 
     def run(final: str, speeds: dict[str, list[object]]) -> object:
         return bench.Measured("r", "c", 1.0, "d", 2, 2, 2, [], {}, {"direct/flip/0": final, "geak/flip/0": "s"},
@@ -154,9 +160,27 @@ def test_the_compare_benchmark_explains_units_that_differ_between_runs(monkeypat
     a, b = run("h1", {"h1": ["correct", 1.1, 1.0, 1.2], "h2": ["correct", 1.0, 0.9, 1.1]}), \
         run("h2", {"h1": ["correct", 0.9, 0.8, 1.0], "h2": ["correct", 1.2, 1.1, 1.3]})
     assert bench.identical_share([a, b]) == 0.5
+    a.visible_cases = {"flip": {"h1": [{"case": "perf", "method": "graph", "launches": 64}]}}
     assert bench.differences([a, b]) == {"direct/flip/0": [
-        {"final": "h1", "visible": {"h1": ["correct", 1.1, 1.0, 1.2], "h2": ["correct", 1.0, 0.9, 1.1]}},
-        {"final": "h2", "visible": {"h1": ["correct", 0.9, 0.8, 1.0], "h2": ["correct", 1.2, 1.1, 1.3]}}]}
+        {"final": "h1", "visible": {"h1": ["correct", 1.1, 1.0, 1.2], "h2": ["correct", 1.0, 0.9, 1.1]},
+         "cases": {"h1": [{"case": "perf", "method": "graph", "launches": 64}], "h2": None}},
+        {"final": "h2", "visible": {"h1": ["correct", 0.9, 0.8, 1.0], "h2": ["correct", 1.2, 1.1, 1.3]},
+         "cases": {"h1": None, "h2": None}}]}
+
+
+def test_a_stored_timing_is_described_case_by_case(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a determinism record keeps of each visible timing: per perf case, how it was timed
+    and the medians (a unit that differs between runs shows which case moved, and whether its
+    launch mode did)."""
+    bench = _compare_benchmark(monkeypatch)
+    stored = json.dumps({"verdict": {"kind": "correct"}, "timing": {"cases": [
+        {"case": "perf-n64K", "candidate_ms": [0.003, 0.002, 0.004], "baseline_ms": [0.0031, 0.0029],
+         "method": "graph", "launches_per_sample": 128, "baseline_source": "reused", "decision": "equivalent"}]}})
+    assert bench.case_timings(stored) == [
+        {"case": "perf-n64K", "method": "graph", "launches": 128, "references": "reused", "decision": "equivalent",
+         "samples": 3, "candidate_median_ms": 0.003, "baseline_median_ms": 0.003}]
+    assert bench.case_timings(json.dumps({"verdict": {"kind": "wrong_result"}, "timing": None})) == []
+    assert bench.case_timings("not json") == []
 
 
 def test_throughput_benchmark_in_shards_combines_into_one_comparison(tmp_path: Path) -> None:
