@@ -5,13 +5,14 @@ spare forked ahead or a fresh one; `compile`: writing and importing the candidat
 a syntax or compile error shows; `correctness`: the oracle on the case set, or a method's own
 tests; `timing`: the perf-case check and the timing protocol, on a GPU only; `gate`: waiting at the
 GPU's fair gate, judge/gate.py, for a timer ahead or, as a timer, for the judging jobs on the
-GPU); the pool adds `queue` (waiting for an idle worker, or for one still starting), `retry` (an attempt lost to a GPU
-out-of-memory error beside other workers, judged again alone; runners/pool.py) and `other`
-(the seconds the worker had the job beyond its named phases: messages, starting the
-candidate's process, bookkeeping). A phase entered inside another is counted in the inner one
-only, so the phases add up to the job. The parent stores them beside the evaluation
-(results/store.py, one column each), and `report` sums them per method and phase, so a slow
-run can be told apart: judging, timing or waiting.
+GPU); the pool adds `queue` (waiting for an idle worker, or for one still starting), `retry` (an
+attempt lost to a GPU out-of-memory error beside other workers, judged again alone;
+runners/pool.py) and `other` (the seconds the worker had the job beyond its named phases:
+messages, bookkeeping; `PhaseClock.step` names parts of a job apart from the phases, for
+diagnosis). A phase entered inside another is counted in the inner one only, so the phases add
+up to the job. The parent stores them beside the evaluation (results/store.py, one column each),
+and `report` sums them per method and phase, so a slow run can be told apart: judging, timing or
+waiting.
 """
 
 from __future__ import annotations
