@@ -264,7 +264,7 @@ def test_a_spares_context_waits_for_a_timer_unless_contexts_are_ungated(
     monkeypatch.setenv(GATE_ENV, str(folder))
     monkeypatch.setenv(CONTEXT_GATE_ENV, gated)
     gate, log = FairGate(folder), Log()
-    timer = hold(gate, log, "timer", exclusive=True, seconds=0.5)
+    timer = hold(gate, log, "timer", exclusive=True, seconds=1.0)  # far longer than a thread start on a busy box
     spare = _FakeSpare()
     starting = threading.Thread(target=Worker._start_on_device, args=(spare, 5.0))
     starting.start()
