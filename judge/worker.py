@@ -355,8 +355,7 @@ class Worker:
                 proc.close()
                 proc = None
         if proc is not None:
-            for name, seconds in proc.spare_steps.items():
-                self.clock.steps[name] = seconds
+            self.clock.steps.update(proc.spare_steps)
             self.clock.steps["spare:age"] = time.perf_counter() - proc.forked
             proc.start_clock(limit)
             try:

@@ -169,8 +169,8 @@ def out_of_memory(verdict: Verdict) -> bool:
 
 def _with_other(pool_phases: dict[str, float], worker_phases: dict[str, float], ran: float) -> dict[str, float]:
     """All of a job's phases: the pool's, the worker's, and `other`, the seconds the worker had
-    the job beyond its named phases (messages both ways, forking and starting the candidate's
-    process, the worker's own bookkeeping). Why: on an H200's full-suite run the named phases
+    the job beyond its named phases (messages both ways, the worker's own bookkeeping; the
+    candidate process's start is a phase of its own). Why: on an H200's full-suite run the named phases
     covered 1,520 of 2,236 worker-seconds, and the rest could not be told apart from idling."""
     named = sum(worker_phases.values())
     return {**pool_phases, **worker_phases, "other": max(0.0, ran - named)}
@@ -446,6 +446,11 @@ class LocalPool:
         violation or a reply that asks for it."""
         asked = time.perf_counter()
         worker = self._idle.get()
+        given = asked
+
+        def ran() -> float:
+            return time.perf_counter() - given
+
         try:
             # A worker still starting (the pool's warm-up, a restart in the background) is not
             # idle yet: waiting for it is queue time. Before, it was the job's `other`: on an
@@ -454,16 +459,8 @@ class LocalPool:
             # raised again, with its message, by the job itself below.
             with contextlib.suppress(WorkerStartError):
                 worker.ensure_started()
-        except BaseException:
-            self._idle.put(worker)
-            raise
-        given = time.perf_counter()
-        queued = given - asked
-
-        def ran() -> float:
-            return time.perf_counter() - given
-
-        try:
+            given = time.perf_counter()
+            queued = given - asked
             self._count("jobs")
             try:
                 task_id = str(job.get("task", ""))
