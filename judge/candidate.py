@@ -31,7 +31,7 @@ import torch
 
 from bench.sequences import same_kind
 from judge import launches, wire
-from judge.bits import Digest, bits_digest, same_digest, unchanged
+from judge.bits import BitCopy, Digest, bit_copy, bits_digest, still_same, tensor_bytes, unchanged
 from judge.running import (
     CandidateLoadError,
     classify_exception,
@@ -53,7 +53,7 @@ class CandidateServer:
         self.module: Any = None  # the candidate's module: where the judge's objects find their classes
         self.entry_name = ""
         self.inputs: dict[int, tuple] = {}
-        self.held: list[HeldCall] = []
+        self.held = HeldOutputs()
         self.kept: list[Any] = []  # spacers of judge/steady.py, alive for the process's life
         self.timer: Any = None
         self.path: Path | None = None  # the candidate's file, whose frames its tracebacks show
@@ -163,14 +163,15 @@ class CandidateServer:
         if not report["ok"]:
             return report, []
         report["modified"] = changed_inputs(before, args)
-        self.held.append(HeldCall.of(out, args, written))
+        self.held.add(out, args, written)
         spec, tensors = wire.encode_values([out, [args[i] for i in written]], objects=False)
         self._spend("call:checks", started)
         return {**report, "values": spec}, tensors
 
     def _op_reset(self, header: dict[str, Any], _: list[torch.Tensor]) -> tuple[dict[str, Any], list]:
         """A new case set begins (a failing case judged again on its own): nothing held over."""
-        self.held, self.inputs = [], {}
+        self.held.clear()
+        self.inputs = {}
         return {"ok": True}, []
 
     def _op_disturb(self, header: dict[str, Any], _: list[torch.Tensor]) -> tuple[dict[str, Any], list]:
@@ -183,8 +184,8 @@ class CandidateServer:
     def _op_collect(self, header: dict[str, Any], _: list[torch.Tensor]) -> tuple[dict[str, Any], list]:
         from judge.launchers import noted
 
-        held, self.held = self.held, []
-        return {"ok": True, "calls": len(held), "changed": changed_calls(held), "launchers": noted()}, []
+        calls, changed = self.held.take()
+        return {"ok": True, "calls": calls, "changed": changed, "launchers": noted()}, []
 
     def _op_tests(self, header: dict[str, Any], _: list[torch.Tensor]) -> tuple[dict[str, Any], list]:
         from dataclasses import asdict
@@ -257,23 +258,53 @@ def changed_inputs(before: tuple, args: tuple) -> list[int]:
     return [k for k, (b, a) in enumerate(tensors) if b is not None and not unchanged(b, a)]
 
 
+COPY_BUDGET_BYTES = 256 << 20
+"""Bytes of a case set's outputs `HeldOutputs` keeps as exact copies; past them, fingerprints."""
+
+
 @dataclass
 class HeldCall:
     """What the candidate process keeps of one call for the end-of-set check: the output (a
-    buffer the candidate reuses in a later call changes under it) and a fingerprint of its bits
-    as the call returned them (judge/bits.py `bits_digest`: a copy doubled the memory held)."""
+    buffer the candidate reuses in a later call changes under it) and its bits as the call
+    returned them: a copy while the set's copies fit `COPY_BUDGET_BYTES`, else a fingerprint
+    (judge/bits.py: copies of every output once filled an H200's memory; fingerprints of
+    every output were a third of the process's work per call)."""
 
     output: Any
-    as_returned: Digest
+    as_returned: Digest | BitCopy
 
     @classmethod
-    def of(cls, out: Any, args: tuple, written: tuple[int, ...]) -> HeldCall:
-        return cls(held_output(out, args, written), bits_digest(out))
+    def of(cls, out: Any, args: tuple, written: tuple[int, ...], copy: bool = False) -> HeldCall:
+        return cls(held_output(out, args, written), bit_copy(out) if copy else bits_digest(out))
+
+
+class HeldOutputs:
+    """A case set's calls as `HeldCall`s, until the judge asks which outputs changed."""
+
+    def __init__(self, copy_budget: int = COPY_BUDGET_BYTES) -> None:
+        self.copy_budget = copy_budget
+        self.calls: list[HeldCall] = []
+        self.copied = 0
+
+    def add(self, out: Any, args: tuple, written: tuple[int, ...]) -> None:
+        size = tensor_bytes(out)
+        copy = self.copied + size <= self.copy_budget
+        self.copied += size if copy else 0
+        self.calls.append(HeldCall.of(out, args, written, copy=copy))
+
+    def take(self) -> tuple[int, list[int]]:
+        """(calls held, indices of those whose output changed since); nothing is held after."""
+        calls = self.calls
+        self.clear()
+        return len(calls), changed_calls(calls)
+
+    def clear(self) -> None:
+        self.calls, self.copied = [], 0
 
 
 def changed_calls(held: list[HeldCall]) -> list[int]:
     """Indices of the calls whose output is no longer what the call returned."""
-    return [i for i, h in enumerate(held) if not same_digest(h.as_returned, h.output)]
+    return [i for i, h in enumerate(held) if not still_same(h.as_returned, h.output)]
 
 
 def copy_output(out: Any) -> Any:

@@ -156,11 +156,15 @@ def compare(out: Any, expected: Any, task: Task, path: str = "output") -> tuple[
     diff = torch.where(e_finite, (o - e).abs(), 0.0)
     rel = torch.where(e_finite, diff / e.abs().clamp_min(1e-12), 0.0)
     bad = e_finite & (diff > tol.atol + tol.rtol * e.abs())
-    s = _Summary(*torch.stack([t.to(torch.float64) for t in (
-        bad_nonfinite.any(), ((~e_finite) & ~same_special).any(), diff.max(), rel.max(), bad.any(),
-        e_finite.any(), _masked(e, e_finite, True), _masked(e, e_finite, False),
-        o_finite.any(), _masked(o, o_finite, True), _masked(o, o_finite, False),
-        torch.where(e_finite, e.abs(), 0.0).max())]).tolist())  # one device-to-host sync
+    flags = torch.stack((bad_nonfinite.any(), ((~e_finite) & ~same_special).any(), bad.any(), e_finite.any(),
+                         o_finite.any())).to(torch.float64)
+    values = torch.stack((diff.max(), rel.max(), _masked(e, e_finite, True), _masked(e, e_finite, False),
+                          _masked(o, o_finite, True), _masked(o, o_finite, False),
+                          torch.where(e_finite, e.abs(), 0.0).max()))
+    (nonfinite_missing, special_missing, any_bad, e_any_finite, o_any_finite, max_abs, max_rel, e_max, e_min,
+     o_max, o_min, e_scale) = torch.cat((flags, values)).tolist()  # one device-to-host sync, two casts, not twelve
+    s = _Summary(nonfinite_missing, special_missing, max_abs, max_rel, any_bad, e_any_finite, e_max, e_min,
+                 o_any_finite, o_max, o_min, e_scale)
     if s.nonfinite_missing:
         raise Mismatch(f"{path}: {int(bad_nonfinite.sum())} NaN/Inf values where the reference is finite",
                        float("inf"), float("inf"))
@@ -422,7 +426,9 @@ class LocalRunner:
         self.entry, self.device, self.interpreter = entry, device, interpreter
         self.source_path = source_path
         self.inputs: dict[int, tuple] = {}
-        self.held: list[Any] = []
+        from judge.candidate import HeldOutputs
+
+        self.held = HeldOutputs()
         self.reports: list[CallReport] = []  # of calls run and not yet taken (`result`)
 
     def submit(self, slot: int, args: tuple, refill: bool, seed: int | None = None,
@@ -439,7 +445,7 @@ class LocalRunner:
     def call(self, slot: int, args: tuple, refill: bool, seed: int | None = None,
              written: tuple[int, ...] = ()) -> CallReport:
         """The same steps as the candidate process's `call` (judge/candidate.py), so both judge alike."""
-        from judge.candidate import HeldCall, changed_inputs, copy_output, input_copies, run_call
+        from judge.candidate import changed_inputs, copy_output, input_copies, run_call
         from judge.candidate import refill as refill_in_place
 
         if refill and slot in self.inputs:
@@ -453,17 +459,15 @@ class LocalRunner:
         if not reply["ok"]:
             return CallReport.from_reply(reply)
         reply["modified"] = changed_inputs(before, mine)
-        self.held.append(HeldCall.of(out, mine, written))
+        self.held.add(out, mine, written)
         return CallReport.from_reply(reply, _after_call(args, mine, written), copy_output(out))
 
     def collect(self) -> tuple[int, list[int]]:
-        from judge.candidate import changed_calls
-
-        held, self.held = self.held, []
-        return len(held), changed_calls(held)
+        return self.held.take()
 
     def reset(self) -> None:
-        self.held, self.inputs = [], {}
+        self.held.clear()
+        self.inputs = {}
 
 
 def _after_call(given: tuple, after: tuple | list, written: tuple[int, ...]) -> tuple:

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from judge import wire
-from judge.bits import flat_tensors
-from judge.candidate import HeldCall, changed_calls, changed_inputs, input_copies
+from judge.bits import BitCopy, Digest, flat_tensors
+from judge.candidate import HeldCall, HeldOutputs, changed_calls, changed_inputs, input_copies
 
 
 def test_an_input_changed_in_place_is_named_by_its_place_among_the_tensors() -> None:
@@ -41,6 +41,38 @@ def test_an_output_buffer_reused_by_a_later_call_shows_at_the_end_of_the_set() -
     assert changed_calls(held) == []
     buffer.fill_(9.0)  # the next call wrote its result into the same tensor
     assert changed_calls(held) == [0]
+
+
+@pytest.mark.parametrize("budget", [0, 1 << 20])
+def test_a_reused_buffer_shows_whether_outputs_are_held_as_copies_or_fingerprints(budget: int) -> None:
+    held = HeldOutputs(copy_budget=budget)
+    buffer = torch.zeros(4)
+    held.add(buffer, (torch.ones(4),), ())
+    held.add(torch.full((4,), 2.0), (torch.ones(4),), ())
+    kind = BitCopy if budget else Digest
+    assert all(isinstance(h.as_returned, kind) for h in held.calls)
+    buffer[3] = -0.0  # the sign of a zero is a change too
+    assert held.take() == (2, [0])
+    assert held.take() == (0, [])  # nothing held after the judge asked
+
+
+def test_outputs_past_the_copy_budget_are_held_as_fingerprints() -> None:
+    held = HeldOutputs(copy_budget=40)  # room for two outputs of 16 bytes, not three
+    outs = [torch.full((4,), float(i)) for i in range(3)]
+    for out in outs:
+        held.add(out, (), ())
+    assert [type(h.as_returned) for h in held.calls] == [BitCopy, BitCopy, Digest]
+    outs[2][0] = float("nan")
+    outs[1].view(torch.int32)[1] += 1  # one bit of one element
+    assert held.take() == (3, [1, 2])
+
+
+def test_a_copied_output_reshaped_or_retyped_in_place_is_a_change() -> None:
+    held = HeldOutputs()
+    out = torch.zeros(2, 3)
+    held.add(out, (), ())
+    out.resize_(3, 2)  # same bits, another shape
+    assert held.take() == (1, [0])
 
 
 def test_an_output_in_memory_the_judge_refills_is_kept_as_a_copy() -> None:
