@@ -52,7 +52,11 @@ experiment; default 1, a shared ticket). Why try it: on an H200 under a full run
 context took 0.6-0.7 s to make (0.16 s on an idle GPU), held a shared ticket all that time, so
 every timer queued behind it waited, and every spare waited behind those timers (0.2-0.35 s
 of `start` per job). What it risks: a context made while a timer measures
-(benchmarks/bench_lanes_gpu.py --ungated-contexts measures exactly that)."""
+(benchmarks/bench_lanes_gpu.py --ungated-contexts measures exactly that). Measured on an H200
+(session 16, benchmarks/results/2026-12-03-h200-session16-held-copies-ungated-determinism.json):
+the timer's medians did not move, but neither did throughput (the full suite's first 160 s:
+290 evaluations ungated, 294 gated), since judging jobs wait behind the timers themselves, not
+behind contexts; so the default stays gated, and this stays a switch for that measurement."""
 
 
 def contexts_gated() -> bool:
