@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from judge.phases import STEPS_ENV  # noqa: E402
-from judge.worker import CONTEXT_GATE_ENV, MAX_SPARES, SPARES_ENV, contexts_gated  # noqa: E402
+from judge.worker import ALONE_STEP, CONTEXT_GATE_ENV, MAX_SPARES, SPARES_ENV, contexts_gated  # noqa: E402
 from results.phases import PHASE_COLUMNS, phase_seconds, phase_seconds_by_kind, steps_by_kind  # noqa: E402
 from results.readers import load_run  # noqa: E402
 from results.store import Store  # noqa: E402
@@ -298,6 +298,16 @@ def print_measured(m: Measured) -> None:
     for r in m.steps:
         print(f"  steps of {r['kind']} ({r['jobs']} jobs), mean seconds: "
               + ", ".join(f"{k} {v:.3f}" for k, v in r.items() if k not in ("kind", "jobs")))
+    if m.steps:
+        print(f"  the GPU held alone to time ({ALONE_STEP}, the timing lane's busy time): "
+              f"{lane_seconds(m.steps):.1f} s of the {m.wall_s:.1f} s wall")
+
+
+def lane_seconds(steps: list[dict[str, Any]]) -> float:
+    """Seconds the judge workers held the GPU exclusively to time, over all jobs (`--steps`):
+    with one timing lane per GPU, a floor under the run's wall time that more judging
+    workers do not lower."""
+    return sum(float(r.get(ALONE_STEP, 0.0)) * int(r["jobs"]) for r in steps)
 
 
 def write_record(record: dict[str, Any], path: Path | None) -> None:

@@ -46,6 +46,10 @@ TMP_CAP_ENV = "KMC_CANDIDATE_TMP_MB"  # size cap of a candidate's private /tmp a
 SPARE_START_S = 120.0  # how long a spare may take to make its GPU context before the gate is let go
 SPARES_ENV = "KMC_SPARES"  # candidate processes forked ahead of need (default 1; each holds a GPU context)
 MAX_SPARES = 4
+ALONE_STEP = "gpu:alone"
+"""The step (`$KMC_JOB_STEPS`) of a job's seconds holding the GPU exclusively to time: summed
+over a run's jobs, the busy time of the GPU's one timing lane, which no number of judging
+workers shortens (benchmarks/bench_compare_gpu.py --steps prints it against the wall time)."""
 CONTEXT_GATE_ENV = "KMC_GATE_CONTEXTS"
 """0: a candidate process makes its GPU context without a ticket at the GPU's gate (an
 experiment; default 1, a shared ticket). Why try it: on an H200 under a full run's load a
@@ -599,7 +603,7 @@ class Worker:
             self.references = BaselineCache()
         self.references.adopt([Shared.from_json(s) for s in job.get("references", ())])
         try:
-            with gpu_gate(exclusive=True, clock=self.clock):
+            with gpu_gate(exclusive=True, clock=self.clock), self.clock.step(ALONE_STEP):
                 timing = time_candidate(task, runner.proc, self._baseline(task), task.perf, self.target.vendor,
                                         physical_device(), policy, self.references)
         except OutputChangedDuringTiming as exc:
@@ -623,7 +627,7 @@ class Worker:
             task = get_task(job["task"])
             if self.references is None:
                 self.references = BaselineCache()
-            with gpu_gate(exclusive=True, clock=self.clock):
+            with gpu_gate(exclusive=True, clock=self.clock), self.clock.step(ALONE_STEP):
                 prime_references(task, self._baseline(task), task.perf, self.target.vendor, physical_device(),
                                  TimingPolicy.from_json(job.get("timing_policy")), self.references)
         except Exception as exc:  # noqa: BLE001 - see the docstring

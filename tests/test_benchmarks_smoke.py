@@ -109,6 +109,21 @@ def test_compare_benchmark_runs_the_seven_task_command_at_toy_size(tmp_path: Pat
     assert all(run["visible"].keys() <= {"vector_add", "flip"} and run["visible"] for run in runs)
     assert "identical final submissions over 2 runs with seed 0: 100.0% of units" in proc.stdout
     assert "evaluation seconds by phase" in proc.stdout
+    assert "the GPU held alone to time (gpu:alone, the timing lane's busy time): 0.0 s of" in proc.stdout
+
+
+def test_the_timing_lanes_busy_time_sums_the_alone_step_over_every_job(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_compare_gpu", ROOT / "benchmarks" / "bench_compare_gpu.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "bench_compare_gpu", bench)  # its dataclasses look their module up
+    spec.loader.exec_module(bench)
+    rows = [{"kind": "visible timed", "jobs": 10, "gpu:alone": 0.25, "close": 0.01},
+            {"kind": "hidden timed", "jobs": 4, "gpu:alone": 1.5}, {"kind": "hidden", "jobs": 50, "close": 0.02}]
+    assert bench.lane_seconds(rows) == pytest.approx(10 * 0.25 + 4 * 1.5)
+    assert bench.lane_seconds([]) == 0.0
 
 
 def test_the_compare_benchmark_refuses_a_spare_count_out_of_range(tmp_path: Path) -> None:
