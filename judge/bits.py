@@ -83,7 +83,7 @@ def bits_digest(value: Any) -> Digest:
     for t in tensors:
         sums.extend(_word_sums(t))
     read = torch.stack([s.to(sums[0].device) for s in sums]).tolist() if sums else []
-    return Digest(tuple((tuple(t.shape), str(t.dtype)) for t in tensors), tuple(int(x) for x in read))
+    return Digest(_layout(tensors), tuple(int(x) for x in read))
 
 
 def same_digest(digest: Digest, value: Any) -> bool:
@@ -106,8 +106,7 @@ class BitCopy:
 
 def bit_copy(value: Any) -> BitCopy:
     tensors = flat_tensors(value)
-    return BitCopy(tuple((tuple(t.shape), str(t.dtype)) for t in tensors),
-                   tuple(as_bits(t.detach()).clone() for t in tensors))
+    return BitCopy(_layout(tensors), tuple(as_bits(t.detach()).clone() for t in tensors))
 
 
 def tensor_bytes(value: Any) -> int:
@@ -120,8 +119,12 @@ def still_same(record: Digest | BitCopy, value: Any) -> bool:
     if isinstance(record, Digest):
         return same_digest(record, value)
     tensors = flat_tensors(value)
-    return tuple((tuple(t.shape), str(t.dtype)) for t in tensors) == record.layout and all(
+    return _layout(tensors) == record.layout and all(
         torch.equal(as_bits(t.detach()), w) for t, w in zip(tensors, record.words, strict=True))
+
+
+def _layout(tensors: list[torch.Tensor]) -> tuple[tuple[tuple[int, ...], str], ...]:
+    return tuple((tuple(t.shape), str(t.dtype)) for t in tensors)
 
 
 def _word_sums(t: torch.Tensor) -> list[torch.Tensor]:

@@ -38,7 +38,7 @@ import torch
 from bench.sequences import same_kind
 from bench.slack import padded_copy
 from bench.task import Case, CaseUnavailable, OutputArgs, Task
-from judge.bits import flat_tensors, same_bits, unchanged
+from judge.bits import flat_tensors, same_bits, tensor_bytes, unchanged
 from judge.launches import PARTLY_STORED, add_inputs, alias_text
 from judge.running import (  # noqa: F401 - re-exported: the judge's callers name them here
     MARK_FLOAT,
@@ -244,9 +244,6 @@ class _InputCache:
         self._lock = threading.Lock()
         self._making: dict[tuple[Any, ...], threading.Event] = {}
 
-    @staticmethod
-    def _nbytes(value: Any) -> int:
-        return sum(t.numel() * t.element_size() for t in flat_tensors(value))
 
     @property
     def full(self) -> bool:
@@ -273,7 +270,7 @@ class _InputCache:
         try:
             value = make()
             with self._lock:
-                self._keep(key, value, self._nbytes(value), evict)
+                self._keep(key, value, tensor_bytes(value), evict)
             return value
         finally:
             with self._lock:
@@ -814,21 +811,16 @@ def storage_copy(value: Any, device: str) -> Any:
     if isinstance(value, torch.Tensor):
         storage = value.untyped_storage()
         moved = storage.to(device=device) if storage.device.type != torch.device(device).type else storage.clone()
-        copied = torch.empty(0, dtype=torch.uint8, device=device).set_(moved)
-        return torch.empty(0, dtype=value.dtype, device=device).set_(copied.untyped_storage(), value.storage_offset(),
-                                                                     value.size(), value.stride())
+        return torch.empty(0, dtype=value.dtype, device=device).set_(moved, value.storage_offset(), value.size(),
+                                                                     value.stride())
     if isinstance(value, (tuple, list)):
         return same_kind(value, (storage_copy(v, device) for v in value))
     return value
 
 
-def host_copy(value: Any) -> Any:
-    return storage_copy(value, "cpu")
-
-
 def cached_host_copy(task: Task, case: Case, device: str, what: tuple[str, str], value: Any) -> Any:
-    """`host_copy(value)`, once per judge worker (`_CACHE`, beside the device values it copies)."""
-    return _CACHE.get((task.id, case, device, *what, "host"), lambda: host_copy(value))
+    """`storage_copy(value, "cpu")`, once per judge worker (`_CACHE`, beside the device values it copies)."""
+    return _CACHE.get((task.id, case, device, *what, "host"), lambda: storage_copy(value, "cpu"))
 
 
 def _case_bytes(given: dict[str, tuple], answers: dict[str, tuple[Any, Any]]) -> int:

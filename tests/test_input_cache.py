@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from judge import oracle
+from judge.bits import tensor_bytes
 
 KIB = 1024
 
@@ -77,7 +78,7 @@ def test_the_oracle_gets_the_same_values_after_an_eviction(monkeypatch: pytest.M
     monkeypatch.setattr(oracle, "_CACHE", cache)
     first = oracle.cached_inputs(task, case, "cpu", refill=False)
     other_case = other.cases("visible", True)[0]
-    other_size = oracle._InputCache._nbytes(other.inputs(other_case, "cpu"))
+    other_size = tensor_bytes(other.inputs(other_case, "cpu"))
     cache.max_bytes = max(cache.used, other_size)  # room for either task, not both
     oracle.cached_inputs(other, other_case, "cpu", refill=False)
     assert other.id in cache.task_bytes
