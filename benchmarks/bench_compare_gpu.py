@@ -18,8 +18,6 @@ full suite at budget 100 <= 10 minutes, identical submissions in >= 95% of units
 Usage (on the GPU machine, from the repository root):
     python benchmarks/bench_compare_gpu.py --determinism 3 --skip-full --json benchmarks/results/<date>-h200-seven.json
     python benchmarks/bench_compare_gpu.py --skip-seven --full-limit-s 560 --json benchmarks/results/<date>-h200-full.json
-  With `KMC_HOST_JUDGING=1` in the environment, small cases are judged on the host (judge/oracle.py
-  `HOST_JUDGING_ENV`, an experiment; the record says `host_judging_bytes`).
   (`--full-limit-s`: stopped there as Ctrl-C would stop it and measured as far as it got, so a
   run that outlasts one 10-minute device command still records its units, phases and job kinds)
 CPU smoke (toy size; timings meaningless):
@@ -46,7 +44,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from judge.oracle import host_judging_bytes  # noqa: E402
 from judge.phases import STEPS_ENV  # noqa: E402
 from judge.worker import ALONE_STEP, CONTEXT_GATE_ENV, MAX_SPARES, SPARES_ENV, contexts_gated  # noqa: E402
 from results.phases import PHASE_COLUMNS, phase_seconds, phase_seconds_by_kind, steps_by_kind  # noqa: E402
@@ -379,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
                 "full_suite": asdict(full) if full else None,
                 "goals": {"seven_task_wall_s": 20, "full_suite_budget_100_wall_s": 600, "identical_share": 0.95},
                 "environment": environment, "spares": os.environ.get(SPARES_ENV) or "1",
-                "contexts_gated": contexts_gated(), "host_judging_bytes": host_judging_bytes()}
+                "contexts_gated": contexts_gated()}
 
     for i in range(0 if args.skip_seven else args.determinism):
         seven.append(measure(f"seven-task run {i + 1}", config(args.budget, args.seven_tasks.split(",")), out,

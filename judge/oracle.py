@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import os
 import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -38,7 +37,7 @@ import torch
 from bench.sequences import same_kind
 from bench.slack import padded_copy
 from bench.task import Case, CaseUnavailable, OutputArgs, Task
-from judge.bits import flat_tensors, same_bits, tensor_bytes, unchanged
+from judge.bits import same_bits, tensor_bytes, unchanged
 from judge.launches import PARTLY_STORED, add_inputs, alias_text
 from judge.running import (  # noqa: F401 - re-exported: the judge's callers name them here
     MARK_FLOAT,
@@ -528,7 +527,6 @@ class _Sent:
     outputs: OutputArgs
     answer: tuple[Any, Any]  # the expected output and what the reference leaves unwritten (`cached_expected`)
     last: bool  # the case's last attempt: once it passes, the case is done
-    device: str  # where its inputs, reply and answer are: the judge's device, or "cpu" (`host_judging_bytes`)
 
 
 class _Judging:
@@ -556,9 +554,7 @@ class _Judging:
         previous, report = self._take()
         if previous is not None and not report.ok:
             return self._failed(previous, report)
-        extra = {"reply_device": call.device} if call.device != self.device else {}
-        self.runner.submit(call.slot, args, refill=call.attempt != FIRST, seed=seed, written=call.outputs.written,
-                           **extra)
+        self.runner.submit(call.slot, args, refill=call.attempt != FIRST, seed=seed, written=call.outputs.written)
         self.in_flight = call
         return self._judge(previous, report) if previous is not None else None
 
@@ -591,10 +587,10 @@ class _Judging:
         r = _Ran(c.slot, c.case, c.attempt, len(self.ran))
         self.ran.append(r)
         with judge_side(self.runner):
-            verdict, judged = _judge_call(self.task, r, report, c.outputs, c.device, len(self.done), c.answer)
+            verdict, judged = _judge_call(self.task, r, report, c.outputs, self.device, len(self.done), c.answer)
         del report  # the output goes with it, whatever follows
         first = self.firsts.pop(c.slot, None) if c.attempt == REPEAT else None
-        if verdict is None and c.attempt == REPEAT and _race(first, judged, self.task, c.device):
+        if verdict is None and c.attempt == REPEAT and _race(first, judged, self.task, self.device):
             verdict = Verdict("wrong_result", "two runs on the same inputs gave different results (a race?)",
                               c.case.name, cases_run=len(self.done), kernel_launched=True)
         if verdict is not None:
@@ -644,7 +640,6 @@ def judge_cases(task: Task, runner: Runner, cases: tuple[Case, ...], device: str
     runner.reset()
     races = repeat_for_races and task.deterministic
     judging = _Judging(task, runner, device, races)
-    host_limit = host_judging_bytes() if _host_apart(device) and getattr(runner, "replies_on_host", False) else 0
     skipped = 0
     reasons: list[str] = []
     numbered = list(enumerate(cases))
@@ -680,18 +675,10 @@ def judge_cases(task: Task, runner: Runner, cases: tuple[Case, ...], device: str
                     if verdict is not None:
                         return judging.decided(verdict)
                     raise
-                where = device
-                if host_limit and _case_bytes(given, answers) <= host_limit:
-                    where = "cpu"
-                    pristine = {a: cached_inputs(task, c, device, refill=a == REFILL) for a in (FIRST, REFILL)}
-                    given = {a: poisoned_outputs(cached_host_copy(task, c, device, (a, "inputs"), v), outputs)
-                             for a, v in pristine.items()}
-                    answers = {a: cached_host_copy(task, c, device, (a, "answer"), v) for a, v in answers.items()}
                 given[REPEAT], answers[REPEAT] = given[FIRST], answers[FIRST]  # the first inputs again
                 seed = c.seed if task.seeded_rng else None
                 for k, attempt in enumerate(attempts):
-                    call = _Sent(slot, c, attempt, outputs, answers[attempt], last=k == len(attempts) - 1,
-                                 device=where)
+                    call = _Sent(slot, c, attempt, outputs, answers[attempt], last=k == len(attempts) - 1)
                     verdict = judging.send(call, given[attempt], seed)
                     if verdict is not None:
                         return judging.decided(verdict)
@@ -772,63 +759,6 @@ def cached_expected(task: Task, case: Case, device: str, attempt: str, pristine:
     reference that is three runs of it."""
     return _CACHE.get((task.id, case, device, attempt, "expected"),
                       functools.partial(expected_and_unwritten, task, pristine, case))
-
-
-HOST_JUDGING_ENV = "KMC_HOST_JUDGING"
-"""An experiment, off by default: `1` (or a byte count) judges a GPU case whose inputs and
-answer fit `HOST_CASE_BYTES` (or that count) on the host: its inputs sent from host copies, the
-candidate's reply read into host memory, compared there. Why try it: on an H200 the judge's
-comparison of a small output took as long with a third of the device operations (session 16):
-its time is the wait for a GPU the candidate process is using, so the two processes' GPU work
-takes turns instead of overlapping. What it risks: nothing in the verdicts (the same
-comparison, in float64, on the same values), but more host memory per worker, and it has not
-yet been run on a GPU."""
-HOST_CASE_BYTES = 4 << 20
-
-
-def host_judging_bytes() -> int:
-    """The largest case (inputs and answer, in bytes) judged on the host; 0: none (`HOST_JUDGING_ENV`)."""
-    raw = os.environ.get(HOST_JUDGING_ENV, "0").strip()
-    if raw in ("", "0"):
-        return 0
-    if raw == "1":
-        return HOST_CASE_BYTES
-    try:
-        return max(0, int(raw))
-    except ValueError:
-        return 0
-
-
-def _host_apart(device: str) -> bool:
-    """Whether the judge's device is other than the host (only then is there a host to judge on)."""
-    return device != "cpu"
-
-
-def storage_copy(value: Any, device: str) -> Any:
-    """`value` with every tensor copied to `device`, its whole storage, offset and strides kept (a
-    strided view stays one: the candidate process gets the layout the case asks for, where
-    `.to` makes a view with gaps contiguous)."""
-    if isinstance(value, torch.Tensor):
-        storage = value.untyped_storage()
-        moved = storage.to(device=device) if storage.device.type != torch.device(device).type else storage.clone()
-        return torch.empty(0, dtype=value.dtype, device=device).set_(moved, value.storage_offset(), value.size(),
-                                                                     value.stride())
-    if isinstance(value, (tuple, list)):
-        return same_kind(value, (storage_copy(v, device) for v in value))
-    return value
-
-
-def cached_host_copy(task: Task, case: Case, device: str, what: tuple[str, str], value: Any) -> Any:
-    """`storage_copy(value, "cpu")`, once per judge worker (`_CACHE`, beside the device values it copies)."""
-    return _CACHE.get((task.id, case, device, *what, "host"), lambda: storage_copy(value, "cpu"))
-
-
-def _case_bytes(given: dict[str, tuple], answers: dict[str, tuple[Any, Any]]) -> int:
-    """Bytes of a case's inputs (whole storages, every attempt) and answers."""
-    def storages(value: Any) -> int:
-        return sum(t.untyped_storage().nbytes() for t in flat_tensors(value))
-
-    return sum(storages(v) for v in given.values()) + sum(storages(v) for v in answers.values())
 
 
 def _race(first: Any, again: Any, task: Task, device: str) -> bool:

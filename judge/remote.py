@@ -128,10 +128,10 @@ class CandidateProcess:
             self.stopped_allowance -= stopped
             self.deadline += stopped
 
-    def _recv(self, timeout: float, device: str | None = None) -> tuple[dict[str, Any], list[torch.Tensor]]:
+    def _recv(self, timeout: float) -> tuple[dict[str, Any], list[torch.Tensor]]:
         self.sock.settimeout(max(0.01, timeout))
         try:
-            return self.link.recv(device or self.owner.device)
+            return self.link.recv(self.owner.device)
         except TimeoutError:
             self.kill()
             raise CandidateTimeout() from None
@@ -163,12 +163,12 @@ class CandidateProcess:
             raise CandidateDied(self._ended()) from None
         self.unanswered = self.seq
 
-    def receive(self, device: str | None = None) -> tuple[dict[str, Any], list[torch.Tensor]]:
-        """The reply to the request sent last, its tensors on `device` (the judge's by default)."""
+    def receive(self) -> tuple[dict[str, Any], list[torch.Tensor]]:
+        """The reply to the request sent last."""
         expected, self.unanswered = self.unanswered, None
         if expected is None:
             raise RuntimeError("a reply awaited with no request unanswered")
-        reply, back = self._recv(self.deadline - time.monotonic(), device)
+        reply, back = self._recv(self.deadline - time.monotonic())
         if reply.get("seq") != expected:
             raise wire.WireError(f"a reply out of turn (request {expected}, reply {str(reply.get('seq'))[:20]})")
         return reply, back
@@ -207,7 +207,6 @@ class _Sent:
     args: tuple
     written: tuple[int, ...]
     failure: Exception | None = None  # sending it failed: raised in its turn (`RemoteRunner.result`)
-    reply_device: str | None = None  # where its reply's tensors go (None: the judge's device)
 
 
 class RemoteRunner:
@@ -227,17 +226,12 @@ class RemoteRunner:
         self.lost = ""  # why the process cannot be asked again: a call dropped after a verdict never came back
         self.launchers: list[Any] = []  # signatures the process says it made launchers for: a hint (judge/launchers.py)
 
-    replies_on_host = True
-    """A reply can be read into host memory (`submit`'s `reply_device`): judge/oracle.py's
-    `HOST_JUDGING_ENV` experiment. A runner in the judge's own process (`LocalRunner`) cannot:
-    it would run the candidate on host tensors."""
-
     def submit(self, slot: int, args: tuple, refill: bool, seed: int | None = None,
-               written: tuple[int, ...] = (), reply_device: str | None = None) -> None:
+               written: tuple[int, ...] = ()) -> None:
         if self._sent is not None:
             raise RuntimeError("a call submitted before the last one's report was taken")
         spec, tensors = wire.encode_values(args)
-        self._sent = _Sent(args, written, reply_device=reply_device)
+        self._sent = _Sent(args, written)
         try:
             self.proc.send({"op": "call", "slot": slot, "refill": refill, "args": spec, "seed": seed,
                             "written": list(written)}, tensors)
@@ -251,7 +245,7 @@ class RemoteRunner:
             raise RuntimeError("a report taken with no call submitted")
         if call.failure is not None:
             raise call.failure
-        reply, back = self.proc.receive(call.reply_device)
+        reply, back = self.proc.receive()
         return self._report(reply, back, call.args, call.written)
 
     def discard(self) -> None:

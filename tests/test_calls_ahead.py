@@ -32,7 +32,7 @@ class _FakeProcess:
         self.unanswered = slot
         self.log.append(f"send {slot}")
 
-    def receive(self, device: str | None = None) -> tuple[dict[str, Any], list[torch.Tensor]]:
+    def receive(self) -> tuple[dict[str, Any], list[torch.Tensor]]:
         slot, self.unanswered = self.unanswered, None
         assert slot is not None
         self.log.append(f"read {slot}")
