@@ -24,6 +24,9 @@ Usage: python benchmarks/bench_evaluator_throughput.py [--n 200] [--workers W] [
   The naive side of 200 hidden candidates outlasts one 10-minute sitting on an H200; in shards,
   both sides of each in one sitting (machines differ between sittings):
        ... --range 0:100 --json a.json;  ... --range 100:200 --json b.json;  ... --combine a.json b.json
+  or the pool over all 200 in one sitting and the naive side in shards that share a Triton cache:
+       ... --skip-naive --json p.json;  ... --skip-pool --naive-cache DIR --range 0:100 --json a.json;
+       ... --skip-pool --naive-cache DIR --range 100:200 --json b.json;  ... --combine p.json a.json b.json
 On a CPU-only machine it runs through the Triton interpreter (use a small --n).
 """
 
@@ -199,36 +202,51 @@ def _candidate_range(text: str, n: int) -> tuple[int, int]:
 _SAME_IN_EVERY_SHARD = ("n", "workers", "case_set", "tasks", "triton_cache")
 
 
+def _side_kinds(shards: list[dict[str, Any]], side: str, n: int) -> tuple[list[str], float, list[list[int]]]:
+    """One side's verdict kinds over all `n` candidates, its seconds summed and the ranges it
+    came from: the records that measured that side (`--skip-pool` / `--skip-naive` leave one
+    out) must cover every candidate once."""
+    kinds: list[str | None] = [None] * n
+    seconds = 0.0
+    ranges: list[list[int]] = []
+    for shard in shards:
+        if f"{side}_kinds" not in shard:
+            continue
+        a, b = shard["range"]
+        if any(k is not None for k in kinds[a:b]):
+            raise ValueError(f"shards overlap at {a}:{b} ({side} side)")
+        kinds[a:b] = shard[f"{side}_kinds"]
+        seconds += float(shard[f"{side}_seconds"])
+        ranges.append([a, b])
+    missing = [i for i, k in enumerate(kinds) if k is None]
+    if missing:
+        raise ValueError(f"the shards leave candidates out of the {side} side: {missing[:10]}")
+    return [str(k) for k in kinds], seconds, ranges
+
+
 def combine(shards: list[dict[str, Any]]) -> dict[str, Any]:
-    """One comparison from shards (`--range`) that cover the candidates once each, both sides of
-    each measured in one sitting on one machine: seconds summed per side, verdict kinds compared
-    candidate by candidate. Each shard starts both sides afresh (the pool's start-up, empty
-    Triton caches), so the pool pays its start once per shard, and both sides compile a
-    source again in a later shard: as two runs of that many candidates would."""
+    """One comparison from shards (`--range`) that cover the candidates once on each side:
+    seconds summed per side, verdict kinds compared candidate by candidate. A shard usually
+    measures both sides in one sitting; one side can come from its own records (the pool over
+    all candidates in one sitting, `--skip-naive`; the naive side in shards, `--skip-pool`,
+    sharing one Triton cache through `--naive-cache` as one unsharded run would). A shard that
+    measures the pool pays its start-up again: shards favour the naive side."""
     shards = sorted(shards, key=lambda r: r["range"][0])
     first = shards[0]
     n = int(first["n"])
-    pool_kinds: list[str | None] = [None] * n
-    naive_kinds: list[str | None] = [None] * n
     for shard in shards:
         for key in _SAME_IN_EVERY_SHARD:
             if shard.get(key) != first.get(key):
                 raise ValueError(f"shards with another {key}: {shard.get(key)} and {first.get(key)}")
-        a, b = shard["range"]
-        if any(k is not None for k in pool_kinds[a:b]):
-            raise ValueError(f"shards overlap at {a}:{b}")
-        pool_kinds[a:b], naive_kinds[a:b] = shard["pool_kinds"], shard["naive_kinds"]
-    if any(k is None for k in pool_kinds):
-        raise ValueError(f"the shards leave candidates out: {[i for i, k in enumerate(pool_kinds) if k is None][:10]}")
-    pool_s = sum(float(s["pool_seconds"]) for s in shards)
-    naive_s = sum(float(s["naive_seconds"]) for s in shards)
+    pool_kinds, pool_s, pool_ranges = _side_kinds(shards, "pool", n)
+    naive_kinds, naive_s, naive_ranges = _side_kinds(shards, "naive", n)
     mismatches = [(i, p, q) for i, (p, q) in enumerate(zip(pool_kinds, naive_kinds, strict=True)) if p != q]
     return {**{k: first.get(k) for k in (*_SAME_IN_EVERY_SHARD, "distinct_sources", "target")},
             "range": [0, n], "pool_seconds": pool_s, "pool_per_s": n / pool_s, "pool_kinds": pool_kinds,
             "naive_seconds": naive_s, "naive_per_s": n / naive_s, "naive_kinds": naive_kinds,
             "verdict_counts": {k: pool_kinds.count(k) for k in sorted(set(pool_kinds), key=str)},
             "ratio": naive_s / pool_s, "identical": not mismatches, "mismatches": mismatches,
-            "shards": [s["range"] for s in shards]}
+            "shards": [s["range"] for s in shards], "pool_shards": pool_ranges, "naive_shards": naive_ranges}
 
 
 def _print_comparison(result: dict[str, Any]) -> None:
@@ -248,6 +266,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--triton-cache", choices=["fresh", "shared"], default="fresh",
                     help="fresh: an empty Triton cache per side [default]; shared: the user's cache for both")
     ap.add_argument("--skip-naive", action="store_true", help="only the pool (for a quick look)")
+    ap.add_argument("--skip-pool", action="store_true",
+                    help="only the naive side (its shards beside a pool record of every candidate: --combine)")
+    ap.add_argument("--naive-cache", type=Path, default=None, metavar="DIR",
+                    help="the naive side's Triton cache: this folder, kept from one shard to the next on a "
+                         "machine (or carried), instead of an empty one per shard")
     ap.add_argument("--range", dest="shard", metavar="A:B", default=None,
                     help="both sides on candidates A..B-1 only: a shard of a comparison longer than one sitting "
                          "(combine the shards' records with --combine)")
@@ -269,6 +292,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if combined["identical"] else 1
     if args.n < 1:
         print("error: --n must be at least 1", file=sys.stderr)
+        return 2
+    if args.skip_naive and args.skip_pool:
+        print("error: --skip-naive and --skip-pool leave nothing to measure", file=sys.stderr)
         return 2
     target = detect_target(force_cpu=default_device() == "cpu")
     try:
@@ -292,22 +318,27 @@ def main(argv: list[str] | None = None) -> int:
                               "distinct_sources": len({c.source for c in todo}), "target": target.to_json()}
 
     fresh_cache = args.triton_cache == "fresh"
-    if fresh_cache:
-        os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="kmc-bench-triton-pool-")
-    pool_kinds, pool_s, stats, phases, first_s = run_pool(todo, args.case_set, target, workers, timeout)
-    print(f"pool : {pool_s:8.1f} s  {len(todo) / pool_s:8.2f} candidates/s  (restarts {stats.restarts}, "
-          f"timeouts {stats.timeouts}, crashes {stats.crashes}; first verdict after {first_s:.1f} s)", flush=True)
-    phase_s = {k: round(v, 2) for k, v in sorted(phases.items(), key=lambda kv: -kv[1])}
-    print(f"pool phases, seconds summed over the {len(todo)} evaluations: {phase_s}", flush=True)
-    result.update({"pool_seconds": pool_s, "pool_per_s": len(todo) / pool_s, "pool_phase_seconds": phase_s,
-                   "pool_first_verdict_s": first_s, "pool_kinds": pool_kinds,
-                   "verdict_counts": {k: pool_kinds.count(k) for k in sorted(set(pool_kinds))}})
-    print(f"verdicts: {result['verdict_counts']}")
-    if args.json_out:  # written now too, so a naive side cut short still leaves the pool's figures
-        args.json_out.write_text(json.dumps(result, indent=2))
-    if args.skip_naive:
-        return 0
-    if fresh_cache:
+    if not args.skip_pool:
+        if fresh_cache:
+            os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="kmc-bench-triton-pool-")
+        pool_kinds, pool_s, stats, phases, first_s = run_pool(todo, args.case_set, target, workers, timeout)
+        print(f"pool : {pool_s:8.1f} s  {len(todo) / pool_s:8.2f} candidates/s  (restarts {stats.restarts}, "
+              f"timeouts {stats.timeouts}, crashes {stats.crashes}; first verdict after {first_s:.1f} s)", flush=True)
+        phase_s = {k: round(v, 2) for k, v in sorted(phases.items(), key=lambda kv: -kv[1])}
+        print(f"pool phases, seconds summed over the {len(todo)} evaluations: {phase_s}", flush=True)
+        result.update({"pool_seconds": pool_s, "pool_per_s": len(todo) / pool_s, "pool_phase_seconds": phase_s,
+                       "pool_first_verdict_s": first_s, "pool_kinds": pool_kinds,
+                       "verdict_counts": {k: pool_kinds.count(k) for k in sorted(set(pool_kinds))}})
+        print(f"verdicts: {result['verdict_counts']}")
+        if args.json_out:  # written now too, so a naive side cut short still leaves the pool's figures
+            args.json_out.write_text(json.dumps(result, indent=2))
+        if args.skip_naive:
+            return 0
+    if args.naive_cache is not None:
+        args.naive_cache.mkdir(parents=True, exist_ok=True)
+        os.environ["TRITON_CACHE_DIR"] = str(args.naive_cache.resolve())
+        result["naive_cache"] = "kept across shards"
+    elif fresh_cache:
         os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="kmc-bench-triton-naive-")
 
     def naive_progress(done: int, seconds: float) -> None:
@@ -316,16 +347,21 @@ def main(argv: list[str] | None = None) -> int:
         rate = done / seconds
         print(f"naive: {done}/{len(todo)} in {seconds:.1f} s ({rate:.2f}/s so far)", flush=True)
         if args.json_out:  # a cut-off naive side leaves its rate so far
-            partial = {**result, "naive_done": done, "naive_elapsed_s": seconds, "naive_per_s_so_far": rate,
-                       "ratio_so_far": (len(todo) / pool_s) / rate}
+            partial = {**result, "naive_done": done, "naive_elapsed_s": seconds, "naive_per_s_so_far": rate}
+            if "pool_seconds" in result:
+                partial["ratio_so_far"] = (len(todo) / result["pool_seconds"]) / rate
             args.json_out.write_text(json.dumps(partial, indent=2))
 
     naive_kinds, naive_s = run_naive(todo, args.case_set, target, workers, timeout, naive_progress)
     print(f"naive: {naive_s:8.1f} s  {len(todo) / naive_s:8.2f} candidates/s")
-    result.update({"naive_seconds": naive_s, "naive_per_s": len(todo) / naive_s, "naive_kinds": naive_kinds,
-                   "ratio": naive_s / pool_s})
-    mismatches = [(c.index, c.task, c.label, p, q) for c, p, q in zip(todo, pool_kinds, naive_kinds, strict=True)
-                  if p != q]
+    result.update({"naive_seconds": naive_s, "naive_per_s": len(todo) / naive_s, "naive_kinds": naive_kinds})
+    if args.skip_pool:
+        if args.json_out:
+            args.json_out.write_text(json.dumps(result, indent=2))
+        return 0
+    result["ratio"] = naive_s / result["pool_seconds"]
+    mismatches = [(c.index, c.task, c.label, p, q)
+                  for c, p, q in zip(todo, result["pool_kinds"], naive_kinds, strict=True) if p != q]
     result.update({"identical": not mismatches, "mismatches": mismatches})
     _print_comparison(result)
     for m in mismatches[:20]:

@@ -216,6 +216,18 @@ def test_throughput_benchmark_in_shards_combines_into_one_comparison(tmp_path: P
     assert "identical verdict kinds: yes" in proc.stdout
     bad = _script("bench_evaluator_throughput.py", "--combine", str(tmp_path / "a.json"))
     assert bad.returncode == 2 and "leave candidates out" in bad.stderr
+    # One side per record: the pool over all three, the naive side with a cache it keeps.
+    pool = _script("bench_evaluator_throughput.py", *common, "--skip-naive", "--json", str(tmp_path / "p.json"))
+    naive = _script("bench_evaluator_throughput.py", *common, "--skip-pool", "--naive-cache", str(tmp_path / "cache"),
+                    "--json", str(tmp_path / "n.json"))
+    assert pool.returncode == 0 and naive.returncode == 0, pool.stderr[-2000:] + naive.stderr[-2000:]
+    assert "pool :" not in naive.stdout and (tmp_path / "cache").is_dir()  # the interpreter writes no kernels there
+    assert json.loads((tmp_path / "n.json").read_text())["naive_cache"] == "kept across shards"
+    assert "naive_kinds" not in json.loads((tmp_path / "p.json").read_text())
+    sides = _script("bench_evaluator_throughput.py", "--combine", str(tmp_path / "n.json"), str(tmp_path / "p.json"))
+    assert sides.returncode == 0 and "identical verdict kinds: yes" in sides.stdout, sides.stdout + sides.stderr
+    neither = _script("bench_evaluator_throughput.py", *common, "--skip-naive", "--skip-pool")
+    assert neither.returncode == 2 and "nothing to measure" in neither.stderr
 
 
 def test_shards_must_cover_the_candidates_once() -> None:
@@ -237,6 +249,23 @@ def test_shards_must_cover_the_candidates_once() -> None:
         b.combine([shard(0, 1, ["correct"])])
     with pytest.raises(ValueError, match="another case_set"):
         b.combine([shard(0, 1, ["correct"]), shard(1, 3, ["correct"] * 2, case_set="visible")])
+
+
+def test_a_pool_record_of_every_candidate_combines_with_naive_only_shards() -> None:
+    """The pool over all candidates in one sitting (`--skip-naive`), the naive side in shards
+    (`--skip-pool`): each side must cover every candidate once, whichever records it comes from."""
+    b = _benchmark("bench_evaluator_throughput")
+    same = {"n": 3, "workers": 1, "case_set": "hidden", "tasks": ["t"], "triton_cache": "fresh"}
+    pool = {**same, "range": [0, 3], "pool_seconds": 3.0, "pool_kinds": ["correct", "wrong_result", "correct"]}
+    naive_a = {**same, "range": [0, 2], "naive_seconds": 20.0, "naive_kinds": ["correct", "wrong_result"]}
+    naive_b = {**same, "range": [2, 3], "naive_seconds": 13.0, "naive_kinds": ["timeout"]}
+    result = b.combine([naive_b, pool, naive_a])
+    assert result["ratio"] == 11.0 and result["pool_shards"] == [[0, 3]] and result["naive_shards"] == [[0, 2], [2, 3]]
+    assert not result["identical"] and result["mismatches"] == [(2, "correct", "timeout")]
+    with pytest.raises(ValueError, match="out of the naive side"):
+        b.combine([pool, naive_a])
+    with pytest.raises(ValueError, match="out of the pool side"):
+        b.combine([naive_a, naive_b])
 
 
 @pytest.mark.slow
