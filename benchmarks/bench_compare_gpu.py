@@ -298,9 +298,23 @@ def print_measured(m: Measured) -> None:
     for r in m.steps:
         print(f"  steps of {r['kind']} ({r['jobs']} jobs), mean seconds: "
               + ", ".join(f"{k} {v:.3f}" for k, v in r.items() if k not in ("kind", "jobs")))
+    spent = worker_seconds(m.by_kind)
+    print(f"  the workers' time outside the queue: {sum(spent.values()):.1f} s ("
+          + ", ".join(f"{k.removesuffix('_s')} {v:.1f}" for k, v in sorted(spent.items(), key=lambda kv: -kv[1]) if v)
+          + ")")
     if m.steps:
+        lane = lane_seconds(m.steps)
         print(f"  the GPU held alone to time ({ALONE_STEP}, the timing lane's busy time): "
-              f"{lane_seconds(m.steps):.1f} s of the {m.wall_s:.1f} s wall")
+              f"{lane:.1f} s of the {m.wall_s:.1f} s wall"
+              + (f"; {spent.get('gate_s', 0.0) / lane:.1f} worker-seconds waited at the gate per second of it"
+                 if lane > 0 else ""))
+
+
+def worker_seconds(by_kind: list[dict[str, Any]]) -> dict[str, float]:
+    """The judge workers' seconds per phase over all jobs, the queue left out (a job waiting for
+    a worker costs no worker): what the workers' capacity went to, so the wall time of a run
+    that kept every worker busy is about their sum over the number of workers."""
+    return {c: sum(float(r[c]) * int(r["jobs"]) for r in by_kind) for c in PHASE_COLUMNS if c != "queue_s"}
 
 
 def lane_seconds(steps: list[dict[str, Any]]) -> float:

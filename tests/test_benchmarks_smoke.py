@@ -110,6 +110,7 @@ def test_compare_benchmark_runs_the_seven_task_command_at_toy_size(tmp_path: Pat
     assert "identical final submissions over 2 runs with seed 0: 100.0% of units" in proc.stdout
     assert "evaluation seconds by phase" in proc.stdout
     assert "the GPU held alone to time (gpu:alone, the timing lane's busy time): 0.0 s of" in proc.stdout
+    assert "the workers' time outside the queue: " in proc.stdout and "correctness " in proc.stdout
 
 
 def test_the_timing_lanes_busy_time_sums_the_alone_step_over_every_job(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -124,6 +125,13 @@ def test_the_timing_lanes_busy_time_sums_the_alone_step_over_every_job(monkeypat
             {"kind": "hidden timed", "jobs": 4, "gpu:alone": 1.5}, {"kind": "hidden", "jobs": 50, "close": 0.02}]
     assert bench.lane_seconds(rows) == pytest.approx(10 * 0.25 + 4 * 1.5)
     assert bench.lane_seconds([]) == 0.0
+    kinds = [{"kind": "hidden", "jobs": 3, **{c: 0.0 for c in bench.PHASE_COLUMNS}, "queue_s": 9.0,
+              "correctness_s": 1.5, "gate_s": 0.5},
+             {"kind": "visible timed", "jobs": 2, **{c: 0.0 for c in bench.PHASE_COLUMNS}, "timing_s": 0.25,
+              "gate_s": 1.0}]
+    spent = bench.worker_seconds(kinds)
+    assert "queue_s" not in spent and spent["correctness_s"] == 4.5 and spent["gate_s"] == 3.5
+    assert spent["timing_s"] == 0.5 and sum(spent.values()) == pytest.approx(8.5)
 
 
 def test_the_compare_benchmark_refuses_a_spare_count_out_of_range(tmp_path: Path) -> None:
