@@ -9,6 +9,8 @@ Usage: python scripts/judge_profile.py [--tasks vector_add,softmax] [--repeats 3
        [--cprofile --cold]  (its start-up and first evaluations of new sources instead of warm repeats)
        [--timing [--protocol feedback-short]]  (also the timing protocol, final-full by default)
        [--wire]       (the cost of moving tensors through fresh and reused shared memory, and to and from the GPU)
+       [--spans]      (warm evaluations with no profiler anywhere: milliseconds per call, the judge's
+                       wait for the candidate process against that process's own steps)
 """
 
 from __future__ import annotations
@@ -159,6 +161,96 @@ def profile_in_process(tasks: list[str], case_set: str, repeats: int, timing: bo
         worker.close()
 
 
+class CallSpans:
+    """Per-call seconds from a judge worker in this process, with no profiler (cProfile slows
+    Python-heavy code several times over and so misplaces a per-call cost): how many calls the
+    judge sent, how long it waited for their replies, and the candidate processes' own steps
+    per call as they report them (`spent`, sent with `collect`). Patches `CandidateProcess`
+    while entered."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.waiting_s = 0.0
+        self.said: dict[str, float] = {}
+
+    def __enter__(self) -> CallSpans:
+        from judge.remote import CandidateProcess
+
+        self._originals = (CandidateProcess.send, CandidateProcess.receive)
+        send, receive = self._originals
+        spans = self
+        awaited: set[int] = set()  # processes whose unanswered request is a call
+
+        def counting(proc: Any, header: dict[str, Any], tensors: Any = None) -> None:
+            send(proc, header, tensors)
+            if header.get("op") == "call":
+                spans.calls += 1
+                awaited.add(id(proc))
+
+        def waiting(proc: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                reply, back = receive(proc)
+            finally:
+                if id(proc) in awaited:
+                    awaited.discard(id(proc))
+                    spans.waiting_s += time.perf_counter() - t
+            for step, seconds in (reply.get("spent") or {}).items():
+                if step.startswith("call:") or step == "copy_in":
+                    spans.said[step] = spans.said.get(step, 0.0) + float(seconds)
+            return reply, back
+
+        CandidateProcess.send, CandidateProcess.receive = counting, waiting  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        from judge.remote import CandidateProcess
+
+        CandidateProcess.send, CandidateProcess.receive = self._originals  # type: ignore[method-assign]
+
+    def per_call_ms(self, correctness_s: float) -> dict[str, float]:
+        """Milliseconds per call: the judge's correctness phase, its wait for the calls' replies,
+        the rest of that phase (its own side where the candidate was not running a call meanwhile:
+        inputs, answers, comparisons, the set's reset and end check), and each call step the
+        candidate processes report."""
+        n = max(self.calls, 1)
+        out = {"correctness": correctness_s / n * 1e3, "judge_waiting_for_calls": self.waiting_s / n * 1e3,
+               "judge_rest": (correctness_s - self.waiting_s) / n * 1e3}
+        out.update({f"candidate {k}": v / n * 1e3 for k, v in sorted(self.said.items(), key=lambda kv: -kv[1])})
+        return {k: round(v, 3) for k, v in out.items()}
+
+
+def spans_in_process(tasks: list[str], case_set: str, repeats: int) -> list[dict[str, Any]]:
+    """Warm evaluations of each task's expert by a judge worker in this process, no profiler:
+    one row per task with its calls and `CallSpans.per_call_ms`."""
+    import os
+
+    from judge.worker import Worker
+
+    if detect_target().interpreter:
+        os.environ.setdefault("TRITON_INTERPRET", "1")  # as the pool sets it for its workers
+    rows = []
+    worker = Worker()
+    try:
+        for task_id in tasks:
+            job = _job(task_id, get_task(task_id).baseline_source(), case_set, False, FINAL_FULL)
+            worker.handle({**job, "id": 0})  # compile and caches
+            correctness = 0.0
+            with CallSpans() as spans:
+                for i in range(repeats):
+                    reply = worker.handle({**job, "id": i + 1})
+                    correctness += float((reply["evaluation"].get("phases") or {}).get("correctness", 0.0))
+            row = {"task": task_id, "evaluations": repeats, "verdict": reply["evaluation"]["verdict"]["kind"],
+                   "calls": spans.calls, "correctness_s": round(correctness, 3),
+                   "per_call_ms": spans.per_call_ms(correctness)}
+            rows.append(row)
+            print(f"== {task_id}: {repeats} warm evaluations, {spans.calls} calls, {row['verdict']}; "
+                  f"milliseconds per call: {row['per_call_ms']}", flush=True)
+    finally:
+        worker.close()
+    return rows
+
+
 def _print_stats(prof: Any, top: int) -> None:
     import pstats
 
@@ -218,11 +310,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", dest="json_out", type=Path, default=None)
     ap.add_argument("--cprofile", action="store_true", help="the judge worker in this process, under cProfile")
     ap.add_argument("--wire", action="store_true", help="only the shared-memory and device copy costs")
+    ap.add_argument("--spans", action="store_true",
+                    help="warm evaluations with no profiler: milliseconds per call, judge and candidate process")
     ap.add_argument("--cold", action="store_true",
                     help="with --cprofile: the worker's start-up and first evaluations of new sources")
     args = ap.parse_args(argv)
     if args.wire:
         print(json.dumps(wire_costs()), flush=True)
+        return 0
+    if args.spans:
+        spans = spans_in_process(args.tasks.split(","), args.case_set, args.repeats)
+        if args.json_out:
+            args.json_out.write_text(json.dumps(spans, indent=2))
         return 0
     if args.cprofile:
         profile_in_process(args.tasks.split(","), args.case_set, args.repeats, args.timing, cold=args.cold,

@@ -288,3 +288,23 @@ def test_the_lanes_benchmark_runs_on_the_cpu_and_records_the_ungated_experiment_
     assert record["timing_beside_judging"] is None and record["timing_beside_judging_ungated_contexts"] is None
     assert "skipped (the CPU interpreter times nothing)" in proc.stdout
     assert record["seven_task_run"]["units"] == 3 and record["seven_task_run"]["calls"] == 3
+
+
+def test_judge_profile_spans_split_each_call_between_the_judge_and_the_candidate_process(tmp_path: Path) -> None:
+    """scripts/judge_profile.py --spans: warm evaluations with no profiler; every call the judge
+    sent is counted, its wait for their replies lies inside the correctness phase, and the
+    candidate process's own call steps come back per call."""
+    out = tmp_path / "spans.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "judge_profile.py"), "--spans", "--tasks",
+                           "vector_add", "--repeats", "2", "--case-set", "visible", "--json", str(out)],
+                          cwd=str(ROOT), env=cli_env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    [row] = json.loads(out.read_text())
+    from bench.registry import get_task
+
+    cases = len(get_task("vector_add").cases("visible", True))
+    assert row["verdict"] == "correct" and row["calls"] == 2 * 2 * cases  # two evaluations, two calls a case
+    ms = row["per_call_ms"]
+    assert 0 < ms["judge_waiting_for_calls"] <= ms["correctness"] and ms["judge_rest"] >= 0
+    assert ms["candidate call:run_and_record"] > 0 and ms["candidate call:handle"] >= ms["candidate call:run_and_record"]
+    assert "milliseconds per call" in proc.stdout
