@@ -243,7 +243,6 @@ class _InputCache:
         self._lock = threading.Lock()
         self._making: dict[tuple[Any, ...], threading.Event] = {}
 
-
     @property
     def full(self) -> bool:
         """Whether a further entry would likely not be kept without evicting (95% of the bound used)."""

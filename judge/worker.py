@@ -28,7 +28,7 @@ import sysconfig
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -512,6 +512,12 @@ class Worker:
         """A judging job's ticket at the GPU's fair gate (judge/gate.py), its wait counted as `gate`."""
         return gpu_gate(exclusive=False, clock=self.clock)
 
+    @contextlib.contextmanager
+    def _alone(self) -> Iterator[None]:
+        """The GPU held exclusively to time: the wait counted as `gate`, the hold as `ALONE_STEP`."""
+        with gpu_gate(exclusive=True, clock=self.clock), self.clock.step(ALONE_STEP):
+            yield
+
     def _sanitize(self, task: Any, job: dict[str, Any], cases: Any, verdict: Any) -> Any:
         """`--sanitize` (config `sanitize: true`): the final submission judged again under
         compute-sanitizer memcheck and racecheck, each in a template of its own; any error it
@@ -603,7 +609,7 @@ class Worker:
             self.references = BaselineCache()
         self.references.adopt([Shared.from_json(s) for s in job.get("references", ())])
         try:
-            with gpu_gate(exclusive=True, clock=self.clock), self.clock.step(ALONE_STEP):
+            with self._alone():
                 timing = time_candidate(task, runner.proc, self._baseline(task), task.perf, self.target.vendor,
                                         physical_device(), policy, self.references)
         except OutputChangedDuringTiming as exc:
@@ -627,7 +633,7 @@ class Worker:
             task = get_task(job["task"])
             if self.references is None:
                 self.references = BaselineCache()
-            with gpu_gate(exclusive=True, clock=self.clock), self.clock.step(ALONE_STEP):
+            with self._alone():
                 prime_references(task, self._baseline(task), task.perf, self.target.vendor, physical_device(),
                                  TimingPolicy.from_json(job.get("timing_policy")), self.references)
         except Exception as exc:  # noqa: BLE001 - see the docstring

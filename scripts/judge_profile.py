@@ -115,26 +115,11 @@ def profile_in_process(tasks: list[str], case_set: str, repeats: int, timing: bo
     import os
 
     from judge.candidate import PROFILE_ENV
-    from judge.remote import CandidateProcess
     from judge.worker import Worker
 
-    said: dict[str, float] = {}
-    profiles: list[str] = []
-    request = CandidateProcess.request
-
-    def noting(self: Any, header: dict[str, Any], tensors: Any = None) -> Any:
-        reply, back = request(self, header, tensors)
-        for step, seconds in (reply.get("spent") or {}).items():
-            said[step] = said.get(step, 0.0) + float(seconds)
-        if reply.get("profile"):
-            profiles.append(str(reply["profile"]))
-        return reply, back
-
     os.environ[PROFILE_ENV] = "1"  # the template inherits it, and every candidate process from it
-
-    CandidateProcess.request = noting  # type: ignore[method-assign]
     if cold:
-        _profile_cold(Worker, tasks, case_set, timing, said, profiles, top, protocol)
+        _profile_cold(Worker, tasks, case_set, timing, top, protocol)
         return
     worker = Worker()
     try:
@@ -142,20 +127,18 @@ def profile_in_process(tasks: list[str], case_set: str, repeats: int, timing: bo
             source = get_task(task_id).baseline_source()
             job = _job(task_id, source, case_set, timing, protocol)
             worker.handle({**job, "id": 0})  # compile and caches
-            said.clear()
             prof = cProfile.Profile()
             t = time.perf_counter()
-            prof.enable()
-            for i in range(repeats):
-                reply = worker.handle({**job, "id": i + 1})
-            prof.disable()
+            with CallSpans() as spans:
+                prof.enable()
+                for i in range(repeats):
+                    reply = worker.handle({**job, "id": i + 1})
+                prof.disable()
             print(f"== {task_id}: {repeats} warm evaluations in {time.perf_counter() - t:.2f} s, last: "
                   f"{reply['evaluation']['verdict']['kind']} {reply['evaluation'].get('phases')}", flush=True)
-            print("candidate processes' own seconds (as they report them):",
-                  {k: round(v, 3) for k, v in sorted(said.items(), key=lambda kv: -kv[1])}, flush=True)
-            if profiles:
-                print("the last candidate process's requests under cProfile:\n" + profiles[-1], flush=True)
-            profiles.clear()
+            print("candidate processes' own seconds (as they report them):", spans.steps_s(), flush=True)
+            if spans.profiles:
+                print("the last candidate process's requests under cProfile:\n" + spans.profiles[-1], flush=True)
             _print_stats(prof, top)
     finally:
         worker.close()
@@ -165,13 +148,19 @@ class CallSpans:
     """Per-call seconds from a judge worker in this process, with no profiler (cProfile slows
     Python-heavy code several times over and so misplaces a per-call cost): how many calls the
     judge sent, how long it waited for their replies, and the candidate processes' own steps
-    per call as they report them (`spent`, sent with `collect`). Patches `CandidateProcess`
-    while entered."""
+    as they report them (`spent`, sent with `collect`; with `KMC_PROFILE_CANDIDATE`, their
+    requests under cProfile too). Patches `CandidateProcess` while entered; `--cprofile` reads
+    the same record."""
 
     def __init__(self) -> None:
         self.calls = 0
         self.waiting_s = 0.0
-        self.said: dict[str, float] = {}
+        self.said: dict[str, float] = {}  # every step the candidate processes report, seconds summed
+        self.profiles: list[str] = []  # their requests under cProfile, where KMC_PROFILE_CANDIDATE asks
+
+    def steps_s(self) -> dict[str, float]:
+        """The reported steps, largest first, in seconds."""
+        return {k: round(v, 3) for k, v in sorted(self.said.items(), key=lambda kv: -kv[1])}
 
     def __enter__(self) -> CallSpans:
         from judge.remote import CandidateProcess
@@ -196,8 +185,9 @@ class CallSpans:
                     awaited.discard(id(proc))
                     spans.waiting_s += time.perf_counter() - t
             for step, seconds in (reply.get("spent") or {}).items():
-                if step.startswith("call:") or step == "copy_in":
-                    spans.said[step] = spans.said.get(step, 0.0) + float(seconds)
+                spans.said[step] = spans.said.get(step, 0.0) + float(seconds)
+            if reply.get("profile"):
+                spans.profiles.append(str(reply["profile"]))
             return reply, back
 
         CandidateProcess.send, CandidateProcess.receive = counting, waiting  # type: ignore[method-assign]
@@ -216,7 +206,8 @@ class CallSpans:
         n = max(self.calls, 1)
         out = {"correctness": correctness_s / n * 1e3, "judge_waiting_for_calls": self.waiting_s / n * 1e3,
                "judge_rest": (correctness_s - self.waiting_s) / n * 1e3}
-        out.update({f"candidate {k}": v / n * 1e3 for k, v in sorted(self.said.items(), key=lambda kv: -kv[1])})
+        out.update({f"candidate {k}": v / n * 1e3 for k, v in sorted(self.said.items(), key=lambda kv: -kv[1])
+                    if k.startswith("call:") or k == "copy_in"})
         return {k: round(v, 3) for k, v in out.items()}
 
 
@@ -259,8 +250,8 @@ def _print_stats(prof: Any, top: int) -> None:
     stats.sort_stats("cumulative").print_stats(top)
 
 
-def _profile_cold(worker_class: Any, tasks: list[str], case_set: str, timing: bool,
-                  said: dict[str, float], profiles: list[str], top: int, protocol: str = FINAL_FULL) -> None:
+def _profile_cold(worker_class: Any, tasks: list[str], case_set: str, timing: bool, top: int,
+                  protocol: str = FINAL_FULL) -> None:
     import cProfile
     import os
 
@@ -281,19 +272,17 @@ def _profile_cold(worker_class: Any, tasks: list[str], case_set: str, timing: bo
         for i, task_id in enumerate(tasks):
             source = get_task(task_id).baseline_source() + f"\n# cold evaluation {time.time_ns()}\n"
             job = _job(task_id, source, case_set, timing, protocol)
-            said.clear()
             prof = cProfile.Profile()
             t = time.perf_counter()
-            prof.enable()
-            reply = worker.handle({**job, "id": i})
-            prof.disable()
+            with CallSpans() as spans:
+                prof.enable()
+                reply = worker.handle({**job, "id": i})
+                prof.disable()
             print(f"== {task_id}: first evaluation of a new source in {time.perf_counter() - t:.2f} s: "
                   f"{reply['evaluation']['verdict']['kind']} {reply['evaluation'].get('phases')}", flush=True)
-            print("its candidate process's own seconds (as it reports them):",
-                  {k: round(v, 3) for k, v in sorted(said.items(), key=lambda kv: -kv[1])}, flush=True)
-            for text in profiles:
+            print("its candidate process's own seconds (as it reports them):", spans.steps_s(), flush=True)
+            for text in spans.profiles:
                 print("its candidate process's requests under cProfile:\n" + text, flush=True)
-            profiles.clear()
             _print_stats(prof, top)
     finally:
         worker.close()
