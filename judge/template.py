@@ -191,7 +191,7 @@ def main() -> None:
     step("candidate-side modules")
     prepare_process()
     from judge.candidate import _profiler, _top_lines
-    from judge.warmup import lazy_triton_imports, triton_hashes, warm_up
+    from judge.warmup import lazy_triton_imports, triton_hashes, triton_host_lookups, warm_up
 
     profiler = _profiler(PROFILE_STARTUP_ENV)
     if profiler is not None:
@@ -205,6 +205,8 @@ def main() -> None:
         step("Triton's hashes")
         lazy_triton_imports()
         step("Triton's lazy imports")
+        triton_host_lookups()
+        step("Triton's host lookups")
         from judge.launchers import note_launchers
 
         note_launchers()  # the signatures of the launchers a candidate makes, told to the judge (judge/launchers.py)

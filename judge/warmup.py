@@ -62,6 +62,45 @@ def triton_hashes() -> None:
                     file_hash(str(library))  # the path string its options name (extern_libs)
 
 
+HOST_LOOKUPS = {
+    "any": (("triton.runtime.build", "platform_key"),),
+    "cuda": (("triton.backends.nvidia.driver", "library_dirs"),),
+    "hip": (("triton.backends.amd.driver", "_get_path_to_hip_runtime_dylib"),),
+}
+"""Functions Triton 3.6 calls when it makes a process's first C launcher, each cached per
+process and each starting a program: `platform_key` runs `file` on the interpreter (through
+`platform.architecture`), NVIDIA's `library_dirs` runs `ldconfig -p` to find libcuda, AMD's
+looks for the HIP runtime (`hipconfig`, `ldconfig`) unless torch has it loaded. 6-20 ms a
+process on a 2-core host; none touches a GPU."""
+
+
+def host_lookups_here() -> tuple[tuple[str, str], ...]:
+    """`HOST_LOOKUPS` for this torch build's GPU runtime (HIP or CUDA)."""
+    return HOST_LOOKUPS["any"] + HOST_LOOKUPS["hip" if getattr(torch.version, "hip", None) else "cuda"]
+
+
+def triton_host_lookups(lookups: tuple[tuple[str, str], ...] | None = None) -> list[str]:
+    """`host_lookups_here()` (or `lookups`) answered in the template, so forked candidate
+    processes inherit the cached answers instead of starting the programs again (from a
+    sandboxed process, per candidate). Only functions cached per process are called; one this
+    Triton lacks, or one that fails here (no libcuda on this machine), is skipped and left to
+    Triton. Returns those answered."""
+    import importlib
+
+    answered = []
+    lookups = host_lookups_here() if lookups is None else lookups
+    for module_name, name in lookups:
+        try:
+            fn = getattr(importlib.import_module(module_name), name)
+            if not hasattr(fn, "cache_info"):
+                continue  # not cached: calling it here would save a candidate nothing
+            fn()
+        except Exception:  # noqa: BLE001 - an optimisation: Triton asks again where this failed
+            continue
+        answered.append(f"{module_name}.{name}")
+    return answered
+
+
 LAZY_TRITON_MODULES = ("triton.experimental.gluon",)
 """Modules Triton imports on a process's first kernel launch, not at `import triton`: Triton 3.6
 imports its Gluon front end while it specialises the first call's arguments. Measured on an H200

@@ -159,3 +159,14 @@ def test_page_locked_arenas_carry_gpu_tensors_both_ways() -> None:
         right.close()
         a.close()
         b.close()
+
+
+def test_a_steps_slow_calls_are_counted_apart_from_its_steady_ones() -> None:
+    """judge/candidate.py `steady_and_slow` (scripts/judge_profile.py --spans): the median call
+    times the calls, and the sum of the calls over `SLOW_CALL` medians (first loads)."""
+    from judge.candidate import SLOW_CALL, steady_and_slow
+
+    seconds = [0.001] * 9 + [0.001 * SLOW_CALL * 2, 0.001 * SLOW_CALL]  # one slow call; one at the bound is not
+    split = steady_and_slow({"call:run": seconds})
+    assert split["call:run:steady"] == pytest.approx(0.001 * 11)
+    assert split["call:run:slow"] == pytest.approx(0.001 * SLOW_CALL * 2)

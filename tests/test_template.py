@@ -107,3 +107,56 @@ def test_a_template_launched_early_is_used_and_one_for_another_device_is_replace
         assert wrong.proc.poll() is not None  # ended, not left to start beside the right one
     finally:
         template.close()
+
+
+def test_triton_host_lookups_are_answered_once_in_the_template() -> None:
+    """`triton_host_lookups`: a cached lookup is answered (and then not asked again), one that
+    is not cached per process is left alone, and a missing module or a lookup that fails here
+    is skipped without stopping the others."""
+    import functools
+    import sys
+    import types
+
+    from judge import warmup
+
+    asked: list[str] = []
+
+    @functools.lru_cache
+    def cached() -> str:
+        asked.append("cached")
+        return "x86_64,Linux"
+
+    def uncached() -> str:
+        asked.append("uncached")
+        return ""
+
+    @functools.lru_cache
+    def failing() -> str:
+        asked.append("failing")
+        raise AssertionError("libcuda.so cannot found!")
+
+    module = types.ModuleType("kmc_fake_triton_build")
+    module.cached, module.uncached, module.failing = cached, uncached, failing  # type: ignore[attr-defined]
+    sys.modules[module.__name__] = module
+    try:
+        lookups = ((module.__name__, "failing"), ("kmc_no_such_module", "x"), (module.__name__, "uncached"),
+                   (module.__name__, "cached"))
+        assert warmup.triton_host_lookups(lookups) == [f"{module.__name__}.cached"]
+        assert asked == ["failing", "cached"]
+        cached()
+        assert asked == ["failing", "cached"], "a cached answer was asked for again"
+    finally:
+        sys.modules.pop(module.__name__, None)
+
+
+@pytest.mark.parametrize(("hip", "driver"), [(None, "triton.backends.nvidia.driver"),
+                                             ("6.2", "triton.backends.amd.driver")])
+def test_the_host_lookups_follow_the_gpu_runtime_torch_was_built_for(monkeypatch: pytest.MonkeyPatch,
+                                                                      hip: str | None, driver: str) -> None:
+    import torch
+
+    from judge import warmup
+
+    monkeypatch.setattr(torch.version, "hip", hip, raising=False)
+    modules = [module for module, _ in warmup.host_lookups_here()]
+    assert modules == ["triton.runtime.build", driver]
