@@ -57,3 +57,33 @@ def test_an_output_sharing_memory_with_an_input_is_reported() -> None:
     x = torch.randn(100)
     report, _ = run_call(K.view_of_input, (x,), "cpu", True)
     assert report["aliased"] == ["output shares memory with input 0"]
+
+
+def test_recording_a_call_imports_no_dynamo_in_a_fresh_process() -> None:
+    """The recorder's dispatch mode is not wrapped in `torch._disable_dynamo` (launches.py
+    `_OpRecorder._should_skip_dynamo`): a fresh process that records a call (a template's
+    warm-up, a naive harness's candidate process) does not pay for importing `torch._dynamo`."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = ("import sys\n"
+              "from judge.running import prepare_process\n"
+              "prepare_process()\n"
+              "from judge.warmup import warm_up\n"
+              "warm_up(True)\n"
+              "print('torch._dynamo' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          cwd=Path(__file__).resolve().parent.parent, env={**os.environ, "TRITON_INTERPRET": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "False", done.stdout[-2000:]
+
+
+def test_a_compiled_function_called_under_the_recorder_runs_and_is_recorded() -> None:
+    x = torch.arange(8.0)
+    compiled = torch.compile(lambda a: (a * 2).sum(), backend="eager")
+    with launches.recording((x,)) as rec:
+        y = compiled(x)
+    assert y.item() == 56.0
+    assert rec.fallback == {"mul": 1, "sum": 1}
