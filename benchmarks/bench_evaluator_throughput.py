@@ -81,6 +81,8 @@ def make_candidates(task_ids: list[str], n: int) -> list[Candidate]:
 
 TEST_SCRIPT = textwrap.dedent('''
     """Naive per-candidate test: fresh interpreter, import torch+triton, judge, print one JSON line."""
+    import time
+    started = time.perf_counter()
     import json, sys
     sys.path.insert(0, {root!r})
     from pathlib import Path
@@ -90,8 +92,10 @@ TEST_SCRIPT = textwrap.dedent('''
     interpreter = {interpreter!r}
     device = "cpu" if interpreter else "cuda"
     prepare_process()
+    imported = loaded = time.perf_counter()
     try:
         module = load_module(Path(__file__).with_name("candidate.py"), "candidate")
+        loaded = time.perf_counter()
         entry = getattr(module, task.entry_point, None)
         if not callable(entry):
             kind, message = "compile_error", "no entry point"
@@ -101,11 +105,25 @@ TEST_SCRIPT = textwrap.dedent('''
             kind, message = v.kind, v.message
     except CandidateLoadError as exc:
         kind, message = exc.kind, str(exc)
-    print("VERDICT " + json.dumps({{"kind": kind, "message": message}}), flush=True)
+    seconds = {{"imports": imported - started, "load": loaded - imported, "judge": time.perf_counter() - loaded}}
+    print("VERDICT " + json.dumps({{"kind": kind, "message": message, "seconds": seconds}}), flush=True)
 ''')
 
+OUTSIDE_SCRIPT = "interpreter start and exit"
+"""The naive side's phase for each candidate process's seconds outside its test script's own."""
 
-def naive_one(c: Candidate, case_set: str, target: Target, device: str | None, timeout: float) -> str:
+
+@dataclass(frozen=True)
+class NaiveResult:
+    """One naive candidate: its verdict kind, and where its process's seconds went (the test
+    script's own phases, the rest of the process's wall time as `OUTSIDE_SCRIPT`): how much of
+    the naive harness's cost a persistent pool saves, and how much is judging both sides do."""
+
+    kind: str
+    seconds: dict[str, float]
+
+
+def naive_one(c: Candidate, case_set: str, target: Target, device: str | None, timeout: float) -> NaiveResult:
     with tempfile.TemporaryDirectory(prefix="naive-") as d:
         folder = Path(d)
         (folder / "candidate.py").write_text(c.source)
@@ -116,38 +134,46 @@ def naive_one(c: Candidate, case_set: str, target: Target, device: str | None, t
             extra[target.visible_devices_var] = device
         if target.interpreter:
             extra["OMP_NUM_THREADS"] = "1"  # the same single-thread setting the pool gives its workers
+        began = time.perf_counter()
         try:
             out = subprocess.run([sys.executable, "candidate_test.py"], cwd=folder, capture_output=True, text=True,
                                  timeout=timeout, env=scrubbed_env(extra), start_new_session=True)
         except subprocess.TimeoutExpired:
-            return "timeout"
+            return NaiveResult("timeout", {"timed out": time.perf_counter() - began})
+        wall = time.perf_counter() - began
         for line in out.stdout.splitlines():
             if line.startswith("VERDICT "):
-                return json.loads(line[len("VERDICT "):])["kind"]
-        return "crash"
+                said = json.loads(line[len("VERDICT "):])
+                seconds = {k: float(v) for k, v in (said.get("seconds") or {}).items()}
+                return NaiveResult(said["kind"], {**seconds, OUTSIDE_SCRIPT: max(0.0, wall - sum(seconds.values()))})
+        return NaiveResult("crash", {"crashed": wall})
 
 
 def run_naive(cands: list[Candidate], case_set: str, target: Target, workers: int, timeout: float,
-              progress: Callable[[int, float], None] | None = None) -> tuple[list[str], float]:
-    """`progress(done, seconds)` after each candidate: a naive side cut off by a time limit (it
+              progress: Callable[[int, float], None] | None = None) -> tuple[list[str], float, dict[str, float]]:
+    """(verdict kinds, seconds, each `NaiveResult` phase's seconds summed over the candidates).
+    `progress(done, seconds)` after each candidate: a naive side cut off by a time limit (it
     is the slow one) still leaves its rate so far."""
     devices = visible_devices(target)
     started = time.perf_counter()
     done = 0
+    phases: dict[str, float] = {}
     lock = threading.Lock()
 
     def one(c: Candidate) -> str:
         nonlocal done
-        kind = naive_one(c, case_set, target, devices[c.index % len(devices)] if devices else None, timeout)
+        got = naive_one(c, case_set, target, devices[c.index % len(devices)] if devices else None, timeout)
         with lock:
             done += 1
+            for name, seconds in got.seconds.items():
+                phases[name] = phases.get(name, 0.0) + seconds
             if progress is not None:
                 progress(done, time.perf_counter() - started)
-        return kind
+        return got.kind
 
     with ThreadPoolExecutor(max_workers=workers) as ex:
         kinds = list(ex.map(one, cands))
-    return kinds, time.perf_counter() - started
+    return kinds, time.perf_counter() - started, phases
 
 
 def run_pool(cands: list[Candidate], case_set: str, target: Target, workers: int, timeout: float
@@ -224,6 +250,19 @@ def _side_kinds(shards: list[dict[str, Any]], side: str, n: int) -> tuple[list[s
     return [str(k) for k in kinds], seconds, ranges
 
 
+def _side_phases(shards: list[dict[str, Any]], side: str) -> dict[str, float] | None:
+    """One side's phase seconds summed over the records that measured it, or None where one of
+    them has none (a record from before phases were kept)."""
+    measured = [s for s in shards if f"{side}_kinds" in s]
+    if not measured or any(f"{side}_phase_seconds" not in s for s in measured):
+        return None
+    summed: dict[str, float] = {}
+    for shard in measured:
+        for name, seconds in shard[f"{side}_phase_seconds"].items():
+            summed[name] = summed.get(name, 0.0) + float(seconds)
+    return {k: round(v, 2) for k, v in sorted(summed.items(), key=lambda kv: -kv[1])}
+
+
 def combine(shards: list[dict[str, Any]]) -> dict[str, Any]:
     """One comparison from shards (`--range`) that cover the candidates once on each side:
     seconds summed per side, verdict kinds compared candidate by candidate. A shard usually
@@ -241,7 +280,9 @@ def combine(shards: list[dict[str, Any]]) -> dict[str, Any]:
     pool_kinds, pool_s, pool_ranges = _side_kinds(shards, "pool", n)
     naive_kinds, naive_s, naive_ranges = _side_kinds(shards, "naive", n)
     mismatches = [(i, p, q) for i, (p, q) in enumerate(zip(pool_kinds, naive_kinds, strict=True)) if p != q]
-    return {**{k: first.get(k) for k in (*_SAME_IN_EVERY_SHARD, "distinct_sources", "target")},
+    phases = {f"{side}_phase_seconds": summed for side in ("pool", "naive")
+              if (summed := _side_phases(shards, side)) is not None}
+    return {**{k: first.get(k) for k in (*_SAME_IN_EVERY_SHARD, "distinct_sources", "target")}, **phases,
             "range": [0, n], "pool_seconds": pool_s, "pool_per_s": n / pool_s, "pool_kinds": pool_kinds,
             "naive_seconds": naive_s, "naive_per_s": n / naive_s, "naive_kinds": naive_kinds,
             "verdict_counts": {k: pool_kinds.count(k) for k in sorted(set(pool_kinds), key=str)},
@@ -352,9 +393,12 @@ def main(argv: list[str] | None = None) -> int:
                 partial["ratio_so_far"] = (len(todo) / result["pool_seconds"]) / rate
             args.json_out.write_text(json.dumps(partial, indent=2))
 
-    naive_kinds, naive_s = run_naive(todo, args.case_set, target, workers, timeout, naive_progress)
+    naive_kinds, naive_s, naive_phases = run_naive(todo, args.case_set, target, workers, timeout, naive_progress)
     print(f"naive: {naive_s:8.1f} s  {len(todo) / naive_s:8.2f} candidates/s")
-    result.update({"naive_seconds": naive_s, "naive_per_s": len(todo) / naive_s, "naive_kinds": naive_kinds})
+    naive_phase_s = {k: round(v, 2) for k, v in sorted(naive_phases.items(), key=lambda kv: -kv[1])}
+    print(f"naive phases, seconds summed over the {len(todo)} candidate processes: {naive_phase_s}", flush=True)
+    result.update({"naive_seconds": naive_s, "naive_per_s": len(todo) / naive_s, "naive_kinds": naive_kinds,
+                   "naive_phase_seconds": naive_phase_s})
     if args.skip_pool:
         if args.json_out:
             args.json_out.write_text(json.dumps(result, indent=2))

@@ -43,6 +43,9 @@ def test_throughput_benchmark_runs_both_harnesses_with_identical_verdicts(tmp_pa
     assert result["n"] == 3 and result["identical"] is True and result["mismatches"] == []
     assert result["triton_cache"] == "fresh" and result["distinct_sources"] == 3
     assert result["pool_seconds"] > 0 and result["naive_seconds"] > 0
+    naive_phases = result["naive_phase_seconds"]  # one at a time: the processes' walls add up to the side's
+    assert {"imports", "load", "judge"} <= set(naive_phases) and naive_phases["judge"] > 0
+    assert sum(naive_phases.values()) <= result["naive_seconds"] + 0.1
     assert sum(result["verdict_counts"].values()) == 3 and result["verdict_counts"].get("correct", 0) >= 1
     assert "identical verdict kinds: yes" in proc.stdout
     assert "naive: 3/3 in" in proc.stdout  # progress, which a cut-off naive side leaves in the JSON too
@@ -274,6 +277,23 @@ def test_a_pool_record_of_every_candidate_combines_with_naive_only_shards() -> N
         b.combine([pool, naive_a])
     with pytest.raises(ValueError, match="out of the pool side"):
         b.combine([naive_a, naive_b])
+    assert "naive_phase_seconds" not in result and "pool_phase_seconds" not in result  # records without phases
+
+
+def test_each_sides_phases_are_summed_over_the_records_that_measured_it() -> None:
+    b = _benchmark("bench_evaluator_throughput")
+    same = {"n": 3, "workers": 1, "case_set": "hidden", "tasks": ["t"], "triton_cache": "fresh"}
+    pool = {**same, "range": [0, 3], "pool_seconds": 3.0, "pool_kinds": ["correct"] * 3,
+            "pool_phase_seconds": {"correctness": 2.0, "start": 0.5}}
+    naive_a = {**same, "range": [0, 2], "naive_seconds": 20.0, "naive_kinds": ["correct"] * 2,
+               "naive_phase_seconds": {"imports": 12.0, "judge": 4.0}}
+    naive_b = {**same, "range": [2, 3], "naive_seconds": 9.0, "naive_kinds": ["correct"],
+               "naive_phase_seconds": {"imports": 6.0, "judge": 2.5, b.OUTSIDE_SCRIPT: 0.5}}
+    result = b.combine([naive_a, pool, naive_b])
+    assert result["naive_phase_seconds"] == {"imports": 18.0, "judge": 6.5, b.OUTSIDE_SCRIPT: 0.5}
+    assert result["pool_phase_seconds"] == {"correctness": 2.0, "start": 0.5}
+    older = {k: v for k, v in naive_b.items() if k != "naive_phase_seconds"}  # a record from before phases
+    assert "naive_phase_seconds" not in b.combine([pool, naive_a, older])
 
 
 @pytest.mark.slow
