@@ -355,7 +355,8 @@ class LocalPool:
                  startup_timeout: float = 300.0, worker_user: str | None = None,
                  task_sources: list[str] | tuple[str, ...] = (), clocks_locked: bool = False,
                  sanitize: bool = False, plan: WorkerPlan | None = None, gate_on_cpu: bool = False,
-                 gate_folder: Path | None = None, prepare: tuple[str, ...] = ()):
+                 gate_folder: Path | None = None, prepare: tuple[str, ...] = (),
+                 extra_env: dict[str, str] | None = None):
         """`workers`: how many judging workers (default: as many as the machine allows,
         runners/sizing.py; `plan` gives a layout already made). `gate_on_cpu`: interpreter
         workers share one fair gate too, as one GPU's workers do (the lanes tested on the CPU).
@@ -367,7 +368,10 @@ class LocalPool:
         `clocks_locked`: the GPU clocks are locked for as long as the pool lives (--lock-clocks),
         which the workers' timings record. `sanitize`: timed (final) evaluations are also run
         under compute-sanitizer on NVIDIA. `prepare`: the run's task ids, whose hidden inputs
-        each worker draws while its template starts (judge/worker.py `PREPARE_ENV`)."""
+        each worker draws while its template starts (judge/worker.py `PREPARE_ENV`). `extra_env`:
+        variables for the workers beyond the allow-listed ones this process passes on
+        (`scrubbed_env`), e.g. the throughput benchmark's bytecode folder; the pool's own
+        settings win over them."""
         self.sanitize = sanitize
         self.target = target
         user = resolve_worker_user(worker_user) if worker_user else None
@@ -385,7 +389,8 @@ class LocalPool:
         self._idle: queue.Queue[WorkerProcess] = queue.Queue()
         self.workdir = Path(tempfile.mkdtemp(prefix="kmc-pool-"))
         # What the workers must know goes into their own environment or command line, never this process's.
-        extra_env = worker_environment(hand_over(self.workdir, user), user) if user else {}
+        given = dict(extra_env or {})
+        extra_env = {**given, **(worker_environment(hand_over(self.workdir, user), user) if user else {})}
         if not target.interpreter and not os.environ.get("TRITON_CACHE_DIR"):
             # One Triton cache root for all the workers (judge/worker.py keeps a cache per
             # candidate source under it): a source judged again by another worker compiles nothing.

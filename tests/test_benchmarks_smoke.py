@@ -43,6 +43,7 @@ def test_throughput_benchmark_runs_both_harnesses_with_identical_verdicts(tmp_pa
     assert result["n"] == 3 and result["identical"] is True and result["mismatches"] == []
     assert result["triton_cache"] == "fresh" and result["distinct_sources"] == 3
     assert result["pool_seconds"] > 0 and result["naive_seconds"] > 0
+    assert result["bytecode_cache"] in ("as installed", "primed")  # auto: primed only where torch has none
     naive_phases = result["naive_phase_seconds"]  # one at a time: the processes' walls add up to the side's
     assert {"imports", "load", "judge"} <= set(naive_phases) and naive_phases["judge"] > 0
     assert sum(naive_phases.values()) <= result["naive_seconds"] + 0.1
@@ -330,3 +331,24 @@ def test_judge_profile_spans_split_each_call_between_the_judge_and_the_candidate
     assert ms["candidate call:run_and_record:steady"] > 0
     assert 0 <= ms["candidate call:run_and_record:slow"] <= ms["candidate call:run_and_record"]
     assert "milliseconds per call" in proc.stdout
+
+
+def test_primed_bytecode_covers_what_both_sides_import_and_is_only_read_after(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """bench_evaluator_throughput `prime_bytecode`: one process writes the bytecode of what both
+    sides import (torch's and the judge's) into the folder; the environment it hands both sides
+    reads that folder and never writes (the workers' own PYTHONDONTWRITEBYTECODE stays)."""
+    import importlib.util
+
+    import torch
+
+    b = _benchmark("bench_evaluator_throughput")
+    from judge.device import detect_target
+
+    folder = tmp_path / "pycache"
+    env = b.prime_bytecode(folder, b.make_candidates(["vector_add"], 1)[0], "visible",
+                           detect_target(force_cpu=True), 300.0)
+    assert env == {"PYTHONPYCACHEPREFIX": str(folder.resolve())}
+    monkeypatch.setattr(sys, "pycache_prefix", str(folder.resolve()))  # where such a process looks
+    for source in (torch.__file__, str(ROOT / "judge" / "oracle.py"), str(ROOT / "judge" / "candidate.py")):
+        assert Path(importlib.util.cache_from_source(source)).exists(), source
