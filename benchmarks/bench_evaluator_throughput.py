@@ -155,6 +155,16 @@ def naive_one(c: Candidate, case_set: str, target: Target, device: str | None, t
         return NaiveResult("crash", {"crashed": wall})
 
 
+def _add_phases(into: dict[str, float], phases: dict[str, float]) -> None:
+    for name, seconds in phases.items():
+        into[name] = into.get(name, 0.0) + float(seconds)
+
+
+def _largest_first(phases: dict[str, float]) -> dict[str, float]:
+    """Phase seconds rounded, the largest first: how they are printed and recorded."""
+    return {k: round(v, 2) for k, v in sorted(phases.items(), key=lambda kv: -kv[1])}
+
+
 def run_naive(cands: list[Candidate], case_set: str, target: Target, workers: int, timeout: float,
               progress: Callable[[int, float], None] | None = None, extra_env: dict[str, str] | None = None
               ) -> tuple[list[str], float, dict[str, float]]:
@@ -172,8 +182,7 @@ def run_naive(cands: list[Candidate], case_set: str, target: Target, workers: in
         got = naive_one(c, case_set, target, devices[c.index % len(devices)] if devices else None, timeout, extra_env)
         with lock:
             done += 1
-            for name, seconds in got.seconds.items():
-                phases[name] = phases.get(name, 0.0) + seconds
+            _add_phases(phases, got.seconds)
             if progress is not None:
                 progress(done, time.perf_counter() - started)
         return got.kind
@@ -198,9 +207,6 @@ def run_pool(cands: list[Candidate], case_set: str, target: Target, workers: int
     begun: set[str] = set()
     lock = threading.Lock()
 
-    def add(name: str, seconds: float) -> None:
-        phases[name] = phases.get(name, 0.0) + seconds
-
     def one(c: Candidate) -> str:
         with lock:
             first_of_source = c.source not in begun
@@ -209,11 +215,9 @@ def run_pool(cands: list[Candidate], case_set: str, target: Target, workers: int
         ev = pool.evaluate(c.task, c.source, case_set)
         with lock:
             finished.append(time.perf_counter() - started)
-            add("evaluate (caller's wall)", time.perf_counter() - asked)
-            for name, seconds in (ev.phases or {}).items():
-                add(name, seconds)
+            _add_phases(phases, {"evaluate (caller's wall)": time.perf_counter() - asked, **(ev.phases or {})})
             if first_of_source:
-                add("correctness (first of a source)", (ev.phases or {}).get("correctness", 0.0))
+                _add_phases(phases, {"correctness (first of a source)": (ev.phases or {}).get("correctness", 0.0)})
         return ev.verdict.kind
 
     with LocalPool(target, workers=workers, job_timeout=timeout, prepare=tuple(dict.fromkeys(c.task for c in cands)),
@@ -251,11 +255,12 @@ def prime_bytecode(folder: Path, first: Candidate, case_set: str, target: Target
     from source, which a user's installation never does: the naive side was slower than the
     public harnesses it stands for, and the ratio flattered the pool."""
     folder.mkdir(parents=True, exist_ok=True)
-    writing = {"PYTHONPYCACHEPREFIX": str(folder.resolve()), "PYTHONDONTWRITEBYTECODE": ""}
+    reading = {"PYTHONPYCACHEPREFIX": str(folder.resolve())}
+    writing = {**reading, "PYTHONDONTWRITEBYTECODE": ""}
     subprocess.run([sys.executable, "-c", "; ".join(f"import {m}" for m in PRIMED_IMPORTS)], cwd=ROOT,
                    env=scrubbed_env(writing), capture_output=True, timeout=600, check=False)
     naive_one(first, case_set, target, None, timeout, writing)
-    return {"PYTHONPYCACHEPREFIX": str(folder.resolve())}
+    return reading
 
 
 def _candidate_range(text: str, n: int) -> tuple[int, int]:
@@ -299,9 +304,8 @@ def _side_phases(shards: list[dict[str, Any]], side: str) -> dict[str, float] | 
         return None
     summed: dict[str, float] = {}
     for shard in measured:
-        for name, seconds in shard[f"{side}_phase_seconds"].items():
-            summed[name] = summed.get(name, 0.0) + float(seconds)
-    return {k: round(v, 2) for k, v in sorted(summed.items(), key=lambda kv: -kv[1])}
+        _add_phases(summed, shard[f"{side}_phase_seconds"])
+    return _largest_first(summed)
 
 
 def combine(shards: list[dict[str, Any]]) -> dict[str, Any]:
@@ -421,7 +425,7 @@ def main(argv: list[str] | None = None) -> int:
                                                               bytecode_env)
         print(f"pool : {pool_s:8.1f} s  {len(todo) / pool_s:8.2f} candidates/s  (restarts {stats.restarts}, "
               f"timeouts {stats.timeouts}, crashes {stats.crashes}; first verdict after {first_s:.1f} s)", flush=True)
-        phase_s = {k: round(v, 2) for k, v in sorted(phases.items(), key=lambda kv: -kv[1])}
+        phase_s = _largest_first(phases)
         print(f"pool phases, seconds summed over the {len(todo)} evaluations: {phase_s}", flush=True)
         result.update({"pool_seconds": pool_s, "pool_per_s": len(todo) / pool_s, "pool_phase_seconds": phase_s,
                        "pool_first_verdict_s": first_s, "pool_kinds": pool_kinds,
@@ -452,7 +456,7 @@ def main(argv: list[str] | None = None) -> int:
     naive_kinds, naive_s, naive_phases = run_naive(todo, args.case_set, target, workers, timeout, naive_progress,
                                                    bytecode_env)
     print(f"naive: {naive_s:8.1f} s  {len(todo) / naive_s:8.2f} candidates/s")
-    naive_phase_s = {k: round(v, 2) for k, v in sorted(naive_phases.items(), key=lambda kv: -kv[1])}
+    naive_phase_s = _largest_first(naive_phases)
     print(f"naive phases, seconds summed over the {len(todo)} candidate processes: {naive_phase_s}", flush=True)
     result.update({"naive_seconds": naive_s, "naive_per_s": len(todo) / naive_s, "naive_kinds": naive_kinds,
                    "naive_phase_seconds": naive_phase_s})

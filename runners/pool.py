@@ -389,8 +389,7 @@ class LocalPool:
         self._idle: queue.Queue[WorkerProcess] = queue.Queue()
         self.workdir = Path(tempfile.mkdtemp(prefix="kmc-pool-"))
         # What the workers must know goes into their own environment or command line, never this process's.
-        given = dict(extra_env or {})
-        extra_env = {**given, **(worker_environment(hand_over(self.workdir, user), user) if user else {})}
+        extra_env = {**(extra_env or {}), **(worker_environment(hand_over(self.workdir, user), user) if user else {})}
         if not target.interpreter and not os.environ.get("TRITON_CACHE_DIR"):
             # One Triton cache root for all the workers (judge/worker.py keeps a cache per
             # candidate source under it): a source judged again by another worker compiles nothing.
