@@ -53,6 +53,7 @@ def _judge(task: Any, source: str) -> Any:
         return judge_cases(task, runner, task.cases("hidden", True), "cpu", True)
 
 
+@pytest.mark.interpreter
 def test_output_arguments_are_learnt_from_the_reference() -> None:
     """A lightllm-style wrapper writes its whole result into `out` and ignores what was there:
     written and poisoned. A cache update writes some rows and keeps the others: written, and
@@ -62,6 +63,7 @@ def test_output_arguments_are_learnt_from_the_reference() -> None:
     assert _suite(TB / "add_vectors.py").output_spec() == OutputArgs()
 
 
+@pytest.mark.interpreter
 def test_the_reference_is_probed_on_the_device_the_cases_run_on(monkeypatch: pytest.MonkeyPatch) -> None:
     """Recorded calls are kept on the CPU; a compiled kernel refuses CPU tensors, so on a GPU
     every probe (which arguments it writes, which new shapes it runs on) must first move the
@@ -96,6 +98,7 @@ def test_references_learn_their_outputs_and_new_shapes_on_a_gpu() -> None:
     assert suite.shape_calls(), "the reference runs on some perturbed shapes on the GPU"
 
 
+@pytest.mark.interpreter
 def test_keyword_only_arguments_are_replayed_by_keyword(tasks: dict[str, Any]) -> None:
     task = tasks["tb-rms_norm_kwonly"]
     assert task.entry_point == "call_rms_norm" and task.signature == "def call_rms_norm(x, weight, eps)"
@@ -111,6 +114,7 @@ def test_keyword_only_arguments_are_replayed_by_keyword(tasks: dict[str, Any]) -
     assert task.complete_source(own + "\ndef call_rms_norm(x, weight, eps):\n    return x\n").count("call_rms_norm") == 1
 
 
+@pytest.mark.interpreter
 def test_autograd_function_called_directly_gets_a_plain_entry(tasks: dict[str, Any]) -> None:
     task = tasks["tb-scale_apply"]
     assert (task.entry_point, task.entry_kind) == ("scale_function", "class_apply")
@@ -120,6 +124,7 @@ def test_autograd_function_called_directly_gets_a_plain_entry(tasks: dict[str, A
     assert _judge(task, task.baseline_source()).correct
 
 
+@pytest.mark.interpreter
 def test_a_kernel_the_test_launches_itself_is_replayed_with_its_grid(tasks: dict[str, Any]) -> None:
     """ROCm tests launch `kernel[grid](...)` themselves: the entry is that launch, the tensor the
     kernel writes is an output argument, and a candidate defining only the kernel is judged."""
@@ -138,6 +143,7 @@ def test_a_kernel_the_test_launches_itself_is_replayed_with_its_grid(tasks: dict
     assert _judge(task, wrong).kind == "wrong_result"
 
 
+@pytest.mark.interpreter
 def test_launch_options_and_keywords_travel_with_the_launch(tasks: dict[str, Any]) -> None:
     task = tasks["rocm-scaled_add_ref_helper"]
     assert task.signature == ("def launch_scaled_add_kernel(x_ptr, y_ptr, out_ptr, n_elements, alpha, BLOCK_SIZE, "
@@ -149,6 +155,7 @@ def test_launch_options_and_keywords_travel_with_the_launch(tasks: dict[str, Any
     assert _judge(task, task.baseline_source()).correct
 
 
+@pytest.mark.interpreter
 def test_a_wrapper_only_the_performance_test_calls_is_the_entry(tasks: dict[str, Any]) -> None:
     """Like test_kernel_sub.py: the correctness test only compiles the kernel."""
     task = tasks["rocm-sub_compile_only"]
@@ -158,6 +165,7 @@ def test_a_wrapper_only_the_performance_test_calls_is_the_entry(tasks: dict[str,
     assert _judge(task, task.baseline_source()).correct
 
 
+@pytest.mark.interpreter
 def test_entry_points_that_draw_random_numbers_are_seeded(tasks: dict[str, Any]) -> None:
     task = tasks["tb-noise_double"]
     assert task.seeded_rng
@@ -168,6 +176,7 @@ def test_entry_points_that_draw_random_numbers_are_seeded(tasks: dict[str, Any])
     assert _judge(task, other).kind == "wrong_result", "different draws are a different answer"
 
 
+@pytest.mark.interpreter
 def test_new_shapes_grow_each_size_and_are_kept_where_the_reference_runs(tmp_path: Path) -> None:
     relu = _suite(TB / "relu_small.py")
     sizes = sorted(call[0].numel() for call in (s.values for s in relu.shape_calls()))
@@ -193,6 +202,7 @@ def test_a_square_matrix_stays_square_and_integer_sizes_follow() -> None:
     assert grown[1].shape == (2,) and grown[2:] == (9, 81, 7), "n and numel follow; other integers stay"
 
 
+@pytest.mark.interpreter
 def test_the_first_block_candidate_and_upstream_relu_fail_on_new_shapes(tasks: dict[str, Any]) -> None:
     """Both pass every call the suite records (five elements) and fail at 3001 elements."""
     task = tasks["tb-relu_small"]
@@ -224,6 +234,7 @@ def _judge_on(task: Any, source: str, keep: Any) -> Any:
     return _judge(narrowed, source)
 
 
+@pytest.mark.interpreter
 def test_output_arguments_are_judged_after_the_call(tasks: dict[str, Any]) -> None:
     gather = tasks["tb-gather_rows_into"]
     assert _judge(gather, gather.baseline_source()).correct
@@ -246,6 +257,7 @@ def test_perf_inputs_come_from_the_suites_perf_script() -> None:
     assert [c[0].numel() for c in suite.perf_script_calls(1 << 17)] == [65536, 32768, 8192]
 
 
+@pytest.mark.interpreter
 def test_perf_cases_never_fall_back_to_a_tiny_call_when_larger_shapes_exist(tasks: dict[str, Any]) -> None:
     task = tasks["tb-relu_small"]
     perf = [task.inputs(c, "cpu")[0].numel() for c in task.perf]
@@ -341,6 +353,7 @@ def test_score_re_scores_a_folder_of_answers() -> None:
     assert r.returncode == 2 and "is not a folder" in r.stderr
 
 
+@pytest.mark.interpreter
 def test_output_the_reference_never_writes_is_not_judged(tasks: dict[str, Any]) -> None:
     """Like attn_fwd_causal.py: the reference stores 24 of 32 columns into torch.empty_like's
     memory. It passes its own cases; a candidate writing every column passes too; one that
@@ -427,6 +440,7 @@ def test_a_parameter_set_the_test_skips_is_passed_over(tmp_path: Path) -> None:
     assert suite.failure == "Skipped: NYI"
 
 
+@pytest.mark.interpreter
 def test_a_reference_that_finishes_in_pytorch_is_its_own_interface(tasks: dict[str, Any]) -> None:
     """A suite wrapper that sums per-block partials in PyTorch passes its own cases; on a task
     whose reference writes its output with a kernel, a token launch beside a PyTorch result is
@@ -469,6 +483,7 @@ def test_hip_libdevice_imported_by_its_full_module_path_is_amd_only() -> None:
     assert not amd_only_constructs("from triton.language.extra.cuda.libdevice import pow\n")
 
 
+@pytest.mark.interpreter
 def test_a_module_passed_beside_the_input_grows_with_it_in_new_shapes(tasks: dict[str, Any]) -> None:
     """Like fast_rms_layernorm.py: the wrapper reads `norm.weight` of a module the test passes.
     A new shape that grew the input but not the module would send the reference past the
@@ -489,6 +504,7 @@ def test_a_module_passed_beside_the_input_grows_with_it_in_new_shapes(tasks: dic
     assert _judge(task, unweighted).kind == "wrong_result"
 
 
+@pytest.mark.interpreter
 def test_an_input_the_reference_hands_back_may_be_handed_back(tasks: dict[str, Any]) -> None:
     """Like layer_norm_fwd.py returning its residual input: the aliasing is learnt from the
     reference and allowed exactly there (the output position and the input it aliases)."""
@@ -507,6 +523,7 @@ def test_an_input_the_reference_hands_back_may_be_handed_back(tasks: dict[str, A
     assert v.kind == "wrong_result"
 
 
+@pytest.mark.interpreter
 def test_output_a_reference_computes_from_past_its_input_is_not_judged(tasks: dict[str, Any]) -> None:
     """Like apply_penalty.py and flash_decode2_llama.py: the reference's last element reads one
     past the input. The judge runs it with zeros and then NaN after each input; the
@@ -534,6 +551,7 @@ def test_an_optional_output_argument_left_out_of_a_call_is_not_judged_there() ->
     assert len(form) == 1 and form[0] is out
 
 
+@pytest.mark.interpreter
 def test_imports_of_the_test_section_are_in_scope_as_in_geak_eval(tasks: dict[str, Any]) -> None:
     """Like block_sparse_attn.py: the code section uses `torch` that only the test section
     imports (GEAK-eval runs both in one module). The judge appends the imports a candidate
@@ -609,6 +627,7 @@ def test_a_probe_that_ends_the_gpu_context_says_so_instead_of_skipping_the_shape
         suite._find_shapes()
 
 
+@pytest.mark.interpreter
 def test_a_handed_back_input_is_not_checked_for_a_kernels_writes(tasks: dict[str, Any],
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """On a GPU the judge did not see layer_norm_fwd's reference finish in PyTorch (its
@@ -642,6 +661,7 @@ def test_the_judges_copies_of_a_references_inputs_are_its_inputs() -> None:
     launches.add_inputs((out,))  # outside a recording: nothing to note, no error
 
 
+@pytest.mark.interpreter
 def test_a_call_the_suite_makes_in_float64_is_judged_in_float64() -> None:
     """A suite test that passes float64 itself (FlagGems' uniform_, softmax, masked_select): the
     reference's answer there is float64. The judge once took such inputs for its own widened
@@ -663,6 +683,7 @@ def test_a_call_the_suite_makes_in_float64_is_judged_in_float64() -> None:
     assert v.correct, v.one_line()
 
 
+@pytest.mark.interpreter
 def test_a_call_passing_an_object_with_its_own_address_is_not_replayed() -> None:
     """FlagGems' StridedBuffer hands Triton an address of the test's own tensor: a copy of the
     call, or the call in a candidate's process, would still point there. Such calls are left
@@ -691,6 +712,7 @@ def test_a_reference_that_runs_on_no_recorded_call_says_what_it_raised() -> None
     assert spec.written == () and failures == ["ValueError: Pointer argument (at 0) cannot be accessed from Triton"] * 2
 
 
+@pytest.mark.interpreter
 def test_a_test_that_redefines_the_code_under_test_calls_the_code() -> None:
     """A test section with its own copy of the kernel and wrapper (TritonBench-revised
     quantize_kv_copy) called that copy, so the adapter recorded no call of the code's entry
@@ -705,6 +727,7 @@ def test_a_test_that_redefines_the_code_under_test_calls_the_code() -> None:
     assert v.correct, v.one_line()
 
 
+@pytest.mark.interpreter
 def test_a_case_the_reference_answers_without_a_kernel_asks_for_none() -> None:
     """The reference returns early in PyTorch for a single element: the same candidate is not
     `no_kernel` there, while one that never launches is still `no_kernel` where the reference
@@ -719,6 +742,7 @@ def test_a_case_the_reference_answers_without_a_kernel_asks_for_none() -> None:
     assert _judge(task, torch_only).kind == "no_kernel"
 
 
+@pytest.mark.interpreter
 def test_a_case_the_reference_answers_differently_each_run_is_skipped_with_why(tasks: dict[str, Any]) -> None:
     """Like layer_norm_welfold.py on its 1x1 call: a one-element result computed from memory past
     the input differs between the judge's runs of the reference on the same values. Such a case
@@ -737,6 +761,7 @@ def test_a_case_the_reference_answers_differently_each_run_is_skipped_with_why(t
     assert _judge(task, wrong).kind == "wrong_result"
 
 
+@pytest.mark.interpreter
 def test_output_computed_from_scratch_the_reference_never_wrote_is_not_judged(
         tasks: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     """A reference whose scratch buffer (torch.empty) is read where it was never written: those
@@ -761,6 +786,7 @@ def test_output_computed_from_scratch_the_reference_never_wrote_is_not_judged(
     assert _judge(task, task.baseline_source().replace("x + s, mask=mask)", "x - s, mask=mask)")).kind == "wrong_result"
 
 
+@pytest.mark.interpreter
 def test_elements_the_reference_never_writes_do_not_count_towards_no_answer(
         tasks: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     """partial_store.py's reference on a 4x64 input writes 96 of 256 elements (its rows stride 32):

@@ -1,4 +1,5 @@
-"""judge/launches.py: what counts as Triton doing the work, on the CPU interpreter."""
+"""judge/launches.py: what counts as Triton doing the work, on the GPU where there is one, else on
+the CPU interpreter (the numpy fixtures need host memory: interpreter only)."""
 
 from __future__ import annotations
 
@@ -10,15 +11,17 @@ import torch
 from judge import launches
 from judge.candidate import run_call
 from judge.running import prepare_process
+from tests.conftest import HAS_GPU
 
 prepare_process()
 K = importlib.import_module("tests.fixtures.provenance_kernels")
+DEVICE = "cuda" if HAS_GPU else "cpu"
 
 
 def _run(name: str, allowed: tuple[str, ...] = ()) -> dict:
     launches.set_allowed_ops(allowed)
     try:
-        report, _ = run_call(getattr(K, name), (torch.randn(100),), "cpu", True)
+        report, _ = run_call(getattr(K, name), (torch.randn(100, device=DEVICE),), DEVICE, not HAS_GPU)
     finally:
         launches.set_allowed_ops(())
     assert report["ok"], report
@@ -35,6 +38,7 @@ def test_a_cast_of_a_kernel_written_buffer_is_still_the_work() -> None:
     assert report["fallback"] == {} and report["unwritten"] == []
 
 
+@pytest.mark.interpreter  # numpy writes host memory
 @pytest.mark.parametrize("name, why", [("masked_decoy_then_numpy", "no kernel wrote it"),
                                        ("overwritten_by_numpy", "changed after the kernel")])
 def test_numpy_results_beside_a_kernel_are_not_the_work(name: str, why: str) -> None:
@@ -54,8 +58,8 @@ def test_a_task_allow_list_admits_its_final_step() -> None:
 
 
 def test_an_output_sharing_memory_with_an_input_is_reported() -> None:
-    x = torch.randn(100)
-    report, _ = run_call(K.view_of_input, (x,), "cpu", True)
+    x = torch.randn(100, device=DEVICE)
+    report, _ = run_call(K.view_of_input, (x,), DEVICE, not HAS_GPU)
     assert report["aliased"] == ["output shares memory with input 0"]
 
 

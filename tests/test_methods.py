@@ -591,6 +591,7 @@ def test_simulated_model_writes_parseable_tests_for_every_task() -> None:
         assert f"{task.entry_point}(" in suite.source and "DEVICE" in suite.source, task.id
 
 
+@pytest.mark.interpreter
 @pytest.mark.parametrize("task_id", ["vector_add", "gather", "softmax"])
 @pytest.mark.parametrize("p_wrong,expect_pass", [(0.0, True), (1.0, False)])
 def test_simulated_tests_pass_or_fail_the_expert_kernel_at_the_documented_rate(

@@ -47,6 +47,7 @@ def test_a_size_that_ends_the_probing_process_is_rejected_and_the_search_goes_on
         ("3001, 3001", False), ("3001, 3001", False), ("301, 301", True)]
 
 
+@pytest.mark.interpreter
 def test_every_worker_of_a_run_takes_the_runs_decisions(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv(shape_probe.PROBE_IN_CHILD_ENV, "1")
     monkeypatch.setenv(shape_probe.PROBE_DIR_ENV, str(tmp_path))
@@ -121,6 +122,7 @@ def _with_perf_inputs(monkeypatch: pytest.MonkeyPatch, suite: GeakSuite) -> list
     return perf
 
 
+@pytest.mark.interpreter
 def test_a_probing_child_also_decides_the_perf_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
     """The suite's perf inputs are probed too (a reference can fault there: decay_cumsum on an
     H200, at its perf script's 32x8x256x128), announced like the new shapes."""

@@ -106,7 +106,10 @@ def stressed(x: torch.Tensor, c: Case, negative: float = -1000.0, large: float =
     """`x` moved into the case's value profile (computed in float32, returned in x's dtype):
     ties round to a grid of 0.5 (many equal maxima in a row), negative shifts far below zero
     (a max padded with 0.0, or an exp without max subtraction, fails), large scales up (x*x
-    overflows float16, so statistics computed in half precision fail)."""
+    overflows float16, so statistics computed in half precision fail). Values stay within x's
+    dtype's finite range: scaled past it they were infinities, and inf - inf is a NaN whose
+    handling no instruction specifies (on an H200, add_relu's expert turned relu(NaN) into 0
+    where torch keeps NaN, on 4M-element float16 inputs scaled by 2e4)."""
     profile = value_profile(c)
     if profile == "plain":
         return x
@@ -117,4 +120,7 @@ def stressed(x: torch.Tensor, c: Case, negative: float = -1000.0, large: float =
         xf = xf + negative
     else:
         xf = xf * large
+    if x.dtype.is_floating_point:
+        finite = torch.finfo(x.dtype).max
+        xf = xf.clamp(-finite, finite)
     return xf.to(x.dtype)
