@@ -6,11 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import ray
 
 from results.run_folder import RunFolder
 from runners.compare import CompareOptions, run_compare
 from runners.config import CompareConfig, ConfigError
+
+ray = pytest.importorskip("ray", reason="the cluster extra is not installed (CI installs it)")
 
 
 def _config(**overrides: object) -> CompareConfig:
