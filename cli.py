@@ -445,8 +445,11 @@ def score_command(output_dir: Path, suite: str, sources: tuple[str, ...], worker
 @click.option("--reject-json-mode", is_flag=True, help="Answer HTTP 400 to every request asking for JSON mode.")
 @click.option("--reject-every", type=int, default=0, show_default=True, metavar="N",
               help="Answer HTTP 400 (context length exceeded) to every N-th chat request; 0: never.")
+@click.option("--reject-max-tokens", is_flag=True,
+              help="Answer HTTP 400 to a reply cap sent as max_tokens (wanting max_completion_tokens, as OpenAI's "
+                   "reasoning models do).")
 def serve_sim(host: str, port: int, latency: float, fail_rate: float, faults: str, seed: int,
-              reject_json_mode: bool = False, reject_every: int = 0) -> None:
+              reject_json_mode: bool = False, reject_every: int = 0, reject_max_tokens: bool = False) -> None:
     """Serve the simulated model as an OpenAI-compatible endpoint (/v1/chat/completions, /v1/models)."""
     from modelio.server import ServerOptions, serve
 
@@ -458,7 +461,8 @@ def serve_sim(host: str, port: int, latency: float, fail_rate: float, faults: st
 
     try:
         options = ServerOptions(latency_s=latency, fail_rate=fail_rate, fault_kinds=tuple(_split(faults) or ()),
-                                seed=seed, reject_json_mode=reject_json_mode, reject_every=reject_every)
+                                seed=seed, reject_json_mode=reject_json_mode, reject_every=reject_every,
+                                reject_max_tokens=reject_max_tokens)
         serve(host, port, options, on_ready=ready)
     except ValueError as exc:
         raise BadInput(str(exc)) from None

@@ -15,6 +15,12 @@ and its error names the HTTP status and carries the server's own message (a 400 
 unsupported option or a prompt beyond the context window says which), so the run's record
 and report show why a call failed.
 
+The reply cap travels as `max_tokens`, which every OpenAI-compatible server reads, until the
+endpoint answers 400 that it wants `max_completion_tokens` (OpenAI's reasoning models, which
+accept nothing else): that call is sent again at once with the cap under the new name, and
+the client keeps sending it so (`token_cap_field`, in `stats()`). The cap's value never
+changes, so the methods' budgets mean the same on either endpoint.
+
 Sampling on the wire: the seed sent is `request.seed + request.sample_index`, so a seeded
 backend (vLLM, SGLang, OpenAI's best-effort `seed`) draws a *different* sample for each
 index of the same prompt, as direct prompting and pass@k need. The sample index itself
@@ -81,6 +87,7 @@ class ClientStats:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float | None = 0.0
+    token_cap_field: str = "max_tokens"  # the name the reply cap is sent under (module docstring)
 
 
 def _describe(exc: BaseException) -> str:
@@ -137,6 +144,7 @@ class OpenAIClient:
         self._slots = threading.BoundedSemaphore(max_concurrency)
         self._lock = threading.Lock()
         self._stats = ClientStats()
+        self.token_cap_field = "max_tokens"
 
     # ------------------------------------------------------------------ start-up check
     def check_reachable(self) -> None:
@@ -164,7 +172,7 @@ class OpenAIClient:
             "messages": [{"role": m.role, "content": m.content} for m in request.messages],
         }
         if request.max_tokens is not None:
-            kwargs["max_tokens"] = request.max_tokens
+            kwargs[self.token_cap_field] = request.max_tokens
         if request.json_mode:
             kwargs["response_format"] = {"type": "json_object"}
         return kwargs
@@ -191,7 +199,12 @@ class OpenAIClient:
                                     reraise=True):
                 with attempt:
                     with self._slots:
-                        response = self._client.chat.completions.create(**kwargs)
+                        try:
+                            response = self._client.chat.completions.create(**kwargs)
+                        except self._openai.BadRequestError as exc:
+                            if not self._cap_renamed(kwargs, exc):
+                                raise
+                            response = self._client.chat.completions.create(**kwargs)
         except self._openai.OpenAIError as exc:
             self._count_failure()
             how = f"after {retries} retries" if retries else "without retry"
@@ -223,11 +236,21 @@ class OpenAIClient:
         return Completion(text=text, prompt_tokens=int(prompt_tokens), completion_tokens=int(completion_tokens),
                           latency_s=latency_s, cached=False, model=self.model, retries=retries)
 
+    def _cap_renamed(self, kwargs: dict[str, Any], exc: BaseException) -> bool:
+        """Whether a 400 asked for the reply cap as `max_completion_tokens` while `kwargs` sent it
+        as `max_tokens`: if so, `kwargs` now sends it so, and so does every later call."""
+        if "max_tokens" not in kwargs or "max_completion_tokens" not in _describe(exc):
+            return False
+        kwargs["max_completion_tokens"] = kwargs.pop("max_tokens")
+        with self._lock:
+            self.token_cap_field = "max_completion_tokens"
+        return True
+
     def stats(self) -> ClientStats:
         with self._lock:
             s = self._stats
             return ClientStats(s.calls, s.failed_calls, s.retries, dict(s.retries_by_kind), s.prompt_tokens,
-                               s.completion_tokens, s.cost_usd)
+                               s.completion_tokens, s.cost_usd, self.token_cap_field)
 
     def close(self) -> None:
         self._client.close()

@@ -11,6 +11,9 @@ HTTP 400s that silently zeroed a method before (issue 13): `reject_json_mode` an
 request asking for JSON mode (`response_format`) with 400 "not supported", as endpoints
 without constrained decoding do, and `reject_every` answers every n-th chat request with 400
 "maximum context length exceeded", as an endpoint does for a prompt too long for its window.
+`reject_max_tokens` answers a request that caps its reply with `max_tokens` with 400
+"unsupported parameter ... use 'max_completion_tokens' instead", as OpenAI does for its
+reasoning models (the client then sends the cap under that name).
 /v1/models never faults, so a client's start-up check is not disturbed.
 
 Request mapping (see modelio/openai_client.py, which sends it): `messages`, `temperature`,
@@ -56,6 +59,7 @@ class ServerOptions:
     model_names: tuple[str, ...] = ("sim", SIM_MODEL_NAME)
     reject_json_mode: bool = False
     reject_every: int = 0  # 0: never; n: every n-th chat request answers 400 (context length)
+    reject_max_tokens: bool = False  # a reply cap only as `max_completion_tokens` (OpenAI's reasoning models)
 
     def __post_init__(self) -> None:
         if self.latency_s < 0:
@@ -69,6 +73,10 @@ class ServerOptions:
             raise ValueError("a positive fail rate needs at least one fault kind")
         if self.reject_every < 0:
             raise ValueError(f"reject_every must be >= 0, got {self.reject_every}")
+
+
+MAX_TOKENS_UNSUPPORTED = ("Unsupported parameter: 'max_tokens' is not supported with this model. "
+                          "Use 'max_completion_tokens' instead.")  # OpenAI's words for its reasoning models
 
 
 @dataclass
@@ -205,6 +213,8 @@ class SimServer:
         fmt = body.get("response_format")
         if self.options.reject_json_mode and isinstance(fmt, dict) and fmt.get("type") in ("json_object", "json_schema"):
             reason = "response_format of type json_object is not supported by this model"
+        elif self.options.reject_max_tokens and "max_tokens" in body:
+            reason = MAX_TOKENS_UNSUPPORTED
         else:
             with self._lock:
                 n = self._counters.chat_requests

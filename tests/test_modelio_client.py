@@ -158,6 +158,39 @@ def test_max_concurrency_caps_requests_in_flight() -> None:
     assert counters.max_in_flight == 3
 
 
+def test_a_reply_cap_the_endpoint_wants_as_max_completion_tokens_is_sent_so_from_then_on() -> None:
+    """OpenAI's reasoning models answer 400 to `max_tokens`: the call is sent again at once with
+    the same cap as `max_completion_tokens` (no retry counted, nothing charged twice), and later
+    calls send it so; the endpoint honours the cap either way."""
+    request = Request(messages=direct_prompt(), temperature=1.0, seed=4, max_tokens=20)
+    with SimServer() as plain:
+        expected = fast_client(plain).complete(request)
+    with SimServer(options=ServerOptions(reject_max_tokens=True)) as server:
+        client = fast_client(server)
+        assert client.request_kwargs(request)["max_tokens"] == 20
+        first = client.complete(request)
+        assert server.counters().chat_requests == 2 and server.counters().faults == {"400": 1}
+        second = client.complete(request)
+        assert server.counters().chat_requests == 3  # no 400 this time
+        kwargs = client.request_kwargs(request)
+        unbounded = client.request_kwargs(Request(messages=direct_prompt()))
+    assert "max_tokens" not in kwargs and kwargs["max_completion_tokens"] == 20
+    assert "max_completion_tokens" not in unbounded
+    assert first.text == second.text == expected.text and first.completion_tokens == expected.completion_tokens <= 20
+    assert first.retries == second.retries == 0
+    stats = client.stats()
+    assert stats.calls == 2 and stats.retries == 0 and stats.token_cap_field == "max_completion_tokens"
+
+
+def test_a_400_about_another_parameter_still_fails_at_once() -> None:
+    with SimServer(options=ServerOptions(reject_max_tokens=True)) as server:
+        client = fast_client(server)
+        with pytest.raises(EndpointCallFailed, match="max_tokens must be at least 1"):
+            client.complete(Request(messages=direct_prompt(), temperature=1.0, max_tokens=0))
+        assert server.counters().chat_requests == 2  # the rename, then the server's own 400
+        assert client.stats().failed_calls == 1
+
+
 def test_http_400s_fail_at_once_with_the_servers_message() -> None:
     """An endpoint that rejects JSON mode, and one that rejects every 3rd request as too long:
     the call fails without retry, and its error names the status and quotes the server."""
