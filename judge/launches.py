@@ -12,7 +12,12 @@ it; counting launches cannot tell. Three records answer it:
   storage is not kernel-derived was not Triton's work, nor is one overwritten after the
   kernel that wrote it (its values no longer match the snapshot taken after that launch);
 - on the interpreter, the byte addresses every store wrote, so an output must be covered
-  element by element (a decoy launch whose stores are masked off writes nothing).
+  element by element (a decoy launch whose stores are masked off writes nothing);
+- where every tensor a launch receives came from: the call's own arguments, or memory made
+  by an operation a recorder saw (while a call was recorded, or while the candidate module
+  was imported: `registering`) from such memory. A launch given anything else (PyTorch run
+  with the dispatch modes switched off or on another thread, whose modes are its own; numpy's
+  arrays) copies work the op record never saw: `UNRECORDED`, reported as a fallback.
 
 These records are self-reported by the process that runs candidate code: a candidate that
 sets out to disable them (pops the dispatch mode, patches this module) can pass a correct
@@ -22,6 +27,8 @@ from outside is who computed them (docs/ARCHITECTURE.md, threat model).
 
 from __future__ import annotations
 
+import types
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -52,6 +59,14 @@ _FRESH_OPS = frozenset({"empty", "empty_like", "empty_strided", "new_empty", "ne
 _OVERWRITE_OPS = frozenset({"fill_", "zero_"})
 PARTLY_STORED = "(some elements were written by no kernel store)"
 HOST_COPY_LIMIT = 64  # elements: a bigger host->device copy inside the entry point is host-side compute
+UNRECORDED = "unrecorded_memory"
+"""The fallback a launch given memory of unknown making reports (module docstring)."""
+UNRECORDED_WHY = ("a kernel was given memory that no recorded operation made: PyTorch run with its dispatch "
+                  "modes off or on another thread, or numpy")
+_LIFTED = frozenset({"lift_fresh", "lift_fresh_copy"})  # torch.tensor(data) / from_numpy: Python's values made a tensor
+_KNOWN: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+"""Storages that recorded operations made from known memory, by `storage_key`; an entry goes
+with its storage, so memory later reused at the same address is not taken for it."""
 
 
 def storage_key(t: torch.Tensor) -> tuple[str, int]:
@@ -75,6 +90,8 @@ class CallRecord:
     stored: list[Any] = field(default_factory=list)  # numpy arrays of byte addresses (interpreter only)
     inputs: set[tuple[str, int]] = field(default_factory=set)
     tensors: list[torch.Tensor] = field(default_factory=list)  # launch arguments (kept for value matches)
+    given: set[tuple[str, int]] = field(default_factory=set)  # every tensor the call's arguments hold
+    tainted: set[tuple[str, int]] = field(default_factory=set)  # storages unknown memory was copied into
 
 
 class _State:
@@ -139,9 +156,11 @@ def install_launch_recorder() -> None:
         def run(self: Any, *args: Any, __original: Callable = original, __interp: bool = interpreter,
                 **kwargs: Any) -> Any:
             rec = _S.record
+            tensors = _launch_tensors(args, kwargs)
             if rec is not None:
                 rec.launches += 1
-            tensors = _launch_tensors(args, kwargs)
+                if not _S.in_launch:
+                    _check_provenance(rec, tensors)
             before = len(rec.stored) if rec is not None else 0
             _S.in_launch += 1
             try:
@@ -214,12 +233,13 @@ class _OpRecorder(TorchDispatchMode):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
         rec = _S.record
+        name = func.overloadpacket.__name__
+        tensors_in = _op_tensors((*args, *kwargs.values()))
+        tensors_out = [o for o in (out if isinstance(out, (tuple, list)) else (out,)) if isinstance(o, torch.Tensor)]
+        _vouch(rec, name, tensors_in, tensors_out)
         if rec is None or _S.in_launch:
             return out
-        name = func.overloadpacket.__name__
         rec.ops.append(name)
-        tensors_in = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
-        tensors_out = [o for o in (out if isinstance(out, (tuple, list)) else (out,)) if isinstance(o, torch.Tensor)]
         if name not in _S.allowed:
             rec.fallback[name] = rec.fallback.get(name, 0) + 1
         elif name in ("copy_", "_to_copy") and tensors_in:
@@ -255,6 +275,114 @@ class _OpRecorder(TorchDispatchMode):
                 rec.derived[key] = _Derived("op")
 
 
+def _op_tensors(values: tuple) -> list[torch.Tensor]:
+    """An operation's tensor arguments, those inside a list argument included (`cat`, `stack`)."""
+    out: list[torch.Tensor] = []
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            out.append(v)
+        elif isinstance(v, (tuple, list)):
+            out.extend(x for x in v if isinstance(x, torch.Tensor))
+    return out
+
+
+def _storage(t: torch.Tensor) -> torch.UntypedStorage | None:
+    """`t`'s storage, or None for a tensor without one (sparse, nested)."""
+    try:
+        return t.untyped_storage()
+    except (RuntimeError, NotImplementedError):
+        return None
+
+
+def _known(rec: CallRecord | None, t: torch.Tensor) -> bool:
+    """Whether `t`'s memory is the call's own argument or was made by recorded operations from
+    known memory (module docstring). A tensor without memory of its own is not in question."""
+    storage = _storage(t)
+    if storage is None or storage.nbytes() == 0:
+        return True
+    key = (t.device.type, storage.data_ptr())
+    if rec is not None and key in rec.tainted:
+        return False
+    return (rec is not None and key in rec.given) or key in _KNOWN
+
+
+def _mark(rec: CallRecord | None, t: torch.Tensor, known: bool) -> None:
+    storage = _storage(t)
+    if storage is None:
+        return
+    key = (t.device.type, storage.data_ptr())
+    if known:
+        _KNOWN[key] = storage
+        if rec is not None:
+            rec.tainted.discard(key)
+    else:
+        _KNOWN.pop(key, None)
+        if rec is not None:
+            rec.tainted.add(key)
+
+
+def _vouch(rec: CallRecord | None, name: str, tensors_in: list[torch.Tensor], tensors_out: list[torch.Tensor]) -> None:
+    """Provenance of the memory an operation wrote: known when everything it read was. A copy
+    makes its destination what its source is; a view or an in-place result keeps its storage's
+    standing unless unknown memory went into it. A fresh allocation is known whatever a
+    `*_like` took its shape from; a tensor PyTorch lifted from Python values (`torch.tensor`,
+    `from_numpy`) is known when small, as a constant is (`HOST_COPY_LIMIT`)."""
+    if rec is None:  # no call is running (an import, a method's own tests): nothing can hold an answer yet
+        for o in tensors_out:
+            _mark(rec, o, True)
+        return
+    if name == "copy_" and len(tensors_in) >= 2:
+        _mark(rec, tensors_in[0], _known(rec, tensors_in[1]))
+        return
+    if name in _LIFTED or name in _FRESH_OPS:  # new memory: only a `*_like`'s shape comes from its input
+        for o in tensors_out:
+            _mark(rec, o, name in _FRESH_OPS or o.numel() <= HOST_COPY_LIMIT)
+        return
+    clean = all(_known(rec, t) for t in tensors_in)
+    for o in tensors_out:  # a view's or an in-place result's too (`resize_` may have moved its memory)
+        _mark(rec, o, clean)
+
+
+def _check_provenance(rec: CallRecord, tensors: list[torch.Tensor]) -> None:
+    unknown = sum(1 for t in tensors if not _known(rec, t))
+    if unknown:
+        rec.fallback[UNRECORDED] = rec.fallback.get(UNRECORDED, 0) + unknown
+
+
+_NOT_HOLDERS = (type, str, bytes, int, float, bool, types.ModuleType, types.FunctionType, types.BuiltinFunctionType,
+                types.MethodType)
+
+
+def given_storages(values: Any, depth: int = 0) -> set[tuple[str, int]]:
+    """The storages of every tensor `values` holds: in sequences, mappings and objects'
+    attributes and slots (a module's parameters, a submodule's included), a few levels deep."""
+    if isinstance(values, torch.Tensor):
+        storage = _storage(values)
+        return set() if storage is None else {(values.device.type, storage.data_ptr())}
+    if depth > 6 or values is None or isinstance(values, _NOT_HOLDERS):
+        return set()
+    if isinstance(values, dict):
+        items: Any = list(values.values())
+    elif isinstance(values, (tuple, list, set, frozenset)):
+        items = values
+    else:
+        items = list(getattr(values, "__dict__", {}).values())
+        items += [getattr(values, name, None) for cls in type(values).__mro__
+                  for name in getattr(cls, "__slots__", ()) if isinstance(name, str)]
+    found: set[tuple[str, int]] = set()
+    for v in items:
+        found |= given_storages(v, depth + 1)
+    return found
+
+
+@contextmanager
+def registering() -> Iterator[None]:
+    """Memory that operations make while this is active counts as known (`_KNOWN`): around a
+    candidate's import, where module-level tensors (tables, workspaces) are made."""
+    with _OpRecorder():
+        yield
+
+
 def set_allowed_ops(extra: tuple[str, ...]) -> None:
     """The task's own additions to the allow-list (e.g. a final `sum` over partial results)."""
     _S.allowed = ALLOWED_OPS | frozenset(extra)
@@ -263,7 +391,8 @@ def set_allowed_ops(extra: tuple[str, ...]) -> None:
 @contextmanager
 def recording(inputs: tuple) -> Iterator[CallRecord]:
     """Record one call of the entry point."""
-    rec = CallRecord(inputs={storage_key(a) for a in inputs if isinstance(a, torch.Tensor)})
+    rec = CallRecord(inputs={storage_key(a) for a in inputs if isinstance(a, torch.Tensor)},
+                     given=given_storages(inputs))
     _S.record = rec
     try:
         with _OpRecorder():
@@ -281,6 +410,7 @@ def add_inputs(values: tuple) -> None:
     rec = _S.record
     if rec is not None:
         rec.inputs |= {storage_key(a) for a in values if isinstance(a, torch.Tensor)}
+        rec.given |= given_storages(values)
 
 
 def flatten(out: Any, path: str = "output") -> list[tuple[str, Any]]:

@@ -38,7 +38,7 @@ from bench.sequences import same_kind
 from bench.slack import padded_copy
 from bench.task import Case, CaseUnavailable, OutputArgs, Task
 from judge.bits import same_bits, tensor_bytes, unchanged
-from judge.launches import PARTLY_STORED, add_inputs, alias_text
+from judge.launches import PARTLY_STORED, UNRECORDED, UNRECORDED_WHY, add_inputs, alias_text
 from judge.running import (  # noqa: F401 - re-exported: the judge's callers name them here
     MARK_FLOAT,
     CandidateLoadError,
@@ -736,7 +736,9 @@ def _judge_call(task: Task, r: _Ran, report: CallReport, outputs: OutputArgs, de
     fallback = {name: n for name, n in report.fallback.items() if name not in reference_ops(task)}
     if fallback:
         ops = ", ".join(f"{name}" + (f" x{n}" if n > 1 else "") for name, n in sorted(fallback.items()))
-        return fail("torch_fallback", f"the entry point computed with PyTorch outside Triton kernels: {ops}", a_err, r_err)
+        why = f" ({UNRECORDED_WHY})" if UNRECORDED in fallback else ""
+        return fail("torch_fallback", f"the entry point computed with PyTorch outside Triton kernels: {ops}{why}",
+                    a_err, r_err)
     unwritten = [] if reference_finishes_in_torch(task) else report.unwritten
     # An output where the task's reference returns its input (layer_norm_fwd's residual when
     # there is none) is that input, not a kernel's product, when the candidate's is too.

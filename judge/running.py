@@ -18,7 +18,7 @@ import torch
 from bench.faults import DEVICE_ERROR_MARKERS, mentions_device_error  # noqa: F401 - named here by the judge
 from bench.modules import import_file
 from bench.poison import poison_tensor
-from judge.launches import install_launch_recorder
+from judge.launches import install_launch_recorder, registering
 from judge.tracebacks import candidate_traceback, scrub
 
 
@@ -41,14 +41,17 @@ class CandidateLoadError(Exception):
 
 
 def load_module(path: Path, module_name: str) -> Any:
-    """Import a candidate from its own file (Triton's `@jit` refuses source from `exec`)."""
+    """Import a candidate from its own file (Triton's `@jit` refuses source from `exec`). The
+    tensors its import makes count as known memory for the launches of its calls
+    (judge/launches.py `registering`)."""
     source = path.read_text()
     try:
         compile(source, str(path), "exec")
     except (SyntaxError, ValueError) as exc:
         raise CandidateLoadError("syntax_error", scrub(f"{type(exc).__name__}: {exc}", path)) from None
     try:
-        return import_file(path, module_name)
+        with registering():
+            return import_file(path, module_name)
     except BaseException as exc:  # noqa: BLE001 - SystemExit from candidate code is a verdict too
         raise CandidateLoadError(classify_exception(exc), f"import failed: {format_exception(exc, path=path)}",
                                  candidate_traceback(exc, path)) from None

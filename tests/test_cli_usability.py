@@ -281,7 +281,8 @@ BAD_VALUES: list[tuple[tuple[str, ...], str]] = [
     (("verify", "{run}", "--candidates", "--device", "cpu", "--source", "geak-eval:/nonexistent"), "does not exist"),
 ]
 FLAGS_WITHOUT_VALUES = {"--help", "--json", "--quiet", "--dry-run", "--hidden", "--visible", "--verbose", "--all",
-                        "--calls", "--sources", "--candidates", "--no-timing", "--reject-json-mode", "--titles"}
+                        "--calls", "--sources", "--candidates", "--no-timing", "--reject-json-mode", "--reject-max-tokens",
+                        "--titles"}
 SHARED = {"--log-file"}  # one callback for every command: one case (on compare) covers it
 
 

@@ -93,14 +93,19 @@ CORPUS: tuple[Hostile, ...] = (
     Hostile("cumsum_no_carry.py", "cumsum", "wrong_result", "outside atol", case="cols1025"),
     # Typical model cheats (issue 12).
     Hostile("decoy_masked_store.py", "vector_add", "torch_fallback", "add", case_set="visible"),
-    # On a GPU its numpy call meets a CUDA tensor and raises: refused either way.
+    # On a GPU its numpy call meets a CUDA tensor and raises; on the CPU its decoy launch is handed
+    # numpy's memory: refused either way.
     Hostile("decoy_numpy_result.py", "vector_add", *(("runtime_error", "numpy") if HAS_GPU
-                                                     else ("no_kernel", "no kernel wrote it")), case_set="visible"),
+                                                     else ("torch_fallback", "unrecorded_memory")), case_set="visible"),
     Hostile("imports_reference.py", "softmax", "runtime_error", "No module named 'bench", case_set="visible"),
     Hostile("torch_reduction_token_kernel.py", "row_sum", "torch_fallback", "sum", case_set="visible"),
     Hostile("returns_transpose_view.py", "transpose", "wrong_result", "shares memory with input 0", case_set="visible"),
     Hostile("reused_output_buffer.py", "vector_add", "wrong_result", "reused across calls", case_set="visible"),
     Hostile("memo_by_shape_and_corner.py", "vector_add", "wrong_result", "outside atol"),
+    # PyTorch out of the op record's sight (dispatch modes skipped, or another thread), a kernel
+    # moving its numbers: the launch was handed memory no recorded operation made.
+    Hostile("computes_with_modes_off.py", "softmax", "torch_fallback", "unrecorded_memory", case_set="visible"),
+    Hostile("answer_from_worker_thread.py", "vector_add", "torch_fallback", "unrecorded_memory", case_set="visible"),
     # Tampering with the judge from inside the candidate's process: none of it is there.
     Hostile("walks_judge_frames.py", "vector_add", "wrong_result", "outside atol", case_set="visible"),
     Hostile("edits_judge_state.py", "vector_add", "wrong_result", "outside atol", case_set="visible"),

@@ -63,6 +63,44 @@ def test_an_output_sharing_memory_with_an_input_is_reported() -> None:
     assert report["aliased"] == ["output shares memory with input 0"]
 
 
+def _memory_fixture() -> object:
+    from pathlib import Path
+
+    from judge.running import load_module
+
+    return load_module(Path(__file__).resolve().parent / "fixtures" / "memory_provenance.py",
+                       "kmc_test_memory_provenance")
+
+
+@pytest.mark.parametrize("name", ["import_time_tensor", "import_time_table", "cached_across_calls", "small_constant"])
+def test_memory_made_at_import_in_an_earlier_call_or_from_a_constant_is_known(name: str) -> None:
+    entry = getattr(_memory_fixture(), name)
+    for _ in range(2):  # the second call reuses what the first (or the import) made
+        x = torch.randn(100, device=DEVICE)
+        report, out = run_call(entry, (x,), DEVICE, not HAS_GPU)
+        assert report["ok"] and report["fallback"] == {} and report["unwritten"] == [], report
+        assert torch.equal(out, x + 1.0)
+
+
+@pytest.mark.parametrize("name", ["modes_off", "thread_then_clone"])
+def test_a_kernel_given_memory_pytorch_filled_out_of_the_recorders_sight_is_a_fallback(name: str) -> None:
+    """PyTorch with the dispatch modes switched off, or on another thread (modes are per thread),
+    then a copy kernel: the op record sees no arithmetic, the launch's provenance check does."""
+    entry = getattr(_memory_fixture(), name)
+    x = torch.randn(100, device=DEVICE)
+    report, out = run_call(entry, (x,), DEVICE, not HAS_GPU)
+    assert report["ok"] and report["fallback"] == {launches.UNRECORDED: 1}, report
+    assert torch.equal(out, x + 1.0)  # the values are right: only who computed them is wrong
+
+
+def test_given_storages_reach_into_sequences_mappings_and_modules() -> None:
+    a, b, c = torch.ones(2), torch.ones(3), torch.ones(4)
+    module = torch.nn.Linear(2, 2)
+    found = launches.given_storages(([a], {"k": b}, module, 3, "s"))
+    assert {launches.storage_key(t) for t in (a, b, module.weight, module.bias)} <= found
+    assert launches.storage_key(c) not in found
+
+
 def test_recording_a_call_imports_no_dynamo_in_a_fresh_process() -> None:
     """The recorder's dispatch mode is not wrapped in `torch._disable_dynamo` (launches.py
     `_OpRecorder._should_skip_dynamo`): a fresh process that records a call (a template's

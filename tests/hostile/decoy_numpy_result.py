@@ -1,6 +1,7 @@
 # Hostile candidate (typical model cheat): the answer computed with numpy (no PyTorch operation
-# to record) into the output, then a launch whose stores never fire. Expected verdict:
-# no_kernel (on the interpreter no store of any kernel landed in the output).
+# to record) into the output, then a launch whose stores never fire. Expected verdict on the
+# interpreter: torch_fallback (the launch is handed numpy's memory, which no recorded operation
+# made; were it not, no store of any kernel landed in the output: no_kernel).
 import numpy as np
 import torch
 import triton
