@@ -47,6 +47,8 @@ def test_throughput_benchmark_runs_both_harnesses_with_identical_verdicts(tmp_pa
     naive_phases = result["naive_phase_seconds"]  # one at a time: the processes' walls add up to the side's
     assert {"imports", "load", "judge"} <= set(naive_phases) and naive_phases["judge"] > 0
     assert sum(naive_phases.values()) <= result["naive_seconds"] + 0.1
+    assert result["reuse_ceiling"] == pytest.approx(sum(naive_phases.values()) / naive_phases["judge"])
+    assert "process reuse ceiling:" in proc.stdout
     assert sum(result["verdict_counts"].values()) == 3 and result["verdict_counts"].get("correct", 0) >= 1
     assert "identical verdict kinds: yes" in proc.stdout
     assert "naive: 3/3 in" in proc.stdout  # progress, which a cut-off naive side leaves in the JSON too
@@ -238,6 +240,7 @@ def test_throughput_benchmark_in_shards_combines_into_one_comparison(tmp_path: P
     assert "naive_kinds" not in json.loads((tmp_path / "p.json").read_text())
     sides = _script("bench_evaluator_throughput.py", "--combine", str(tmp_path / "n.json"), str(tmp_path / "p.json"))
     assert sides.returncode == 0 and "identical verdict kinds: yes" in sides.stdout, sides.stdout + sides.stderr
+    assert "process reuse ceiling:" in sides.stdout  # from the naive side's phases, whichever record has them
     neither = _script("bench_evaluator_throughput.py", *common, "--skip-naive", "--skip-pool")
     assert neither.returncode == 2 and "nothing to measure" in neither.stderr
 
