@@ -19,7 +19,13 @@ The reply cap travels as `max_tokens`, which every OpenAI-compatible server read
 endpoint answers 400 that it wants `max_completion_tokens` (OpenAI's reasoning models, which
 accept nothing else): that call is sent again at once with the cap under the new name, and
 the client keeps sending it so (`token_cap_field`, in `stats()`). The cap's value never
-changes, so the methods' budgets mean the same on either endpoint.
+changes, so the methods' budgets mean the same on either endpoint. Likewise an endpoint that
+refuses the optional `seed` or `user` field by name (400 or 422: "unsupported", "unknown",
+"extra inputs are not permitted", as strict servers such as Mistral's answer unknown fields)
+gets the call again without it, and every later call goes without it (`dropped_fields`, in
+`stats()`, and one warning in the run's log: without a seed the endpoint's samples cannot
+be drawn again). Nothing else is ever dropped: a refused temperature or response format
+fails the call with the server's message, since it would change what the method asked for.
 
 Sampling on the wire: the seed sent is `request.seed + request.sample_index`, so a seeded
 backend (vLLM, SGLang, OpenAI's best-effort `seed`) draws a *different* sample for each
@@ -32,6 +38,8 @@ as `seed - n`, and so answers exactly as the in-process simulated model would.
 
 from __future__ import annotations
 
+import json
+import logging
 import math
 import os
 import re
@@ -47,6 +55,7 @@ from modelio.types import Completion, Request
 SAMPLE_USER_PREFIX = "kmc-sample-"
 SIM_OWNER = "kmc-simulated"  # /v1/models owned_by and system_fingerprint of serve-sim
 _SAMPLE_USER = re.compile(rf"^{SAMPLE_USER_PREFIX}(\d+)$")
+_log = logging.getLogger("kmc.modelio")
 
 
 def wire_seed(seed: int, sample_index: int) -> int:
@@ -88,6 +97,7 @@ class ClientStats:
     completion_tokens: int = 0
     cost_usd: float | None = 0.0
     token_cap_field: str = "max_tokens"  # the name the reply cap is sent under (module docstring)
+    dropped_fields: tuple[str, ...] = ()  # optional fields the endpoint refused, no longer sent
 
 
 def _describe(exc: BaseException) -> str:
@@ -100,6 +110,8 @@ def _describe(exc: BaseException) -> str:
     if isinstance(body, dict):
         inner = body.get("error", body)
         message = inner.get("message") if isinstance(inner, dict) else None
+        if message is None and "detail" in body:  # FastAPI / pydantic servers (vLLM's 422s, Mistral's)
+            message = json.dumps(body["detail"])[:1000]
     text = str(message if message else getattr(exc, "message", "") or exc).strip().replace("\n", " ")
     return f"HTTP {status}: {text[:1000]}"
 
@@ -145,6 +157,7 @@ class OpenAIClient:
         self._lock = threading.Lock()
         self._stats = ClientStats()
         self.token_cap_field = "max_tokens"
+        self.dropped_fields: tuple[str, ...] = ()
 
     # ------------------------------------------------------------------ start-up check
     def check_reachable(self) -> None:
@@ -175,6 +188,8 @@ class OpenAIClient:
             kwargs[self.token_cap_field] = request.max_tokens
         if request.json_mode:
             kwargs["response_format"] = {"type": "json_object"}
+        for name in self.dropped_fields:
+            kwargs.pop(name, None)
         return kwargs
 
     def complete(self, request: Request) -> Completion:
@@ -199,12 +214,7 @@ class OpenAIClient:
                                     reraise=True):
                 with attempt:
                     with self._slots:
-                        try:
-                            response = self._client.chat.completions.create(**kwargs)
-                        except self._openai.BadRequestError as exc:
-                            if not self._cap_renamed(kwargs, exc):
-                                raise
-                            response = self._client.chat.completions.create(**kwargs)
+                        response = self._create_adapting(kwargs)
         except self._openai.OpenAIError as exc:
             self._count_failure()
             how = f"after {retries} retries" if retries else "without retry"
@@ -236,21 +246,41 @@ class OpenAIClient:
         return Completion(text=text, prompt_tokens=int(prompt_tokens), completion_tokens=int(completion_tokens),
                           latency_s=latency_s, cached=False, model=self.model, retries=retries)
 
-    def _cap_renamed(self, kwargs: dict[str, Any], exc: BaseException) -> bool:
-        """Whether a 400 asked for the reply cap as `max_completion_tokens` while `kwargs` sent it
-        as `max_tokens`: if so, `kwargs` now sends it so, and so does every later call."""
-        if "max_tokens" not in kwargs or "max_completion_tokens" not in _describe(exc):
+    def _create_adapting(self, kwargs: dict[str, Any]) -> Any:
+        """One request; where the endpoint refuses how a field was sent (module docstring), the
+        same request again as it asks, at most once per field."""
+        o = self._openai
+        for _ in range(len(DROPPABLE_FIELDS) + 2):
+            try:
+                return self._client.chat.completions.create(**kwargs)
+            except (o.BadRequestError, o.UnprocessableEntityError) as exc:
+                if not self._adapted(kwargs, _describe(exc)):
+                    raise
+        return self._client.chat.completions.create(**kwargs)
+
+    def _adapted(self, kwargs: dict[str, Any], said: str) -> bool:
+        """Whether the endpoint's refusal (`said`) names a field it wants otherwise: if so,
+        `kwargs` and every later call's send it as asked."""
+        if "max_tokens" in kwargs and "max_completion_tokens" in said:
+            kwargs["max_completion_tokens"] = kwargs.pop("max_tokens")
+            with self._lock:
+                self.token_cap_field = "max_completion_tokens"
+            return True
+        refused = next((name for name in DROPPABLE_FIELDS if name in kwargs and refuses_field(said, name)), None)
+        if refused is None:
             return False
-        kwargs["max_completion_tokens"] = kwargs.pop("max_tokens")
+        kwargs.pop(refused)
         with self._lock:
-            self.token_cap_field = "max_completion_tokens"
+            self.dropped_fields = (*self.dropped_fields, refused)
+        _log.warning("%s refuses the %r field (%s); it is no longer sent%s", self.base_url, refused, said[:200],
+                     ": this endpoint's samples cannot be drawn again by seed" if refused == "seed" else "")
         return True
 
     def stats(self) -> ClientStats:
         with self._lock:
             s = self._stats
             return ClientStats(s.calls, s.failed_calls, s.retries, dict(s.retries_by_kind), s.prompt_tokens,
-                               s.completion_tokens, s.cost_usd, self.token_cap_field)
+                               s.completion_tokens, s.cost_usd, self.token_cap_field, self.dropped_fields)
 
     def close(self) -> None:
         self._client.close()
@@ -288,6 +318,21 @@ class OpenAIClient:
         if after is not None:
             delay = max(delay, min(after, self.backoff_max_s))
         return delay
+
+
+DROPPABLE_FIELDS = ("seed", "user")
+"""Optional fields a request goes on without when the endpoint refuses them by name."""
+_REFUSAL = re.compile(r"unsupported|not supported|unknown|unrecognized|not permitted|not allowed|extra|invalid "
+                      r"(?:field|param)|cannot find field", re.IGNORECASE)
+
+
+def refuses_field(said: str, name: str) -> bool:
+    """Whether an endpoint's error names the field `name`, quoted or as a request-body location,
+    as one it does not take (OpenAI's "Unsupported parameter: 'seed'", pydantic's
+    `"loc": ["body", "seed"], "msg": "Extra inputs are not permitted"`, Google's
+    `Unknown name "seed"`). A bare word is not enough: "user" is also a message role."""
+    quoted = re.search(rf"""['"`]{re.escape(name)}['"`]""", said) is not None
+    return quoted and _REFUSAL.search(said) is not None
 
 
 def _retry_after_s(exc: BaseException | None) -> float | None:

@@ -14,6 +14,9 @@ without constrained decoding do, and `reject_every` answers every n-th chat requ
 `reject_max_tokens` answers a request that caps its reply with `max_tokens` with 400
 "unsupported parameter ... use 'max_completion_tokens' instead", as OpenAI does for its
 reasoning models (the client then sends the cap under that name).
+`refuse_fields` answers a request carrying any of those body fields with 422 in pydantic's
+words ("extra inputs are not permitted"), as strict servers (Mistral's) answer `seed` or
+`user` (the client then goes on without them).
 /v1/models never faults, so a client's start-up check is not disturbed.
 
 Request mapping (see modelio/openai_client.py, which sends it): `messages`, `temperature`,
@@ -60,6 +63,7 @@ class ServerOptions:
     reject_json_mode: bool = False
     reject_every: int = 0  # 0: never; n: every n-th chat request answers 400 (context length)
     reject_max_tokens: bool = False  # a reply cap only as `max_completion_tokens` (OpenAI's reasoning models)
+    refuse_fields: tuple[str, ...] = ()  # body fields answered 422 "extra inputs are not permitted" (strict servers)
 
     def __post_init__(self) -> None:
         if self.latency_s < 0:
@@ -222,9 +226,12 @@ class SimServer:
                 return None
             reason = ("This model's maximum context length is 8192 tokens; your request (messages plus "
                       "max_tokens) exceeds it")
-        with self._lock:
-            self._counters.faults["400"] = self._counters.faults.get("400", 0) + 1
+        self._count_fault("400")
         return reason
+
+    def _count_fault(self, kind: str) -> None:
+        with self._lock:
+            self._counters.faults[kind] = self._counters.faults.get(kind, 0) + 1
 
     def _draw_fault(self) -> str | None:
         with self._lock:
@@ -234,9 +241,9 @@ class SimServer:
                 kind = self._rng.choice(self.options.fault_kinds)
             else:
                 kind = None
-            if kind is not None:
-                self._counters.faults[kind] = self._counters.faults.get(kind, 0) + 1
-            return kind
+        if kind is not None:
+            self._count_fault(kind)
+        return kind
 
     def models_body(self) -> dict[str, Any]:
         return {"object": "list", "data": [{"id": name, "object": "model", "created": 0, "owned_by": SIM_OWNER}
@@ -327,6 +334,12 @@ def _make_handler(server: SimServer) -> type[BaseHTTPRequestHandler]:
             rejected = server._rejection(body)
             if rejected is not None:
                 self._send(400, _error(rejected, "invalid_request_error"))
+                return
+            extra = [name for name in server.options.refuse_fields if name in body]
+            if extra:
+                server._count_fault("422")
+                self._send(422, {"detail": [{"type": "extra_forbidden", "loc": ["body", name],
+                                             "msg": "Extra inputs are not permitted"} for name in extra]})
                 return
             fault = server._draw_fault()
             if fault == "429":

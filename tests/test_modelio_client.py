@@ -191,6 +191,42 @@ def test_a_400_about_another_parameter_still_fails_at_once() -> None:
         assert client.stats().failed_calls == 1
 
 
+def test_optional_fields_a_strict_endpoint_refuses_are_dropped_from_then_on(caplog: pytest.LogCaptureFixture) -> None:
+    """A server that answers 422 "extra inputs are not permitted" for `seed` and `user` (as
+    Mistral's does): the first call is sent again without each in turn, later calls go without
+    both, the run's log says so once per field, and nothing else is ever dropped."""
+    request = Request(messages=direct_prompt(), temperature=1.0, seed=3, max_tokens=50)
+    with SimServer(options=ServerOptions(refuse_fields=("seed", "user"))) as server:
+        client = fast_client(server)
+        with caplog.at_level("WARNING", logger="kmc.modelio"):
+            first = client.complete(request)
+            assert server.counters().chat_requests == 3 and server.counters().faults == {"422": 2}
+            second = client.complete(request)
+        assert server.counters().chat_requests == 4
+        kwargs = client.request_kwargs(request)
+    assert first.text and second.text and first.retries == second.retries == 0
+    assert "seed" not in kwargs and "user" not in kwargs and kwargs["max_tokens"] == 50
+    assert client.stats().dropped_fields == ("seed", "user") and client.stats().calls == 2
+    warned = [r.getMessage() for r in caplog.records if r.name == "kmc.modelio"]
+    assert len(warned) == 2 and "'seed'" in warned[0] and "cannot be drawn again by seed" in warned[0]
+    assert "Extra inputs are not permitted" in warned[1]  # the server's own words, from its 422 detail
+
+
+@pytest.mark.parametrize("said, name, refused", [
+    ("HTTP 400: Unsupported parameter: 'seed' is not supported with this model.", "seed", True),
+    ("HTTP 422: Error code: 422 - {'detail': [{'type': 'extra_forbidden', 'loc': ['body', 'user'], "
+     "'msg': 'Extra inputs are not permitted'}]}", "user", True),
+    ('HTTP 400: Invalid JSON payload received. Unknown name "seed": Cannot find field.', "seed", True),
+    ("HTTP 400: the last message must have role 'user'", "user", False),  # a role, not the field
+    ("HTTP 400: Unsupported value: 'temperature' does not support 0.0 with this model.", "seed", False),
+    ("HTTP 400: This model's maximum context length is 8192 tokens", "user", False),
+])
+def test_a_refusal_names_the_field_quoted(said: str, name: str, refused: bool) -> None:
+    from modelio.openai_client import refuses_field
+
+    assert refuses_field(said, name) is refused
+
+
 def test_http_400s_fail_at_once_with_the_servers_message() -> None:
     """An endpoint that rejects JSON mode, and one that rejects every 3rd request as too long:
     the call fails without retry, and its error names the status and quotes the server."""
