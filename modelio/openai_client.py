@@ -225,8 +225,10 @@ class OpenAIClient:
         choices = getattr(response, "choices", None) or []
         if not choices:
             self._count_failure()
-            raise EndpointCallFailed(f"{self.base_url} returned no choices", retries, "empty")
-        text = choices[0].message.content or ""
+            said = _error_in_body(response)
+            raise EndpointCallFailed(f"{self.base_url} returned no choices" + (f": {said}" if said else ""),
+                                     retries, "empty")
+        text = reply_text(getattr(choices[0], "message", None))
         usage = getattr(response, "usage", None)
         prompt_tokens = getattr(usage, "prompt_tokens", None)
         completion_tokens = getattr(usage, "completion_tokens", None)
@@ -318,6 +320,29 @@ class OpenAIClient:
         if after is not None:
             delay = max(delay, min(after, self.backoff_max_s))
         return delay
+
+
+def reply_text(message: Any) -> str:
+    """A reply's text: its `content` as a string, or the text parts of a content list (servers
+    that answer in the parts format of requests); "" for no content (a refusal, a reply cut
+    at its cap before any text)."""
+    content = getattr(message, "content", None)
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [p.get("text") if isinstance(p, dict) else getattr(p, "text", None) for p in content]
+        return "".join(t for t in parts if isinstance(t, str))
+    return ""
+
+
+def _error_in_body(response: Any) -> str:
+    """The message of an error a server put in a 200 response's body instead of choices (some
+    proxies do), "" when there is none."""
+    extra = getattr(response, "model_extra", None)
+    error = extra.get("error") if isinstance(extra, dict) else getattr(response, "error", None)
+    if isinstance(error, dict):
+        error = error.get("message") or error
+    return " ".join(str(error).split())[:500] if error else ""
 
 
 DROPPABLE_FIELDS = ("seed", "user")

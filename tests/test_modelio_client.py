@@ -227,6 +227,27 @@ def test_a_refusal_names_the_field_quoted(said: str, name: str, refused: bool) -
     assert refuses_field(said, name) is refused
 
 
+def test_a_reply_in_parts_is_joined_and_an_error_in_a_200_body_is_quoted() -> None:
+    """Replies as some servers shape them, read without a network: content as a list of parts,
+    no content at all, and a 200 whose body carries an error instead of choices."""
+    from types import SimpleNamespace
+
+    from modelio.openai_client import reply_text
+
+    parts = SimpleNamespace(content=[{"type": "text", "text": "def f"}, {"type": "image_url"}, {"type": "text", "text": "(): pass"}])
+    assert reply_text(parts) == "def f(): pass"
+    assert reply_text(SimpleNamespace(content=None, refusal="no")) == "" and reply_text(None) == ""
+    client = OpenAIClient("http://127.0.0.1:9/v1", "m")
+    usage = SimpleNamespace(prompt_tokens=3, completion_tokens=4)
+    done = client._completion(Request(messages=direct_prompt()),
+                              SimpleNamespace(choices=[SimpleNamespace(message=parts)], usage=usage), 0, 0.1)
+    assert done.text == "def f(): pass" and done.completion_tokens == 4
+    body_error = SimpleNamespace(choices=None, model_extra={"error": {"message": "upstream model overloaded"}})
+    with pytest.raises(EndpointCallFailed, match="returned no choices: upstream model overloaded") as info:
+        client._completion(Request(messages=direct_prompt()), body_error, 0, 0.1)
+    assert info.value.kind == "empty" and client.stats().failed_calls == 1
+
+
 def test_http_400s_fail_at_once_with_the_servers_message() -> None:
     """An endpoint that rejects JSON mode, and one that rejects every 3rd request as too long:
     the call fails without retry, and its error names the status and quotes the server."""
