@@ -332,7 +332,8 @@ def combine(shards: list[dict[str, Any]]) -> dict[str, Any]:
             "naive_seconds": naive_s, "naive_per_s": n / naive_s, "naive_kinds": naive_kinds,
             "verdict_counts": {k: pool_kinds.count(k) for k in sorted(set(pool_kinds), key=str)},
             "ratio": naive_s / pool_s, "reuse_ceiling": reuse_ceiling(phases.get("naive_phase_seconds")),
-            "identical": not mismatches, "mismatches": mismatches, "shards": [s["range"] for s in shards], "pool_shards": pool_ranges, "naive_shards": naive_ranges}
+            "identical": not mismatches, "mismatches": mismatches, "shards": [s["range"] for s in shards],
+            "pool_shards": pool_ranges, "naive_shards": naive_ranges}
 
 
 def reuse_ceiling(naive_phases: dict[str, float] | None) -> float | None:

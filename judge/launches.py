@@ -286,31 +286,32 @@ def _op_tensors(values: tuple) -> list[torch.Tensor]:
     return out
 
 
-def _storage(t: torch.Tensor) -> torch.UntypedStorage | None:
-    """`t`'s storage, or None for a tensor without one (sparse, nested)."""
+def _keyed(t: torch.Tensor) -> tuple[tuple[str, int], torch.UntypedStorage] | None:
+    """`t`'s `storage_key` and storage, or None for a tensor without one (sparse, nested)."""
     try:
-        return t.untyped_storage()
+        storage = t.untyped_storage()
     except (RuntimeError, NotImplementedError):
         return None
+    return (t.device.type, storage.data_ptr()), storage
 
 
 def _known(rec: CallRecord | None, t: torch.Tensor) -> bool:
     """Whether `t`'s memory is the call's own argument or was made by recorded operations from
     known memory (module docstring). A tensor without memory of its own is not in question."""
-    storage = _storage(t)
-    if storage is None or storage.nbytes() == 0:
+    keyed = _keyed(t)
+    if keyed is None or keyed[1].nbytes() == 0:
         return True
-    key = (t.device.type, storage.data_ptr())
+    key = keyed[0]
     if rec is not None and key in rec.tainted:
         return False
     return (rec is not None and key in rec.given) or key in _KNOWN
 
 
 def _mark(rec: CallRecord | None, t: torch.Tensor, known: bool) -> None:
-    storage = _storage(t)
-    if storage is None:
+    keyed = _keyed(t)
+    if keyed is None:
         return
-    key = (t.device.type, storage.data_ptr())
+    key, storage = keyed
     if known:
         _KNOWN[key] = storage
         if rec is not None:
@@ -357,8 +358,8 @@ def given_storages(values: Any, depth: int = 0) -> set[tuple[str, int]]:
     """The storages of every tensor `values` holds: in sequences, mappings and objects'
     attributes and slots (a module's parameters, a submodule's included), a few levels deep."""
     if isinstance(values, torch.Tensor):
-        storage = _storage(values)
-        return set() if storage is None else {(values.device.type, storage.data_ptr())}
+        keyed = _keyed(values)
+        return set() if keyed is None else {keyed[0]}
     if depth > 6 or values is None or isinstance(values, _NOT_HOLDERS):
         return set()
     if isinstance(values, dict):

@@ -250,15 +250,15 @@ class OpenAIClient:
 
     def _create_adapting(self, kwargs: dict[str, Any]) -> Any:
         """One request; where the endpoint refuses how a field was sent (module docstring), the
-        same request again as it asks, at most once per field."""
+        same request again as it asks. Each adaptation takes a field out of `kwargs`, so this
+        ends: at most once per field."""
         o = self._openai
-        for _ in range(len(DROPPABLE_FIELDS) + 2):
+        while True:
             try:
                 return self._client.chat.completions.create(**kwargs)
             except (o.BadRequestError, o.UnprocessableEntityError) as exc:
                 if not self._adapted(kwargs, _describe(exc)):
                     raise
-        return self._client.chat.completions.create(**kwargs)
 
     def _adapted(self, kwargs: dict[str, Any], said: str) -> bool:
         """Whether the endpoint's refusal (`said`) names a field it wants otherwise: if so,
