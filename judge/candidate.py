@@ -206,7 +206,7 @@ class CandidateServer:
 
         if header.get("step") == "start" or self.timer is None:
             args = tuple(wire.decode_values(header["args"], tensors, wire.Rebuilder(self.module)))
-            self.timer = CandidateTimer(self.entry, args)
+            self.timer = CandidateTimer(self.entry, args, header.get("refresh"))
         reply, out = self.timer.step(header)
         return {"ok": True, **reply}, out
 

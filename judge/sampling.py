@@ -158,11 +158,67 @@ def _wall_ms(fn: Callable[[], Any], calls: int = 5) -> float:
     return float(np.median(times))
 
 
-class Side:
-    """One timed function: warmed up, estimated, prepared as plain launches or a graph, sampled."""
+REFRESH_SCALE = 2.0 ** -6
+"""The largest relative change a refresh makes to one input value (each is multiplied by a
+factor drawn from (1 - REFRESH_SCALE, 1]): above half-precision's and bfloat16's rounding, so
+nearly every value changes; shrinking only, so no value overflows; small enough that no
+kernel's work depends on it."""
 
-    def __init__(self, fn: Callable[[], Any]) -> None:
+
+class InputRefresher:
+    """New values in a timed function's floating-point inputs before every sample, in place.
+
+    Why: timing calls the function again and again on one set of inputs, so a candidate that
+    remembers its output by the inputs' *contents* (a hash computed by a cheap kernel, then the
+    remembered result copied out) passes every correctness check (new contents, new answer) yet
+    times as fast as its hash on a compute-bound task. Each sample now runs on values it has
+    never seen: every floating-point input is its pristine values times a fresh factor in
+    (1 - REFRESH_SCALE, 1], drawn from a generator of its own (seeded by `seed` and the sample's
+    number, so reruns refresh alike; the global generator a seeded task draws from is untouched).
+    The refresh runs before the sample's L2 flush, outside the timed region, on every side
+    alike. Integer and boolean inputs keep their values (indices must stay in range), and so do
+    output arguments (`skip`: the call writes them). `restore` puts the pristine values back
+    for what follows the samples (the output check, the wall-clock check)."""
+
+    def __init__(self, args: tuple, skip: tuple[int, ...] | list[int] = (), seed: int = 0) -> None:
+        self.seed = seed
+        self.count = 0
+        self.targets: list[torch.Tensor] = []
+        self.pristine: list[torch.Tensor] = []
+        for i, a in enumerate(args):
+            if i in skip or not isinstance(a, torch.Tensor) or not a.is_floating_point() or a.numel() == 0:
+                continue
+            copy = a.clone()
+            try:
+                a.copy_(copy)  # same values; refused for a view whose elements share memory (expanded)
+            except RuntimeError:
+                continue
+            self.targets.append(a)
+            self.pristine.append(copy)
+        self.generator = torch.Generator(device=self.targets[0].device) if self.targets else None
+
+    def refresh(self) -> None:
+        if self.generator is None:
+            return
+        self.count += 1
+        self.generator.manual_seed((self.seed * 1_000_003 + self.count) % (1 << 63))
+        for target, pristine in zip(self.targets, self.pristine, strict=True):
+            target.uniform_(1.0 - REFRESH_SCALE, 1.0, generator=self.generator)  # the factors, then the values
+            target.mul_(pristine)
+
+    def restore(self) -> None:
+        if self.count:
+            for target, pristine in zip(self.targets, self.pristine, strict=True):
+                target.copy_(pristine)
+
+
+class Side:
+    """One timed function: warmed up, estimated, prepared as plain launches or a graph, sampled.
+    `refresher`: the inputs given new values before each sample (`InputRefresher`), else none."""
+
+    def __init__(self, fn: Callable[[], Any], refresher: InputRefresher | None = None) -> None:
         self.fn = fn
+        self.refresher = refresher
         self.runner: _Runner | None = None
         self.flush: torch.Tensor | None = None
 
@@ -190,6 +246,8 @@ class Side:
         assert self.runner is not None
         if self.flush is None:
             self.flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device="cuda")
+        if self.refresher is not None:
+            self.refresher.refresh()
         self.flush.zero_()
         hold_gpu()
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -199,6 +257,11 @@ class Side:
         torch.cuda.synchronize()
         return s.elapsed_time(e) / self.runner.launches
 
+    def restore(self) -> None:
+        """The inputs' pristine values back, once sampling is over."""
+        if self.refresher is not None:
+            self.refresher.restore()
+
     def wall(self) -> float:
         return _wall_ms(self.fn)
 
@@ -206,9 +269,14 @@ class Side:
 class CandidateTimer:
     """The candidate process's half of timing: each judge message is one step."""
 
-    def __init__(self, entry: Callable[..., Any], args: tuple) -> None:
+    def __init__(self, entry: Callable[..., Any], args: tuple, refresh: dict[str, Any] | None = None) -> None:
+        """`refresh`: the judge's `InputRefresher` settings (skip, seed), None for none."""
         self.entry, self.args = entry, args
-        self.side = Side(lambda: entry(*args))
+        refresher = None
+        if isinstance(refresh, dict):
+            skip = [int(i) for i in refresh.get("skip") or () if isinstance(i, int)]
+            refresher = InputRefresher(args, skip, int(refresh.get("seed") or 0))
+        self.side = Side(lambda: entry(*args), refresher)
 
     def step(self, header: dict[str, Any]) -> tuple[dict[str, Any], list[torch.Tensor]]:
         step = header.get("step")
@@ -219,6 +287,9 @@ class CandidateTimer:
             return {"method": self.side.prepare(int(header["launches"]), bool(header["use_graph"]))}, []
         if step == "sample":
             return {"ms": self.side.sample()}, []
+        if step == "restore":
+            self.side.restore()
+            return {}, []
         if step == "wall":
             return {"ms": self.side.wall()}, []
         if step == "output":

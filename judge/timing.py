@@ -10,9 +10,10 @@ time cap), and the raw samples are kept so anyone can recompute the statistics.
 
 Reward hacks the protocol checks for (seen against public harnesses): a kernel that changes behaviour once it
 has been called many times (its output is checked again after sampling, and the inputs
-must still be unmodified), and work hidden on a side stream (CUDA events on the current
+must still be unmodified), work hidden on a side stream (CUDA events on the current
 stream would not see it; a synchronised wall-clock measurement does, and a large gap
-between the two flags the timing).
+between the two flags the timing), and an output remembered by the inputs' contents
+(every sample runs on input values no earlier call saw: judge/sampling.py `InputRefresher`).
 """
 
 from __future__ import annotations
@@ -46,12 +47,14 @@ class OutputChangedDuringTiming(Exception):
 class RemoteSide:
     """The candidate's side, sampled in its own process on the judge's command (judge/candidate.py)."""
 
-    def __init__(self, proc: Any, args: tuple) -> None:
+    def __init__(self, proc: Any, args: tuple, refresh: dict[str, Any] | None = None) -> None:
+        """`refresh`: how the candidate process refreshes its inputs between samples
+        (`judge.sampling.InputRefresher`'s skip and seed), None for never."""
         from judge import wire
 
         self.proc = proc
         spec, tensors = wire.encode_values(list(args))
-        self._start = ({"op": "time", "step": "start", "args": spec}, tensors)
+        self._start = ({"op": "time", "step": "start", "args": spec, "refresh": refresh}, tensors)
 
     def _step(self, step: str, **fields: Any) -> dict[str, Any]:
         reply, _ = self.proc.request({"op": "time", "step": step, **fields})
@@ -73,6 +76,9 @@ class RemoteSide:
     def sample(self) -> float:
         return float(self._step("sample")["ms"])
 
+    def restore(self) -> None:
+        self._step("restore")
+
     def wall(self) -> float:
         return float(self._step("wall")["ms"])
 
@@ -88,13 +94,21 @@ class RemoteSide:
         return values[0], tuple(values[1])
 
 
+PLAIN_AFTER_FAILED_CAPTURE = 1
+"""Launches per sample when a side's graph capture fails. One: each sample's launch then runs
+on inputs refreshed for it (judge/sampling.py `InputRefresher`). A plain loop of many
+launches on one set of inputs let a candidate whose capture fails (a host-side memo cannot be
+captured) serve all but the first launch of a sample from its memo. The GPU-side pause before
+the start event (`hold_gpu`) keeps the host's launch time out of a single launch's sample."""
+
+
 def _prepare_sides(sides: dict[str, Any], policy: TimingPolicy, allow_graphs: bool,
                    mode: tuple[int, bool] | None = None) -> tuple[int, dict[str, str], bool]:
     """Warm every side up and prepare it for sampling: (launches per sample, each side's method,
     whether every side replays a graph). Kernels under SMALL_KERNEL_MS are timed as graph
     replays of many launches (the same count for every side); if any side's capture fails,
-    every side runs as a plain loop of that count. `mode` (launches, graph)
-    repeats an earlier measurement's choice instead of deciding from the estimates."""
+    every side runs one launch per sample (`PLAIN_AFTER_FAILED_CAPTURE`). `mode` (launches,
+    graph) repeats an earlier measurement's choice instead of deciding from the estimates."""
     est = min(side.warm_up(policy.warmup_ms, policy.warmup_calls, allow_graphs) for side in sides.values())
     if mode is not None:
         launches, graph = mode
@@ -103,8 +117,8 @@ def _prepare_sides(sides: dict[str, Any], policy: TimingPolicy, allow_graphs: bo
         launches = graph_launches(est) if graph else 1
     methods = {name: side.prepare(launches, graph) for name, side in sides.items()}
     if graph and len(set(methods.values())) > 1:
+        launches, graph = PLAIN_AFTER_FAILED_CAPTURE, False
         methods = {name: side.prepare(launches, False) for name, side in sides.items()}
-        graph = False
     return launches, methods, graph
 
 
@@ -125,6 +139,8 @@ def _sample_rounds(sides: dict[str, Any], min_rounds: int, max_rounds: int, targ
             converged = all(median_rse(np.asarray(v)) < target_rse for v in samples.values())
             if converged or time.perf_counter() > deadline:
                 break
+    for side in sides.values():
+        side.restore()
     return samples
 
 
@@ -138,7 +154,8 @@ def time_case(sides: dict[str, Any], case_name: str, policy: TimingPolicy,
     its process); one sample at a time, each synchronised before the next starts, so sides
     never overlap on the GPU even from two processes. Kernels under SMALL_KERNEL_MS are timed
     as graph replays of many launches (the same count for every side; if any side's capture
-    fails, every side runs as a plain loop); the L2 is flushed before each sample. Returns the
+    fails, every side runs one launch per sample); before each sample the inputs get new values
+    (`InputRefresher`) and the L2 is flushed. Returns the
     samples and the clock readings taken just before and just after sampling (after warm-up:
     an idle GPU's clocks always "move" when work starts, which says nothing about the samples).
     Code that draws random numbers cannot be captured in a graph (and a failed capture leaves
@@ -214,7 +231,7 @@ def prime_references(task: Task, baseline: Callable[..., Any], cases: tuple[Case
     measured = 0
     for c in cases:
         args = _timed_args(task, c)
-        timing = measure_references(_reference_sides(task, baseline, args, policy), policy,
+        timing = measure_references(_reference_sides(task, baseline, args, policy, task.output_args(c).written), policy,
                                     lambda: read_clocks(vendor, device_index), not task.seeded_rng)
         state = clock_state(timing.clocks_before, locked)  # read after warm-up, as time_case_short reads it
         measured += baselines.put(BaselineKey(str(device_index), task.id, c.name, state, NATURAL), timing)
@@ -233,14 +250,30 @@ def _timed_args(task: Task, case: Case) -> tuple:
     return tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in drawn)
 
 
-def _reference_sides(task: Task, baseline: Callable[..., Any], args: tuple, policy: TimingPolicy) -> dict[str, Any]:
-    """The sides a reference timing samples: the expert baseline, and eager PyTorch when timed."""
+def _reference_sides(task: Task, baseline: Callable[..., Any], args: tuple, policy: TimingPolicy,
+                     written: tuple[int, ...]) -> dict[str, Any]:
+    """The sides a reference timing samples: the expert baseline, and eager PyTorch when timed,
+    on one set of inputs refreshed before each sample as the candidate's are (`written`: the
+    output arguments, left alone)."""
     from judge.sampling import Side
 
-    sides: dict[str, Any] = {"baseline": Side(functools.partial(baseline, *args))}
+    refresher = _refresher(args, written, policy)
+    sides: dict[str, Any] = {"baseline": Side(functools.partial(baseline, *args), refresher)}
     if policy.time_eager:
-        sides["eager"] = Side(functools.partial(task.reference, *args))
+        sides["eager"] = Side(functools.partial(task.reference, *args), refresher)
     return sides
+
+
+def _refresh_spec(written: tuple[int, ...], policy: TimingPolicy) -> dict[str, Any] | None:
+    """What `InputRefresher` needs (skip, seed), None when the policy turns refreshing off."""
+    return {"skip": list(written), "seed": policy.seed} if policy.refresh_inputs else None
+
+
+def _refresher(args: tuple, written: tuple[int, ...], policy: TimingPolicy) -> Any:
+    from judge.sampling import InputRefresher
+
+    spec = _refresh_spec(written, policy)
+    return InputRefresher(args, spec["skip"], spec["seed"]) if spec is not None else None
 
 
 References = Callable[[str, str], Acquired]
@@ -259,7 +292,7 @@ def time_case_short(candidate: Any, case_name: str, policy: TimingPolicy, refere
     mode (graph replays of the same launch count, or plain launches); a candidate under
     SMALL_KERNEL_MS against references too slow for graphs gets references replayed as graphs
     of its launch count (as the full protocol would time all three), and a candidate whose
-    graph capture fails gets references taken as a plain loop. It is sampled with an L2
+    graph capture fails gets references taken one launch per sample. It is sampled with an L2
     flush before each sample, at least `feedback_min_samples` times and at most
     `feedback_max_samples`; after each sample from the minimum on, the sequential rule of
     stats/sequential.py looks at the speedup's interval and stops once it is decisively above,
@@ -274,9 +307,9 @@ def time_case_short(candidate: Any, case_name: str, policy: TimingPolicy, refere
         drift += [got.drift] if got.drift else []
     method = candidate.prepare(got.timing.launches, got.timing.use_graph)
     if got.timing.use_graph and method != "graph":
-        got = references(state, f"loop:{got.timing.launches}")
+        got = references(state, f"loop:{PLAIN_AFTER_FAILED_CAPTURE}")
         drift += [got.drift] if got.drift else []
-        method = candidate.prepare(got.timing.launches, False)
+        method = candidate.prepare(PLAIN_AFTER_FAILED_CAPTURE, False)
     ref = got.timing
     confidence = look_confidence(policy.feedback_alpha, policy.feedback_min_samples, policy.feedback_max_samples)
     samples: list[float] = []
@@ -289,6 +322,7 @@ def time_case_short(candidate: Any, case_name: str, policy: TimingPolicy, refere
             decision = decide(lo, hi, policy.feedback_equivalence)
             if decision is not None or time.perf_counter() > deadline:
                 break
+    candidate.restore()
     after = clocks() if clocks else {}
     return CaseTiming(
         case=case_name,
@@ -425,11 +459,11 @@ def time_candidate(task: Task, candidate: Any, baseline: Callable[..., Any], cas
             skipped.append(str(exc))
             continue
         mine = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
-        remote = RemoteSide(candidate, args) if not callable(candidate) else None
-        cand_side = remote or Side(functools.partial(candidate, *args))
+        remote = RemoteSide(candidate, args, _refresh_spec(outputs.written, policy)) if not callable(candidate) else None
+        cand_side = remote or Side(functools.partial(candidate, *args), _refresher(args, outputs.written, policy))
 
-        def reference_sides(inputs: tuple = mine) -> dict[str, Any]:
-            return _reference_sides(task, baseline, inputs, policy)
+        def reference_sides(inputs: tuple = mine, written: tuple[int, ...] = outputs.written) -> dict[str, Any]:
+            return _reference_sides(task, baseline, inputs, policy, written)
 
         if short:
             def references(state: str, mode: str, case: Case = c) -> Acquired:

@@ -125,6 +125,9 @@ CORPUS: tuple[Hostile, ...] = (
     Hostile("rms_norm_half_squares.py", "rms_norm", "wrong_result"),
     Hostile("argmax_later_tie.py", "argmax", "wrong_result", "outside atol", case="-s2"),
     Hostile("softmax_assumes_contiguous.py", "softmax", "wrong_result", case="strided"),
+    # A timing cheat (outputs remembered by a checksum of the inputs' contents): a correct kernel;
+    # that it times no faster than the expert is checked on a GPU (tests/test_judge_gpu.py).
+    Hostile("memo_by_content_hash.py", "matmul", "correct", case_set="visible"),
     # The false reject: a last step in PyTorch that the task allows.
     Hostile("total_sum_torch_last_step.py", "total_sum", "correct"),
 )

@@ -51,6 +51,29 @@ def test_timing_interleaves_the_candidate_process_with_the_judges_baseline(pool:
     assert ev.timing.clocks_locked is False
 
 
+def test_a_memo_by_input_contents_gains_nothing_in_timing(pool: Any) -> None:
+    """tests/hostile/memo_by_content_hash.py: a correct matmul that serves remembered outputs by
+    a checksum of its inputs' contents. With every sample on refreshed inputs it times no faster
+    than the expert; with refreshing off (the policy's switch) the same source times several
+    times faster: the cheat is real, and the refresh is what stops it."""
+    from dataclasses import replace
+
+    from judge.policy import TimingPolicy
+
+    src = (Path(__file__).resolve().parent / "hostile" / "memo_by_content_hash.py").read_text()
+    policy = TimingPolicy(min_samples=10, max_samples=40, max_seconds_per_case=5)
+    refreshed = pool.evaluate("matmul", src, "hidden", timing=True, timing_policy=policy)
+    assert refreshed.verdict.correct, refreshed.verdict.one_line()  # the cheat is a correct kernel
+    assert refreshed.timing is not None
+    fooled = pool.evaluate("matmul", src + "\n# the same source, timed without refreshing\n", "hidden", timing=True,
+                           timing_policy=replace(policy, refresh_inputs=False))
+    assert fooled.timing is not None
+    speedups = (refreshed.timing.speedup_vs_baseline, fooled.timing.speedup_vs_baseline)
+    print(f"memo_by_content_hash matmul speedup: refreshed {speedups[0]:.3f}x, not refreshed {speedups[1]:.3f}x")
+    assert speedups[0] < 1.2, speedups
+    assert speedups[1] > 1.5, speedups
+
+
 def test_feedback_timing_is_short_and_reuses_the_workers_reference_timings(pool: Any) -> None:
     """The short protocol on a real worker: the first feedback timing of a task measures the
     references, the next candidate of that task reuses them; few samples each; the expert

@@ -52,6 +52,7 @@ class FakeSide:
         self.ms, self.noise, self.graph_ok = ms, noise, graph_ok
         self.rng = np.random.default_rng(seed)
         self.samples = 0
+        self.restored_after = -1  # how many samples had been taken when the inputs were last restored
         self.prepared: list[tuple[int, bool]] = []
         self.log, self.name = log, name
 
@@ -69,6 +70,9 @@ class FakeSide:
         if self.log is not None:
             self.log.append(self.name)
         return float(self.ms * (1.0 + self.noise * self.rng.standard_normal()))
+
+    def restore(self) -> None:
+        self.restored_after = self.samples
 
     def wall(self) -> float:
         return self.ms
@@ -231,13 +235,28 @@ def test_references_are_measured_again_per_case_and_per_clock_state() -> None:
 
 
 def test_a_candidate_whose_graph_capture_fails_is_timed_against_plain_references() -> None:
+    """One launch per sample on both sides: each sample's launch then runs on inputs refreshed
+    for it (a plain loop of many launches on one set of inputs let a host-side memo, which
+    cannot be captured, serve all but the first launch of every sample)."""
     refs = References(baseline_ms=0.005)  # a tiny kernel: the references are graph replays
     cand = FakeSide(0.005, seed=4, graph_ok=False)
     ct, _ = _short(cand, refs)
-    assert ct.method == "loop" and refs.measured == 2  # graph references, then plain ones for this candidate
-    launches = ct.launches_per_sample
-    assert launches > 1 and cand.prepared == [(launches, True), (launches, False)]
-    assert refs.modes == ["natural", f"loop:{launches}"]
+    assert ct.method == "events" and refs.measured == 2  # graph references, then plain ones for this candidate
+    assert ct.launches_per_sample == 1
+    graph_count = cand.prepared[0][0]
+    assert graph_count > 1 and cand.prepared == [(graph_count, True), (1, False)]
+    assert refs.modes == ["natural", "loop:1"]
+    assert cand.restored_after == cand.samples  # the inputs' pristine values back once sampling ended
+
+
+def test_the_full_protocol_falls_back_to_single_launches_on_every_side_when_one_capture_fails() -> None:
+    sides = {"candidate": FakeSide(0.005, seed=1, graph_ok=False), "baseline": FakeSide(0.005, seed=2),
+             "eager": FakeSide(0.01, seed=3)}
+    ct, _, _ = time_case(sides, "c0", replace(POLICY, protocol=FINAL_FULL, min_samples=5, max_samples=5))
+    assert ct.launches_per_sample == 1 and ct.method == "events"
+    for side in sides.values():
+        assert side.prepared[-1] == (1, False)
+        assert side.samples == 5 and side.restored_after == 5
 
 
 def test_a_small_candidate_against_slow_references_gets_graph_replayed_references() -> None:
