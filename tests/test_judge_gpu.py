@@ -53,25 +53,33 @@ def test_timing_interleaves_the_candidate_process_with_the_judges_baseline(pool:
 
 def test_a_memo_by_input_contents_gains_nothing_in_timing(pool: Any) -> None:
     """tests/hostile/memo_by_content_hash.py: a correct matmul that serves remembered outputs by
-    a checksum of its inputs' contents. With every sample on refreshed inputs it times no faster
-    than the expert; with refreshing off (the policy's switch) the same source times several
-    times faster: the cheat is real, and the refresh is what stops it."""
+    a checksum of its inputs' contents. On the largest perf case (a 4096-cube product, about
+    0.24 ms for the expert on an H200) a remembered call costs a checksum, a host round trip
+    and a copy. With refreshing off (the policy's switch) it times well ahead of the expert
+    there: the cheat is real. With every sample on refreshed inputs it pays its checksum on
+    top of the product and is slower than the expert. (On the small bf16 case the round trip
+    alone costs more than the expert's product, so the whole-task speedup is no test of it.)"""
+    import statistics
     from dataclasses import replace
 
     from judge.policy import TimingPolicy
 
     src = (Path(__file__).resolve().parent / "hostile" / "memo_by_content_hash.py").read_text()
-    policy = TimingPolicy(min_samples=10, max_samples=40, max_seconds_per_case=5)
+    policy = TimingPolicy(min_samples=20, max_samples=60, max_seconds_per_case=5, time_eager=False)
     refreshed = pool.evaluate("matmul", src, "hidden", timing=True, timing_policy=policy)
     assert refreshed.verdict.correct, refreshed.verdict.one_line()  # the cheat is a correct kernel
-    assert refreshed.timing is not None
     fooled = pool.evaluate("matmul", src + "\n# the same source, timed without refreshing\n", "hidden", timing=True,
                            timing_policy=replace(policy, refresh_inputs=False))
-    assert fooled.timing is not None
-    speedups = (refreshed.timing.speedup_vs_baseline, fooled.timing.speedup_vs_baseline)
-    print(f"memo_by_content_hash matmul speedup: refreshed {speedups[0]:.3f}x, not refreshed {speedups[1]:.3f}x")
-    assert speedups[0] < 1.2, speedups
-    assert speedups[1] > 1.5, speedups
+
+    def big_case_speedup(ev: Any) -> float:
+        assert ev.timing is not None, ev.verdict.one_line()
+        ct = next(c for c in ev.timing.cases if c.case == "perf-4096")
+        return statistics.median(ct.baseline_ms) / statistics.median(ct.candidate_ms)
+
+    speedups = (big_case_speedup(refreshed), big_case_speedup(fooled))
+    print(f"memo_by_content_hash perf-4096 speedup: refreshed {speedups[0]:.3f}x, not refreshed {speedups[1]:.3f}x")
+    assert speedups[1] > 1.3, speedups  # without refreshing, the memo passes for a faster kernel
+    assert speedups[0] < 1.0, speedups  # refreshed, it computes every time, and pays its checksum
 
 
 def test_feedback_timing_is_short_and_reuses_the_workers_reference_timings(pool: Any) -> None:
