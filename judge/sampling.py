@@ -185,31 +185,38 @@ class InputRefresher:
         self.count = 0
         self.targets: list[torch.Tensor] = []
         self.pristine: list[torch.Tensor] = []
-        for i, a in enumerate(args):
-            if i in skip or not isinstance(a, torch.Tensor) or not a.is_floating_point() or a.numel() == 0:
-                continue
-            copy = a.clone()
-            try:
-                a.copy_(copy)  # same values; refused for a view whose elements share memory (expanded)
-            except RuntimeError:
-                continue
-            self.targets.append(a)
-            self.pristine.append(copy)
-        self.generator = torch.Generator(device=self.targets[0].device) if self.targets else None
+        self.generators: dict[torch.device, torch.Generator] = {}
+        with torch.no_grad():  # inputs that require grad (a backward task's) are written all the same
+            for i, a in enumerate(args):
+                if i in skip or not isinstance(a, torch.Tensor) or not a.is_floating_point() or a.numel() == 0:
+                    continue
+                copy = a.clone()
+                try:
+                    a.copy_(copy)  # same values; refused for a view whose elements share memory (expanded)
+                except RuntimeError:  # ... or an inference tensor: such an input keeps its values
+                    continue
+                self.targets.append(a)
+                self.pristine.append(copy)
+                if a.device not in self.generators:
+                    self.generators[a.device] = torch.Generator(device=a.device)
 
     def refresh(self) -> None:
-        if self.generator is None:
+        if not self.targets:
             return
         self.count += 1
-        self.generator.manual_seed((self.seed * 1_000_003 + self.count) % (1 << 63))
-        for target, pristine in zip(self.targets, self.pristine, strict=True):
-            target.uniform_(1.0 - REFRESH_SCALE, 1.0, generator=self.generator)  # the factors, then the values
-            target.mul_(pristine)
+        for generator in self.generators.values():
+            generator.manual_seed((self.seed * 1_000_003 + self.count) % (1 << 63))
+        with torch.no_grad():
+            for target, pristine in zip(self.targets, self.pristine, strict=True):
+                # The factors first, then the values: x = pristine * u, u in (1 - REFRESH_SCALE, 1].
+                target.uniform_(1.0 - REFRESH_SCALE, 1.0, generator=self.generators[target.device])
+                target.mul_(pristine)
 
     def restore(self) -> None:
         if self.count:
-            for target, pristine in zip(self.targets, self.pristine, strict=True):
-                target.copy_(pristine)
+            with torch.no_grad():
+                for target, pristine in zip(self.targets, self.pristine, strict=True):
+                    target.copy_(pristine)
 
 
 class Side:

@@ -98,6 +98,23 @@ def test_nan_and_infinite_inputs_stay_what_they_are() -> None:
     assert torch.isnan(x[0]) and x[4] == 1.0
 
 
+def test_inputs_that_require_grad_are_refreshed_and_inference_tensors_left_alone() -> None:
+    """A backward task's inputs require grad (an in-place write outside no_grad is refused);
+    an inference tensor cannot be written outside inference mode: it keeps its values rather
+    than failing the timing."""
+    leaf = torch.randn(256, requires_grad=True)
+    before = leaf.detach().clone()
+    with torch.inference_mode():
+        frozen = torch.randn(256)
+    kept = frozen.clone()
+    refresher = InputRefresher((leaf, frozen))
+    refresher.refresh()
+    assert not torch.equal(leaf.detach(), before) and leaf.requires_grad and leaf.grad_fn is None
+    assert torch.equal(frozen, kept) and len(refresher.targets) == 1
+    refresher.restore()
+    assert torch.equal(leaf.detach(), before)
+
+
 def test_the_candidate_process_refreshes_as_the_judge_asked() -> None:
     """The judge sends the refresher's settings with the timing's first step; the candidate's
     timer builds it over its own copies of the inputs and restores them on the `restore` step."""
