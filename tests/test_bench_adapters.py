@@ -316,6 +316,7 @@ def test_adapted_judging_reaches_the_candidate_process(adapted_pool: Any) -> Non
     assert adapted_pool.evaluate("tb-add_vectors", token, "visible").verdict.kind == "torch_fallback"
 
 
+@pytest.mark.slow  # starts processes: a few seconds on 2 cores
 def test_kernelbench_task_judges_a_triton_candidate(adapted_pool: Any) -> None:
     good = adapted_pool.evaluate("kb-l1-1-scaled_relu", _KB_RELU, "hidden").verdict
     assert good.correct and good.cases_run == 7, good.one_line()

@@ -297,6 +297,7 @@ def test_on_a_gpu_a_timed_evaluation_beside_busy_judging_is_correct_and_waits_at
     assert kinds and set(kinds) == {"correct"}
 
 
+@pytest.mark.slow  # starts processes: a few seconds on 2 cores
 def test_jobs_killed_by_a_stopping_run_are_not_counted_as_restarts(caplog: pytest.LogCaptureFixture) -> None:
     """`abort` (Ctrl-C, or a run cut at its time limit) kills the workers under their jobs: those
     end as WorkerDied, but no candidate crashed and no worker is restarted. An H200 run cut at

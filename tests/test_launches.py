@@ -101,6 +101,7 @@ def test_given_storages_reach_into_sequences_mappings_and_modules() -> None:
     assert launches.storage_key(c) not in found
 
 
+@pytest.mark.slow  # starts processes: a few seconds on 2 cores
 def test_recording_a_call_imports_no_dynamo_in_a_fresh_process() -> None:
     """The recorder's dispatch mode is not wrapped in `torch._disable_dynamo` (launches.py
     `_OpRecorder._should_skip_dynamo`): a fresh process that records a call (a template's

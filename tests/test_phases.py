@@ -121,6 +121,7 @@ def test_jobs_are_costed_by_kind_with_the_mean_of_each_phase() -> None:
     assert phase_seconds_by_kind(ev.iloc[5:]).empty
 
 
+@pytest.mark.slow  # starts processes: a few seconds on 2 cores
 def test_a_real_jobs_phases_add_up_to_its_wall_time() -> None:
     """Through a real worker: the candidate process's start, its import, the correctness run and
     `other` (the rest of the worker's time) cover the job, so none of its seconds go unnamed."""

@@ -47,6 +47,7 @@ def test_a_size_that_ends_the_probing_process_is_rejected_and_the_search_goes_on
         ("3001, 3001", False), ("3001, 3001", False), ("301, 301", True)]
 
 
+@pytest.mark.slow  # starts processes: a few seconds on 2 cores
 @pytest.mark.interpreter
 def test_every_worker_of_a_run_takes_the_runs_decisions(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv(shape_probe.PROBE_IN_CHILD_ENV, "1")
@@ -66,6 +67,7 @@ def shape_probe_sig(values: tuple) -> str:
     return _shapes.describe_shapes(values)
 
 
+@pytest.mark.slow  # starts processes: a few seconds on 2 cores
 def test_the_children_decide_what_probing_here_decides(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(shape_probe.PROBE_IN_CHILD_ENV, "0")
     here = [shape_probe_sig(s.values) for s in _suite("twice_any_float.py").shape_calls()]
@@ -264,6 +266,7 @@ def test_a_later_child_still_starting_when_the_budget_ends_is_stopped(
     assert code == -9 and err.strip().splitlines()[-1].startswith(shape_probe.OVER_BUDGET)
 
 
+@pytest.mark.slow  # starts processes: a few seconds on 2 cores
 def test_the_first_child_may_start_past_the_budget(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     _silent_child(tmp_path, monkeypatch)
     monkeypatch.setattr(shape_probe, "CHILD_TIMEOUT_S", 2.0)

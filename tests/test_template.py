@@ -58,6 +58,7 @@ def test_the_template_says_what_its_start_cost(monkeypatch: pytest.MonkeyPatch) 
         template.close()
 
 
+@pytest.mark.slow  # starts processes: a few seconds on 2 cores
 def test_triton_modules_imported_at_the_first_launch_are_imported_in_the_template() -> None:
     """`lazy_triton_imports`: Triton's Gluon front end (imported at a process's first launch by
     Triton 3.6) is loaded before the template forks; a module this Triton lacks is skipped. In a
