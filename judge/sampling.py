@@ -200,6 +200,14 @@ class InputRefresher:
                 if a.device not in self.generators:
                     self.generators[a.device] = torch.Generator(device=a.device)
 
+    @classmethod
+    def from_spec(cls, args: tuple, spec: dict[str, Any] | None) -> InputRefresher | None:
+        """The refresher a timing job asks for: `spec` holds its `skip` and `seed` (what the judge
+        sends the candidate process, judge/timing.py `_refresh_spec`); None for no refreshing."""
+        if not isinstance(spec, dict):
+            return None
+        return cls(args, tuple(spec.get("skip") or ()), int(spec.get("seed") or 0))
+
     def refresh(self) -> None:
         if not self.targets:
             return
@@ -279,11 +287,7 @@ class CandidateTimer:
     def __init__(self, entry: Callable[..., Any], args: tuple, refresh: dict[str, Any] | None = None) -> None:
         """`refresh`: the judge's `InputRefresher` settings (skip, seed), None for none."""
         self.entry, self.args = entry, args
-        refresher = None
-        if isinstance(refresh, dict):
-            skip = [int(i) for i in refresh.get("skip") or () if isinstance(i, int)]
-            refresher = InputRefresher(args, skip, int(refresh.get("seed") or 0))
-        self.side = Side(lambda: entry(*args), refresher)
+        self.side = Side(lambda: entry(*args), InputRefresher.from_spec(args, refresh))
 
     def step(self, header: dict[str, Any]) -> tuple[dict[str, Any], list[torch.Tensor]]:
         step = header.get("step")

@@ -272,8 +272,7 @@ def _refresh_spec(written: tuple[int, ...], policy: TimingPolicy) -> dict[str, A
 def _refresher(args: tuple, written: tuple[int, ...], policy: TimingPolicy) -> Any:
     from judge.sampling import InputRefresher
 
-    spec = _refresh_spec(written, policy)
-    return InputRefresher(args, spec["skip"], spec["seed"]) if spec is not None else None
+    return InputRefresher.from_spec(args, _refresh_spec(written, policy))
 
 
 References = Callable[[str, str], Acquired]
