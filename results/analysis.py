@@ -18,6 +18,7 @@ from results.method_stats import SMALL_SUITE, MethodStats, method_stats, timed_b
 from results.readers import RunData
 from results.store import FULL_PROTOCOL
 from results.verdicts import SIGN_FLIP_BELOW, Comparison, paired_comparisons, uncompared_speedups
+from stats import ALPHA
 
 #: The bootstrap's defaults: summary.json uses them, so `report RUN` with default options reproduces it.
 N_RESAMPLES = 10_000
@@ -79,20 +80,22 @@ def _notes(a: Analysis) -> list[str]:
         f"{a.n_resamples} resamples, seed {a.seed}; BCa for table values, percentile for the pointwise bands of "
         "budget curves). Repeats are nested in tasks and never counted as independent."
         + (" The variance table adds the fixed-suite interval (these tasks only: within-task sampling noise), "
-           "which is narrower, and splits each method's variance into between tasks and between repeats (ICC)."
+           "which leaves out task sampling (so it is usually, not always, narrower: with few tasks the "
+           "bootstrap's own interval can be the narrower one), and splits each method's variance into between tasks and between repeats (ICC)."
            if repeats > 1 else " With one repeat per task, within-task noise cannot be told apart from task "
            "differences: run repeats for the fixed-suite interval and the variance split."),
-        "Which test answers which question: a difference between two methods is judged by the paired t-test on "
-        "per-task differences, and the Student-t interval on the same differences is printed beside it (they "
-        "agree); the project's coverage simulation (scripts/coverage_sim.py) found that percentile and BCa "
-        "bootstrap intervals for paired differences under-cover at 30 tasks while the t interval holds, so the "
-        "paired BCa bootstrap is shown only beside it. "
+        "Which test answers which question: a difference between two methods is decided by the paired t-test on "
+        "per-task differences, and the Student-t interval on the same differences is the interval printed beside "
+        "it (they agree before adjustment); the project's coverage simulation (scripts/coverage_sim.py) found that "
+        "percentile and BCa bootstrap intervals for paired differences under-cover and reject a true null 7-13% "
+        "of the time, so the paired BCa bootstrap is in the comparisons CSV only, as a description. "
         + (f"Below {SIGN_FLIP_BELOW} tasks the sign-flip permutation test on the same differences is shown "
            "beside the t-test. " if a.n_tasks < SIGN_FLIP_BELOW else "")
         + "Exact McNemar over (task, repeat) pairs treats repeats as independent, so its discordant pairs are "
         "descriptive only. Speedups are compared on per-task log ratios with the same t-test, Wilcoxon "
-        "signed-rank (zero_method='wilcox') beside it. All verdict p-values are adjusted together with Holm's "
-        "method.",
+        "signed-rank (zero_method='wilcox', zero ratios left out of its n) beside it. All verdict p-values are "
+        "adjusted together with Holm's method. Every verdict gives each method's errored units and, when any, "
+        "the comparison with them left out.",
         "No detectable difference is not evidence of equivalence: each such verdict gives the smallest difference "
         "its test could detect (power 0.8, two-sided alpha 0.05 before Holm's adjustment, so optimistic when "
         "several comparisons are made), from the observed spread of per-task differences; "
@@ -100,6 +103,15 @@ def _notes(a: Analysis) -> list[str]:
         "Submitted pass: the method's own pick, chosen from visible feedback only, passes the hidden cases. Oracle "
         "pass: any candidate generated within the budget passes them (an upper bound, not a fair score).",
     ]
+    untested = [c for c in a.comparisons if not c.tested]
+    if untested:
+        least = untested[0].min_tasks
+        notes.append(
+            f"Small suite (design invariant 12): {len(untested)} comparison(s) rest on fewer than {least} tasks, the "
+            f"fewest on which an exact test could reject at alpha {ALPHA:g} across this report's family of "
+            "verdicts with a margin of 2 (an exact sign-flip test over n tasks cannot give p below 2 / 2^n: 0.25 "
+            "at 3 tasks, 0.5 at 2). They get no verdict and no interval, only the counts of tasks on which each "
+            "method was ahead.")
     if a.n_tasks < 30:
         notes.append(
             f"With {a.n_tasks} tasks (< 30), intervals are rough: in the coverage simulation (scripts/coverage_sim.py, "

@@ -41,11 +41,19 @@ def range_text(lo: float, hi: float, digits: int = 2, scale: float = 1.0, signed
     return f"[{scale * lo:{sign}.{d}f}, {scale * hi:{sign}.{d}f}]"
 
 
+#: How an Estimate's method names a zero-width interval whose reason is not "every task the same"
+#: (stats.fixed_suite_ci: "degenerate (no within-task spread: ...)"): the text in parentheses is the reason.
+DEGENERATE_PREFIX = "degenerate ("
+
+
 def interval_text(value: float | None, lo: float | None, hi: float | None, n_tasks: int, digits: int = 2,
-                  suffix: str = "", rate: bool = False) -> str:
+                  suffix: str = "", rate: bool = False, reason: str = "") -> str:
     """"0.62 [0.41, 0.80]"; a zero-width interval is not an interval and is said so
     ("1.00 (all 4 tasks pass; no interval)"); a narrow one is printed with the digits that tell
-    its ends apart ("0.9998 [0.9995, 1.0000]"); "n/a" when there is no value."""
+    its ends apart ("0.9998 [0.9995, 1.0000]"); "n/a" when there is no value. `reason`: the
+    Estimate's method; when it names why the interval has zero width ("degenerate (...)"), that
+    reason is said instead of guessing from the value (a fixed-suite interval is zero-width when
+    every task's repeats agree, though the tasks differ)."""
     if value is None or not math.isfinite(value):
         return "n/a"
     v = f"{value:.{digits}f}{suffix}"
@@ -57,6 +65,8 @@ def interval_text(value: float | None, lo: float | None, hi: float | None, n_tas
             return f"{value:.{d}f}{suffix} [{lo:.{d}f}, {hi:.{d}f}]"
         return f"{v} (interval narrower than {10.0 ** -(digits + EXTRA_DIGITS):g})"
     tasks = f"{n_tasks} task" + ("s" if n_tasks != 1 else "")
+    if reason.startswith(DEGENERATE_PREFIX) and reason.endswith(")"):
+        return f"{v} ({reason[len(DEGENERATE_PREFIX):-1]}; no interval)"
     if n_tasks <= 1:
         why = f"{tasks}"
     elif rate and value == 1:

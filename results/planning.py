@@ -14,6 +14,14 @@ differences minus their within-task part), both as shares of the pilot's P(1-P),
 carry over to another baseline pass rate. The pair with the largest spread is used (the
 conservative choice). A pilot needs repeats: with one repeat per task, within-task noise
 cannot be told apart from task differences.
+
+With one repeat per task the per-task difference is ternary and its spread grows under the
+alternative, so the normal formula was optimistic there (29 points at 30 tasks x 1 repeat at
+0.5, where the test's simulated power was 0.69-0.78): at one repeat the power is computed
+exactly over the ternary outcomes (stats.ternary_power, the alternative of
+stats.one_repeat_cells), 32.6 points at 30 tasks. With repeats the normal formula stays.
+Below the small-suite minimum (stats.min_tasks_to_reject) the report gives no verdict at all,
+and the plan says so.
 """
 
 from __future__ import annotations
@@ -30,8 +38,12 @@ from stats import (
     ALPHA,
     TARGET_POWER,
     PassVarianceModel,
+    min_tasks_to_reject,
     minimum_detectable_difference,
+    one_repeat_cells,
     paired_power,
+    ternary_mde,
+    ternary_power,
     variance_components,
 )
 
@@ -100,7 +112,9 @@ class Plan:
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "tasks": self.n_tasks, "repeats": self.repeats, "baseline": self.baseline, "alpha": self.alpha,
-            "target_power": self.target_power, "test": "paired t-test on per-task differences (two-sided)",
+            "target_power": self.target_power, "test": "paired t-test on per-task differences (two-sided)"
+            + ("; power exact over ternary per-task differences (one repeat)" if self.repeats == 1 else
+               "; power from the noncentral t"),
             "mde_points": self.mde_points, "power": {str(k): v for k, v in self.power.items()},
             "sd_per_task_difference": self.sd,
             "model": {"source": self.model.source, "between_share": self.model.between_share,
@@ -199,13 +213,31 @@ def make_plan(n_tasks: int, repeats: int = 1, baseline: float | None = None, pil
     else:
         model = PassVarianceModel.from_icc()
 
-    def mde_at(n: int, r: int) -> float:
-        return minimum_detectable_difference(model.difference_sd(baseline, r), n, alpha, target_power)
+    assert baseline is not None
+    p = float(baseline)
 
-    sd = model.difference_sd(baseline, repeats)
+    def mde_at(n: int, r: int) -> float:
+        if r == 1:  # ternary per-task differences: exact power (module docstring)
+            exact = ternary_mde(model, p, n, alpha, target_power)
+            return exact if exact == exact else 1.0  # NaN: no difference that fits reaches the power
+        return minimum_detectable_difference(model.difference_sd(p, r), n, alpha, target_power)
+
+    def power_at(delta: float) -> float:
+        if repeats == 1:
+            try:
+                return ternary_power(*one_repeat_cells(model, p, delta), n_tasks, alpha)
+            except ValueError:  # the difference does not fit around the baseline
+                return float("nan")
+        return paired_power(delta, sd, n_tasks, alpha)
+
+    minimum = min_tasks_to_reject(alpha)
+    if n_tasks < minimum:
+        notes.append(f"{n_tasks} tasks is below the report's small-suite minimum ({minimum} tasks for a single "
+                     "verdict, more when a report holds several): the report will give counts and no verdict")
+    sd = model.difference_sd(p, repeats)
     return Plan(
-        n_tasks=n_tasks, repeats=repeats, baseline=float(baseline), model=model, sd=sd, mde=mde_at(n_tasks, repeats),
-        power={k: paired_power(k / 100, sd, n_tasks, alpha) for k in POWER_AT_POINTS},
+        n_tasks=n_tasks, repeats=repeats, baseline=p, model=model, sd=sd, mde=mde_at(n_tasks, repeats),
+        power={k: power_at(k / 100) for k in POWER_AT_POINTS},
         alternatives={f"{2 * repeats} repeats": 100 * mde_at(n_tasks, 2 * repeats),
                       f"{2 * n_tasks} tasks": 100 * mde_at(2 * n_tasks, repeats)},
         pilot=est, alpha=alpha, target_power=target_power, notes=notes,

@@ -94,10 +94,21 @@ def method_entry(m: MethodStats) -> dict[str, Any]:
 
 
 def comparison_entry(c: Comparison) -> dict[str, Any]:
-    return {"a": c.a, "b": c.b, "metric": c.metric, "tasks": c.n_tasks, "estimate": _num(c.value),
-            "ci": [_num(c.t_interval.lo), _num(c.t_interval.hi)], "test": c.test.method, "p": _num(c.test.pvalue),
-            "p_adjusted": _num(c.p_adjusted), "adjust_method": c.adjust_method, "significant": c.significant,
-            "mde": _num(c.mde.value)}
+    """One verdict: `tested` false below the small-suite minimum (`min_tasks`; then test, p and ci are
+    null and only the counts `tasks_a_better` / `tasks_b_better` stand); `decided_by` names the test;
+    `errored` counts each method's errored units and `without_errors` gives the figures without them."""
+    w = c.without_errors
+    return {"a": c.a, "b": c.b, "metric": c.metric, "tasks": c.n_tasks, "tested": c.tested, "min_tasks": c.min_tasks,
+            "estimate": _num(c.value),
+            "ci": [_num(c.t_interval.lo), _num(c.t_interval.hi)] if c.tested else None,
+            "test": c.test.method if c.tested else None, "decided_by": c.decided_by or None,
+            "p": _num(c.test.pvalue), "p_adjusted": _num(c.p_adjusted), "adjust_method": c.adjust_method,
+            "significant": c.significant, "mde": _num(c.mde.value),
+            "tasks_a_better": c.test.n10, "tasks_b_better": c.test.n01,
+            "errored": {c.a: c.errored[0], c.b: c.errored[1]},
+            "without_errors": None if w is None else {
+                "tasks": w.n_tasks, "estimate": _num(w.value), "p": _num(w.p), "tested": w.tested,
+                "ci": [_num(w.t_interval.lo), _num(w.t_interval.hi)] if w.t_interval is not None else None}}
 
 
 def summarize(h: Headline) -> dict[str, Any]:

@@ -38,11 +38,14 @@ from .intervals import (
 from .latency import LatencyStats, flagged_share, latency_stats, median_ci
 from .paired import (
     ADJUST_METHODS,
+    SMALL_SUITE_MARGIN,
     PairedTest,
     adjust_pvalues,
     mcnemar_exact,
+    min_tasks_to_reject,
     paired_diff_ci,
     paired_t_test,
+    sign_flip_min_p,
     sign_flip_test,
     wilcoxon_log_ratio,
 )
@@ -54,7 +57,10 @@ from .power import (
     TARGET_POWER,
     PassVarianceModel,
     minimum_detectable_difference,
+    one_repeat_cells,
     paired_power,
+    ternary_mde,
+    ternary_power,
 )
 from .speedup import (
     DEFAULT_FAST_PS,
@@ -90,6 +96,9 @@ __all__ = [
     "mcnemar_exact",
     "wilcoxon_log_ratio",
     "adjust_pvalues",
+    "sign_flip_min_p",
+    "min_tasks_to_reject",
+    "SMALL_SUITE_MARGIN",
     # power
     "ALPHA",
     "TARGET_POWER",
@@ -98,6 +107,9 @@ __all__ = [
     "PassVarianceModel",
     "paired_power",
     "minimum_detectable_difference",
+    "one_repeat_cells",
+    "ternary_power",
+    "ternary_mde",
     # variance
     "VarianceComponents",
     "variance_components",

@@ -17,6 +17,7 @@ where a wins (a passes and b fails, or a/b > 1), ``n01`` tasks where b wins.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,7 +37,14 @@ __all__ = [
     "wilcoxon_log_ratio",
     "adjust_pvalues",
     "ADJUST_METHODS",
+    "sign_flip_min_p",
+    "min_tasks_to_reject",
+    "SMALL_SUITE_MARGIN",
 ]
+
+#: The small-suite rule's margin: a verdict needs a suite on which the exact sign-flip test
+#: could reach alpha / (family x SMALL_SUITE_MARGIN), not merely alpha / family.
+SMALL_SUITE_MARGIN = 2.0
 
 #: Multiple-comparison methods accepted by :func:`adjust_pvalues` (statsmodels names).
 ADJUST_METHODS: tuple[str, ...] = ("holm", "fdr_bh", "bonferroni")
@@ -73,6 +81,41 @@ def _paired_arrays(a: npt.ArrayLike, b: npt.ArrayLike, dtype: type = float) -> t
     if x.size == 0:
         raise ValueError("no tasks")
     return x, y
+
+
+def sign_flip_min_p(n_tasks: int) -> float:
+    """The smallest two-sided p-value an exact sign-flip test over ``n_tasks`` tasks can give.
+
+    Why: with n per-task differences there are 2^n equally likely sign patterns under "no
+    difference"; the most extreme outcome (every difference of one sign, or its mirror) has
+    probability 2 / 2^n, so no exact test on n tasks can say anything below that.
+
+    Computed: ``2 ** (1 - n_tasks)`` (1.0 for a single task).
+    """
+    if int(n_tasks) != n_tasks or n_tasks < 1:
+        raise ValueError(f"n_tasks must be a positive integer, got {n_tasks!r}")
+    return float(min(1.0, 2.0 ** (1 - int(n_tasks))))
+
+
+def min_tasks_to_reject(alpha: float = 0.05, family: int = 1, margin: float = SMALL_SUITE_MARGIN) -> int:
+    """The smallest number of tasks at which an exact sign-flip test can reject at all, with a margin.
+
+    Why: below it no exact test could give significance, so a verdict there (a t-test's p of
+    0.006 over 3 tasks, where 0.25 is the floor of every exact test) is an artefact of a normal
+    approximation; design invariant 12 says such suites get counts and a reason, no verdict.
+    A report adjusts ``family`` verdicts together (Holm multiplies the smallest p-value by the
+    family size), and the ``margin`` asks that the floor lie well below the adjusted threshold,
+    so the test can reject on more than the single most extreme pattern.
+
+    Computed: the smallest n with ``2 ** (1 - n) <= alpha / (family * margin)``; at alpha 0.05:
+    7 tasks for one verdict, 8 for two or three, 9 for four to six, 10 for seven to twelve
+    (margin 2).
+    """
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    if family < 1 or margin < 1:
+        raise ValueError("family and margin must be >= 1")
+    return int(1 + math.ceil(math.log2(family * margin / alpha) - 1e-12))
 
 
 def paired_diff_ci(
@@ -217,7 +260,9 @@ def wilcoxon_log_ratio(
 
     Computed: ``d_i = log(a_i) - log(b_i)`` over pairs where both are finite (NaN pairs,
     i.e. tasks where either method was incorrect, are dropped and counted in ``note``);
-    ``scipy.stats.wilcoxon(d, zero_method=zero_method, alternative=alternative)``.
+    ``scipy.stats.wilcoxon(d, zero_method=zero_method, alternative=alternative)``. ``n`` is the
+    number of pairs the test ranks: with "wilcox" the zero differences it drops are not counted
+    (they are in ``note``).
     ``zero_method`` must be explicit: "wilcox" drops zero differences, "pratt" ranks them
     then drops, "zsplit" splits them. When every difference is zero, or fewer than one
     non-zero pair remains, the p-value is 1.0 with a note (no evidence either way).
@@ -235,16 +280,21 @@ def wilcoxon_log_ratio(
     n10 = int(np.sum(d > 0))
     n01 = int(np.sum(d < 0))
     notes = [f"dropped {dropped} pairs with NaN"] if dropped else []
+    zeros = int(d.size - n01 - n10)
+    # "wilcox" leaves zero differences out of the ranking: n counts the pairs the test used
+    used = n01 + n10 if zero_method == "wilcox" else int(d.size)
+    if zeros and zero_method == "wilcox":
+        notes.append(f"dropped {zeros} zero difference(s)")
     method = f"wilcoxon-log-ratio ({zero_method})"
     if d.size == 0 or n01 + n10 == 0:
         notes.append("no pairs" if d.size == 0 else "all differences zero")
-        return PairedTest(0.0, 1.0, n01, n10, int(d.size), method, "; ".join(notes))
+        return PairedTest(0.0, 1.0, n01, n10, used, method, "; ".join(notes))
     res = sps.wilcoxon(d, zero_method=zero_method, alternative=alternative)
     stat, p = float(res.statistic), float(res.pvalue)
     if not np.isfinite(p):
         notes.append("test undefined for this sample (too few non-zero pairs); p set to 1.0")
         p = 1.0
-    return PairedTest(stat, p, n01, n10, int(d.size), method, "; ".join(notes))
+    return PairedTest(stat, p, n01, n10, used, method, "; ".join(notes))
 
 
 def adjust_pvalues(pvals: npt.ArrayLike, method: str = "holm") -> np.ndarray:

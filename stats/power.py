@@ -25,6 +25,14 @@ between_share = ICC (1 - r) and within_share = 1 - ICC. The default, ICC 0.5 and
 gives an MDE of about 29 points at 30 tasks and 1 repeat, 19 points at 3 repeats.
 A pilot run replaces the assumption by estimates (results/planning.py).
 
+With ONE repeat per task the per-task difference is ternary (-1, 0, +1) and its spread grows
+under the alternative, so the normal formula above is optimistic (29 points at 30 tasks where
+the test's power is 0.69-0.78). ``ternary_power`` computes the power exactly instead, over
+every multinomial count of (+1, -1, 0) tasks, for the alternative built from the variance
+model's joint outcome table at the baseline: A's failures turn into successes and B's
+successes into failures at rate delta / (2 P(1 - P)) of their mass, each independently of the
+other method's outcome (so A's pass rate is P + delta / 2 and B's P - delta / 2).
+
 Pure: numbers in, numbers out.
 """
 
@@ -37,7 +45,8 @@ import numpy as np
 from statsmodels.stats.power import TTestPower
 
 __all__ = ["PassVarianceModel", "DEFAULT_ICC", "DEFAULT_METHOD_CORRELATION", "paired_power",
-           "minimum_detectable_difference", "ALPHA", "TARGET_POWER"]
+           "minimum_detectable_difference", "ALPHA", "TARGET_POWER", "one_repeat_cells", "ternary_power",
+           "ternary_mde"]
 
 ALPHA = 0.05
 TARGET_POWER = 0.8
@@ -101,3 +110,75 @@ def minimum_detectable_difference(sd: float, n_tasks: int, alpha: float = ALPHA,
     effect = TTestPower().solve_power(effect_size=None, nobs=n_tasks, alpha=alpha, power=power,
                                       alternative="two-sided")
     return float(np.asarray(effect).ravel()[0]) * sd
+
+
+def one_repeat_cells(model: PassVarianceModel, baseline: float, delta: float = 0.0) -> tuple[float, float]:
+    """(P(d = +1), P(d = -1)) of one task's difference with one repeat (module docstring).
+
+    Null table at baseline P: discordant cells q = P(1-P)(between_share + within_share) each
+    (so Var(d) = 2q, the model's one-repeat variance), p11 = P - q, p00 = 1 - P - q. Then A's
+    failures (p01, p00) succeed with probability f = delta / (2 P) ... of its failures'
+    mass, f = (delta / 2) / (1 - P), and B's successes (p11, p01) fail with probability
+    g = (delta / 2) / P, each independently of the other method."""
+    if not 0 < baseline < 1:
+        raise ValueError(f"baseline pass rate must be strictly between 0 and 1, got {baseline!r}")
+    q = baseline * (1 - baseline) * (model.between_share + model.within_share)
+    p11, p10, p01, p00 = baseline - q, q, q, 1 - baseline - q
+    if p11 < 0 or p00 < 0:
+        raise ValueError("the variance model gives more discordance than this baseline allows")
+    f = (delta / 2) / (1 - baseline)
+    g = (delta / 2) / baseline
+    if not 0 <= f <= 1 or not 0 <= g <= 1:
+        raise ValueError(f"a difference of {delta:g} does not fit around a baseline of {baseline:g}")
+    p11, p10, p01, p00 = p11 + f * p01, p10 + f * p00, (1 - f) * p01, (1 - f) * p00  # A gains
+    p11, p10, p01, p00 = (1 - g) * p11, p10 + g * p11, (1 - g) * p01, p00 + g * p01  # B loses
+    return float(p10), float(p01)
+
+
+def ternary_power(p_plus: float, p_minus: float, n_tasks: int, alpha: float = ALPHA) -> float:
+    """Exact power of the report's two-sided paired t-test over n tasks whose differences are
+    +1, -1 or 0 with probabilities p_plus, p_minus and the rest.
+
+    Computed: the sum, over every count (k+, k-, k0) of the multinomial, of its probability
+    where the test rejects: |t| > t_{1-alpha/2, n-1} with t = mean / (sd / sqrt(n)); with zero
+    spread (every difference +1, or every one -1) the report's test falls back to the exact
+    sign-flip p = 2 / 2^n, so it rejects when that is below alpha; all zero never rejects."""
+    from scipy import stats as sps
+
+    if n_tasks < 2:
+        raise ValueError(f"a paired t-test needs at least 2 tasks, got {n_tasks!r}")
+    if not (0 <= p_plus and 0 <= p_minus and p_plus + p_minus <= 1 + 1e-12):
+        raise ValueError("p_plus and p_minus must be probabilities summing to at most 1")
+    n = int(n_tasks)
+    crit = float(sps.t.ppf(1 - alpha / 2, n - 1))
+    kp, km = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")
+    ok = kp + km <= n
+    kp, km = kp[ok], km[ok]
+    k0 = n - kp - km
+    p0 = max(0.0, 1.0 - p_plus - p_minus)
+    prob = sps.multinomial.pmf(np.stack([kp, km, k0], axis=1), n, [p_plus, p_minus, p0])
+    mean = (kp - km) / n
+    ss = (kp + km) - n * mean ** 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = mean / np.sqrt(ss / (n - 1) / n)
+    reject = np.where(ss > 1e-12, np.abs(t) > crit, (kp + km > 0) & (2.0 * 0.5 ** n < alpha))
+    return float(np.sum(prob[reject]))
+
+
+def ternary_mde(model: PassVarianceModel, baseline: float, n_tasks: int, alpha: float = ALPHA,
+                power: float = TARGET_POWER) -> float:
+    """The smallest difference delta (A's pass rate minus B's) at which ``ternary_power`` of
+    the one-repeat alternative (``one_repeat_cells``) reaches `power`; NaN when no difference
+    that fits around the baseline reaches it. Bisection to 1e-5."""
+    limit = 2 * min(baseline, 1 - baseline)
+
+    def pw(delta: float) -> float:
+        return ternary_power(*one_repeat_cells(model, baseline, delta), n_tasks, alpha)
+
+    if pw(limit) < power:
+        return float("nan")
+    lo, hi = 0.0, limit
+    while hi - lo > 1e-5:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if pw(mid) < power else (lo, mid)
+    return float(hi)

@@ -91,7 +91,8 @@ def fixed_suite_ci(values_by_task: Sequence[npt.ArrayLike], confidence: float = 
     Computed: value = mean_i m_i; Var = within * sum_i (1 / n_i) / k^2 with the pooled
     within-task variance (MSW, N - k degrees of freedom); interval value +- t * sqrt(Var).
     Every outcome equal to its task's mean (no within-task spread) gives a zero-width
-    interval labelled "degenerate". It ignores task sampling, so it is narrower than the
+    interval labelled "degenerate (no within-task spread: ...)" (the tasks may still differ).
+    It ignores task sampling, so it is narrower than the
     task bootstrap: it answers "how sure are we about this suite", not "about tasks like these".
     """
     groups = _groups(values_by_task)
@@ -100,6 +101,7 @@ def fixed_suite_ci(values_by_task: Sequence[npt.ArrayLike], confidence: float = 
     value = float(np.mean([g.mean() for g in groups]))
     se = float(np.sqrt(comps.within * sum(1.0 / g.size for g in groups)) / k)
     if se == 0:
-        return Estimate(value, value, value, "degenerate", k, confidence)
+        return Estimate(value, value, value, "degenerate (no within-task spread: every task's repeats agree)", k,
+                        confidence)
     half = float(sps.t.ppf(0.5 + confidence / 2, comps.df_within)) * se
     return Estimate(value, value - half, value + half, "fixed-suite t (pooled within-task variance)", k, confidence)

@@ -245,20 +245,29 @@ def test_renderers_carry_the_simulated_label(tables, tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------------------- comparisons and verdicts
 def test_paired_comparisons_by_hand(analysis) -> None:
+    """4 tasks: below the small-suite minimum (7 tasks for one verdict at alpha 0.05), so every
+    comparison is counts and a reason, never a p-value or an interval (design invariant 12;
+    this test asserted a t interval and Holm p-values over 4 tasks before issue 43)."""
     comps = {(c.a, c.b, c.metric): c for c in analysis.comparisons}
     assert set(comps) == {("reflexion", "direct", "submitted pass"), ("reflexion", "direct", "speedup"),
                           ("geak", "direct", "submitted pass"), ("geak", "reflexion", "submitted pass")}
     c = comps[("geak", "direct", "submitted pass")]
     assert c.value == pytest.approx(-0.25) and (c.test.n10, c.test.n01) == (1, 2)
-    assert (c.t_interval.lo, c.t_interval.hi) == (-1.0, 1.0)  # t interval clipped to the feasible range
+    assert not c.tested and c.min_tasks == 7 and math.isnan(c.t_interval.lo) and math.isnan(c.test.pvalue)
     r = comps[("reflexion", "direct", "submitted pass")]
-    half = sps.t.ppf(0.975, 3) * 0.5 / 2  # sd 0.5 of the differences [0, 0, 0, -1], n = 4
-    assert r.t_interval.lo == -1.0 and r.t_interval.hi == pytest.approx(-0.25 + half)
+    assert (r.test.n10, r.test.n01, r.n_tasks) == (0, 1, 4) and not r.tested
     s = comps[("reflexion", "direct", "speedup")]
     assert s.n_tasks == 2 and s.value == pytest.approx(math.exp((math.log(1.2 / 1.5) + math.log(1.1 / 0.8)) / 2))
-    assert all(x.p_adjusted == 1.0 and not x.significant for x in comps.values())
+    assert all(not x.tested and not x.significant and math.isnan(x.p_adjusted) for x in comps.values())
     assert any("Speedups of GEAK and direct prompting are not compared" in n for n in analysis.notes)
-    assert "no detectable difference in submitted pass between GEAK and direct prompting" in verdict_sentence(c)
+    text = verdict_sentence(c)
+    assert text.startswith("At 4 calls, too few tasks to test: submitted pass of GEAK and direct prompting over "
+                           "4 tasks (GEAK ahead on 1, direct prompting ahead on 2, tied on 1); no verdict and no "
+                           "interval, because no exact test over 4 tasks can give a p-value below 0.125")
+    assert "CI" not in text and "p =" not in text and "[" not in text
+    assert "need at least 7 tasks each" in text
+    assert any("Small suite (design invariant 12): 4 comparison(s) rest on fewer than 7 tasks" in n
+               for n in analysis.notes)
 
 
 def _twelve_tasks(tmp_path: Path, repeats: int = 1) -> Path:
@@ -277,37 +286,43 @@ def _twelve_tasks(tmp_path: Path, repeats: int = 1) -> Path:
 
 
 def test_detectable_difference_sentence_and_holm(tmp_path: Path) -> None:
-    """Paired t-test on the 12 per-task differences [1] * 10 + [0] * 2; Holm over 2 p-values."""
+    """Paired t-test on the 12 per-task differences [1] * 10 + [0] * 2. The speedup comparison rests
+    on 2 tasks: below the small-suite minimum, so it is counts only and outside the Holm family,
+    which then holds one p-value (before issue 43 the 2-task speedup got p = 0.5 and doubled the
+    pass verdict's adjusted p)."""
     d = load_run(_twelve_tasks(tmp_path))
     comps = paired_comparisons(d, n_resamples=RES)
-    assert [(c.metric, c.n_tasks) for c in comps] == [("submitted pass", 12), ("speedup", 2)]
+    assert [(c.metric, c.n_tasks, c.tested) for c in comps] == [("submitted pass", 12, True), ("speedup", 2, False)]
     diffs = [1.0] * 10 + [0.0] * 2
     p_pass = sps.ttest_1samp(diffs, 0.0).pvalue
     assert comps[0].test.method == "paired t" and comps[0].test.pvalue == pytest.approx(p_pass)
+    assert comps[0].decided_by == "paired t-test on per-task differences"
     # beside it, not in the family: the exact sign-flip test (2 / 2^10) and McNemar (one repeat: its p shown)
     assert comps[0].beside_test("sign-flip").pvalue == pytest.approx(2 * 0.5 ** 10)
     assert comps[0].beside_test("mcnemar").pvalue == pytest.approx(2 * 0.5 ** 10) and comps[0].one_repeat
-    # speedup: both tasks 2.0 / 1.0, every log ratio equal: t is infinite, p is the exact sign-flip 2 / 2^2
-    assert comps[1].test.pvalue == pytest.approx(0.5) and "exact sign-flip" in comps[1].test.note
-    assert comps[0].p_adjusted == pytest.approx(2 * p_pass)  # Holm: smallest of 2 p-values times 2
-    assert comps[1].p_adjusted == pytest.approx(0.5)
+    assert comps[0].p_adjusted == pytest.approx(p_pass)  # Holm over a family of one
+    assert math.isnan(comps[1].p_adjusted) and (comps[1].test.n10, comps[1].test.n01) == (2, 0)
     half = sps.t.ppf(0.975, 11) * np.std(diffs, ddof=1) / math.sqrt(12)
     assert comps[0].t_interval.lo == pytest.approx(10 / 12 - half) and comps[0].t_interval.hi == 1.0
     s = verdict_sentence(comps[0])
     assert s.startswith("At 2 calls, GEAK's submitted pass exceeds direct prompting's by 83.3 points over 12 tasks")
-    assert f"Holm-adjusted p = {2 * p_pass:.1e}" in s and f"[{100 * (10 / 12 - half):+.1f}, +100.0]" in s
-    assert "paired t-test on 12 per-task differences" in s and "smallest difference" not in s
-    no_diff = verdict_sentence(comps[1])
-    assert "no detectable difference in speedup" in no_diff
-    assert "smallest speedup ratio this comparison could detect is not estimable" not in no_diff
-    assert "not estimable (every per-task log ratio is equal)" in no_diff
-    # every log ratio equal: a zero-width interval is said plainly, never printed as "[2.00, 2.00]"
-    assert "no interval (every per-task ratio is 2.00x: zero spread)" in no_diff and "[2.00, 2.00]" not in no_diff
+    assert f"Holm-adjusted p = {p_pass:.1e}" in s and f"[{100 * (10 / 12 - half):+.1f}, +100.0]" in s
+    assert "decided by the paired t-test on per-task differences (12 tasks)" in s and "smallest difference" not in s
+    assert "bootstrap" not in s  # the interval beside the verdict is the decider's own (t), nothing else
+    assert s.endswith("Errored units on these tasks: GEAK 0, direct prompting 0.")
+    few = verdict_sentence(comps[1])
+    assert few.startswith("At 2 calls, too few tasks to test: speedup of GEAK and direct prompting over 2 tasks "
+                          "where both submissions are correct (GEAK ahead on 2, direct prompting ahead on 0, tied "
+                          "on 0); no verdict and no interval, because no exact test over 2 tasks can give a "
+                          "p-value below 0.500")
+    assert "2.00" not in few and "faster" not in few
     from results.analysis import headline
     from results.tables import comparisons_table
 
-    row = comparisons_table(headline(d, n_resamples=200)).text.iloc[1]
-    assert row["95% t CI"] == row["95% paired bootstrap"] == "no interval: every task 2.00"
+    table = comparisons_table(headline(d, n_resamples=200))
+    row = table.text.iloc[1]
+    assert row["95% t CI"] == "-" and row["verdict"] == "too few tasks to test (< 7)"
+    assert "95% paired bootstrap" not in table.text.columns and table.text.iloc[0]["decided by"] == "paired t"
     a = analyse(d, n_resamples=RES)
     assert not a.data.simulated
     diff = {t.name: t for t in build_tables(a)}["difficulty"].text
@@ -319,11 +334,14 @@ def test_copies_of_repeats_leave_the_verdict_unchanged(tmp_path: Path) -> None:
     same p-value and interval as 1 copy (McNemar over (task, repeat) pairs would shrink)."""
     one = {c.metric: c for c in paired_comparisons(load_run(_twelve_tasks(tmp_path, 1)), n_resamples=200)}
     eight = {c.metric: c for c in paired_comparisons(load_run(_twelve_tasks(tmp_path, 8)), n_resamples=200)}
-    for metric in ("submitted pass", "speedup"):
-        a, b = one[metric], eight[metric]
-        assert b.test.pvalue == a.test.pvalue and b.p_adjusted == a.p_adjusted
-        assert (b.t_interval.lo, b.t_interval.hi) == (a.t_interval.lo, a.t_interval.hi)
-        assert b.mde.value == a.mde.value or (math.isnan(a.mde.value) and math.isnan(b.mde.value))
+    a, b = one["submitted pass"], eight["submitted pass"]
+    assert b.test.pvalue == a.test.pvalue and b.p_adjusted == a.p_adjusted
+    assert (b.t_interval.lo, b.t_interval.hi) == (a.t_interval.lo, a.t_interval.hi)
+    assert b.mde.value == a.mde.value
+    # the 2-task speedup comparison is untested either way, with the same counts (tasks, not units)
+    sa, sb = one["speedup"], eight["speedup"]
+    assert not sa.tested and not sb.tested and (sb.test.n10, sb.test.n01, sb.n_tasks) == (2, 0, 2)
+    assert sb.value == pytest.approx(sa.value)
     assert eight["submitted pass"].beside_test("mcnemar").n10 == 8 * one["submitted pass"].beside_test("mcnemar").n10
     assert not eight["submitted pass"].one_repeat
     assert "McNemar discordant 80/0 (descriptive: repeats)" in comparisons_text(tmp_path)
@@ -346,7 +364,9 @@ def test_combined_runs_add_repeats(run_dir: Path, tmp_path: Path) -> None:
     np.testing.assert_allclose(c.submitted.mean, [0, .25, .5, .5, .75])  # same events twice: same means
     single = {(x.a, x.b, x.metric): x for x in paired_comparisons(load_run(run_dir), n_resamples=RES)}
     for x in paired_comparisons(d, n_resamples=RES):  # the same events twice: per-task means and verdicts unchanged
-        assert x.test.pvalue == single[(x.a, x.b, x.metric)].test.pvalue
+        y = single[(x.a, x.b, x.metric)]
+        assert x.value == pytest.approx(y.value) and x.tested == y.tested and (x.test.n10, x.test.n01) == (
+            y.test.n10, y.test.n01)
     comp = [x for x in paired_comparisons(d, n_resamples=RES) if (x.a, x.b, x.metric) == ("geak", "direct", "submitted pass")]
     assert (comp[0].test.n10, comp[0].test.n01) == (1, 2)  # tasks
     mc = comp[0].beside_test("mcnemar")

@@ -158,7 +158,7 @@ def test_fixed_suite_interval_by_hand() -> None:
     half = sps.t.ppf(0.975, 8) * se
     assert e.value == pytest.approx(7 / 12) and (e.lo, e.hi) == pytest.approx((7 / 12 - half, 7 / 12 + half))
     flat = fixed_suite_ci([[1, 1], [0, 0], [1, 1]])  # no within-task spread at all
-    assert flat.method == "degenerate" and flat.lo == flat.hi == pytest.approx(2 / 3)
+    assert flat.method == "degenerate (no within-task spread: every task's repeats agree)" and flat.lo == flat.hi == pytest.approx(2 / 3)
 
 
 def test_sign_flip_test_of_one_task_is_p_one_not_an_error() -> None:
