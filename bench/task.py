@@ -35,7 +35,7 @@ class Case:
     sizes: tuple[tuple[str, int], ...]
     dtype: str
     seed: int
-    layout: str = "contiguous"  # or "strided": every tensor input a non-contiguous view (same values)
+    layout: str = "contiguous"  # or one of STRIDED_LAYOUTS: every tensor input a non-contiguous view (same values)
 
     def size(self, key: str) -> int:
         for name, value in self.sizes:
@@ -59,7 +59,12 @@ class Case:
         return d
 
 
-LAYOUTS = ("contiguous", "strided")
+LAYOUTS = ("contiguous", "strided", "inner_strided")
+STRIDED_LAYOUTS = LAYOUTS[1:]
+"""Layouts whose inputs are non-contiguous views: "strided" pads rows (the last stride stays 1),
+"inner_strided" also steps the last dimension by 2. Both, because each catches a kernel the other
+misses: one that ignores the inner stride passes padded rows, and one that copies to contiguous
+only when the inner stride is not 1 (and ignores the row stride) passes the stepped view."""
 
 
 def case(name: str, dtype: str, seed: int = 0, **sizes: int) -> Case:
@@ -82,16 +87,22 @@ def case_grid(
     return tuple(out)
 
 
-def strided_view(t: Any) -> Any:
+def strided_view(t: Any, inner: bool = False) -> Any:
     """The same values as `t` in non-contiguous memory: rows padded (2-D and up) or every
-    other element (1-D). A kernel that assumes unit strides or packed rows reads garbage."""
+    other element (1-D). A kernel that assumes unit strides or packed rows reads garbage.
+    `inner`: 2-D and up also step the last dimension by 2 (`x[:, ::2]` of padded rows), so a
+    kernel that honours the row stride but assumes the last one is 1 reads the padding too;
+    1-D steps by 3 (not a repeat of the plain strided case)."""
     import torch
 
     if not isinstance(t, torch.Tensor) or t.dim() == 0 or t.numel() == 0:
         return t
     if t.dim() == 1:
-        base = torch.empty((t.shape[0], 2), dtype=t.dtype, device=t.device)
+        base = torch.empty((t.shape[0], 3 if inner else 2), dtype=t.dtype, device=t.device)
         view = base[:, 0]
+    elif inner:
+        base = torch.empty((*t.shape[:-1], 2 * t.shape[-1] + 3), dtype=t.dtype, device=t.device)
+        view = base[..., : 2 * t.shape[-1] : 2]
     else:
         base = torch.empty((*t.shape[:-1], t.shape[-1] + 3), dtype=t.dtype, device=t.device)
         view = base[..., : t.shape[-1]]
@@ -217,7 +228,7 @@ class Task:
     deterministic: bool = True
 
     def __post_init__(self) -> None:
-        strided = [c.name for c in (*self.visible, *self.hidden_gpu, *self.hidden_cpu) if c.layout == "strided"]
+        strided = [c.name for c in (*self.visible, *self.hidden_gpu, *self.hidden_cpu) if c.layout in STRIDED_LAYOUTS]
         if strided and not self.strided_inputs:
             raise ValueError(f"task {self.id}: case {strided[0]} passes strided inputs, but the task's contract says "
                              "inputs are contiguous (set strided_inputs=True)")
@@ -238,8 +249,8 @@ class Task:
     def inputs(self, c: Case, device: str) -> tuple:
         """The case's inputs, laid out as the case says (the judge's only way to make them)."""
         args = self.make_inputs(c, device)
-        if c.layout == "strided":
-            args = tuple(strided_view(a) for a in args)
+        if c.layout in STRIDED_LAYOUTS:
+            args = tuple(strided_view(a, inner=c.layout == "inner_strided") for a in args)
         return args
 
     def hidden(self, interpreter: bool) -> tuple[Case, ...]:

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 import torch
 
-from bench.task import Case, case_grid
+from bench.task import STRIDED_LAYOUTS, Case, case_grid
 
 ELEMENT_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int8": 1, "int32": 4, "int64": 8}
 
@@ -85,14 +85,17 @@ STRIDED_SEEDS = (2, 3)
 def hidden_grid(shapes: list[dict[str, int]], dtypes: Iterable[str], *, cpu: bool, strided: bool = False,
                 strided_shapes: list[dict[str, int]] | None = None) -> tuple[Case, ...]:
     """Every shape x dtype x seed (on the CPU, bfloat16 at two seeds only), plus, for tasks
-    whose contract allows non-contiguous inputs, the same values in strided memory on a few shapes."""
+    whose contract allows non-contiguous inputs, the same values in strided memory on a few shapes:
+    padded rows, and padded rows whose last dimension also steps by 2 (bench/task.py
+    `STRIDED_LAYOUTS`: a softmax that ignores the inner stride passed padded rows alone)."""
     dtypes = tuple(dtypes)
     half_seeds = BF16_CPU_SEEDS if cpu else SEEDS
     cases = case_grid("hidden", shapes, [d for d in dtypes if d != "bfloat16"], SEEDS)
     if "bfloat16" in dtypes:
         cases += case_grid("hidden", shapes, ("bfloat16",), half_seeds)
     if strided:
-        cases += case_grid("hidden", strided_shapes or shapes[-2:], dtypes[:1], STRIDED_SEEDS, layout="strided")
+        for layout in STRIDED_LAYOUTS:
+            cases += case_grid("hidden", strided_shapes or shapes[-2:], dtypes[:1], STRIDED_SEEDS, layout=layout)
     return cases
 
 
@@ -124,3 +127,17 @@ def stressed(x: torch.Tensor, c: Case, negative: float = -1000.0, large: float =
         finite = torch.finfo(x.dtype).max
         xf = xf.clamp(-finite, finite)
     return xf.to(x.dtype)
+
+
+# ---------------------------------------------------------------- tall cases: GPU only
+
+TALL_ROWS = 70_001
+"""Rows of a tall case: past 65,535, the most programs CUDA launches along grid axis 1 or 2, so a
+kernel that puts one row per program on one of those axes fails to launch (axis 0 takes 2^31 - 1)."""
+
+
+def tall_case(dtype: str, **dims: int) -> Case:
+    """One hidden case of a row-wise task with `TALL_ROWS` rows (the caller names which size is
+    the rows), for `hidden_gpu` only: the interpreter runs one program per row, so on the CPU it
+    would take minutes, and the CPU has no grid limit to catch. Its name says it is GPU only."""
+    return case_grid("hidden-gpu-only-tall", [dims], (dtype,), (0,))[0]

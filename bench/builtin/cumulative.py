@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import torch
 
-from bench.builtin._common import hidden_grid, nbytes, randn, sizes
+from bench.builtin._common import TALL_ROWS, hidden_grid, nbytes, randn, sizes, tall_case
 from bench.registry import register_task
 from bench.task import Case, Mutation, Task, Tolerance, case
 
 GPU_ROWS = sizes("rows,cols", [(1, 1), (3, 7), (37, 1025), (64, 4099), (512, 8192)])
 CPU_ROWS = sizes("rows,cols", [(1, 1), (3, 7), (4, 1025), (2, 3001)])
+GPU_TALL = (tall_case("float32", rows=TALL_ROWS, cols=37),)
 VISIBLE = (case("visible-4x256", "float32", 0, rows=4, cols=256), case("visible-8x1024", "float32", 1, rows=8, cols=1024))
 
 
@@ -39,7 +40,7 @@ register_task(Task(
     make_inputs=_cumprod_inputs,
     dtypes=("float32",),
     visible=VISIBLE,
-    hidden_gpu=hidden_grid(GPU_ROWS, ("float32",), cpu=False, strided=True),
+    hidden_gpu=hidden_grid(GPU_ROWS, ("float32",), cpu=False, strided=True) + GPU_TALL,
     hidden_cpu=hidden_grid(CPU_ROWS, ("float32",), cpu=True, strided=True),
     perf=(case("perf-4096x4096", "float32", 0, rows=4096, cols=4096),),
     strided_inputs=True,
@@ -75,7 +76,7 @@ register_task(Task(
     make_inputs=lambda c, device: (randn((c.size("rows"), c.size("cols")), c, device, salt=1),),
     dtypes=("float32", "float16"),
     visible=(case("visible-4x64", "float32", 0, rows=4, cols=64), case("visible-8x128", "float32", 1, rows=8, cols=128)),
-    hidden_gpu=hidden_grid(GPU_ROWS, ("float32", "float16"), cpu=False, strided=True),
+    hidden_gpu=hidden_grid(GPU_ROWS, ("float32", "float16"), cpu=False, strided=True) + GPU_TALL,
     # The interpreter runs a scan with a custom combine function element by element in Python:
     # rows of a few blocks of 128 test the carry without minutes of interpretation.
     hidden_cpu=hidden_grid(sizes("rows,cols", [(1, 1), (3, 7), (2, 129), (1, 300)]), ("float32", "float16"), cpu=True, strided=True),

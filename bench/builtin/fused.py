@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from bench.builtin._common import hidden_grid, nbytes, randn, sizes, stressed
+from bench.builtin._common import TALL_ROWS, hidden_grid, nbytes, randn, sizes, stressed, tall_case
 from bench.registry import register_task
 from bench.task import Case, Mutation, Task, case
 
@@ -123,7 +123,7 @@ register_task(Task(
     visible=(case("visible-4x1024", "float32", 0, rows=4, cols=1024),
              case("visible-8x1024", "float32", 1, rows=8, cols=1024)),
     hidden_gpu=hidden_grid(sizes("rows,cols", [(1, 1), (3, 7), (37, 1025), (129, 4099), (4096, 11008), (2, 16411)]),
-                           FLOATS, cpu=False, strided=True),
+                           FLOATS, cpu=False, strided=True) + (tall_case("float32", rows=TALL_ROWS, cols=37),),
     hidden_cpu=hidden_grid(sizes("rows,cols", [(1, 1), (3, 7), (4, 1025), (2, 3001), (1, 8221)]), FLOATS, cpu=True,
                            strided=True),
     strided_inputs=True,

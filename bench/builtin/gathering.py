@@ -9,7 +9,16 @@ from __future__ import annotations
 
 import torch
 
-from bench.builtin._common import ELEMENT_BYTES, hidden_grid, nbytes, randint, randn, sizes
+from bench.builtin._common import (
+    ELEMENT_BYTES,
+    TALL_ROWS,
+    hidden_grid,
+    nbytes,
+    randint,
+    randn,
+    sizes,
+    tall_case,
+)
 from bench.registry import register_task
 from bench.task import Case, Mutation, Task, case
 
@@ -41,7 +50,8 @@ register_task(Task(
     visible=(case("visible-4x2048x1024", "float32", 0, rows=4, cols=2048, k=1024),
              case("visible-8x4096x2048", "float32", 1, rows=8, cols=4096, k=2048)),
     hidden_gpu=hidden_grid(sizes("rows,cols,k", [(1, 1, 1), (3, 7, 5), (37, 1030, 1025), (256, 4099, 4099),
-                                                          (4096, 8192, 3001)]), COPY_DTYPES, cpu=False, strided=True),
+                                                          (4096, 8192, 3001)]), COPY_DTYPES, cpu=False, strided=True)
+               + (tall_case("float32", rows=TALL_ROWS, cols=37, k=19),),
     hidden_cpu=hidden_grid(sizes("rows,cols,k", [(1, 1, 1), (3, 7, 5), (4, 1030, 1025), (2, 3001, 2999)]),
                          COPY_DTYPES, cpu=True, strided=True),
     perf=(case("perf-8192x8192x4096", "float32", 0, rows=8192, cols=8192, k=4096),),
@@ -89,7 +99,8 @@ register_task(Task(
              case("visible-4x16-v100-d256", "float32", 1, batch=4, seq=16, vocab=100, dim=256)),
     hidden_gpu=hidden_grid(sizes("batch,seq,vocab,dim", [(1, 1, 5, 1), (2, 3, 17, 7), (4, 7, 1000, 257),
                                                                   (8, 512, 32000, 4096), (3, 1000, 50257, 768)]),
-                         FLOATS, cpu=False, strided=True),
+                         FLOATS, cpu=False, strided=True)
+               + (tall_case("float32", batch=1, seq=TALL_ROWS, vocab=1000, dim=37),),
     hidden_cpu=hidden_grid(sizes("batch,seq,vocab,dim", [(1, 1, 5, 1), (2, 3, 17, 7), (2, 5, 50, 300),
                                                                   (1, 4, 23, 1000)]), FLOATS, cpu=True, strided=True),
     perf=(case("perf-16x1024-v32000-d4096", "bfloat16", 0, batch=16, seq=1024, vocab=32000, dim=4096),),
@@ -134,7 +145,8 @@ register_task(Task(
     visible=(case("visible-4x2048x1024", "float32", 0, rows=4, cols=2048, k=1024),
              case("visible-8x4096x2048", "float32", 1, rows=8, cols=4096, k=2048)),
     hidden_gpu=hidden_grid(sizes("rows,cols,k", [(1, 1, 1), (3, 7, 5), (37, 1030, 1025), (256, 4099, 4099),
-                                                          (4096, 8192, 3001)]), COPY_DTYPES, cpu=False),
+                                                          (4096, 8192, 3001)]), COPY_DTYPES, cpu=False)
+               + (tall_case("float32", rows=TALL_ROWS, cols=37, k=19),),
     hidden_cpu=hidden_grid(sizes("rows,cols,k", [(1, 1, 1), (3, 7, 5), (4, 1030, 1025), (2, 3001, 2999)]),
                          COPY_DTYPES, cpu=True),
     perf=(case("perf-8192x8192x4096", "float16", 0, rows=8192, cols=8192, k=4096),),

@@ -10,24 +10,40 @@ from __future__ import annotations
 
 import torch
 
-from bench.builtin._common import ELEMENT_BYTES, hidden_grid, nbytes, randn, sizes, stressed, wide_dtype
+from bench.builtin._common import (
+    ELEMENT_BYTES,
+    TALL_ROWS,
+    hidden_grid,
+    nbytes,
+    randn,
+    sizes,
+    stressed,
+    tall_case,
+    wide_dtype,
+)
 from bench.registry import register_task
 from bench.task import Case, Mutation, Task, Tolerance, case
 
 FLOATS = ("float32", "float16", "bfloat16")
-GPU_ROWS = sizes("rows,cols", [(1, 1), (3, 7), (37, 127), (64, 1025), (128, 4096), (17, 8191), (1024, 781), (4, 16411)])
+# Wide rows that are multiples of 256 above 4096 (8448, 4352) too: a float32 fast path taken only
+# there, wrong on all-negative rows, passed every other shape. (Four rows on the CPU: two bfloat16 row
+# sums 4352 long rounded to one value, which the constant-output check takes for a constant.)
+GPU_ROWS = sizes("rows,cols", [(1, 1), (3, 7), (37, 127), (64, 1025), (128, 4096), (17, 8191), (1024, 781), (4, 16411),
+                               (48, 8448)])
 # Few rows per CPU case (the interpreter's cost is per program), one row past common block caps.
-CPU_ROWS = sizes("rows,cols", [(1, 1), (3, 7), (5, 127), (4, 1025), (2, 3001), (2, 10007)])
+CPU_ROWS = sizes("rows,cols", [(1, 1), (3, 7), (5, 127), (4, 1025), (2, 3001), (2, 10007), (4, 4352)])
+GPU_TALL = (tall_case("float32", rows=TALL_ROWS, cols=37),)
 SEEDS = range(5)
 VISIBLE_ROWS = (case("visible-4x256", "float32", 0, rows=4, cols=256), case("visible-16x1024", "float32", 1, rows=16, cols=1024))
 
 
 def _rows(c: Case, device: str) -> tuple:
-    """Odd seeds all-negative rows (a max padded with 0.0 instead of -inf is caught); the
-    value profile adds ties, far-negative and large rows (bench/builtin/_common.py)."""
+    """Odd seeds all-negative rows (a max padded or started at 0.0 instead of -inf is caught;
+    shifted by -6 alone, a row of 10k draws had a dozen positive values); the value profile adds
+    ties, far-negative and large rows (bench/builtin/_common.py)."""
     x = randn((c.size("rows"), c.size("cols")), c, device, salt=1, scale=2.0)
     if c.seed % 2 == 1:
-        x = x - 6.0
+        x = -x.abs() - 0.5
     return (stressed(x, c, negative=-10000.0, large=1000.0),)
 
 
@@ -57,7 +73,7 @@ register_task(Task(
     make_inputs=_sum_rows,
     dtypes=FLOATS,
     visible=VISIBLE_ROWS,
-    hidden_gpu=hidden_grid(GPU_ROWS, FLOATS, cpu=False, strided=True),
+    hidden_gpu=hidden_grid(GPU_ROWS, FLOATS, cpu=False, strided=True) + GPU_TALL,
     hidden_cpu=hidden_grid(CPU_ROWS, FLOATS, cpu=True, strided=True),
     strided_inputs=True,
     perf=(case("perf-8192x8192", "float16", 0, rows=8192, cols=8192), case("perf-32x1M", "float32", 0, rows=32, cols=1 << 20)),
@@ -93,7 +109,7 @@ register_task(Task(
     make_inputs=_rows,
     dtypes=FLOATS,
     visible=VISIBLE_ROWS,
-    hidden_gpu=hidden_grid(GPU_ROWS, FLOATS, cpu=False, strided=True),
+    hidden_gpu=hidden_grid(GPU_ROWS, FLOATS, cpu=False, strided=True) + GPU_TALL,
     hidden_cpu=hidden_grid(CPU_ROWS, FLOATS, cpu=True, strided=True),
     strided_inputs=True,
     perf=(case("perf-8192x8192", "float16", 0, rows=8192, cols=8192),),
@@ -173,7 +189,7 @@ register_task(Task(
     make_inputs=_rows,
     dtypes=FLOATS,
     visible=VISIBLE_ROWS,
-    hidden_gpu=hidden_grid(GPU_ROWS, FLOATS, cpu=False, strided=True),
+    hidden_gpu=hidden_grid(GPU_ROWS, FLOATS, cpu=False, strided=True) + GPU_TALL,
     hidden_cpu=hidden_grid(CPU_ROWS, FLOATS, cpu=True, strided=True),
     strided_inputs=True,
     perf=(case("perf-8192x8192", "float16", 0, rows=8192, cols=8192),),

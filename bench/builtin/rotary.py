@@ -1,14 +1,26 @@
-"""Rotary position embedding (the rotate-half / GPT-NeoX layout)."""
+"""Rotary position embedding (the rotate-half / GPT-NeoX layout).
+
+The cos and sin tables are inputs, drawn per seed with another base and for other positions
+(an offset into a long context, and position interpolation's fractional positions), so a kernel
+that ignores them and recomputes the classic table (base 10000, positions 0..seq-1) fails on
+every seed but the first.
+"""
 
 from __future__ import annotations
 
 import torch
 
-from bench.builtin._common import ELEMENT_BYTES, hidden_grid, randn, sizes
+from bench.builtin._common import ELEMENT_BYTES, TALL_ROWS, hidden_grid, randn, sizes, tall_case
 from bench.registry import register_task
 from bench.task import Case, Mutation, Task, case
 
 FLOATS = ("float32", "float16", "bfloat16")
+# Per seed: the frequency base, the first position and the position scale (1/4: positions
+# interpolated four times more finely, as for a context stretched fourfold). Seed 0 is the
+# classic table; the others are tables real models use (Llama 3's base 500000, Code Llama's 1e6)
+# or are far from it.
+TABLES = ((10_000.0, 0, 1.0), (500_000.0, 4093, 1.0), (100.0, 0, 0.25), (1_000_000.0, 131_071, 1.0),
+          (10_000.0, 65_537, 0.25))
 
 
 def _rotary_ref(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -18,14 +30,19 @@ def _rotary_ref(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.
     return torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], dim=-1).to(x.dtype)
 
 
+def rotary_tables(c: Case, device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """float32 cos and sin of shape (seq, dim // 2) for the case's seed (`TABLES`), computed in float64."""
+    seq, half = c.size("seq"), c.size("dim") // 2
+    base, start, step = TABLES[c.seed % len(TABLES)]
+    inv_freq = 1.0 / (base ** (torch.arange(half, dtype=torch.float64) / half))
+    positions = (start + torch.arange(seq, dtype=torch.float64)) * step
+    angles = positions[:, None] * inv_freq[None, :]
+    return (angles.cos().to(device=device, dtype=torch.float32), angles.sin().to(device=device, dtype=torch.float32))
+
+
 def _rotary_inputs(c: Case, device: str) -> tuple:
-    seq, heads, dim = c.size("seq"), c.size("heads"), c.size("dim")
-    x = randn((seq, heads, dim), c, device, salt=1)
-    half = dim // 2
-    inv_freq = 1.0 / (10000.0 ** (torch.arange(half, dtype=torch.float64) / half))
-    angles = torch.arange(seq, dtype=torch.float64)[:, None] * inv_freq[None, :]
-    cos = angles.cos().to(device=device, dtype=torch.float32)
-    sin = angles.sin().to(device=device, dtype=torch.float32)
+    x = randn((c.size("seq"), c.size("heads"), c.size("dim")), c, device, salt=1)
+    cos, sin = rotary_tables(c, device)
     return (x, cos, sin)
 
 
@@ -46,7 +63,7 @@ register_task(Task(
     dtypes=FLOATS,
     visible=(case("visible-4x2x64", "float32", 0, seq=4, heads=2, dim=64), case("visible-8x4x128", "float32", 1, seq=8, heads=4, dim=128)),
     hidden_gpu=hidden_grid(sizes("seq,heads,dim", [(1, 1, 2), (3, 3, 6), (17, 5, 96), (1000, 8, 128), (4096, 32, 128)]),
-                         FLOATS, cpu=False, strided=True),
+                         FLOATS, cpu=False, strided=True) + (tall_case("float32", seq=TALL_ROWS, heads=2, dim=8),),
     hidden_cpu=hidden_grid(sizes("seq,heads,dim", [(1, 1, 2), (3, 3, 6), (5, 4, 96), (7, 2, 128)]),
                          FLOATS, cpu=True, strided=True),
     perf=(case("perf-8192x32x128", "bfloat16", 0, seq=8192, heads=32, dim=128),),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from bench.builtin._common import hidden_grid, nbytes, randn, stressed
+from bench.builtin._common import TALL_ROWS, hidden_grid, nbytes, randn, stressed, tall_case
 from bench.registry import register_task
 from bench.task import Case, Mutation, Task, case
 
@@ -13,6 +13,7 @@ FLOATS = ("float32", "float16", "bfloat16")
 GPU_SHAPES = [(1, 1), (3, 7), (37, 127), (64, 1025), (128, 4096), (17, 8191), (1024, 781), (4, 16411)]
 # Few rows per CPU case: the interpreter's cost is per program (row), not per element.
 CPU_SHAPES = [(1, 1), (3, 7), (5, 127), (4, 1025), (2, 2049), (1, 10007)]
+GPU_TALL = (tall_case("float32", rows=TALL_ROWS, cols=37),)
 # Every seed its own epsilon: a kernel that hard-codes 1e-5 fails the others.
 EPS_BY_SEED = (1e-5, 1e-6, 1e-3, 0.1, 1e-5)
 EPS = EPS_BY_SEED[0]
@@ -48,7 +49,7 @@ register_task(Task(
     make_inputs=lambda c, device: (stressed(_x(c, device, scale=3.0), c, negative=-10000.0, large=13.0),),
     dtypes=FLOATS,
     visible=_visible(),
-    hidden_gpu=hidden_grid(_shape_dicts(GPU_SHAPES), FLOATS, cpu=False, strided=True),
+    hidden_gpu=hidden_grid(_shape_dicts(GPU_SHAPES), FLOATS, cpu=False, strided=True) + GPU_TALL,
     hidden_cpu=hidden_grid(_shape_dicts(CPU_SHAPES), FLOATS, cpu=True, strided=True),
     strided_inputs=True,
     perf=(case("perf-4096x4096", "float16", 0, rows=4096, cols=4096), case("perf-8192x1024", "float32", 0, rows=8192, cols=1024)),
@@ -63,7 +64,7 @@ register_task(Task(
         Mutation("no_max_subtraction", "x = x - tl.max(x, axis=0)", "x = x - 0.0",
                  note="exp overflows on large inputs (hidden seed 4 draws them)"),
         Mutation("wrong_reduction", "den = tl.sum(num, axis=0)", "den = tl.max(num, axis=0)"),
-        Mutation("runtime_error", "_softmax_kernel[(n_rows,)](out, x, x.stride(0), out.stride(0), n_cols,",
+        Mutation("runtime_error", "_softmax_kernel[(n_rows,)](out, x, x.stride(0), x.stride(1), out.stride(0), out.stride(1), n_cols,",
                  "_softmax_kernel[(n_rows,)](out, x, x.stride(0), n_cols,"),
         Mutation("tuning", "num_warps = 4 if BLOCK_SIZE <= 2048 else 8", "num_warps = 8", breaks=False),
         Mutation("tuning", "num_warps = 4 if BLOCK_SIZE <= 2048 else 8", "num_warps = 2 if BLOCK_SIZE <= 1024 else 4", breaks=False),
@@ -96,7 +97,7 @@ register_task(Task(
     make_inputs=lambda c, device: _norm_inputs(c, device, with_bias=True),
     dtypes=FLOATS,
     visible=_visible(),
-    hidden_gpu=hidden_grid(_shape_dicts(GPU_SHAPES), FLOATS, cpu=False),
+    hidden_gpu=hidden_grid(_shape_dicts(GPU_SHAPES), FLOATS, cpu=False) + GPU_TALL,
     hidden_cpu=hidden_grid(_shape_dicts(CPU_SHAPES), FLOATS, cpu=True),
     perf=(case("perf-4096x4096", "float16", 0, rows=4096, cols=4096),),
     baseline_file="layer_norm.py",
@@ -129,7 +130,7 @@ register_task(Task(
     make_inputs=lambda c, device: _norm_inputs(c, device, with_bias=False),
     dtypes=FLOATS,
     visible=_visible(),
-    hidden_gpu=hidden_grid(_shape_dicts(GPU_SHAPES), FLOATS, cpu=False),
+    hidden_gpu=hidden_grid(_shape_dicts(GPU_SHAPES), FLOATS, cpu=False) + GPU_TALL,
     hidden_cpu=hidden_grid(_shape_dicts(CPU_SHAPES), FLOATS, cpu=True),
     perf=(case("perf-4096x4096", "float16", 0, rows=4096, cols=4096),),
     baseline_file="rms_norm.py",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench.builtin._common import hidden_grid, nbytes, randn
+from bench.builtin._common import TALL_ROWS, hidden_grid, nbytes, randn, tall_case
 from bench.registry import register_task
 from bench.task import Mutation, Task, Tolerance, case
 
@@ -23,7 +23,8 @@ register_task(Task(
     dtypes=("float32",),
     visible=(case("visible-4x256", "float32", 0, rows=4, cols=256), case("visible-8x1024", "float32", 1, rows=8, cols=1024)),
     hidden_gpu=hidden_grid([{"rows": r, "cols": c} for r, c in [(1, 1), (3, 7), (37, 1025), (64, 4099), (512, 8192)]],
-                         ("float32",), cpu=False, strided=True),
+                         ("float32",), cpu=False, strided=True)
+               + (tall_case("float32", rows=TALL_ROWS, cols=37),),
     hidden_cpu=hidden_grid([{"rows": r, "cols": c} for r, c in [(1, 1), (3, 7), (5, 1025), (2, 3001), (1, 9001)]],
                          ("float32",), cpu=True, strided=True),
     perf=(case("perf-4096x4096", "float32", 0, rows=4096, cols=4096),),

@@ -10,18 +10,21 @@ import torch
 
 from bench.builtin._common import (
     ELEMENT_BYTES,
+    TALL_ROWS,
     hidden_grid,
     nbytes,
     randint,
     randn,
     sizes,
     stressed,
+    tall_case,
     wide_dtype,
 )
 from bench.registry import register_task
 from bench.task import Case, Mutation, Task, case
 
 FLOATS = ("float32", "float16", "bfloat16")
+GPU_TALL = (tall_case("float32", rows=TALL_ROWS, cols=37),)
 
 
 def _x(c: Case, device: str) -> tuple:
@@ -46,7 +49,7 @@ register_task(Task(
     dtypes=FLOATS,
     visible=(case("visible-4x1024", "float32", 0, rows=4, cols=1024), case("visible-2x4096", "float32", 1, rows=2, cols=4096)),
     hidden_gpu=hidden_grid(sizes("rows,cols", [(1, 1), (3, 7), (37, 1025), (64, 4099), (8, 32768), (4, 100_003),
-                                                (1024, 2048)]), FLOATS, cpu=False, strided=True),
+                                                (1024, 2048)]), FLOATS, cpu=False, strided=True) + GPU_TALL,
     hidden_cpu=hidden_grid(sizes("rows,cols", [(1, 1), (3, 7), (4, 1025), (2, 3001), (1, 10007)]), FLOATS, cpu=True,
                            strided=True),
     strided_inputs=True,
@@ -83,7 +86,7 @@ register_task(Task(
     dtypes=FLOATS,
     visible=(case("visible-4x256", "float32", 0, rows=4, cols=256), case("visible-16x1024", "float32", 1, rows=16, cols=1024)),
     hidden_gpu=hidden_grid(sizes("rows,cols", [(1, 1), (3, 7), (37, 127), (64, 1025), (17, 8191), (1024, 781),
-                                                (8, 16384)]), FLOATS, cpu=False, strided=True),
+                                                (8, 16384)]), FLOATS, cpu=False, strided=True) + GPU_TALL,
     hidden_cpu=hidden_grid(sizes("rows,cols", [(1, 1), (3, 7), (5, 127), (4, 1025), (2, 3001), (1, 9001)]), FLOATS,
                            cpu=True, strided=True),
     strided_inputs=True,
@@ -132,7 +135,8 @@ register_task(Task(
     dtypes=FLOATS,
     visible=(case("visible-8x256", "float32", 0, rows=8, classes=256), case("visible-16x1024", "float32", 1, rows=16, classes=1024)),
     hidden_gpu=hidden_grid(sizes("rows,classes", [(1, 1), (3, 7), (37, 1025), (64, 32000), (512, 4099),
-                                                   (8, 128_256)]), FLOATS, cpu=False),
+                                                   (8, 128_256)]), FLOATS, cpu=False)
+               + (tall_case("float32", rows=TALL_ROWS, classes=37),),
     hidden_cpu=hidden_grid(sizes("rows,classes", [(1, 1), (3, 7), (4, 1025), (2, 3001), (2, 10007)]), FLOATS,
                            cpu=True),
     perf=(case("perf-4096x32000", "bfloat16", 0, rows=4096, classes=32000),),
