@@ -471,6 +471,9 @@ def serve_sim(host: str, port: int, latency: float, fail_rate: float, faults: st
 
 
 # ---------------------------------------------------------------------------- report, figures
+_SAME_SEED_HELP = ("Combine runs whose units share seeds (copies, refused by default), counting each copy once.")
+
+
 @cli.command("report")
 @click.argument("run_dirs", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["md", "html"]), default="md", show_default=True)
@@ -478,13 +481,15 @@ def serve_sim(host: str, port: int, latency: float, fail_rate: float, faults: st
               help="Output folder [default RUN_DIR/report; RUN_DIR/report-combined-N for several runs].")
 @click.option("--resamples", type=click.IntRange(min=MIN_RESAMPLES), default=10_000, show_default=True,
               help=f"Bootstrap resamples (at least {MIN_RESAMPLES}).")
-def report_command(run_dirs: tuple[Path, ...], fmt: str, out: Path | None, resamples: int) -> None:
+@click.option("--allow-same-seed", is_flag=True, help=_SAME_SEED_HELP)
+def report_command(run_dirs: tuple[Path, ...], fmt: str, out: Path | None, resamples: int,
+                   allow_same_seed: bool) -> None:
     """Tables, figures and a verdict per method pair for one run, or several runs with matching tasks and budgets."""
     from results.report import write_report
 
     if not run_dirs:
         raise BadInput("give at least one run folder")
-    files = write_report(list(run_dirs), out, fmt, n_resamples=resamples)
+    files = write_report(list(run_dirs), out, fmt, n_resamples=resamples, allow_same_seed=allow_same_seed)
     if files.banner:
         _say(files.banner)
     drawn = [f for f in files.figures if not f.skipped]
@@ -508,8 +513,9 @@ def report_command(run_dirs: tuple[Path, ...], fmt: str, out: Path | None, resam
               help="Comma-separated file formats (PNG at 300 dpi; PDF and SVG with TrueType text).")
 @click.option("--titles/--no-titles", default=None,
               help="Draw titles on the figures [default: on for the default style, off for paper].")
+@click.option("--allow-same-seed", is_flag=True, help=_SAME_SEED_HELP)
 def figures_command(run_dirs: tuple[Path, ...], out: Path | None, resamples: int, style_name: str, formats: str,
-                    titles: bool | None) -> None:
+                    titles: bool | None, allow_same_seed: bool) -> None:
     """The report's figures alone, camera-ready: each in the chosen formats with a CSV of the
     plotted numbers beside it; a simulated (or unfinished) run is watermarked inside the axes."""
     from results.figure_style import FigureStyle
@@ -521,7 +527,8 @@ def figures_command(run_dirs: tuple[Path, ...], out: Path | None, resamples: int
         style = FigureStyle.make(style_name, _split(formats) or [], titles)
     except ValueError as exc:
         raise BadInput(str(exc)) from None
-    files = write_figures_only(list(run_dirs), out, n_resamples=resamples, style=style)
+    files = write_figures_only(list(run_dirs), out, n_resamples=resamples, style=style,
+                               allow_same_seed=allow_same_seed)
     if files.banner:
         _say(files.banner)
     for f in files.figures:

@@ -7,9 +7,10 @@ source hash), never by position, and hidden verdicts are joined on the source ha
 
 Several runs can be read as one when they asked the same question: the same tasks,
 budget, budget unit, model and method options (different seeds or repeat counts simply
-add repeats). Runs with the same seed and the same options are refused: every unit's seed
-derives from the run seed, so their repeats would be copies of each other, not independent
-draws, and combining them would shrink intervals and p-values for nothing. Repeats are
+add repeats). Runs whose units share seeds are refused, whatever other option differs: every
+unit's seed derives from the run seed, method, task and repeat, so such repeats are copies of
+each other, not independent draws, and combining them would shrink intervals and p-values for
+nothing (`allow_same_seed` counts each copy once instead). Repeats are
 renumbered run after run so (method, task, repeat) stays a unique unit key; the original
 folder and repeat stay in the `run` and `run_repeat` columns.
 """
@@ -24,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from modelio.ledger import stable_seed
 from results.phases import PHASE_COLUMNS
 from results.run_folder import RunFolder, RunFolderError
 from results.store import FULL_PROTOCOL, PROTOCOL_COLUMNS, Store
@@ -58,6 +60,7 @@ class RunInfo:
     new_shape_slots: dict[str, int] = field(default_factory=dict)  # adapted tasks' new-shape hidden cases, declared
     options: dict[str, Any] = field(default_factory=dict)  # the recorded options that shape a unit (run_options)
     oneshot: dict[str, Any] = field(default_factory=dict)  # the one-shot corpus and guard (config.json resolved.oneshot)
+    unsandboxed: bool = False  # candidates ran without the sandbox (`--unsandboxed`, the user's accepted risk)
 
     @property
     def name(self) -> str:
@@ -205,13 +208,14 @@ def read_run_info(path: Path) -> RunInfo:
         new_shape_slots=resolved.new_shape_slots,
         options=run_options(config),
         oneshot=dict(resolved.oneshot),
+        unsandboxed=bool(config.get("unsandboxed", False)),
     )
 
 
 #: Options of config.json that cannot change what a unit does (how many units, where and how
 #: fast they run, how the endpoint is reached), left out when deciding whether two runs are copies.
 OPERATIONAL_OPTIONS = ("repeats", "methods", "tasks", "suite", "workers", "concurrency", "job_timeout_s",
-                       "worker_user", "device", "method_modules", "task_sources")
+                       "worker_user", "device", "method_modules", "task_sources", "unsandboxed")
 OPERATIONAL_ENDPOINT = ("api_key_env", "max_concurrency", "timeout_s", "max_retries")
 
 
@@ -224,13 +228,34 @@ def run_options(config: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def check_not_copies(infos: list[RunInfo]) -> None:
-    """Refuse two runs with the same seed and options: their repeats are the same draws."""
-    for i, a in enumerate(infos):
-        for b in infos[i + 1:]:
-            if a.seed == b.seed and a.options == b.options:
-                raise RunError(f"cannot combine {a.name} and {b.name}: same seed ({a.seed}) and options, so their "
-                               "repeats are copies, not independent draws; re-run one with another --seed")
+def unit_seeds(info: RunInfo) -> dict[int, tuple[str, str, int]]:
+    """Every planned unit's seed (what its model calls are drawn with: modelio.ledger's
+    `stable_seed(run seed, method, task, repeat)`) -> (method, task, repeat)."""
+    return {stable_seed(info.seed, m, t, r): (m, t, r)
+            for m in info.methods for t in info.tasks for r in range(info.repeats)}
+
+
+def copied_units(infos: list[RunInfo], allow_same_seed: bool = False) -> list[set[tuple[str, str, int]]]:
+    """Per run, the units whose seed an earlier run's unit already has: copies, whatever other
+    option differs (an option that does not bind, `--eval-budget 50` at budget 4, changes nothing
+    they draw). RunError naming the seed unless `allow_same_seed`, which counts each copy once
+    (the earlier run's unit stays)."""
+    seen: dict[int, tuple[str, tuple[str, str, int]]] = {}
+    out: list[set[tuple[str, str, int]]] = []
+    for info in infos:
+        mine = unit_seeds(info)
+        dup = {unit: seed for seed, unit in mine.items() if seed in seen}
+        if dup and not allow_same_seed:
+            seed, (m, t, r) = next((s, u) for u, s in sorted(dup.items()))
+            first = seen[seed][0]
+            raise RunError(f"cannot combine {first} and {info.name}: {len(dup)} unit(s) share their seeds (run seed "
+                           f"{info.seed}; unit {m}/{t}/repeat {r} has seed {seed} in both), so those repeats are "
+                           "copies, not independent draws, whatever other options differ; re-run one with another "
+                           "--seed, or pass --allow-same-seed to count each copy once")
+        out.append(set(dup))
+        for seed, unit in mine.items():
+            seen.setdefault(seed, (info.name, unit))
+    return out
 
 
 def check_compatible(infos: list[RunInfo]) -> None:
@@ -256,7 +281,6 @@ def check_compatible(infos: list[RunInfo]) -> None:
         for m in set(ref.method_options) & set(info.method_options):
             if ref.method_options[m] != info.method_options[m]:
                 raise RunError(f"cannot combine {ref.name} and {info.name}: options of method {m} differ")
-    check_not_copies(infos)
 
 
 def _short(x: Any) -> str:
@@ -469,12 +493,17 @@ def _failed_calls(units: pd.DataFrame, calls: pd.DataFrame, retried: list[dict[s
 
 
 # ---------------------------------------------------------------------------- public entry points
-def load_runs(paths: list[Path] | tuple[Path, ...]) -> RunData:
-    """Read one or more compatible run folders as one RunData (RunError when not possible)."""
+def load_runs(paths: list[Path] | tuple[Path, ...], allow_same_seed: bool = False) -> RunData:
+    """Read one or more compatible run folders as one RunData (RunError when not possible).
+    Units whose seed an earlier run's unit has are copies: refused, or with `allow_same_seed`
+    counted once (left out of the later run, and said in the notes)."""
     if not paths:
         raise RunError("no run folder given")
     infos = [read_run_info(Path(p)) for p in paths]
     check_compatible(infos)
+    copies = copied_units(infos, allow_same_seed)
+    notes = [f"{len(c)} unit(s) of {info.name} share their seeds with units of an earlier run: copies, counted "
+             "once (--allow-same-seed)" for info, c in zip(infos, copies, strict=True) if c]
     parts: dict[str, list[pd.DataFrame]] = {k: [] for k in
                                             ("units", "candidates", "submissions", "feedback", "evaluations",
                                              "timings", "calls", "runs", "test_runs", "examples")}
@@ -483,12 +512,15 @@ def load_runs(paths: list[Path] | tuple[Path, ...]) -> RunData:
     labels = [info.name for info in infos]
     if len(set(labels)) < len(labels):  # same folder name under different parents
         labels = [f"{i}:{name}" for i, name in enumerate(labels)]
-    for info, label in zip(infos, labels, strict=True):
+    for info, label, copied in zip(infos, labels, copies, strict=True):
         frames = _read_store(info.path / "store.sqlite")
         unfinished += int(frames.pop("unfinished"))
         for name, df in frames.items():
             assert isinstance(df, pd.DataFrame)
             df = df.copy()
+            if copied and {"method", "task", "repeat"} <= set(df.columns):
+                keys = pd.MultiIndex.from_frame(df[["method", "task", "repeat"]].astype({"repeat": int}))
+                df = df[~keys.isin(list(copied))]
             df.insert(0, "run", label)
             if "repeat" in df.columns:
                 df.insert(1, "run_repeat", df["repeat"])
@@ -502,7 +534,7 @@ def load_runs(paths: list[Path] | tuple[Path, ...]) -> RunData:
     for name in ("candidates", "submissions", "feedback", "calls", "runs", "test_runs", "examples"):
         df = frames_all[name]
         frames_all[name] = df[unit_index(df).isin(done)].reset_index(drop=True)
-    data = RunData(infos=infos, unfinished_units=unfinished, units=units.reset_index(drop=True),
+    data = RunData(infos=infos, unfinished_units=unfinished, units=units.reset_index(drop=True), notes=notes,
                    **{k: v for k, v in frames_all.items() if k != "units"})
     if not len(data.units):
         raise RunError(f"{', '.join(str(i.path) for i in infos)}: no finished units to report on")

@@ -54,6 +54,10 @@ def _run_lines(data: RunData, progress: RunProgress | None = None) -> list[str]:
     lines = [f"runs: {', '.join(str(i.path) for i in data.infos)}",
              f"model: {data.first.model}" + (" (built-in simulated model)" if data.simulated else ""),
              f"device: {data.first.device_name}" + (" (no timings)" if data.first.interpreter else ""),
+             *([f"UNSANDBOXED: candidates ran without the sandbox (--unsandboxed) in "
+                f"{', '.join(i.name for i in data.infos if i.unsandboxed)}: their code had the toolkit's "
+                "privileges, so a verdict could have been tampered with"] if any(i.unsandboxed for i in data.infos)
+               else []),
              f"budget: {data.budget} {unit} per (method, task, repeat)",
              tasks,
              f"methods: {methods}",
@@ -220,10 +224,10 @@ def writable_folder(path: Path) -> Path:
 
 
 def write_report(paths: list[Path], out_dir: Path | None = None, fmt: str = "md", n_resamples: int = 10_000,
-                 seed: int = 0) -> ReportFiles:
+                 seed: int = 0, allow_same_seed: bool = False) -> ReportFiles:
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}")
-    data = load_runs(paths)
+    data = load_runs(paths, allow_same_seed)
     out_dir = writable_folder(Path(out_dir) if out_dir is not None else default_out(list(paths), "report"))
     progress = runs_progress([i.path for i in data.infos])
     a = analyse(data, n_resamples, seed)
@@ -255,9 +259,10 @@ class FigureFiles:
 
 
 def write_figures_only(paths: list[Path], out_dir: Path | None = None, n_resamples: int = 10_000,
-                       seed: int = 0, style: FigureStyle | None = None) -> FigureFiles:
+                       seed: int = 0, style: FigureStyle | None = None,
+                       allow_same_seed: bool = False) -> FigureFiles:
     """The report's figures alone, in `style` (results/figure_style.py; default: the report's)."""
-    data = load_runs(paths)
+    data = load_runs(paths, allow_same_seed)
     out_dir = writable_folder(Path(out_dir) if out_dir is not None else default_out(list(paths), "figures"))
     progress = runs_progress([i.path for i in data.infos])
     figures = write_figures(analyse(data, n_resamples, seed), out_dir, style, partial=not progress.complete)

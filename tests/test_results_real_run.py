@@ -157,5 +157,7 @@ def test_report_refuses_two_runs_of_one_command(real_run: Path, tmp_path: Path) 
         proc = run_cli(command, str(real_run), str(again), "--resamples", "200", timeout=180)
         assert proc.returncode == 2, proc.stderr
         (line,) = proc.stderr.strip().splitlines()
-        assert line == (f"error: cannot combine {real_run.name} and again: same seed (0) and options, so their "
-                        "repeats are copies, not independent draws; re-run one with another --seed")
+        assert line.startswith(f"error: cannot combine {real_run.name} and again: 4 unit(s) share their seeds "
+                               "(run seed 0; unit direct/flip/repeat 0 has seed ")
+        assert line.endswith("so those repeats are copies, not independent draws, whatever other options differ; "
+                             "re-run one with another --seed, or pass --allow-same-seed to count each copy once")

@@ -20,7 +20,7 @@ from results.curves import budget_curves, independent_runs, spend_at, unit_curve
 from results.readers import RunError, load_run, load_runs
 from results.tables import build_tables, to_csv, to_latex, to_markdown, write_tables
 from results.verdicts import paired_comparisons, verdict_sentence
-from tests.fixtures.synthetic_run import Cand, UnitSpec, make_synthetic_run, write_run
+from tests.fixtures.synthetic_run import SPEC, TASKS, Cand, UnitSpec, make_synthetic_run, write_run
 from tests.helpers import run_cli
 
 RES = 2000  # bootstrap resamples: enough for stable tests, fast
@@ -390,9 +390,29 @@ def test_runs_with_the_same_seed_and_options_are_refused(run_dir: Path, tmp_path
     """Two runs of one command (same seed, same options) hold the same draws: combining them would
     double every discordant pair and shrink p-values for nothing."""
     twin = make_synthetic_run(tmp_path / "twin")
-    with pytest.raises(RunError, match=r"cannot combine run-a and twin: same seed \(0\) and options"):
+    with pytest.raises(RunError, match=r"cannot combine run-a and twin: 12 unit\(s\) share their seeds \(run seed 0; "
+                                       r"unit direct/flip/repeat 0 has seed \d+ in both\)"):
         load_runs([run_dir, twin])
     assert len(load_runs([run_dir, make_synthetic_run(tmp_path / "seed-1", seed=1)]).units) == 24  # other seed: fine
+
+
+def test_copies_are_refused_by_their_unit_seeds_whatever_else_differs(run_dir: Path, tmp_path: Path) -> None:
+    """Issue 43: a second run with seed 0 and an option that does not bind (here an eval budget)
+    has the same unit seeds, so the same draws; it was combined as independent repeats."""
+    other = make_synthetic_run(tmp_path / "eval-cap")
+    config = json.loads((other / "config.json").read_text())
+    config["config"]["eval_budget"] = 50
+    (other / "config.json").write_text(json.dumps(config))
+    with pytest.raises(RunError, match=r"share their seeds \(run seed 0;.*--allow-same-seed"):
+        load_runs([run_dir, other])
+    once = load_runs([run_dir, other], allow_same_seed=True)
+    assert len(once.units) == 12 and set(once.units["run"]) == {"run-a"}  # each copy counted once
+    assert once.notes == ["12 unit(s) of eval-cap share their seeds with units of an earlier run: copies, counted "
+                          "once (--allow-same-seed)"]
+    # a run with more repeats under the same seed shares only its first repeat's seeds: the rest are new draws
+    more = write_run(tmp_path / "more", {k: v for k, v in SPEC.items()}, tasks=TASKS, budget=4, repeats=2)
+    both = load_runs([run_dir, more], allow_same_seed=True)
+    assert len(both.units) == 24 and (both.units["run"] == "more").sum() == 12
 
 
 def test_bad_folders_are_refused(run_dir: Path, tmp_path: Path) -> None:
@@ -418,7 +438,12 @@ def test_cli_refusals_are_one_line_exit_2(run_dir: Path, tmp_path: Path) -> None
         assert len(lines) == 1 and lines[0].startswith("error: "), (args, proc.stderr)
     assert "budget differ" in run_cli("report", str(run_dir), str(other)).stderr
     same = run_cli("report", str(run_dir), str(twin)).stderr
-    assert f"{run_dir.name} and twin: same seed (0) and options" in same
+    assert f"{run_dir.name} and twin: 12 unit(s) share their seeds (run seed 0;" in same
+    allowed = run_cli("report", str(run_dir), str(twin), "--allow-same-seed", "--out", str(tmp_path / "rep"),
+                      "--resamples", "200", timeout=120)
+    assert allowed.returncode == 0, allowed.stderr
+    assert "share their seeds with units of an earlier run: copies, counted once" in (
+        tmp_path / "rep" / "report.md").read_text()
 
 
 # ---------------------------------------------------------------------------- figures
