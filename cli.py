@@ -70,6 +70,25 @@ def device_option(command: Any) -> Any:
     return click.option("--device", type=click.Choice(["auto", "cpu"]), default=None, help=_DEVICE_HELP)(command)
 
 
+_UNSANDBOXED_HELP = ("Judge candidates even where the candidate sandbox (its own namespaces, no capabilities, an "
+                     "allow-listed filesystem) cannot be built here: candidate code then runs with the toolkit's "
+                     "privileges. Off by default; refused without it. Recorded and printed on the report.")
+
+
+def _accept_risk(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+    if value:
+        from judge.sandbox import accept_risk
+
+        accept_risk()
+    return value
+
+
+def unsandboxed_option(command: Any) -> Any:
+    """`--unsandboxed` on a command that keeps no run config: this process's pools accept the risk."""
+    return click.option("--unsandboxed", is_flag=True, expose_value=False, callback=_accept_risk,
+                        help=_UNSANDBOXED_HELP)(command)
+
+
 def _sources(sources: tuple[str, ...]) -> list[str] | None:
     """The --source values, or None when none was given (then the default applies)."""
     return list(sources) if sources else None
@@ -178,12 +197,14 @@ def cli() -> None:
               help="One-shot example corpus (GEAK-v1 train_crawl.json layout) [default: the built-in expert kernels].")
 @click.option("--retry-errors", is_flag=True,
               help="With --resume: run errored units again (their good calls replayed, their failed calls resent).")
+@click.option("--unsandboxed", is_flag=True, help=_UNSANDBOXED_HELP)
 def compare(budget: int | None, budget_unit: str | None, methods: str | None, tasks: str | None, suite: str | None,
             sources: tuple[str, ...], repeats: int | None, seed: int | None, config_path: Path | None,
             out: Path | None, resume: Path | None, base_url: str | None, model: str | None, api_key_env: str | None,
             device: str | None, workers: int | None, worker_user: str | None, ray_address: str | None, quiet: bool,
             max_concurrency: int | None, dry_run: bool, replay: Path | None, lock_spec: str | None,
-            eval_budget: int | None, oneshot_corpus: Path | None, retry_errors: bool, rejudge: bool) -> None:
+            eval_budget: int | None, oneshot_corpus: Path | None, retry_errors: bool, rejudge: bool,
+            unsandboxed: bool) -> None:
     """Run every method on every task under one budget ledger, then judge on hidden tests.
 
     Exit status: 0 when every unit finished cleanly; 3 when the run finished but some units
@@ -207,7 +228,7 @@ def compare(budget: int | None, budget_unit: str | None, methods: str | None, ta
     flags = {"budget": budget, "budget_unit": budget_unit, "methods": _split(methods), "tasks": _split(tasks),
              "suite": suite, "repeats": repeats, "seed": seed, "device": device, "workers": workers,
              "worker_user": worker_user, "ray_address": ray_address, "task_sources": _sources(sources),
-             "eval_budget": eval_budget,
+             "eval_budget": eval_budget, "unsandboxed": True if unsandboxed else None,
              "oneshot_corpus": str(oneshot_corpus) if oneshot_corpus else None}
     endpoint = {"base_url": base_url, "model": model, "api_key_env": api_key_env, "max_concurrency": max_concurrency}
     config = compose_config({**flags, **endpoint}, config_path, recorded_options(replay) if replay else None)
@@ -291,6 +312,7 @@ def _parse_lock_spec(spec: str | None) -> tuple[int | None, int | None] | None:
               help="Run the evaluation worker as this unprivileged user, e.g. nobody (needs root).")
 @source_option
 @device_option
+@unsandboxed_option
 def eval_command(task_id: str, candidate: Path, hidden: bool, as_json: bool, timeout: float | None,
                  worker_user: str | None, sources: tuple[str, ...], device: str | None) -> None:
     """Judge one candidate file on a task."""
@@ -357,6 +379,7 @@ def bench_list(suite: str | None, sources: tuple[str, ...], as_json: bool) -> No
 @source_option
 @click.option("--workers", type=int, default=None, help=_WORKERS_HELP)
 @device_option
+@unsandboxed_option
 @click.option("--timing-seconds", type=float, default=None,
               help="Cap on sampling time per perf case and timed function [default: the timing policy's 3 s].")
 @click.option("--no-timing", is_flag=True, help="Judge only; do not time the baselines on a GPU.")
@@ -410,6 +433,7 @@ def bench_check(suite: str | None, tasks: str | None, sources: tuple[str, ...], 
 @source_option
 @click.option("--workers", type=int, default=None, help=_WORKERS_HELP)
 @device_option
+@unsandboxed_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (every answer's verdicts).")
 def score_command(output_dir: Path, suite: str, sources: tuple[str, ...], workers: int | None, device: str | None,
                   as_json: bool) -> None:
@@ -614,6 +638,7 @@ def export_command(run_dir: Path, fmt: str, out: Path | None, with_sources: bool
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @source_option
 @device_option
+@unsandboxed_option
 @click.option("--workers", type=click.IntRange(min=1), default=None, help=_WORKERS_HELP)
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Seconds per evaluation before it is a timeout [the pool's default].")
@@ -664,7 +689,8 @@ _logging_options(cli)
 # importing them all up front would pull pandas and torch into `--help`).
 _BAD_INPUT_ERRORS = (("bench.registry", "UnknownTaskError"), ("methods.registry", "UnknownMethodError"),
                      ("modelio.replay", "ReplayMiss"), ("results.run_folder", "RunFolderError"),
-                     ("results.planning", "PlanError"), ("runners.config", "ConfigError"))
+                     ("results.planning", "PlanError"), ("runners.config", "ConfigError"),
+                     ("judge.sandbox", "SandboxRefused"))
 
 
 def _bad_input_types() -> tuple[type[BaseException], ...]:

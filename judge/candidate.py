@@ -44,10 +44,13 @@ from judge.tracebacks import candidate_traceback
 
 
 class CandidateServer:
-    def __init__(self, sock: socket.socket, device: str, interpreter: bool) -> None:
+    def __init__(self, sock: socket.socket, device: str, interpreter: bool, plan: Any) -> None:
+        """`plan`: its containment (judge/containment.py `Plan`), set by the template when it
+        forked this process; nothing the judge or anyone else sends changes it."""
         self.link = wire.Link(sock, pin=device != "cpu")
         self.device = device
         self.interpreter = interpreter
+        self.plan = plan
         self.contained = ""
         self.entry: Any = None
         self.module: Any = None  # the candidate's module: where the judge's objects find their classes
@@ -126,7 +129,7 @@ class CandidateServer:
     def _op_load(self, header: dict[str, Any], _: list[torch.Tensor]) -> tuple[dict[str, Any], list]:
         from judge import containment
 
-        plan = containment.Plan(**{**header["plan"], "writable": tuple(header["plan"].get("writable", ()))})
+        plan = self.plan
         if plan.writable:
             use_triton_cache(plan.writable[0])  # this source's own cache (judge/worker.py)
         self.contained = containment.apply(plan)
@@ -388,10 +391,10 @@ def _storages(args: tuple, indices: tuple[int, ...]) -> set[tuple[str, int]]:
     return {launches.storage_key(args[i]) for i in indices if i < len(args) and isinstance(args[i], torch.Tensor)}
 
 
-def serve_candidate(sock: socket.socket, device: str, interpreter: bool) -> None:
+def serve_candidate(sock: socket.socket, device: str, interpreter: bool, plan: Any) -> None:
     """The child's whole life: answer the judge until it says exit."""
     try:
-        server = CandidateServer(sock, device, interpreter)
+        server = CandidateServer(sock, device, interpreter, plan)
         server.start()
         server.serve()
     except (wire.WireError, BrokenPipeError, ConnectionResetError) as exc:

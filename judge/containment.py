@@ -33,11 +33,14 @@ from dataclasses import dataclass
 from typing import Any
 
 PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 CLONE_NEWNS = 0x00020000
 CLONE_NEWNET = 0x40000000
 CLONE_THREAD = 0x00010000
 CLONE_VM = 0x00000100
+# mount, cgroup, UTS, IPC, user, PID, network (a new time namespace needs unshare or clone3, both refused)
+NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000)
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 32, 4096, 16384, 1 << 18
 _SKIP_RDONLY = ("/proc", "/sys", "/dev")
 
@@ -50,6 +53,7 @@ class Plan:
     uid: int | None = None
     gid: int | None = None
     writable: tuple[str, ...] = ()  # existing folders that stay writable (this source's own Triton cache)
+    sandbox: str = ""  # what judge/sandbox.py built around this process already ("": no sandbox)
 
 
 def _libc() -> ctypes.CDLL:
@@ -58,6 +62,13 @@ def _libc() -> ctypes.CDLL:
 
 def _prctl(option: int, value: int) -> bool:
     return _libc().prctl(option, value, 0, 0, 0) == 0
+
+
+def undumpable() -> bool:
+    """For the judge's own processes (worker, template): no core dump, and their /proc files
+    (mem, fd, environ) belong to root and refuse ptrace-style access, whatever a process of the
+    same uid outside the sandbox tries."""
+    return _prctl(PR_SET_DUMPABLE, 0)
 
 
 def become_subreaper() -> bool:
@@ -186,7 +197,10 @@ def _seccomp(plan: Plan) -> str:
              "request_key", "io_uring_setup", "io_uring_enter", "io_uring_register", "userfaultfd",
              "init_module", "finit_module", "delete_module", "kexec_load", "reboot", "swapon", "swapoff",
              "acct", "personality", "setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid",
-             "setgroups", "seccomp"]
+             "setgroups", "seccomp", "pidfd_getfd", "pidfd_send_signal", "process_madvise", "kcmp",
+             "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
+             "name_to_handle_at", "open_by_handle_at", "quotactl", "syslog", "vhangup", "lookup_dcookie",
+             "fanotify_init", "iopl", "ioperm", "create_module", "get_kernel_syms", "nfsservctl"]
     if not plan.allow_exec:
         names += ["execve", "execveat", "fork", "vfork"]
         f.add_rule(deny, "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
@@ -202,6 +216,8 @@ def _seccomp(plan: Plan) -> str:
             f.add_rule(deny, name)
         except (ValueError, RuntimeError, OSError):
             pass  # not a system call on this architecture
+    for flag in NAMESPACE_FLAGS:  # a clone that would leave its namespaces (or make new ones)
+        f.add_rule(deny, "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
     f.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")  # its flags sit behind a pointer: glibc falls back to clone
     me = os.getpid()
     f.add_rule(deny, "tkill")
@@ -209,9 +225,29 @@ def _seccomp(plan: Plan) -> str:
         f.add_rule(deny, name, sc.Arg(0, sc.NE, me))
     f.add_rule(deny, "prctl", sc.Arg(0, sc.EQ, PR_SET_PDEATHSIG))
     f.add_rule(deny, "socket", sc.Arg(0, sc.NE, 1))  # AF_UNIX only
-    f.load()
+    synced = _load_everywhere(sc, f)
     return "seccomp (" + ("exec through vfork-style spawns allowed for Triton's compilers, no fork" if plan.allow_exec
-                          else "no fork or exec") + ")"
+                          else "no fork or exec") + (", every thread" if synced else ", this thread and its new ones") \
+        + ")"
+
+
+def _load_everywhere(sc: Any, f: Any) -> bool:
+    """The filter on every thread of the process (TSYNC): on a GPU the driver's threads exist
+    before the source arrives, and a filter on the calling thread alone would leave them out.
+    Where the kernel or libseccomp cannot synchronise, it holds for this thread and the threads
+    it starts (False)."""
+    try:
+        f.set_attr(sc.Attr.CTL_TSYNC, 1)
+    except (AttributeError, OSError, RuntimeError, ValueError):
+        f.load()
+        return False
+    try:
+        f.load()
+    except OSError:
+        f.set_attr(sc.Attr.CTL_TSYNC, 0)
+        f.load()
+        return False
+    return True
 
 
 def detach() -> None:
@@ -225,7 +261,9 @@ def apply(plan: Plan) -> str:
     context before, unconfined but before any candidate code); one line saying what holds."""
     held: list[str] = ["own process group, killed with the template"]
     missing: list[str] = []
-    if os.geteuid() == 0:
+    if plan.sandbox:
+        held = [f"sandbox: {plan.sandbox}"]
+    elif os.geteuid() == 0:
         try:
             held += _namespaces(plan)
         except OSError as exc:
@@ -233,7 +271,7 @@ def apply(plan: Plan) -> str:
     else:
         missing.append("mount/network namespaces (not root)")
     os.makedirs(plan.folder, exist_ok=True)
-    if plan.uid is not None and plan.gid is not None:
+    if plan.uid is not None and plan.gid is not None and not plan.sandbox:
         os.chown(plan.folder, plan.uid, plan.gid)
         os.setgroups([])
         os.setgid(plan.gid)

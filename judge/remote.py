@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import time
@@ -24,6 +25,12 @@ import torch
 from judge import template, wire
 from judge.launchers import MAX_NOTED
 from judge.oracle import CallReport
+from judge.source_caches import harvest
+
+
+ENDING_WAIT_S = 1.0
+"""How long a candidate process whose channel closed may take to end on its own before it is
+killed: its status is then the candidate's (a segfault's SIGSEGV), not the kill's."""
 
 
 class CandidateTimeout(Exception):
@@ -53,6 +60,8 @@ class TemplateProcess:
             raise RuntimeError(f"the candidate template did not start: {hello}")
         self.startup: dict[str, float] = dict(hello.get("startup") or {})  # seconds per step of its start
         self.startup_profile = str(hello.get("startup_profile") or "")  # with KMC_PROFILE_TEMPLATE
+        self.root = str(hello.get("root") or "")  # the candidates' folders, made by the template
+        self.sandboxed = bool(hello.get("sandboxed"))
         self.control.settimeout(60.0)
         self.device = device
 
@@ -62,16 +71,23 @@ class TemplateProcess:
             reply = template.request(self.control, {"op": "spawn"}, theirs.fileno())
         finally:
             theirs.close()
-        return CandidateProcess(self, int(reply["pid"]), ours)
+        proc = CandidateProcess(self, int(reply["pid"]), ours)
+        proc.folder = str(reply.get("folder") or "")
+        proc.cache = str(reply.get("cache") or "")
+        return proc
 
-    def status(self, pid: int) -> int | None:
+    def status(self, pid: int, wait: float | None = None) -> int | None:
+        """How `pid` ended; `wait`: seconds it may take to end, else None (not waited for
+        longer); without `wait`, waited for until it ends."""
         try:
-            return template.request(self.control, {"op": "status", "pid": pid}).get("status")
+            return template.request(self.control, {"op": "status", "pid": pid, "wait": wait}).get("status")
         except (OSError, EOFError):
             return None
 
     def close(self) -> None:
         template.close_launched(template.Launched(self.proc, self.control, self.device))
+        if self.root and Path(self.root).name.startswith("kmc-candidates-"):
+            shutil.rmtree(self.root, ignore_errors=True)
 
 
 class CandidateProcess:
@@ -82,7 +98,9 @@ class CandidateProcess:
         self.pid = pid
         self.sock = sock
         self.link = wire.Link(sock, pin=owner.device != "cpu")
-        self.plan: dict[str, Any] = {}  # set when the judge sends the source and the containment plan
+        self.folder = ""  # the template made it for this process: its Triton cache's parent
+        self.cache = ""  # on a GPU, the Triton cache bound into its sandbox (judge/source_caches.py)
+        self.source_cache: Path | None = None  # the source's shared cache, filled from `cache` at close
         self.contained = ""
         self.ready = False
         self.device_started = False  # told to make its device context (`start_device`)
@@ -92,6 +110,7 @@ class CandidateProcess:
         self.unanswered: int | None = None  # the seq of the request sent and not yet answered
         self.forked = time.perf_counter()
         self.spare_steps: dict[str, float] = {}  # a spare's gate wait and context seconds (judge/worker.py)
+        self.start_error = ""  # why a spare's device start failed (judge/worker.py `_check_boundary`)
 
     def start_device(self) -> None:
         """Tell a fresh process on a GPU to make its device context (judge/candidate.py
@@ -105,7 +124,8 @@ class CandidateProcess:
         if not self.ready:
             header, _ = self._recv(timeout)
             if header.get("ready") is not True:
-                raise wire.WireError("the candidate process did not say it was ready")
+                why = str(header.get("error") or "")[:500]
+                raise wire.WireError(why or "the candidate process did not say it was ready")
             self.ready = True
 
     def start_clock(self, seconds: float) -> None:
@@ -174,8 +194,10 @@ class CandidateProcess:
         return reply, back
 
     def _ended(self) -> str:
+        code = self.owner.status(self.pid, wait=ENDING_WAIT_S)  # its own end, not the kill's
         self.kill()
-        code = self.owner.status(self.pid)
+        if code is None:
+            code = self.owner.status(self.pid)
         how = f"signal {-code}" if code is not None and code < 0 else f"exit status {code}"
         return f"the candidate process ended ({how})"
 
@@ -193,11 +215,10 @@ class CandidateProcess:
         with contextlib.suppress(OSError):
             self.sock.close()
         self.link.close()  # the arenas' memory goes back now, not when this object is collected
-        folder = Path(self.plan.get("folder") or "/nonexistent")
-        if folder.exists():  # without a private mount namespace the folder is a real one
-            import shutil
-
-            shutil.rmtree(folder, ignore_errors=True)
+        if self.cache and self.source_cache is not None:
+            harvest(Path(self.cache), self.source_cache)
+        if self.folder:
+            shutil.rmtree(self.folder, ignore_errors=True)
 
 
 @dataclass

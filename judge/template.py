@@ -15,6 +15,7 @@ them): `spawn` -> `{"pid"}` (the child contains itself when its
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -22,14 +23,18 @@ import socket
 import struct
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from importlib.abc import MetaPathFinder
 from pathlib import Path
 from typing import Any
 
+from judge import sandbox
+
 PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
 # Importable from a candidate process: what it runs on. Everything else of the project is not.
 _CANDIDATE_SIDE = ("judge.candidate", "judge.launches", "judge.launchers", "judge.running", "judge.wire", "judge.containment",
+                   "judge.sandbox",
                    "judge.internal_tests", "judge.verdict", "judge.sampling", "judge.steady", "judge.value_text",
                    "judge.tracebacks", "judge.bits", "bench.modules", "bench.poison",
                    "bench.sequences", "bench.slack", "bench.faults")
@@ -122,13 +127,109 @@ def close_launched(launched: Launched) -> None:
         launched.proc.wait(timeout=10)
 
 
-def _child(sock_fd: int, device: str, interpreter: bool) -> None:
+def _child(sock_fd: int, device: str, interpreter: bool, setting: CandidateSetting) -> None:
+    """The forked child's life: its boundary first (judge/sandbox.py, or with `--unsandboxed`
+    the best-effort containment's plan), then the candidate server. What shapes the boundary
+    comes from the template's own start, never from a message."""
     from judge import containment
     from judge.candidate import serve_candidate
 
-    sock = socket.socket(fileno=sock_fd)
     containment.detach()
-    serve_candidate(sock, device, interpreter)  # its GPU context first (judge/candidate.py `CandidateServer.start`)
+    plan = setting.plan_for(interpreter)
+    if setting.spec is not None:
+        try:
+            entered = sandbox.enter(setting.spec, sock_fd, setting.cache, setting.layout)
+        except (sandbox.SandboxError, OSError) as exc:
+            _refuse(sock_fd, f"candidate sandbox: {exc}")
+            return
+        sock_fd = entered.channel
+        plan = dataclasses.replace(plan, sandbox=entered.statement)
+    serve_candidate(socket.socket(fileno=sock_fd), device, interpreter, plan)
+
+
+def _refuse(sock_fd: int, reason: str) -> None:
+    """A child whose boundary could not be built tells the judge why instead of ever saying
+    it is ready (judge/remote.py `wait_ready` raises with this line)."""
+    from judge import wire
+
+    with contextlib.suppress(OSError, wire.WireError):
+        wire.Link(socket.socket(fileno=sock_fd), pin=False).send({"ready": False, "error": reason[:500]})
+    os.write(2, f"{reason}\n".encode())
+
+
+@dataclass(frozen=True)
+class CandidateSetting:
+    """One spawned candidate's place: a folder the template made for it (its working folder
+    without the sandbox; its Triton cache's parent either way) and, on a GPU, that cache."""
+
+    folder: str
+    cache: str | None
+    spec: sandbox.Spec | None
+    layout: sandbox.Layout | None
+    tmp_cap_mb: int
+    uid: int | None
+    gid: int | None
+
+    def plan_for(self, interpreter: bool) -> Any:
+        from judge import containment
+
+        if self.spec is not None:
+            return containment.Plan(folder=sandbox.CANDIDATE_FOLDER, tmp_cap_mb=self.tmp_cap_mb,
+                                    allow_exec=not interpreter,
+                                    writable=(sandbox.TRITON_CACHE,) if self.cache else ())
+        return containment.Plan(folder=os.path.join(self.folder, "work"), tmp_cap_mb=self.tmp_cap_mb,
+                                allow_exec=not interpreter, uid=self.uid, gid=self.gid,
+                                writable=(self.cache,) if self.cache else ())
+
+
+class Spawner:
+    """Makes each candidate's folder and setting from what the template was started with."""
+
+    def __init__(self, device: str) -> None:
+        from judge.privileges import GID_ENV, UID_ENV
+
+        self.gpu = device != "cpu"
+        self.root = tempfile.mkdtemp(prefix="kmc-candidates-")
+        self.spec = None if sandbox.unsandboxed() else sandbox.Spec.from_environment(
+            self.gpu, hidden=[PROJECT_ROOT, self.root])
+        # The allow-list is read once: the same for every candidate but for its own cache.
+        self.layout = sandbox.Layout.for_spec(self.spec, None) if self.spec is not None else None
+        uid, gid = os.environ.get(UID_ENV), os.environ.get(GID_ENV)
+        self.uid: int | None = int(uid) if uid and gid else None
+        self.gid: int | None = int(gid) if uid and gid else None
+        self.count = 0
+
+    def next(self) -> CandidateSetting:
+        self.count += 1
+        folder = os.path.join(self.root, f"c{self.count}")
+        os.mkdir(folder, 0o700)
+        cache = None
+        if self.gpu:
+            cache = os.path.join(folder, "triton-cache")
+            os.mkdir(cache, 0o700)
+        if self.uid is not None and self.gid is not None:
+            for path in filter(None, (folder, cache)):
+                os.chown(path, self.uid, self.gid)
+        return CandidateSetting(folder, cache, self.spec, self.layout,
+                                int(os.environ.get("KMC_CANDIDATE_TMP_MB", "256")), self.uid, self.gid)
+
+
+def _wait_for(pid: int, ended: dict[int, int], seconds: float | None) -> None:
+    """Its status into `ended` once it has ended: waited for without end (None), or for at most
+    `seconds` (a sandboxed candidate's keeper ends a moment after the candidate itself, as it
+    did, and killing it sooner would make every crash a SIGKILL)."""
+    import time
+
+    deadline = None if seconds is None else time.monotonic() + seconds
+    with contextlib.suppress(ChildProcessError):
+        while pid not in ended:
+            done, status = os.waitpid(pid, 0 if deadline is None else os.WNOHANG)
+            if done:
+                ended[done] = status
+            elif deadline is None or time.monotonic() > deadline:
+                return
+            else:
+                time.sleep(0.002)
 
 
 _ENDED_KEPT = 1000
@@ -157,6 +258,9 @@ Dynamo's guard (judge/launches.py `_OpRecorder._should_skip_dynamo`): 0.04 s on 
 
 def main() -> None:
     control = socket.socket(fileno=int(sys.argv[1]))
+    from judge.containment import undumpable
+
+    undumpable()
     import importlib
     import time
 
@@ -214,6 +318,9 @@ def main() -> None:
     with contextlib.suppress(ImportError, OSError, RuntimeError):  # pyseccomp without libseccomp: RuntimeError
         containment.seccomp_bindings()  # imported while the project is still on the path
     subreaper = containment.become_subreaper()
+    device = os.environ.get("KMC_CANDIDATE_DEVICE", "cpu")
+    interpreter = os.environ.get("TRITON_INTERPRET") == "1"
+    spawner = Spawner(device)  # while the project's modules can still be imported
     step("containment")
     for name in list(sys.modules):
         top = name.split(".")[0]
@@ -221,10 +328,9 @@ def main() -> None:
             sys.modules.pop(name, None)
     sys.path[:] = [p for p in sys.path if p and Path(p).resolve() != Path(PROJECT_ROOT)]
     sys.meta_path.insert(0, _ProjectBlocker())
-    device = os.environ.get("KMC_CANDIDATE_DEVICE", "cpu")
-    interpreter = os.environ.get("TRITON_INTERPRET") == "1"
     ended: dict[int, int] = {}
     _send(control, {"ready": True, "pid": os.getpid(), "subreaper": subreaper, "startup": startup,
+                    "root": spawner.root, "sandboxed": spawner.spec is not None,
                     "startup_profile": _top_lines(profiler) if profiler is not None else ""})
     while True:
         message, fds = _recv(control)
@@ -232,13 +338,14 @@ def main() -> None:
             break
         _reap(ended)
         if message.get("op") == "spawn" and len(fds) == 1:
+            setting = spawner.next()
             pid = os.fork()
             if pid == 0:
                 code = 0
                 try:
                     control.close()
                     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                    _child(fds[0], device, interpreter)
+                    _child(fds[0], device, interpreter, setting)
                 except BaseException:  # noqa: BLE001 - a child never returns into the template's loop
                     import traceback
 
@@ -247,12 +354,10 @@ def main() -> None:
                 finally:
                     os._exit(code)
             os.close(fds[0])
-            _send(control, {"pid": pid})
+            _send(control, {"pid": pid, "folder": setting.folder, "cache": setting.cache})
         elif message.get("op") == "status":
             pid = int(message["pid"])
-            with contextlib.suppress(ChildProcessError):
-                done, status = os.waitpid(pid, 0)
-                ended[done] = status
+            _wait_for(pid, ended, float(message.get("wait") or 0) or None)
             exit_code = os.waitstatus_to_exitcode(ended.pop(pid)) if pid in ended else None
             _send(control, {"pid": pid, "status": exit_code})
         else:

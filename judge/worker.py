@@ -198,11 +198,12 @@ class Worker:
 
         self.clock = PhaseClock()
         self._refill_spares()
+        self._check_boundary()
 
     def _compile_helpers(self) -> list[Path]:
         """On a GPU: Triton's driver helpers (its C utilities and launcher, built with the system
         C compiler on first use and kept in the Triton cache) compiled once here, by the judge,
-        into its own cache. Each source's cache is seeded with copies of them (`_plan`), so a
+        into its own cache. Each source's cache is seeded with copies of them (`_lend_cache`), so a
         candidate process does not rebuild them (seconds per source) and never writes into what
         another process loads."""
         if self.target.interpreter:
@@ -298,6 +299,26 @@ class Worker:
                 started.start()
             self.spares.append((proc, started))
 
+    def _check_boundary(self) -> None:
+        """The first spare must come up inside its boundary (judge/sandbox.py), on a GPU with
+        its device context made there: where it cannot, no candidate could be judged, and the
+        worker stops with one line saying why (runners/pool.py reports it) instead of judging
+        every candidate a crash."""
+        if not self.spares:
+            raise SystemExit("judge worker: no candidate process could be forked")
+        proc, started = self.spares[0]
+        try:
+            if started is not None:
+                started.join(SPARE_START_S)
+                if not proc.ready:
+                    raise RuntimeError(proc.start_error or "its GPU context was not made in time")
+            else:
+                proc.wait_ready(60.0)
+        except Exception as exc:  # noqa: BLE001 - any failure here stops the worker, said in one line
+            why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            print(f"judge worker: a candidate process could not start: {why}", file=sys.stderr)
+            raise SystemExit(f"judge worker: a candidate process could not start: {why}") from None
+
     @staticmethod
     def _start_on_device(proc: Any, timeout: float) -> None:
         """A fresh candidate process makes its GPU context while this worker holds the GPU's gate
@@ -308,12 +329,15 @@ class Worker:
         `KMC_GATE_CONTEXTS=0` it holds no ticket (an experiment, `CONTEXT_GATE_ENV`). Failures
         are left to whoever uses the process next (it finds it dead or not ready)."""
         asked = time.perf_counter()
-        with contextlib.suppress(Exception), _context_ticket():
-            entered = time.perf_counter()
-            proc.start_device()
-            proc.wait_ready(timeout)
-            # Read into the job's steps by `_candidate` (`$KMC_JOB_STEPS`): the spare's own wait.
-            proc.spare_steps = {"spare:gate": entered - asked, "spare:context": time.perf_counter() - entered}
+        try:
+            with _context_ticket():
+                entered = time.perf_counter()
+                proc.start_device()
+                proc.wait_ready(timeout)
+                # Read into the job's steps by `_candidate` (`$KMC_JOB_STEPS`): the spare's own wait.
+                proc.spare_steps = {"spare:gate": entered - asked, "spare:context": time.perf_counter() - entered}
+        except Exception as exc:  # noqa: BLE001 - kept for `_check_boundary`; the next user finds it not ready
+            proc.start_error = f"{type(exc).__name__}: {exc}"
 
     def _restart_template(self) -> None:
         """A template that died (a candidate that reached it, where no seccomp filter stops
@@ -323,27 +347,22 @@ class Worker:
         self.template.close()
         self.template = TemplateProcess(self.device)
 
-    def _plan(self, source: str) -> dict[str, Any]:
-        self.counter += 1
-        plan: dict[str, Any] = {"folder": str(self.tmp / f"cand-{self.counter}"),
-                                "allow_exec": not self.target.interpreter,
-                                "tmp_cap_mb": int(os.environ.get(TMP_CAP_ENV, "256"))}
-        if not self.target.interpreter:
-            # A Triton cache per source: duplicates reuse their kernels, and no candidate can plant
-            # a binary where another candidate (or the expert) will look for its own. The pool's
-            # workers share them (runners/pool.py): a duplicate judged by another worker
-            # compiles nothing. They live apart from the judge's own entries, which `_compile_helpers`
-            # lists: nothing a candidate wrote is ever taken for a helper.
-            cache = self.triton_cache / SOURCE_CACHES / hashlib.sha256(source.encode()).hexdigest()[:24]
-            cache.mkdir(parents=True, exist_ok=True)
-            self._seed(cache)
-            if self.user:
-                for path in (cache, *cache.rglob("*")):
-                    os.chown(path, *self.user)
-            plan["writable"] = [str(cache)]
-        if self.user:
-            plan["uid"], plan["gid"] = self.user
-        return plan
+    def _lend_cache(self, proc: Any, source: str) -> None:
+        """On a GPU, the source's own Triton cache lent to the process that judges it
+        (judge/source_caches.py): duplicates reuse their kernels, and no candidate can plant a
+        binary where another source's candidate (or the expert) will look for its own. The
+        pool's workers share the sources' caches (runners/pool.py): a duplicate judged by another
+        worker compiles nothing. They live apart from the judge's own entries, which
+        `_compile_helpers` lists: nothing a candidate wrote is ever taken for a helper."""
+        if self.target.interpreter or not proc.cache:
+            return
+        from judge.source_caches import fill
+
+        cache = self.triton_cache / SOURCE_CACHES / hashlib.sha256(source.encode()).hexdigest()[:24]
+        cache.mkdir(parents=True, exist_ok=True)
+        self._seed(cache)
+        fill(cache, Path(proc.cache), self.user)
+        proc.source_cache = cache
 
     def _candidate(self, limit: float) -> Any:
         """A ready candidate process, its clock started: the spare when it is alive (it can
@@ -441,10 +460,10 @@ class Worker:
         try:
             with self.clock("start"):
                 proc = self._candidate(limit)
-            proc.plan = self._plan(job["source"])
+            self._lend_cache(proc, job["source"])
             with self.clock("compile"):  # writing and importing the candidate, in its process
                 reply, _ = proc.request({"op": "load", "source": job["source"], "entry_point": task.entry_point,
-                                         "allowed_ops": list(task.allowed_torch_ops), "plan": proc.plan})
+                                         "allowed_ops": list(task.allowed_torch_ops)})
             self.contained = str(reply.get("contained", ""))[:500]
             if reply.get("ok") is not True:
                 return Verdict(str(reply.get("kind", "runtime_error")), str(reply.get("message", ""))[:4000],
@@ -532,6 +551,7 @@ class Worker:
         tool_path = sh.which("compute-sanitizer")
         if tool_path is None:
             return dataclasses.replace(verdict, message="compute-sanitizer not found; not sanitized")
+        self.counter += 1
         for tool in ("memcheck", "racecheck"):
             log = self.tmp / f"sanitize-{self.counter}-{tool}.log"
             template = TemplateProcess(self.device, prefix=(tool_path, "--tool", tool, "--target-processes", "all",
@@ -542,9 +562,9 @@ class Worker:
                 with gpu_gate(exclusive=False, clock=self.clock):
                     proc.start_device()
                     proc.wait_ready(600.0)
-                proc.plan = self._plan(job["source"])
+                self._lend_cache(proc, job["source"])
                 reply, _ = proc.request({"op": "load", "source": job["source"], "entry_point": task.entry_point,
-                                         "allowed_ops": list(task.allowed_torch_ops), "plan": proc.plan})
+                                         "allowed_ops": list(task.allowed_torch_ops)})
                 if reply.get("ok") is True:
                     judge_cases(task, RemoteRunner(proc), cases, self.device, False)
             finally:
@@ -664,6 +684,9 @@ def _task_sources(argv: list[str]) -> list[str]:
 
 
 def main() -> None:
+    from judge.containment import undumpable
+
+    undumpable()
     task_sources = _task_sources(sys.argv[1:])
     inp, out = _protocol_streams()
     from judge.template import launch

@@ -25,6 +25,7 @@ from bench.oneshot import CorpusError, OneShotLibrary, open_library
 from bench.registry import get_task, load_sources, profile_id, suite_tasks
 from bench.task import GEAK_EVAL_PROFILE, Task
 from judge.device import Target, detect_target, environment_info
+from judge.sandbox import require as require_sandbox
 from methods.registry import create_method, load_method_modules, method_class, method_options
 from modelio.dryrun import DryRunEstimate
 from modelio.ledger import BudgetExhausted, Charge, Ledger, ModelCallFailed, ReplayDiverged
@@ -93,7 +94,8 @@ def run_executor(config: CompareConfig, target: Target, clocks_locked: bool = Fa
 
         return RayExecutor(target, actors=config.workers, job_timeout=config.job_timeout_s,
                            address=None if config.ray_address == "local" else config.ray_address,
-                           task_sources=config.task_sources, clocks_locked=clocks_locked, sanitize=config.sanitize)
+                           task_sources=config.task_sources, clocks_locked=clocks_locked, sanitize=config.sanitize,
+                           unsandboxed=config.unsandboxed)
     except ImportError as exc:
         raise ConfigError(str(exc)) from None
     except (RuntimeError, ConnectionError, ValueError) as exc:
@@ -108,7 +110,7 @@ def local_executor(config: CompareConfig, target: Target, clocks_locked: bool = 
         prepare = ()  # an unknown task is reported where the run resolves its tasks
     return LocalPool(target, workers=config.workers, job_timeout=config.job_timeout_s, worker_user=config.worker_user,
                      task_sources=config.task_sources, clocks_locked=clocks_locked, sanitize=config.sanitize,
-                     prepare=prepare)
+                     prepare=prepare, unsandboxed=config.unsandboxed)
 
 
 class Progress:
@@ -622,8 +624,12 @@ def run_compare(config: CompareConfig, options: CompareOptions | None = None) ->
         clock_lock = contextlib.nullcontext()
     elif opts.resume is None:
         clock_lock = _clock_lock(start_target(config), opts.lock_clocks, opts.on_message)  # likewise
+    if not exact_replay and opts.resume is None:
+        require_sandbox(config.unsandboxed)  # refused before a run folder exists
     prepared = prepare_run(config, opts.out, opts.resume, opts.resume_with)
     config, run_dir, resumed = prepared.config, prepared.run_dir, prepared.resumed
+    if not exact_replay and resumed:
+        require_sandbox(config.unsandboxed)  # as the run was started: its recorded choice
     if replayed_target is not None:
         machine, target = detect_target(force_cpu=config.device == "cpu"), replayed_target
     else:

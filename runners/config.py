@@ -82,6 +82,9 @@ class CompareConfig:
     timing_policy: TimingPolicy = field(default_factory=TimingPolicy)
     worker_user: str | None = None  # run candidate processes as this user (judge/privileges.py)
     sanitize: bool = False  # final submissions also under compute-sanitizer memcheck/racecheck (NVIDIA)
+    # Candidates run without the sandbox (judge/sandbox.py), with only best-effort containment:
+    # the user's accepted risk where the sandbox cannot be built; printed on the report.
+    unsandboxed: bool = False
     # Judge on a Ray cluster instead of local workers (runners/ray_executor.py, extra `cluster`):
     # "local" starts a Ray instance on this machine, anything else is the address ray.init takes
     # ("auto" for a running cluster); None: the local pool.
@@ -153,6 +156,8 @@ class CompareConfig:
             raise ConfigError(f"answer_format must be fenced or json, got {self.answer_format!r}")
         if not isinstance(self.json_mode, bool):
             raise ConfigError(f"json_mode must be true or false, got {self.json_mode!r}")
+        if not isinstance(self.unsandboxed, bool):
+            raise ConfigError(f"unsandboxed must be true or false, got {self.unsandboxed!r}")
         if self.json_mode and self.answer_format != "json":
             raise ConfigError("json_mode (constrained JSON decoding) needs answer_format: json, so every prompt "
                               "asks for the JSON object the decoder enforces")

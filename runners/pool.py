@@ -53,6 +53,8 @@ from judge.gate import GATE_ENV
 from judge.internal_tests import DEFAULT_TEST_TIMEOUT_S, JOB_KIND, InternalTestReport
 from judge.policy import FEEDBACK_SHORT, TimingPolicy
 from judge.privileges import hand_over, resolve_worker_user, worker_environment
+from judge.sandbox import UNSANDBOXED_ENV, risk_accepted
+from judge.sandbox import require as require_sandbox
 from judge.verdict import Evaluation, Verdict
 from judge.worker import INPUT_CACHE_ENV, PREPARE_ENV
 from runners.references import RunReferences
@@ -356,7 +358,7 @@ class LocalPool:
                  task_sources: list[str] | tuple[str, ...] = (), clocks_locked: bool = False,
                  sanitize: bool = False, plan: WorkerPlan | None = None, gate_on_cpu: bool = False,
                  gate_folder: Path | None = None, prepare: tuple[str, ...] = (),
-                 extra_env: dict[str, str] | None = None):
+                 extra_env: dict[str, str] | None = None, unsandboxed: bool | None = None):
         """`workers`: how many judging workers (default: as many as the machine allows,
         runners/sizing.py; `plan` gives a layout already made). `gate_on_cpu`: interpreter
         workers share one fair gate too, as one GPU's workers do (the lanes tested on the CPU).
@@ -371,8 +373,13 @@ class LocalPool:
         each worker draws while its template starts (judge/worker.py `PREPARE_ENV`). `extra_env`:
         variables for the workers beyond the allow-listed ones this process passes on
         (`scrubbed_env`), e.g. the throughput benchmark's bytecode folder; the pool's own
-        settings win over them."""
+        settings win over them. `unsandboxed`: candidates run without the sandbox
+        (judge/sandbox.py), only the best-effort containment: the user accepted that risk
+        (`--unsandboxed`; None: as this process's command said, judge/sandbox.py `accept_risk`)."""
+        unsandboxed = risk_accepted() if unsandboxed is None else unsandboxed
+        require_sandbox(unsandboxed)  # SandboxRefused, before any worker or folder exists
         self.sanitize = sanitize
+        self.unsandboxed = unsandboxed
         self.target = target
         user = resolve_worker_user(worker_user) if worker_user else None
         devices = visible_devices(target)
@@ -395,6 +402,7 @@ class LocalPool:
             # candidate source under it): a source judged again by another worker compiles nothing.
             extra_env.setdefault("TRITON_CACHE_DIR", str(self.workdir / "triton-cache"))
         extra_env[CLOCKS_LOCKED_ENV] = "1" if clocks_locked else "0"  # never a value inherited from our shell
+        extra_env[UNSANDBOXED_ENV] = "1" if unsandboxed else "0"  # likewise
         extra_env[PREPARE_ENV] = ",".join(prepare)
         extra_env[PROBE_DIR_ENV] = str(self.workdir / "probes")  # adapted tasks' new shapes, decided once per pool
         if self.plan.input_cache_mib is not None and not target.interpreter:

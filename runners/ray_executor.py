@@ -67,7 +67,7 @@ class _EvalActor:
 
     def __init__(self, target_json: dict[str, Any], job_timeout: float, startup_timeout: float,
                  task_sources: tuple[str, ...] = (), role: str = JUDGING, gate_token: str | None = None,
-                 clocks_locked: bool = False, sanitize: bool = False) -> None:
+                 clocks_locked: bool = False, sanitize: bool = False, unsandboxed: bool = False) -> None:
         from runners.pool import LocalPool, visible_devices
 
         target = Target(**{**target_json, "device_count": 0 if target_json["interpreter"] else 1})
@@ -76,7 +76,7 @@ class _EvalActor:
         self.gate = gate_folder(gate_token, devices[0] if devices else "cpu") if gate_token else None
         self.pool = LocalPool(target, workers=1, job_timeout=job_timeout, startup_timeout=startup_timeout,
                               task_sources=task_sources, gate_on_cpu=self.gate is not None, gate_folder=self.gate,
-                              clocks_locked=clocks_locked, sanitize=sanitize)
+                              clocks_locked=clocks_locked, sanitize=sanitize, unsandboxed=unsandboxed)
 
     def evaluate(self, task_id: str, source: str, case_set: str, timing: bool,
                  timing_policy: dict[str, Any] | None, timeout: float | None) -> dict[str, Any]:
@@ -112,18 +112,19 @@ class RayExecutor:
                  job_timeout: float | None = None, startup_timeout: float = 300.0,
                  ray_init_kwargs: dict[str, Any] | None = None, task_sources: list[str] | tuple[str, ...] = (),
                  timing_actors: int | None = None, lanes_on_cpu: bool = False, clocks_locked: bool = False,
-                 sanitize: bool = False) -> None:
+                 sanitize: bool = False, unsandboxed: bool = False) -> None:
         """`actors`: judging actors (default: per GPU, the cluster's CPUs per GPU less one for
         the timer; on the interpreter, its CPUs less the timing actors). `timing_actors`: one per
         GPU by default (on the interpreter none, or one with `lanes_on_cpu`). `clocks_locked` and
-        `sanitize`: as the local pool's (the clocks are locked by whoever runs the nodes)."""
+        `sanitize` and `unsandboxed`: as the local pool's (the clocks are locked by whoever runs
+        the nodes; each actor's pool probes its node for the sandbox)."""
         ray = _import_ray()
         self._ray = ray
         self.target = target
         self.task_sources = tuple(task_sources)  # each actor's worker loads them (the paths must exist there)
         self.job_timeout = job_timeout or (600.0 if target.interpreter else 180.0)
         self.startup_timeout = startup_timeout
-        self.clocks_locked, self.sanitize = clocks_locked, sanitize
+        self.clocks_locked, self.sanitize, self.unsandboxed = clocks_locked, sanitize, unsandboxed
         self._started_ray = False
         if not ray.is_initialized():
             kwargs: dict[str, Any] = {"address": address, "include_dashboard": False, "log_to_driver": False}
@@ -176,7 +177,7 @@ class RayExecutor:
     def _new_actor(self, role: str) -> Any:
         return self._actor_cls.options(**self._options).remote(
             self.target.to_json(), self.job_timeout, self.startup_timeout, self.task_sources, role, self._gate_token,
-            self.clocks_locked, self.sanitize)
+            self.clocks_locked, self.sanitize, self.unsandboxed)
 
     def warm_up(self) -> None:
         """Nothing to do: the actors start their workers when they are created."""

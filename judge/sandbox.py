@@ -1,0 +1,585 @@
+"""The candidate's boundary, built by the kernel: namespaces, no capability, an allow-listed root.
+
+Python-level guards (the import blocker, the launch record) are a second line; this is the
+first. A candidate process used to run as the judge's uid, in the judge's PID namespace, with
+the host's procfs: it could write the worker's memory through /proc/<pid>/mem, copy the
+worker's sockets with pidfd_getfd, read the expert kernels from the project tree, and leave
+processes and SysV segments behind. Here, in the template's freshly forked child (one thread,
+before the candidate's source exists, before any GPU context), `enter`:
+
+1. unshares a user and a PID namespace: uid/gid `INSIDE_ID` inside maps to the toolkit's own
+   uid outside (or `--worker-user`'s, switched to first); then forks. The child is PID 1 of the
+   new namespace, so everything it starts dies with it; the parent (the "keeper", outside that
+   namespace, so the child cannot name it: its getppid() is 0) relays the child's stderr,
+   capped, waits, and exits as it did, so the judge sees one process whose status is the
+   candidate's;
+2. in the child: new mount, network, IPC and UTS namespaces, and a root built on a small tmpfs
+   from an allow-list (`Layout`): read-only binds of the interpreter, the Python and system
+   libraries, a few files of /etc, the GPU's device nodes and driver folders, /sys; a fresh
+   procfs (it shows only the namespace's own processes); size-capped tmpfs mounts for /tmp and
+   /dev/shm; on a GPU its own writable Triton cache. The project tree, the run folder, other
+   workers, the host's /tmp and the rest of /dev are not in it (a bound folder that holds one of
+   them gets an empty tmpfs over it). The old root is detached after pivot_root;
+3. drops every capability (bounding, ambient, permitted, effective, inheritable), locks the
+   securebits so no exec can bring one back, sets no_new_privs, and closes every descriptor but
+   its channel (stdin and stdout /dev/null, stderr the keeper's pipe).
+
+What it cannot build raises `SandboxError` with one line saying why (no user namespaces, a
+procfs the kernel will not mount, ...); the CLI then refuses candidate code unless the user
+accepts the risk with `--unsandboxed` (`refusal`). The seccomp filter (judge/containment.py)
+completes it when the source arrives.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import glob
+import os
+import platform
+import signal
+import socket
+import stat
+import sys
+import sysconfig
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
+INSIDE_ID = 1000  # the candidate's uid and gid inside its user namespace: not root there either
+CANDIDATE_FOLDER = "/tmp/kmc-candidate"  # inside the sandbox, on its capped /tmp
+TRITON_CACHE = "/var/cache/kmc-triton"  # inside the sandbox: the candidate's own writable Triton cache
+UNSANDBOXED_ENV = "KMC_UNSANDBOXED"  # "1": the user accepted running candidates without the sandbox
+
+CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x02000000, 0x04000000, 0x08000000
+CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
+NAMESPACE_FLAGS = CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID \
+    | CLONE_NEWNET
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
+MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
+MNT_DETACH = 2
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_SECUREBITS = 1, 4, 24, 28
+PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 38, 47, 4
+# noroot, no-setuid-fixup, keep-caps and no-ambient-raise, each set (where it restricts) and locked
+SECUREBITS = 0b11101111
+AT_FDCWD, AT_RECURSIVE = -100, 0x8000
+MOUNT_ATTR_RDONLY, MOUNT_ATTR_NOSUID = 0x1, 0x2
+_SYSCALLS = {"x86_64": {"pivot_root": 155, "capset": 126, "mount_setattr": 442},
+             "aarch64": {"pivot_root": 41, "capset": 91, "mount_setattr": 442}}
+STDERR_CAP = 64 << 10  # bytes of a candidate's stderr the keeper passes on to the worker's log
+
+ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "passwd", "group", "nsswitch.conf",
+             "localtime", "hosts", "os-release")
+SYSTEM_TREES = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin")
+BASIC_DEVICES = ("null", "zero", "full", "random", "urandom")
+GPU_DEVICE_GLOBS = ("/dev/nvidia*", "/dev/nvidia-caps", "/dev/dri", "/dev/kfd")
+GPU_TREE_GLOBS = ("/opt/rocm*", "/usr/local/nvidia", "/usr/local/cuda*", "/run/nvidia-persistenced")
+TOOL_ENVS = ("CUDA_HOME", "CUDA_PATH", "ROCM_PATH", "HIP_PATH", "TRITON_PTXAS_PATH", "TRITON_CUOBJDUMP_PATH",
+             "TRITON_NVDISASM_PATH", "TRITON_HIP_LLD_PATH", "CC")
+
+
+class SandboxError(RuntimeError):
+    """The sandbox cannot be built here; the message is one line saying why."""
+
+
+class SandboxRefused(ValueError):
+    """Candidate code refused: no sandbox here and `--unsandboxed` not given (one line, exit 2)."""
+
+
+@dataclass(frozen=True)
+class Spec:
+    """What every candidate of one template gets. Read from the template's own environment when
+    it starts (`from_environment`), never from a message: a spawn request carries nothing that
+    shapes the boundary."""
+
+    gpu: bool = False
+    tmp_cap_mb: int = 256
+    outside_uid: int | None = None  # --worker-user: switched to before the user namespace is made
+    outside_gid: int | None = None
+    hidden: tuple[str, ...] = ()  # host folders never visible (the project tree, run folders, ...)
+
+    @classmethod
+    def from_environment(cls, gpu: bool, hidden: Iterable[str] = ()) -> Spec:
+        from judge.privileges import GID_ENV, UID_ENV
+
+        # The worker's own folders (its working folder, temporary files, the sources' Triton
+        # caches): hidden wherever a bound folder holds them.
+        extra = [os.getcwd(), *filter(None, (os.environ.get("TMPDIR"), os.environ.get("TRITON_CACHE_DIR")))]
+        uid, gid = os.environ.get(UID_ENV), os.environ.get(GID_ENV)
+        return cls(gpu=gpu, tmp_cap_mb=int(os.environ.get("KMC_CANDIDATE_TMP_MB", "256")),
+                   outside_uid=int(uid) if uid else None, outside_gid=int(gid) if gid else None,
+                   hidden=tuple(dict.fromkeys([*hidden, *extra])))
+
+
+@dataclass(frozen=True)
+class Bind:
+    """One read-only (or, for the Triton cache, writable) bind into the new root."""
+
+    source: str  # host path
+    target: str  # path inside the sandbox
+    writable: bool = False
+    device: bool = False  # a device node or a folder of them: bound as it is (no nodev)
+
+
+@dataclass
+class Layout:
+    """The sandbox's filesystem, as an allow-list: everything else is absent."""
+
+    binds: list[Bind] = field(default_factory=list)
+    symlinks: dict[str, str] = field(default_factory=dict)  # inside path -> link text (merged /usr)
+    hidden: list[str] = field(default_factory=list)  # inside paths covered by an empty tmpfs
+
+    @classmethod
+    def for_spec(cls, spec: Spec, cache: str | None) -> Layout:
+        layout = cls(hidden=sorted({os.path.realpath(p) for p in spec.hidden if p}))
+        for top in SYSTEM_TREES:
+            if os.path.islink(top):
+                layout.symlinks[top] = os.readlink(top)
+            elif os.path.isdir(top):
+                layout.add(top)
+        for name in ETC_FILES:
+            layout.add(f"/etc/{name}")
+        for path in (*python_paths(), *library_paths(), *tool_paths()):
+            layout.add(path)
+        for name in BASIC_DEVICES:
+            layout.add(f"/dev/{name}", device=True)
+        layout.add("/sys")
+        if spec.gpu:
+            for pattern in GPU_DEVICE_GLOBS:
+                for path in sorted(glob.glob(pattern)):
+                    layout.add(path, device=True)
+            for pattern in GPU_TREE_GLOBS:
+                for path in sorted(glob.glob(pattern)):
+                    layout.add(path)
+        if cache:
+            layout.binds.append(Bind(os.path.realpath(cache), TRITON_CACHE, writable=True))
+        layout.hidden = [h for h in layout.hidden if any(_within(h, b.target) and h != b.target for b in layout.binds)]
+        return layout
+
+    def add(self, path: str, device: bool = False) -> None:
+        """`path` (and its real path, where a link leads elsewhere) bound read-only, unless a
+        folder already bound shows it. A hidden path is never bound, and what lies below one is
+        bound on its own (a virtual environment inside the project tree)."""
+        if not path or not os.path.isabs(path) or not os.path.exists(path):
+            return
+        real = os.path.realpath(path)
+        for target in dict.fromkeys([os.path.normpath(path), real]):
+            if _under_link(target, self.symlinks) or target in self.hidden \
+                    or any(self._shows(b.target, target) for b in self.binds):
+                continue
+            self.binds = [b for b in self.binds if not self._shows(target, b.target)]
+            self.binds.append(Bind(real if target == real else os.path.realpath(target), target, device=device))
+
+    def _shows(self, folder: str, path: str) -> bool:
+        """Whether a bind of `folder` already shows `path` (no hidden path between them)."""
+        return _within(path, folder) and not any(_within(path, h) and _within(h, folder) and h != folder
+                                                 for h in self.hidden)
+
+
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def _under_link(path: str, links: dict[str, str]) -> bool:
+    return any(_within(path, link) for link in links)
+
+
+def python_paths() -> list[str]:
+    """The interpreter, its prefixes, the import path's package folders and PYTHONPATH's
+    folders (not every import path entry: the project root and the worker's folder, the
+    template's working folder, are entries too)."""
+    paths = [os.path.dirname(os.path.realpath(sys.executable)), sys.prefix, sys.exec_prefix, sys.base_prefix,
+             sys.base_exec_prefix]
+    paths += [p for p in sysconfig.get_paths().values() if p]
+    paths += [p for p in sys.path if os.path.isabs(p) and ("site-packages" in p or "dist-packages" in p)]
+    paths += [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+              if os.path.isabs(p) and os.path.realpath(p) != PROJECT_ROOT]
+    for name in ("torch", "triton", "numpy"):
+        module = sys.modules.get(name)
+        if module is not None and getattr(module, "__file__", None):
+            paths.append(os.path.dirname(os.path.realpath(str(module.__file__))))
+    return paths
+
+
+def library_paths() -> list[str]:
+    """Where the dynamic loader looks: LD_LIBRARY_PATH and ld.so.conf's folders (a GPU driver's
+    libcuda is opened only when the context is made, after the sandbox is built)."""
+    paths = [p for p in os.environ.get("LD_LIBRARY_PATH", "").split(":") if p]
+    confs = ["/etc/ld.so.conf", *sorted(glob.glob("/etc/ld.so.conf.d/*.conf"))]
+    for conf in confs:
+        with contextlib.suppress(OSError):
+            for line in Path(conf).read_text().splitlines():
+                line = line.split("#")[0].strip()
+                if line.startswith("/"):
+                    paths.append(line)
+    return paths
+
+
+def tool_paths() -> list[str]:
+    """Folders the GPU toolchain is named in by the environment (ptxas, the C compiler, ROCm)."""
+    paths = []
+    for name in TOOL_ENVS:
+        value = os.environ.get(name, "")
+        if value.startswith("/"):
+            paths.append(value if os.path.isdir(value) else os.path.dirname(value))
+    return paths
+
+
+# ---------------------------------------------------------------------------------------------
+# System calls
+
+
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _check(rc: int, what: str) -> None:
+    if rc != 0:
+        err = ctypes.get_errno()
+        raise SandboxError(f"{what}: {os.strerror(err)}")
+
+
+def _syscall(name: str, *args: object) -> int:
+    numbers = _SYSCALLS.get(platform.machine())
+    if numbers is None:
+        raise SandboxError(f"no system call numbers for {platform.machine()}")
+    return int(_libc().syscall(numbers[name], *args))
+
+
+def _prctl(option: int, value: int, arg3: int = 0) -> int:
+    return int(_libc().prctl(option, ctypes.c_ulong(value), ctypes.c_ulong(arg3), 0, 0))
+
+
+def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    rc = _libc().mount(source.encode() if source else None, target.encode(), fstype.encode() if fstype else None,
+                       ctypes.c_ulong(flags), data.encode() if data else None)
+    _check(rc, f"mount {target}")
+
+
+def _unshare(flags: int, what: str) -> None:
+    _check(_libc().unshare(flags), f"unshare ({what})")
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w") as f:
+        f.write(text)
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64), ("propagation", ctypes.c_uint64),
+                ("userns_fd", ctypes.c_uint64)]
+
+
+def _read_only_tree(target: str) -> None:
+    """`target` and every mount below it read-only and nosuid: mount_setattr(AT_RECURSIVE)
+    where the kernel has it (5.12 on), else each mount below remounted on its own."""
+    attr = _MountAttr(MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0, 0, 0)
+    with contextlib.suppress(SandboxError):
+        if _syscall("mount_setattr", AT_FDCWD, target.encode(), AT_RECURSIVE, ctypes.byref(attr),
+                    ctypes.sizeof(attr)) == 0:
+            return
+    for point in sorted(p for p in _mount_points() if _within(p, target)):
+        with contextlib.suppress(SandboxError):  # a mount already locked read-only by its owner
+            _mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID)
+    flags = Path("/proc/self/mountinfo").read_text()
+    for line in flags.splitlines():
+        parts = line.split()
+        if len(parts) > 5 and parts[4] == target and "ro" not in parts[5].split(","):
+            raise SandboxError(f"{target} could not be made read-only")
+
+
+def _mount_points() -> list[str]:
+    with open("/proc/self/mountinfo") as f:
+        return [line.split()[4].replace("\\040", " ") for line in f if len(line.split()) > 4]
+
+
+# ---------------------------------------------------------------------------------------------
+# Building it
+
+
+@dataclass
+class Entered:
+    """What the sandboxed child keeps: its channel's descriptor (renumbered) and one line saying
+    what holds."""
+
+    channel: int
+    statement: str
+
+
+def enter(spec: Spec, channel: int, cache: str | None = None, layout: Layout | None = None) -> Entered:
+    """Called in the template's forked child, which must have one thread. Returns in the
+    sandboxed grandchild only; the child becomes its keeper and never returns. `layout`: the
+    allow-list read once by the template (`Layout.for_spec` without a cache), else read here."""
+    if layout is None:
+        layout = Layout.for_spec(spec, cache)
+    elif cache:
+        layout = Layout([*layout.binds, Bind(os.path.realpath(cache), TRITON_CACHE, writable=True)],
+                        dict(layout.symlinks), list(layout.hidden))
+    # The fork of a non-dumpable template is not dumpable either, and its /proc/self files then
+    # belong to a root its own user namespace cannot map (it could not write its uid_map).
+    _prctl(PR_SET_DUMPABLE, 1)
+    outside_uid, outside_gid = _switch_outside_user(spec)
+    _unshare(CLONE_NEWUSER | CLONE_NEWPID, "user and PID namespaces")
+    _write("/proc/self/setgroups", "deny")
+    _write("/proc/self/uid_map", f"{INSIDE_ID} {outside_uid} 1\n")
+    _write("/proc/self/gid_map", f"{INSIDE_ID} {outside_gid} 1\n")
+    errors_r, errors_w = os.pipe()
+    pid = os.fork()
+    if pid != 0:
+        _keep(pid, errors_r, errors_w, channel)
+    os.close(errors_r)
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    _unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP,
+             "mount, network, IPC, UTS and cgroup namespaces")
+    _build_root(layout, spec)
+    with contextlib.suppress(OSError):
+        socket.sethostname("kmc-sandbox")
+    channel = _only_descriptors(channel, errors_w)
+    _drop_privileges()
+    held = [f"user, PID, mount, network, IPC and UTS namespaces (PID {os.getpid()} of its own)",
+            f"uid {INSIDE_ID} inside (uid {outside_uid} outside), no capabilities, no_new_privs",
+            f"an allow-listed read-only root with a {spec.tmp_cap_mb} MiB /tmp and /dev/shm, its own procfs",
+            "no descriptor but its channel"]
+    return Entered(channel, "; ".join(held))
+
+
+def _switch_outside_user(spec: Spec) -> tuple[int, int]:
+    """The uid the candidate has outside its namespace: `--worker-user`'s when one is named (as
+    root), else the toolkit's own."""
+    if spec.outside_uid is not None and spec.outside_gid is not None and os.geteuid() == 0:
+        os.setgroups([])
+        os.setresgid(spec.outside_gid, spec.outside_gid, spec.outside_gid)
+        os.setresuid(spec.outside_uid, spec.outside_uid, spec.outside_uid)
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # cleared by the change of credentials
+    return os.geteuid(), os.getegid()
+
+
+def _keep(pid: int, errors_r: int, errors_w: int, channel: int) -> None:
+    """The keeper: outside the candidate's PID namespace (the candidate cannot name it), it
+    passes the candidate's stderr on (capped), waits for it and ends as it did."""
+    code = 70
+    try:
+        os.close(errors_w)
+        os.close(channel)
+        passed = 0
+        while True:
+            chunk = os.read(errors_r, 65536)
+            if not chunk:
+                break
+            if passed < STDERR_CAP:
+                os.write(2, chunk[:STDERR_CAP - passed])
+                passed += len(chunk)
+        _, status = os.waitpid(pid, 0)
+        if os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            with contextlib.suppress(OSError, ValueError):
+                signal.signal(sig, signal.SIG_DFL)
+                os.kill(os.getpid(), sig)
+            code = 128 + sig
+        else:
+            code = os.waitstatus_to_exitcode(status)
+    finally:
+        os._exit(code)
+
+
+def _build_root(layout: Layout, spec: Spec) -> None:
+    """The allow-listed root, pivoted into; the host's root detached."""
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    # Every source opened before anything is covered: a library or the cache may live under
+    # /tmp, where the new root is built.
+    opened = [(bind, os.open(bind.source, os.O_PATH | os.O_CLOEXEC)) for bind in layout.binds]
+    root = "/tmp"
+    _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,mode=0755")
+    try:
+        for path, text in layout.symlinks.items():
+            os.symlink(text, root + path)
+        # The fresh mounts first: a library bound under /tmp (a checkout and its virtual
+        # environment there) then lands on the private /tmp instead of being covered by it.
+        _mount_fresh(root, spec)
+        for bind, fd in sorted(opened, key=lambda item: item[0].target.count("/")):
+            _bind(root, bind, fd, layout)
+        for path in layout.hidden:  # made read-only once what lies below them is bound
+            _mount(None, root + path, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, "size=64k,mode=0755")
+    finally:
+        for _, fd in opened:
+            os.close(fd)
+    os.chdir(root)
+    _check(_syscall("pivot_root", b".", b"."), "pivot_root")
+    _check(_libc().umount2(b".", MNT_DETACH), "detaching the host's root")
+    os.chdir("/")
+    _mount(None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
+def _bind(root: str, bind: Bind, fd: int, layout: Layout) -> None:
+    target = root + bind.target
+    is_dir = stat.S_ISDIR(os.fstat(fd).st_mode)
+    parent = os.path.dirname(target) if not is_dir else target
+    os.makedirs(parent, exist_ok=True)
+    if not is_dir and not os.path.exists(target):
+        os.close(os.open(target, os.O_CREAT | os.O_WRONLY, 0o644))
+    _mount(f"/proc/self/fd/{fd}", target, None, MS_BIND | MS_REC)
+    if bind.writable:
+        _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV)
+    elif not bind.device:
+        _read_only_tree(target)
+    else:
+        with contextlib.suppress(SandboxError):  # a device node's mount: read-only where it can be
+            _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_NOSUID | (0 if is_dir else MS_RDONLY))
+    for hidden in layout.hidden:
+        if _within(hidden, bind.target) and hidden != bind.target:
+            _hide(root + hidden)
+
+
+def _hide(target: str) -> None:
+    """An empty tmpfs over `target` (a project tree inside a bound folder); read-only once
+    the binds below it are made (`_build_root`)."""
+    if os.path.isdir(target) and target not in _mount_points():
+        _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=0755")
+
+
+def _mount_fresh(root: str, spec: Spec) -> None:
+    """A procfs of the new PID namespace, capped tmpfs mounts, /dev's links."""
+    os.makedirs(root + "/proc", exist_ok=True)
+    try:
+        _mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    except SandboxError as exc:
+        raise SandboxError(f"{exc} (the kernel refused a procfs for the candidate's PID namespace; "
+                           "a container that masks parts of /proc does this)") from None
+    cap = f"size={spec.tmp_cap_mb}m,mode=1777"
+    for path in ("/tmp", "/dev/shm"):
+        os.makedirs(root + path, exist_ok=True)
+        _mount("tmpfs", root + path, "tmpfs", MS_NOSUID | MS_NODEV, cap)
+    os.makedirs(root + CANDIDATE_FOLDER, mode=0o700, exist_ok=True)
+    for name, text in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
+                       ("stderr", "/proc/self/fd/2")):
+        with contextlib.suppress(FileExistsError):
+            os.symlink(text, f"{root}/dev/{name}")
+
+
+def _only_descriptors(channel: int, errors_w: int) -> int:
+    """Every descriptor closed but the channel (renumbered 3) and stdio: stdin and stdout
+    /dev/null, stderr the keeper's pipe. Returns the channel's number."""
+    null = os.open("/dev/null", os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    os.dup2(errors_w, 2)
+    if channel != 3:
+        os.dup2(channel, 3, inheritable=False)
+    os.closerange(4, _descriptor_limit())  # `null` and `errors_w` among them, now that they are copied
+    return 3
+
+
+def _descriptor_limit() -> int:
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return soft if soft > 0 else 1 << 16
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def _drop_privileges() -> None:
+    """No capability left, none to regain: bounding set emptied, securebits locked, ambient
+    cleared, the sets zeroed, no_new_privs."""
+    last = int(Path("/proc/sys/kernel/cap_last_cap").read_text())
+    for cap in range(last + 1):
+        _check(_prctl(PR_CAPBSET_DROP, cap), f"dropping capability {cap} from the bounding set")
+    _check(_prctl(PR_SET_SECUREBITS, SECUREBITS), "locking the securebits")
+    _check(_prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL), "clearing the ambient capabilities")
+    header = _CapHeader(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
+    data = (_CapData * 2)()
+    _check(_syscall("capset", ctypes.byref(header), ctypes.byref(data)), "capset")
+    _check(_prctl(PR_SET_NO_NEW_PRIVS, 1), "no_new_privs")
+    # Readable to itself (a fork of the non-dumpable template is not, and its own /proc/self
+    # files then belong to a root it cannot map).
+    _prctl(PR_SET_DUMPABLE, 1)
+    status = Path("/proc/self/status").read_text()
+    for line in status.splitlines():
+        key, _, value = line.partition(":")
+        if key in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb") and int(value.strip(), 16) != 0:
+            raise SandboxError(f"{key} is {value.strip()} after dropping every capability")
+
+
+# ---------------------------------------------------------------------------------------------
+# Before a run: can it be built here?
+
+
+def unsandboxed() -> bool:
+    return os.environ.get(UNSANDBOXED_ENV) == "1"
+
+
+_PROBED: list[str | None] = []
+_ACCEPTED: list[bool] = []
+
+
+def accept_risk() -> None:
+    """`--unsandboxed` on a command without a run config (eval, verify, bench check, score):
+    this process's pools run candidates without the sandbox."""
+    _ACCEPTED.append(True)
+
+
+def risk_accepted() -> bool:
+    return bool(_ACCEPTED)
+
+
+def require(accepted_risk: bool) -> None:
+    """Before anything runs candidate code: SandboxRefused where the sandbox cannot be built,
+    unless the user accepted the risk (`--unsandboxed`). Probed once per process."""
+    if accepted_risk:
+        return
+    if not _PROBED:
+        _PROBED.append(probe())
+    if _PROBED[0] is not None:
+        raise SandboxRefused(refusal(_PROBED[0]))
+
+
+def probe(gpu: bool = False) -> str | None:
+    """Builds a sandbox in a throwaway child and checks what it sees: None where it works, else
+    one line saying why not. Costs a fork and a few dozen mounts (tens of milliseconds)."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            os.close(read_fd)
+            spec = Spec.from_environment(gpu, hidden=[PROJECT_ROOT])
+            entered = enter(spec, write_fd)
+            os.write(entered.channel, b"ok " + _self_check().encode())
+        except BaseException as exc:  # noqa: BLE001 - reported through the pipe
+            with contextlib.suppress(OSError):
+                os.write(write_fd, f"no {exc}".encode()[:2000])
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    with os.fdopen(read_fd, "rb") as f:
+        answer = f.read().decode(errors="replace")
+    os.waitpid(pid, 0)
+    if answer.startswith("ok "):
+        problem = answer[3:]
+        return problem or None
+    return answer[3:].strip() or "the sandbox's probe ended without a word"
+
+
+def _self_check() -> str:
+    """'' when the sandboxed process is PID 1, sees no other process and no project file."""
+    others = [p for p in os.listdir("/proc") if p.isdigit() and p != str(os.getpid())]
+    if os.getpid() != 1 or others:
+        return f"the sandbox's PID namespace is not its own (pid {os.getpid()}, others {others[:5]})"
+    if os.path.exists(os.path.dirname(os.path.abspath(__file__))):
+        return "the project tree is visible inside the sandbox"
+    return ""
+
+
+def refusal(reason: str) -> str:
+    """The one line the CLI prints (exit 2) when candidates would run without the boundary."""
+    return (f"the candidate sandbox cannot be built here ({reason}); candidate code would run with "
+            "the toolkit's own privileges. Pass --unsandboxed to accept that risk (recorded in the run's "
+            "config and printed on its report).")
