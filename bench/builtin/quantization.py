@@ -122,7 +122,7 @@ register_task(RoundingTiesTask(
         Mutation("missing_carry", "amax = tl.maximum(amax, tl.max(tl.abs(x), axis=0))", "amax = tl.max(tl.abs(x), axis=0)",
                  note="the row max of the last block only: right only for rows that fit one block"),
         Mutation("wrong_divisor", "scale = tl.maximum(amax, 1e-8) / 127.0", "scale = tl.maximum(amax, 1e-8) / 128.0",
-                 note="int8 values stay within one step, but the scales are off by 0.8%"),
+                 note="the scales are off by 0.8%, and q by one step wherever that moves x / scale past a half"),
         Mutation("wrong_clamp", "q = tl.minimum(tl.maximum(q, -127.0), 127.0)", "q = tl.minimum(tl.maximum(q, 0.0), 127.0)"),
         Mutation("wrong_scale_output", "tl.store(scale_ptr + row, scale)", "tl.store(scale_ptr + row, amax)"),
         Mutation("tuning", "BLOCK_SIZE = 1024", "BLOCK_SIZE = 2048", breaks=False),
