@@ -27,7 +27,6 @@ from judge.launchers import MAX_NOTED
 from judge.oracle import CallReport
 from judge.source_caches import harvest
 
-
 ENDING_WAIT_S = 1.0
 """How long a candidate process whose channel closed may take to end on its own before it is
 killed: its status is then the candidate's (a segfault's SIGSEGV), not the kill's."""
