@@ -102,7 +102,7 @@ class CompareConfig:
     # ("fenced" or GEAK-v1's "json" object); constrained JSON decoding for every code-writing
     # call of every method, or none (needs answer_format json).
     oneshot_corpus: str | None = None
-    oneshot_threshold: float = 0.5
+    oneshot_threshold: float = 0.8
     answer_format: str = "fenced"
     json_mode: bool = False
     # GPU evaluations per unit (visible feedback plus runs of a method's own tests), enforced

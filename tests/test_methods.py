@@ -316,25 +316,28 @@ def test_knowledge_prompts_cover_the_injection_rules(vendor: str, must: list[str
 @pytest.mark.slow
 def test_the_guard_never_lets_a_near_copy_of_any_tasks_answer_through() -> None:
     """Over all 31 built-in tasks and every program of the built-in corpus: a program the guard
-    allows for a task is never the task's own and is less than 0.5 similar to the task's expert
-    kernel (recomputed here, independently of the guard's cache), and retrieval returns only
-    allowed programs, so no example shown to any method in any call is a near-copy. About 20 s
-    (difflib on 31 x 31 kernel pairs)."""
+    allows for a task is never the task's own and is less than DEFAULT_THRESHOLD similar to the
+    task's expert kernel (recomputed here, independently of the guard's cache), and retrieval
+    returns only allowed programs, so no example shown to any method in any call is a near-copy.
+    (Issue 43 made the measure structural, 0.8 its threshold: 0.5 of the old raw-text measure let
+    attention see causal_attention's expert.) About 20 s (difflib on 31 x 31 kernel pairs)."""
+    from bench.oneshot import DEFAULT_THRESHOLD as limit
+
     tasks = [t for t in all_tasks() if t.source == "builtin"]
     assert len(tasks) == 31
     corpus = Corpus(builtin_programs())
     for task in tasks:
-        guard = GuardedRetriever(corpus, task.id, task_answers(task), threshold=0.5)
+        guard = GuardedRetriever(corpus, task.id, task_answers(task), threshold=limit)
         expert = task.baseline_source()
         allowed = [i for i in range(len(corpus)) if guard.allowed(i)]
         assert len(allowed) >= 10, task.id  # the guarded corpus still has examples to show
         for i, program in enumerate(corpus.programs):
             if i in allowed:
-                assert program.name != f"task:{task.id}" and similarity(program.code, expert) < 0.5, (task.id, i)
+                assert program.name != f"task:{task.id}" and similarity(program.code, expert) < limit, (task.id, i)
         for by, query in (("description", task.instruction), ("code", expert)):
             shown = guard.best(query, by)
             assert shown is not None and corpus.programs.index(shown.program) in allowed, (task.id, by)
-            assert shown.similarity < 0.5
+            assert shown.similarity < limit
 
 
 def test_the_guard_excludes_the_near_answers_the_leak_was_found_with() -> None:
@@ -345,6 +348,17 @@ def test_the_guard_excludes_the_near_answers_the_leak_was_found_with() -> None:
         guard = GuardedRetriever(corpus, task_id, task_answers(task), threshold=0.5)
         index = next(i for i, p in enumerate(corpus.programs) if p.name == f"task:{sibling}")
         assert guard.similarity_of(index) >= 0.7 and not guard.allowed(index), (task_id, sibling)
+    # Issue 43: the measure reads code (names and literals abstracted, autojunk off), so the
+    # near-templates the raw-text measure scored low are kept out at the default threshold.
+    from bench.oneshot import DEFAULT_THRESHOLD
+
+    for task_id, sibling in (("attention", "causal_attention"), ("row_max", "argmax"), ("cumprod", "cummax"),
+                             ("embedding", "index_select"), ("embedding", "gather")):
+        guard = GuardedRetriever(corpus, task_id, task_answers(get_task(task_id)), DEFAULT_THRESHOLD)
+        index = next(i for i, p in enumerate(corpus.programs) if p.name == f"task:{sibling}")
+        assert not guard.allowed(index), (task_id, sibling, guard.similarity_of(index))
+    assert similarity("x = a + 1  # add\n", "y = b + 2\n") == 1.0  # renamed, relabelled, comments: one structure
+    assert similarity("x = a + 1\n", "x = a * 1\n") < 1.0
     # An exact copy under another name is excluded at any threshold, 1.0 included.
     twin = Program("elsewhere:0", "anything", get_task("vector_add").baseline_source())
     guard = GuardedRetriever(Corpus([twin, *corpus.programs]), "vector_add", task_answers(get_task("vector_add")),
@@ -717,7 +731,7 @@ def test_configs_parse_and_resolve() -> None:
     assert {(k, m[k]["knowledge"], m[k]["oneshot"]) for k in m} == {(k, True, True) for k in m}
     assert m["reflexion"]["impl_temperature"] > 0  # matched: trials are independent draws
     assert all(m[k]["code_max_tokens"] == 15000 for k in m) and matched.json_mode is False
-    assert matched.answer_format == "fenced" and matched.oneshot_threshold == 0.5
+    assert matched.answer_format == "fenced" and matched.oneshot_threshold == 0.8
     p = resolve_methods(paper)
     assert p["direct"]["max_samples"] == 1 and p["direct"]["temperature"] == 0.0
     assert p["direct"]["knowledge"] is False and p["direct"]["oneshot"] is False

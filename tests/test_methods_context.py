@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from bench.oneshot import open_library
+from bench.oneshot import DEFAULT_THRESHOLD, open_library
 from bench.registry import get_task
 from judge import verdict as jv
 from judge.device import Target
@@ -67,7 +67,7 @@ def make_unit(tmp_path: Path, budget: int = 10, method: str = "m", **options: An
     task = get_task(options.pop("task_id", "row_sum"))
     executor = options.pop("executor", ScriptedExecutor())
     evaluator = Evaluator(executor, store, CPU)
-    examples = open_library(threshold=0.5).for_task(task)
+    examples = open_library(threshold=DEFAULT_THRESHOLD).for_task(task)
     return UnitContext(task, ledger.account(method, task.id, 0), evaluator, store, "nvidia", examples=examples,
                        **options), store
 
@@ -201,7 +201,7 @@ def test_examples_are_guarded_and_every_shown_example_is_recorded_per_call(tmp_p
     rows = [dict(r) for r in store.query("SELECT * FROM examples ORDER BY call_index")]
     assert [r["call_index"] for r in rows] == [0, 2]
     assert all(r["program"] != "task:row_max" and r["program"] != "task:row_sum" for r in rows)
-    assert all(0 <= r["similarity"] < 0.5 and r["query_by"] == "description" for r in rows)
+    assert all(0 <= r["similarity"] < DEFAULT_THRESHOLD and r["query_by"] == "description" for r in rows)
 
 
 # ---------------------------------------------------------------- feedback and the evaluation budget
@@ -273,13 +273,13 @@ def test_no_example_shown_to_any_method_on_any_builtin_task_is_a_near_copy(tmp_p
     """All three built-in methods on all 31 built-in tasks with oneshot on, through the real
     context and store (scripted verdicts alternate wrong and correct, so GEAK debugs and
     retrieves by code too): every example any call showed is recorded, and its similarity to
-    the task's expert kernel, recomputed here from the stored program, is below 0.5."""
+    the task's expert kernel, recomputed here from the stored program, is below the threshold."""
     import methods  # noqa: F401 - registers the built-ins
     from bench.oneshot import similarity
     from bench.registry import all_tasks
     from methods.registry import create_method
 
-    library = open_library(threshold=0.5)
+    library = open_library(threshold=DEFAULT_THRESHOLD)
     programs = {p.name: p.code for p in library.corpus.programs}
     store = Store(tmp_path / "store.sqlite")
     ledger = Ledger(SimulatedModel(), store, 8)
@@ -307,8 +307,8 @@ def test_no_example_shown_to_any_method_on_any_builtin_task_is_a_near_copy(tmp_p
     for r in rows:
         expert = get_task(r["task"]).baseline_source()
         assert r["program"] != f"task:{r['task']}"
-        assert similarity(programs[r["program"]], expert) < 0.5, r
-        assert r["similarity"] < 0.5
+        assert similarity(programs[r["program"]], expert) < DEFAULT_THRESHOLD, r
+        assert r["similarity"] < DEFAULT_THRESHOLD
 
 
 def test_a_resume_refuses_a_changed_oneshot_corpus(tmp_path: Path) -> None:

@@ -170,10 +170,10 @@ def test_a_run_reports_examples_independence_and_curves_against_evaluations(tmp_
     methods = result.summary["methods"]
     for name in ("direct", "reflexion", "geak"):
         shown = methods[name]["oneshot_examples"]
-        assert shown["shown"] > 0 and shown["similarity_max"] < 0.5, (name, shown)
+        assert shown["shown"] > 0 and shown["similarity_max"] < 0.8, (name, shown)
     assert methods["reflexion"]["runs_independent"] is False and methods["geak"]["runs_independent"] is True
     recorded = json.loads((result.run_dir / "config.json").read_text())["resolved"]["oneshot"]
-    assert recorded["corpus"] == "builtin" and recorded["threshold"] == 0.5 and recorded["programs"] >= 31
+    assert recorded["corpus"] == "builtin" and recorded["threshold"] == 0.8 and recorded["programs"] >= 31
     files = write_report([result.run_dir], tmp_path / "report", n_resamples=200)
     text = files.report.read_text()
     assert "## One-shot examples" in text and "## Failed model calls" in text
