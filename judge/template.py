@@ -144,6 +144,10 @@ def _child(sock_fd: int, device: str, interpreter: bool, setting: CandidateSetti
             return
         sock_fd = entered.channel
         plan = dataclasses.replace(plan, sandbox=entered.statement)
+        # The host's home and temporary folders are not in the sandbox: Triton, torch and
+        # tempfile find a writable one where they look.
+        os.environ.update({"HOME": "/tmp", "TMPDIR": "/tmp", "TRITON_HOME": "/tmp"})
+        tempfile.tempdir = None
     serve_candidate(socket.socket(fileno=sock_fd), device, interpreter, plan)
 
 
