@@ -7,7 +7,8 @@ One trial, in the default `feedback="internal"` mode (the paper's):
    `extract_tests`: top-level test functions that parse, take no arguments, carry no
    decorator and contain an assert; the first `n_tests` are kept; the paper says "up to 6",
    5 keeps the prompt and the run short);
-2. an implementation call (temperature `impl_temperature`, 0);
+2. an implementation call (temperature `impl_temperature`: 1.0 by default, the temperature of every
+   other method's code-writing calls; the paper's 0 in configs/paper.yaml);
 3. while the implementation fails its tests and fewer than `max_iters` implementations
    exist: a self-reflection call (sees only the implementation and its test results) and a
    re-implementation call (sees the task, the previous implementation, the test results and
@@ -75,7 +76,7 @@ class Implementation:
 
 @register_method("reflexion")
 class Reflexion:
-    def __init__(self, max_iters: int = 5, impl_temperature: float = 0.0, reflect_temperature: float = 0.2,
+    def __init__(self, max_iters: int = 5, impl_temperature: float = 1.0, reflect_temperature: float = 0.2,
                  feedback: str = "internal", n_tests: int = 5, knowledge: bool = True, oneshot: bool = True,
                  code_max_tokens: int | None = CODE_MAX_TOKENS, text_max_tokens: int | None = TEXT_MAX_TOKENS):
         if feedback not in FEEDBACK_MODES:

@@ -130,6 +130,19 @@ class Charge:
     replayed: bool
 
 
+def matched_eval_cap(budget: int, budget_unit: str) -> int | None:
+    """GPU evaluations per unit that match a calls budget: one per two calls, at least 1.
+
+    Why: GEAK-v1 spends exactly 2 calls and 1 evaluation per iteration, and Reflexion one
+    evaluation per implementation call (every other call); direct prompting would evaluate
+    every call's sample, twice the GPU compute at the same calls. Under this cap every method
+    gets the same GPU evaluations as well as the same calls. None for a token budget: there is
+    no call count to derive it from (summary.json says evaluations are then not matched)."""
+    if budget_unit != "calls":
+        return None
+    return max(1, int(budget) // 2)
+
+
 def stable_seed(*parts: Any) -> int:
     digest = hashlib.sha256(json.dumps(parts, default=str).encode()).digest()
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF

@@ -16,7 +16,9 @@ Also per method: errored_units and failed_calls (ints: units that ended on a mod
 that failed for good, and those calls; design invariant 10), oneshot_examples (how many
 one-shot examples calls showed, and their largest and mean similarity to the task's answer,
 null when none), runs_independent (the method's declaration for its runs; pass@k over runs
-is computed only when true). The per-method entry is built in one place (`method_entry`), so
+is computed only when true). Top level `matched` says what the run matched across methods
+(budget, implementation temperature, GPU-evaluation cap per unit) and what it did not. The
+per-method entry is built in one place (`method_entry`), so
 fields added later land beside these.
 """
 
@@ -26,6 +28,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from modelio.ledger import matched_eval_cap
 from results.analysis import Headline, headline
 from results.labels import SIMULATED_BANNER, interval_text
 from results.method_stats import MethodStats, SpeedupStats
@@ -111,6 +114,31 @@ def comparison_entry(c: Comparison) -> dict[str, Any]:
                 "ci": [_num(w.t_interval.lo), _num(w.t_interval.hi)] if w.t_interval is not None else None}}
 
 
+def matched_entry(data: RunData) -> dict[str, Any]:
+    """What the run matched across methods and what it did not (issue 43): the budget (always,
+    by the ledger), the temperature of each method's code-writing calls, and the cap on GPU
+    evaluations per unit (config.json's eval_budget, else the matched cap when match_evals;
+    a run recorded before match_evals existed had none)."""
+    info = data.first
+    opts = info.options
+    temps = {m: o.get("impl_temperature", o.get("temperature")) for m, o in data.method_options.items()}
+    known = [t for t in temps.values() if t is not None]
+    same_temp = len(set(known)) == 1 and len(known) == len(temps)
+    cap = opts.get("eval_budget")
+    if cap is None and opts.get("match_evals", False):
+        cap = matched_eval_cap(info.budget, info.budget_unit)
+    unmatched = []
+    if not same_temp:
+        unmatched.append("implementation temperature: " + ", ".join(f"{m} {t}" for m, t in temps.items()))
+    if cap is None:
+        unmatched.append("GPU evaluations per unit: not capped (counted per method under gpu_evals)")
+    if info.budget_unit == "calls":
+        unmatched.append("tokens: counted, not matched (the budget is in calls)")
+    return {"budget": {"unit": info.budget_unit, "per_unit": info.budget, "matched": True},
+            "implementation_temperature": temps, "same_temperature": same_temp,
+            "gpu_eval_cap_per_unit": cap, "gpu_evals_matched": cap is not None, "not_matched": unmatched}
+
+
 def summarize(h: Headline) -> dict[str, Any]:
     data: RunData = h.data
     info = data.first
@@ -126,6 +154,7 @@ def summarize(h: Headline) -> dict[str, Any]:
         "bootstrap": {"resamples": h.n_resamples, "seed": h.seed},
         "methods": {},
         "comparisons": [comparison_entry(c) for c in h.comparisons],
+        "matched": matched_entry(data),
     }
     for method in info.methods:
         m = h.methods.get(method)

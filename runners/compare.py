@@ -248,7 +248,7 @@ class CompareRun:
         account = self.ledger.account(unit.method, unit.task, unit.repeat)
         ctx = UnitContext(task, account, self.evaluator, self.store, self.target.vendor,
                           examples=self.oneshot.for_task(task), answer_format=self.config.answer_format,
-                          json_mode=self.config.json_mode, eval_budget=self.config.eval_budget)
+                          json_mode=self.config.json_mode, eval_budget=self.config.effective_eval_budget())
         method = create_method(unit.method, self.method_opts[unit.method])
         status, error = "done", None
         try:

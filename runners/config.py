@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from judge.policy import TimingPolicy
+from modelio.ledger import matched_eval_cap
 
 DEFAULT_METHODS = ("direct", "reflexion", "geak")
 # Options that hold a list of names. A config file may give one name as a plain string
@@ -106,8 +107,18 @@ class CompareConfig:
     answer_format: str = "fenced"
     json_mode: bool = False
     # GPU evaluations per unit (visible feedback plus runs of a method's own tests), enforced
-    # like the call budget; None: counted and reported, not capped.
+    # like the call budget; None: the matched cap when match_evals (one per two calls of a calls
+    # budget, modelio.ledger.matched_eval_cap), else counted and reported, not capped.
     eval_budget: int | None = None
+    # The default run is matched in GPU compute as well as in calls (issue 43): every method
+    # gets the same cap on evaluations per unit. configs/paper.yaml turns it off.
+    match_evals: bool = True
+
+    def effective_eval_budget(self) -> int | None:
+        """The cap on GPU evaluations per unit the run enforces (see eval_budget, match_evals)."""
+        if self.eval_budget is not None:
+            return self.eval_budget
+        return matched_eval_cap(self.budget, self.budget_unit) if self.match_evals else None
 
     def validate(self) -> None:
         if not _is_int(self.budget) or self.budget <= 0:
@@ -161,6 +172,8 @@ class CompareConfig:
         if self.json_mode and self.answer_format != "json":
             raise ConfigError("json_mode (constrained JSON decoding) needs answer_format: json, so every prompt "
                               "asks for the JSON object the decoder enforces")
+        if not isinstance(self.match_evals, bool):
+            raise ConfigError(f"match_evals must be true or false, got {self.match_evals!r}")
         if self.eval_budget is not None and (not isinstance(self.eval_budget, int) or isinstance(self.eval_budget, bool)
                                              or self.eval_budget < 1):
             raise ConfigError(f"eval_budget must be a positive integer or null, got {self.eval_budget!r}")

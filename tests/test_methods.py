@@ -196,7 +196,7 @@ def test_reflexion_calls_per_trial_internal_mode() -> None:
     assert reflexion.trial_calls == [1 + 1 + 2 * 2, 1 + 1 + 2 * 3, 1 + 1]  # type: ignore[attr-defined]
     assert ctx.roles[:6] == ["tests", "implement", "reflect", "implement", "reflect", "implement"]
     temps = {c.role: c.temperature for c in ctx.calls}
-    assert temps == {"tests": 0.2, "implement": 0.0, "reflect": 0.2}
+    assert temps == {"tests": 0.2, "implement": 1.0, "reflect": 0.2}  # implementations at 1.0 by default (issue 43)
     assert not ctx.visible_runs and len(ctx.test_runs) == 3 + 4 + 1  # tests only, never the visible cases
     # Each trial runs its own tests, against every implementation of that trial.
     assert len({tests for _, tests in ctx.test_runs[:3]}) == 1
@@ -740,9 +740,12 @@ def test_configs_parse_and_resolve() -> None:
     assert json.dumps(m) and json.dumps(p)  # recordable in config.json
 
 
-def test_matched_preset_differs_from_a_run_without_config_only_where_its_comment_says() -> None:
-    """configs/matched.yaml's first lines: the default run is the matched setting except
-    Reflexion's impl_temperature (the paper's 0 by default, 1.0 in the preset)."""
+def test_a_run_without_config_is_the_matched_setting() -> None:
+    """Issue 43: with no config every method's code-writing calls use one temperature (Reflexion's
+    implementation calls were at the paper's 0 against 1.0 for the others) and every method gets
+    the same cap on GPU evaluations per unit (direct prompting got twice GEAK's evaluations);
+    configs/matched.yaml spells out exactly the default, and configs/paper.yaml keeps the paper's
+    asymmetry (temperature 0, no cap) opt-in."""
     from runners.compare import resolve_methods
     from runners.config import CompareConfig, load_config_file
 
@@ -750,11 +753,17 @@ def test_matched_preset_differs_from_a_run_without_config_only_where_its_comment
     matched, default = CompareConfig.from_json(load_config_file(root / "matched.yaml")), CompareConfig()
     m, d = resolve_methods(matched), resolve_methods(default)
     differ = {(k, o, m[k].get(o), d[k].get(o)) for k in m for o in set(m[k]) | set(d[k]) if m[k].get(o) != d[k].get(o)}
-    assert differ == {("reflexion", "impl_temperature", 1.0, 0.0)}
+    assert differ == set()
     for field in ("budget", "budget_unit", "methods", "answer_format", "json_mode", "oneshot_corpus",
-                  "oneshot_threshold", "eval_budget"):
+                  "oneshot_threshold", "eval_budget", "match_evals"):
         assert getattr(matched, field) == getattr(default, field), field
-    assert "except one: Reflexion's impl_temperature" in (root / "matched.yaml").read_text()
+    temps = {d["direct"]["temperature"], d["reflexion"]["impl_temperature"], d["geak"]["temperature"]}
+    assert temps == {1.0}
+    assert default.effective_eval_budget() == 50 and CompareConfig(budget=10).effective_eval_budget() == 5
+    assert CompareConfig(budget=10, eval_budget=3).effective_eval_budget() == 3
+    paper = CompareConfig.from_json(load_config_file(root / "paper.yaml"))
+    assert paper.effective_eval_budget() is None and resolve_methods(paper)["reflexion"]["impl_temperature"] == 0.0
+    assert "uses exactly these options" in (root / "matched.yaml").read_text()
 
 
 # ---------------------------------------------------------------- one output contract (issue 13, item 3)
@@ -860,8 +869,8 @@ def test_geak_debug_prompt_after_a_reply_without_code_shows_that_reply_not_older
 def test_runs_are_declared_independent_only_when_sampled_above_temperature_zero() -> None:
     cases = [("direct", {}, True), ("direct", {"temperature": 0.0}, False), ("geak", {"iterations": 2}, True),
              ("geak", {"iterations": 2, "temperature": 0.0}, False),
-             ("reflexion", {}, False),  # the paper's impl_temperature 0
-             ("reflexion", {"impl_temperature": 1.0}, True)]
+             ("reflexion", {"impl_temperature": 0.0}, False),  # the paper's impl_temperature 0
+             ("reflexion", {}, True)]  # the default samples at 1.0 like the others (issue 43)
     for name, options, independent in cases:
         ctx = FakeContext(12, client=always_json(), tests=[suite_result(True)])
         run_until_spent(create_method(name, options), ctx)

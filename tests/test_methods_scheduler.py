@@ -159,13 +159,15 @@ def test_a_hostile_plugins_own_tests_cannot_read_hidden_cases_or_the_reference(
 @pytest.mark.slow
 def test_a_run_reports_examples_independence_and_curves_against_evaluations(tmp_path: Path) -> None:
     """Through the library call and the report: every example shown is below the guard's
-    threshold, Reflexion at the paper's temperature 0 declares its trials not independent
-    (no pass@k over them), and budget curves are drawn against GPU evaluations too."""
+    threshold, Reflexion at the paper's temperature 0 (set here: the default is 1.0) declares its
+    trials not independent (no pass@k over them), and budget curves are drawn against GPU
+    evaluations too."""
     from results.report import write_report
     from runners.compare import CompareOptions, run_compare
 
     config = CompareConfig(budget=6, methods=["direct", "reflexion", "geak"], tasks=["vector_add", "add_relu"], workers=1,
-                           device="cpu", method_options={"geak": {"iterations": 2}})
+                           device="cpu",
+                           method_options={"geak": {"iterations": 2}, "reflexion": {"impl_temperature": 0.0}})
     result = run_compare(config, CompareOptions(out=tmp_path / "runs"))
     methods = result.summary["methods"]
     for name in ("direct", "reflexion", "geak"):

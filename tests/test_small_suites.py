@@ -153,3 +153,24 @@ def test_plan_at_one_repeat_is_the_exact_ternary_power() -> None:
     plan = make_plan(30, 1, 0.5)
     assert 32 <= plan.mde_points <= 34 and "exact" in plan.to_json()["test"]
     assert make_plan(30, 3, 0.5).mde_points < plan.mde_points
+
+
+# ---------------------------------------------------------------------------- item 8: what was matched
+def test_summary_records_what_the_run_matched(tmp_path: Path) -> None:
+    import json
+
+    from results.summary import build_summary
+    from tests.fixtures.synthetic_run import make_synthetic_run
+
+    old = build_summary(make_synthetic_run(tmp_path / "old"))["matched"]  # a run before match_evals: no cap
+    assert old["gpu_eval_cap_per_unit"] is None and not old["gpu_evals_matched"]
+    assert old["implementation_temperature"] == {"direct": 1.0, "reflexion": 0.0, "geak": 1.0}
+    assert not old["same_temperature"] and any("reflexion 0.0" in x for x in old["not_matched"])
+    run = make_synthetic_run(tmp_path / "new")
+    config = json.loads((run / "config.json").read_text())
+    config["config"]["match_evals"] = True
+    config["resolved"]["method_options"]["reflexion"]["impl_temperature"] = 1.0
+    (run / "config.json").write_text(json.dumps(config))
+    new = build_summary(run)["matched"]
+    assert new["gpu_eval_cap_per_unit"] == 2 and new["gpu_evals_matched"] and new["same_temperature"]
+    assert new["not_matched"] == ["tokens: counted, not matched (the budget is in calls)"]
