@@ -426,6 +426,38 @@ def bench_check(suite: str | None, tasks: str | None, sources: tuple[str, ...], 
     sys.exit(1 if report.failed else 0)
 
 
+@bench.command("strength")
+@click.option("--suite", default=None, help="Suite whose expert kernels are mutated [default: full, or the --source's tasks].")
+@click.option("--tasks", default=None, help="Comma-separated task ids (overrides --suite).")
+@source_option
+@click.option("--mutants", type=click.IntRange(min=1), default=10, show_default=True, help="Mutants per task.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Chooses the mutants and draws the stress cases.")
+@click.option("--workers", type=int, default=None, help="Judging worker processes [default: 2 or the cores, if fewer].")
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="Folder for scores.csv, mutants.csv, strength.json and strength.png [default: runs/strength-<suite>-seed<S>].")
+@device_option
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def bench_strength(suite: str | None, tasks: str | None, sources: tuple[str, ...], mutants: int, seed: int,
+                   workers: int | None, out: Path | None, device: str | None, as_json: bool) -> None:
+    """Test strength: seeded mutants of each expert kernel judged by the suite's own tests, the
+    hidden cases and a larger stress set; mutation scores per task and suite (bench/strength)."""
+    from bench.strength.report import draw_figure, format_report, write_csv
+    from runners.strength import StrengthOptions, run_strength
+
+    report = run_strength(StrengthOptions(suite, tuple(_split(tasks) or ()), tuple(_sources(sources) or ()), mutants,
+                                          seed, workers, device),
+                          on_outcome=lambda o: _say(f"  {o.mutant}: suite {o.suite_verdict}, hidden {o.hidden_verdict}, "
+                                                    f"stress {o.stress_verdict} ({o.status})"),
+                          on_message=lambda m: _say(f"  {m}"))
+    folder = out or Path("runs") / f"strength-{report.suite_name.replace(':', '_').replace('/', '_')}-seed{seed}"
+    write_csv(report, folder)
+    (folder / "strength.json").write_text(json.dumps(report.to_json(), indent=2))
+    figure = draw_figure(report, folder / "strength.png")
+    click.echo(json.dumps(report.to_json(), indent=2) if as_json else format_report(report))
+    _say(f"{len(report.outcomes)} mutants in {report.seconds:.0f} s; csv in {folder}"
+         + (f", figure {figure}" if figure else ""))
+
+
 # ---------------------------------------------------------------------------- score
 @cli.command("score")
 @click.argument("output_dir", type=click.Path(path_type=Path))
