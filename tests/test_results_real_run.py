@@ -27,8 +27,10 @@ RES = 2000
 @pytest.fixture(scope="session")
 def real_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("real")
+    # --eval-budget: every call of the budget spent (the default's matched GPU cap, one evaluation
+    # per two calls, would stop direct prompting after its first evaluation; issue 43)
     proc = run_cli("compare", "--budget", str(BUDGET), "--tasks", "vector_add,flip", "--methods", "direct,geak",
-                   "--quiet", "--out", str(out), timeout=300)
+                   "--eval-budget", str(BUDGET), "--quiet", "--out", str(out), timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     (run_dir,) = [p for p in out.iterdir() if p.is_dir()]
     return run_dir
