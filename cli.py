@@ -433,19 +433,25 @@ def bench_check(suite: str | None, tasks: str | None, sources: tuple[str, ...], 
 @click.option("--mutants", type=click.IntRange(min=1), default=10, show_default=True, help="Mutants per task.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Chooses the mutants and draws the stress cases.")
 @click.option("--workers", type=int, default=None, help="Judging worker processes [default: 2 or the cores, if fewer].")
+@click.option("--stress-factor", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Stress cases (the ground truth) drawn per hidden case.")
+@click.option("--differential-factor", type=click.IntRange(min=0), default=5, show_default=True,
+              help="Differential cases per hidden case, for mutants no judge kills.")
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Folder for scores.csv, mutants.csv, strength.json and strength.png [default: runs/strength-<suite>-seed<S>].")
 @device_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def bench_strength(suite: str | None, tasks: str | None, sources: tuple[str, ...], mutants: int, seed: int,
-                   workers: int | None, out: Path | None, device: str | None, as_json: bool) -> None:
+                   workers: int | None, stress_factor: int, differential_factor: int, out: Path | None,
+                   device: str | None, as_json: bool) -> None:
     """Test strength: seeded mutants of each expert kernel judged by the suite's own tests, the
     hidden cases and a larger stress set; mutation scores per task and suite (bench/strength)."""
     from bench.strength.report import draw_figure, format_report, write_csv
     from runners.strength import StrengthOptions, run_strength
 
     report = run_strength(StrengthOptions(suite, tuple(_split(tasks) or ()), tuple(_sources(sources) or ()), mutants,
-                                          seed, workers, device),
+                                          seed, workers, device, stress_factor=stress_factor,
+                                          differential_factor=differential_factor),
                           on_outcome=lambda o: _say(f"  {o.mutant}: suite {o.suite_verdict}, hidden {o.hidden_verdict}, "
                                                     f"stress {o.stress_verdict} ({o.status})"),
                           on_message=lambda m: _say(f"  {m}"))

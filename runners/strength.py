@@ -235,7 +235,10 @@ def _serve(conn: Connection, sources: tuple[str, ...], interpreter: bool) -> Non
             reply = handlers[job["op"]](job)
         except Exception as exc:  # noqa: BLE001 - the judge's own side failed: said, not hidden
             reply = {"error": f"{type(exc).__name__}: {exc}"[:500]}
-        conn.send(reply)
+        try:
+            conn.send(reply)
+        except (BrokenPipeError, OSError):  # the parent is gone (killed, or gave up on this job)
+            return
 
 
 class _Worker:
