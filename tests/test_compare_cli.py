@@ -31,7 +31,9 @@ def _only_run_dir(out: Path) -> Path:
 @pytest.mark.slow
 def test_compare_budget_4_uses_exactly_the_budget(tmp_path: Path) -> None:
     started = time.monotonic()
-    proc = run_cli("compare", *SMOKE, "--out", str(tmp_path))
+    # --eval-budget 4: the call budget binds (the default's matched GPU cap, 2 evaluations per unit
+    # here, would stop direct prompting after 3 calls; issue 43)
+    proc = run_cli("compare", *SMOKE, "--eval-budget", "4", "--out", str(tmp_path))
     elapsed = time.monotonic() - started
     assert proc.returncode == 0, proc.stderr[-3000:]
     run_dir = _only_run_dir(tmp_path)

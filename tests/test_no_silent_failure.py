@@ -56,7 +56,9 @@ def test_an_endpoint_that_rejects_json_mode_errors_every_method_alike_and_says_s
 
 
 def test_every_7th_request_rejected_then_retry_errors_finishes_the_run(tmp_path: Path) -> None:
-    args = ("--model", "sim", "--budget", "6", "--tasks", "vector_add,add_relu", "--workers", "1", "--quiet")
+    # --eval-budget 6: every unit spends its whole call budget (the matched GPU cap would stop direct early)
+    args = ("--model", "sim", "--budget", "6", "--eval-budget", "6", "--tasks", "vector_add,add_relu", "--workers", "1",
+            "--quiet")
     with SimServer(options=ServerOptions(reject_every=7)) as server:
         proc = run_cli("compare", "--base-url", server.url, *args, "--out", str(tmp_path / "runs"), timeout=500)
         assert proc.returncode == 3, proc.stderr[-3000:]
