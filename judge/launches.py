@@ -17,7 +17,13 @@ it; counting launches cannot tell. Three records answer it:
   by an operation a recorder saw (while a call was recorded, or while the candidate module
   was imported: `registering`) from such memory. A launch given anything else (PyTorch run
   with the dispatch modes switched off or on another thread, whose modes are its own; numpy's
-  arrays) copies work the op record never saw: `UNRECORDED`, reported as a fallback.
+  arrays) copies work the op record never saw: `UNRECORDED`, reported as a fallback. Known
+  memory also loses its standing when it is written outside a recorded operation (PyTorch with
+  the modes off or on another thread `copy_`ing into a buffer a recorded op made, numpy writing
+  through `tensor.numpy()`): on the CPU each known storage carries a seal, the checksum of what
+  recorded operations and kernel stores last left in it, checked whenever an operation or a
+  launch reads it (`_intact`). Operations are matched by qualified name: only `aten` ops can be
+  allowed, so a custom op named `clone` in a candidate's namespace is not `aten::clone`.
 
 These records are self-reported by the process that runs candidate code: a candidate that
 sets out to disable them (pops the dispatch mode, patches this module) can pass a correct
@@ -27,8 +33,10 @@ from outside is who computed them (docs/ARCHITECTURE.md, threat model).
 
 from __future__ import annotations
 
+import ctypes
 import types
 import weakref
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -61,12 +69,17 @@ PARTLY_STORED = "(some elements were written by no kernel store)"
 HOST_COPY_LIMIT = 64  # elements: a bigger host->device copy inside the entry point is host-side compute
 UNRECORDED = "unrecorded_memory"
 """The fallback a launch given memory of unknown making reports (module docstring)."""
-UNRECORDED_WHY = ("a kernel was given memory that no recorded operation made: PyTorch run with its dispatch "
-                  "modes off or on another thread, or numpy")
+UNRECORDED_WHY = ("a kernel was given memory that no recorded operation made, or that was written outside one: "
+                  "PyTorch run with its dispatch modes off or on another thread, or numpy")
 _LIFTED = frozenset({"lift_fresh", "lift_fresh_copy"})  # torch.tensor(data) / from_numpy: Python's values made a tensor
 _KNOWN: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 """Storages that recorded operations made from known memory, by `storage_key`; an entry goes
 with its storage, so memory later reused at the same address is not taken for it."""
+_SEALS: dict[tuple[str, int], int] = {}
+"""CPU storages' checksums (`_digest`) as recorded operations or kernel stores last left them,
+by `storage_key`: known memory whose bytes differ was written out of the records' sight. Only
+trusted while the key is known (`_KNOWN` or the call's own arguments); stale ones are pruned
+when a call starts. Device memory has none: reading it back would cost a host sync per check."""
 
 
 def storage_key(t: torch.Tensor) -> tuple[str, int]:
@@ -127,12 +140,20 @@ def _after_launch(rec: CallRecord, tensors: list[torch.Tensor], stores_before: i
             end = start + t.untyped_storage().nbytes()
             if addresses.size and bool(((addresses >= start) & (addresses < end)).any()):
                 rec.derived[storage_key(t)] = _Derived("launch", t.untyped_storage().clone())
+                _reseal(rec, t)
     else:
         for t in tensors:
             key = storage_key(t)
             if key not in rec.inputs:
                 rec.derived[key] = _Derived("launch", t.untyped_storage().clone())
     rec.tensors.extend(tensors)
+
+
+def _reseal(rec: CallRecord, t: torch.Tensor) -> None:
+    """A kernel's stores landed in `t`'s storage: if it is known, its seal is what they left."""
+    keyed = _keyed(t)
+    if keyed is not None and _standing(rec, keyed[0]):
+        _seal(*keyed)
 
 
 def install_launch_recorder() -> None:
@@ -166,9 +187,11 @@ def install_launch_recorder() -> None:
             try:
                 return __original(self, *args, **kwargs)
             finally:
-                _S.in_launch -= 1
-                if rec is not None and _S.in_launch == 0:
-                    _after_launch(rec, tensors, before, __interp)
+                try:  # still inside the launch: the recorder's own snapshots are not recorded operations
+                    if rec is not None and _S.in_launch == 1:
+                        _after_launch(rec, tensors, before, __interp)
+                finally:
+                    _S.in_launch -= 1
 
         cls.run = run
     _install_store_recorder()
@@ -215,6 +238,59 @@ def _install_store_recorder() -> None:
         builder.create_atomic_cas = atomic_cas
 
 
+@dataclass(frozen=True)
+class _Op:
+    """What the recorder needs to know of an operation, worked out once per overload.
+
+    name: the overload packet's name for an `aten` op ("clone"), the qualified name for any
+    other namespace ("mylib::clone"), so a candidate's custom op never matches the allow-list
+    or the copy and allocation sets by its bare name. kind: "fresh" (new memory), "lifted"
+    (Python values made a tensor), "view" (outputs alias inputs, nothing written; `set_` too,
+    whose tensor takes on its source storage's standing), "write" (mutates arguments:
+    in-place and `out=` ops), "compute" (new outputs from its inputs). writes: the positions of
+    the arguments it mutates."""
+
+    name: str
+    kind: str
+    writes: tuple[int, ...] = ()
+
+
+_OPS: dict[Any, _Op] = {}
+
+
+def _op_info(func: Any) -> _Op:
+    op = _OPS.get(func)
+    if op is None:
+        op = _OPS[func] = _classify(func)
+    return op
+
+
+def _classify(func: Any) -> _Op:
+    namespace = getattr(func, "namespace", "aten")
+    packet = func.overloadpacket.__name__
+    name = packet if namespace == "aten" else f"{namespace}::{packet}"
+    schema = func._schema
+    writes = tuple(i for i, a in enumerate(schema.arguments) if a.alias_info is not None and a.alias_info.is_write)
+    if name in _LIFTED:
+        kind = "lifted"
+    elif name in _FRESH_OPS:
+        kind = "fresh"
+    elif name == "set_" or (not writes and schema.returns and all(r.alias_info is not None for r in schema.returns)):
+        kind = "view"
+    elif writes:
+        kind = "write"
+    else:
+        kind = "compute"
+    return _Op(name, kind, writes)
+
+
+def _written(op: _Op, func: Any, args: tuple, kwargs: dict[str, Any]) -> list[torch.Tensor]:
+    """The tensors an operation of kind "write" mutates (by its schema), positional or keyword."""
+    arguments = func._schema.arguments
+    values = [args[i] if i < len(args) else kwargs.get(arguments[i].name) for i in op.writes]
+    return _op_tensors(tuple(values))
+
+
 class _OpRecorder(TorchDispatchMode):
     """Records aten operations outside Triton launches and tracks storage provenance."""
 
@@ -231,13 +307,18 @@ class _OpRecorder(TorchDispatchMode):
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
-        out = func(*args, **kwargs)
+        if _S.in_launch:  # Triton's own moves of the launch's arguments; its stores are sealed after it
+            return func(*args, **kwargs)
         rec = _S.record
-        name = func.overloadpacket.__name__
+        op = _op_info(func)
+        name = op.name
         tensors_in = _op_tensors((*args, *kwargs.values()))
+        clean = _clean_before(rec, op, tensors_in)  # the inputs' standing before the op changes them
+        out = func(*args, **kwargs)
         tensors_out = [o for o in (out if isinstance(out, (tuple, list)) else (out,)) if isinstance(o, torch.Tensor)]
-        _vouch(rec, name, tensors_in, tensors_out)
-        if rec is None or _S.in_launch:
+        written = _written(op, func, args, kwargs) if op.kind == "write" else []
+        _vouch(rec, op, clean, tensors_in, [*written, *tensors_out])
+        if rec is None:
             return out
         rec.ops.append(name)
         if name not in _S.allowed:
@@ -295,16 +376,83 @@ def _keyed(t: torch.Tensor) -> tuple[tuple[str, int], torch.UntypedStorage] | No
     return (t.device.type, storage.data_ptr()), storage
 
 
-def _known(rec: CallRecord | None, t: torch.Tensor) -> bool:
-    """Whether `t`'s memory is the call's own argument or was made by recorded operations from
-    known memory (module docstring). A tensor without memory of its own is not in question."""
-    keyed = _keyed(t)
-    if keyed is None or keyed[1].nbytes() == 0:
+def _digest(storage: torch.UntypedStorage) -> int:
+    """CRC-32 of a CPU storage's bytes, read in place (no copy, nothing dispatched): about 2 GB/s."""
+    return zlib.crc32((ctypes.c_char * storage.nbytes()).from_address(storage.data_ptr()))
+
+
+def _seal(key: tuple[str, int], storage: torch.UntypedStorage) -> None:
+    """Remember what a CPU storage holds now, as a recorded operation or kernel store left it."""
+    if key[0] == "cpu" and storage.nbytes():
+        _SEALS[key] = _digest(storage)
+
+
+def _intact(key: tuple[str, int], storage: torch.UntypedStorage) -> bool:
+    """Whether a known storage still holds what the records last left in it. A CPU storage without
+    a seal yet is sealed now (nothing to compare with); device memory is not checked."""
+    if key[0] != "cpu":
         return True
-    key = keyed[0]
+    seal = _SEALS.get(key)
+    if seal is None:
+        _seal(key, storage)
+        return True
+    return _digest(storage) == seal
+
+
+def _standing(rec: CallRecord | None, key: tuple[str, int]) -> bool:
+    """Known by the records alone (the call's own argument, or made by recorded operations from
+    known memory), without reading the bytes."""
     if rec is not None and key in rec.tainted:
         return False
     return (rec is not None and key in rec.given) or key in _KNOWN
+
+
+def _known(rec: CallRecord | None, t: torch.Tensor) -> bool:
+    """Whether `t`'s memory is known (module docstring): its standing, and during a call on the
+    CPU its bytes still sealed; memory written out of the records' sight loses its standing
+    here. A tensor without memory of its own is not in question."""
+    keyed = _keyed(t)
+    if keyed is None or keyed[1].nbytes() == 0:
+        return True
+    key, storage = keyed
+    if not _standing(rec, key):
+        return False
+    if rec is not None and not _intact(key, storage):
+        _mark(rec, t, False)
+        return False
+    return True
+
+
+def _all_known(rec: CallRecord | None, tensors: list[torch.Tensor]) -> bool:
+    """`_known` for every tensor, each storage read once (views of one buffer are common)."""
+    seen: set[tuple[str, int]] = set()
+    clean = True
+    for t in tensors:
+        keyed = _keyed(t)
+        if keyed is None or keyed[0] in seen:
+            continue
+        seen.add(keyed[0])
+        clean = _known(rec, t) and clean  # every storage checked: a stale one loses its standing
+    return clean
+
+
+def _clean_before(rec: CallRecord | None, op: _Op, tensors_in: list[torch.Tensor]) -> bool:
+    """The standing of what an operation reads, taken before it runs (a write changes the bytes).
+    Views and set_ read no values, so their inputs' bytes are not checked; allocations and
+    lifts read none at all."""
+    if rec is None or op.kind in ("fresh", "lifted"):
+        return True
+    if op.kind == "view":
+        return all(k is None or not k[1].nbytes() or _standing(rec, k[0]) for k in map(_keyed, tensors_in))
+    if op.name in _OVERWRITE_OPS or (op.name == "copy_" and tensors_in and _covers_storage(tensors_in[0])):
+        tensors_in = tensors_in[1:]  # the destination's old bytes are all overwritten: only the source counts
+    return _all_known(rec, tensors_in)
+
+
+def _covers_storage(t: torch.Tensor) -> bool:
+    keyed = _keyed(t)
+    return (keyed is not None and t.is_contiguous() and t.storage_offset() == 0
+            and t.numel() * t.element_size() == keyed[1].nbytes())
 
 
 def _mark(rec: CallRecord | None, t: torch.Tensor, known: bool) -> None:
@@ -316,32 +464,50 @@ def _mark(rec: CallRecord | None, t: torch.Tensor, known: bool) -> None:
         _KNOWN[key] = storage
         if rec is not None:
             rec.tainted.discard(key)
+            _seal(key, storage)  # outside a call, `registering` seals everything once at its end
     else:
         _KNOWN.pop(key, None)
+        _SEALS.pop(key, None)
         if rec is not None:
             rec.tainted.add(key)
 
 
-def _vouch(rec: CallRecord | None, name: str, tensors_in: list[torch.Tensor], tensors_out: list[torch.Tensor]) -> None:
-    """Provenance of the memory an operation wrote: known when everything it read was. A copy
-    makes its destination what its source is; a view or an in-place result keeps its storage's
-    standing unless unknown memory went into it. A fresh allocation is known whatever a
-    `*_like` took its shape from; a tensor PyTorch lifted from Python values (`torch.tensor`,
-    `from_numpy`) is known when small, as a constant is (`HOST_COPY_LIMIT`)."""
+def _vouch(rec: CallRecord | None, op: _Op, clean: bool, tensors_in: list[torch.Tensor],
+           tensors_out: list[torch.Tensor]) -> None:
+    """Provenance of the memory an operation wrote (`tensors_out`: what it returned and the
+    arguments it mutated): known when everything it read was (`clean`, taken before it ran).
+    A view keeps its storage's standing (and seal) unless unknown memory went into it; a write
+    or a new result is known when clean, and sealed as it now is. A fresh allocation is known
+    whatever a `*_like` took its shape from; a tensor PyTorch lifted from Python values
+    (`torch.tensor`, `from_numpy`) is known when small, as a constant is (`HOST_COPY_LIMIT`)."""
     if rec is None:  # no call is running (an import, a method's own tests): nothing can hold an answer yet
         for o in tensors_out:
             _mark(rec, o, True)
         return
-    if name == "copy_" and len(tensors_in) >= 2:
-        _mark(rec, tensors_in[0], _known(rec, tensors_in[1]))
-        return
-    if name in _LIFTED or name in _FRESH_OPS:  # new memory: only a `*_like`'s shape comes from its input
+    if op.kind in ("fresh", "lifted"):  # new memory: only a `*_like`'s shape comes from its input
         for o in tensors_out:
-            _mark(rec, o, name in _FRESH_OPS or o.numel() <= HOST_COPY_LIMIT)
+            _mark(rec, o, op.kind == "fresh" or o.numel() <= HOST_COPY_LIMIT)
         return
-    clean = all(_known(rec, t) for t in tensors_in)
-    for o in tensors_out:  # a view's or an in-place result's too (`resize_` may have moved its memory)
-        _mark(rec, o, clean)
+    if op.kind == "view":
+        if not clean:
+            for o in tensors_out:
+                _mark(rec, o, False)
+        return
+    done: set[tuple[str, int]] = set()
+    for o in tensors_out:  # an in-place result's too (`resize_` may have moved its memory)
+        keyed = _keyed(o)
+        if keyed is not None and keyed[0] not in done:
+            done.add(keyed[0])
+            _mark(rec, o, clean)
+
+
+def _seal_known() -> None:
+    """Seal every known CPU storage as it is now, and forget seals of storages no longer known:
+    at the end of `registering`, where tensors were made and filled freely (numpy included)."""
+    for key in [k for k in _SEALS if k not in _KNOWN]:
+        del _SEALS[key]
+    for key, storage in list(_KNOWN.items()):
+        _seal(key, storage)
 
 
 def _check_provenance(rec: CallRecord, tensors: list[torch.Tensor]) -> None:
@@ -354,14 +520,19 @@ _NOT_HOLDERS = (type, str, bytes, int, float, bool, types.ModuleType, types.Func
                 types.MethodType)
 
 
-def given_storages(values: Any, depth: int = 0) -> set[tuple[str, int]]:
+def given_storages(values: Any) -> set[tuple[str, int]]:
     """The storages of every tensor `values` holds: in sequences, mappings and objects'
     attributes and slots (a module's parameters, a submodule's included), a few levels deep."""
+    return set(_given(values))
+
+
+def _given(values: Any, depth: int = 0) -> dict[tuple[str, int], torch.UntypedStorage]:
+    """`given_storages` with the storages themselves (to seal them)."""
     if isinstance(values, torch.Tensor):
         keyed = _keyed(values)
-        return set() if keyed is None else {keyed[0]}
+        return {} if keyed is None else {keyed[0]: keyed[1]}
     if depth > 6 or values is None or isinstance(values, _NOT_HOLDERS):
-        return set()
+        return {}
     if isinstance(values, dict):
         items: Any = list(values.values())
     elif isinstance(values, (tuple, list, set, frozenset)):
@@ -370,30 +541,45 @@ def given_storages(values: Any, depth: int = 0) -> set[tuple[str, int]]:
         items = list(getattr(values, "__dict__", {}).values())
         items += [getattr(values, name, None) for cls in type(values).__mro__
                   for name in getattr(cls, "__slots__", ()) if isinstance(name, str)]
-    found: set[tuple[str, int]] = set()
+    found: dict[tuple[str, int], torch.UntypedStorage] = {}
     for v in items:
-        found |= given_storages(v, depth + 1)
+        found.update(_given(v, depth + 1))
     return found
+
+
+def _take_given(rec: CallRecord, values: Any) -> None:
+    """The call's own arguments are known memory, sealed as the judge sent them: an answer
+    written into one out of the records' sight (and the input put back afterwards) is caught."""
+    given = _given(values)
+    rec.given |= set(given)
+    for key, storage in given.items():
+        _seal(key, storage)
 
 
 @contextmanager
 def registering() -> Iterator[None]:
     """Memory that operations make while this is active counts as known (`_KNOWN`): around a
     candidate's import, where module-level tensors (tables, workspaces) are made."""
-    with _OpRecorder():
-        yield
+    try:
+        with _OpRecorder():
+            yield
+    finally:
+        _seal_known()
 
 
 def set_allowed_ops(extra: tuple[str, ...]) -> None:
-    """The task's own additions to the allow-list (e.g. a final `sum` over partial results)."""
-    _S.allowed = ALLOWED_OPS | frozenset(extra)
+    """The task's own additions to the allow-list (e.g. a final `sum` over partial results):
+    `aten` ops by bare or qualified name ("sum", "aten::sum"), any other namespace's qualified."""
+    _S.allowed = ALLOWED_OPS | frozenset(name.removeprefix("aten::") for name in extra)
 
 
 @contextmanager
 def recording(inputs: tuple) -> Iterator[CallRecord]:
     """Record one call of the entry point."""
-    rec = CallRecord(inputs={storage_key(a) for a in inputs if isinstance(a, torch.Tensor)},
-                     given=given_storages(inputs))
+    rec = CallRecord(inputs={storage_key(a) for a in inputs if isinstance(a, torch.Tensor)})
+    for key in [k for k in _SEALS if k not in _KNOWN]:  # the last call's arguments, storages gone
+        del _SEALS[key]
+    _take_given(rec, inputs)
     _S.record = rec
     try:
         with _OpRecorder():
@@ -411,7 +597,7 @@ def add_inputs(values: tuple) -> None:
     rec = _S.record
     if rec is not None:
         rec.inputs |= {storage_key(a) for a in values if isinstance(a, torch.Tensor)}
-        rec.given |= given_storages(values)
+        _take_given(rec, values)
 
 
 def flatten(out: Any, path: str = "output") -> list[tuple[str, Any]]:

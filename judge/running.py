@@ -8,6 +8,7 @@ benchmark harness uses; it imports no task, reference or tolerance.
 from __future__ import annotations
 
 import contextlib
+import os
 import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,15 +19,20 @@ import torch
 from bench.faults import DEVICE_ERROR_MARKERS, mentions_device_error  # noqa: F401 - named here by the judge
 from bench.modules import import_file
 from bench.poison import poison_tensor
+from judge import interpreter_support
 from judge.launches import install_launch_recorder, registering
 from judge.tracebacks import candidate_traceback, scrub
 
 
 def prepare_process() -> None:
     """Install the launch recorder and the poisoning allocators *before* any candidate is
-    imported, so a candidate that binds `torch.empty_like` at import gets the poisoned one."""
+    imported, so a candidate that binds `torch.empty_like` at import gets the poisoned one; under
+    the interpreter also what it lacks that a correct kernel may use (judge/interpreter_support.py:
+    autotune, libdevice, bfloat16 arithmetic), so the same kernel gets the same verdict here as on a GPU."""
     install_launch_recorder()
     install_poisoned_allocations()
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        interpreter_support.install()
 
 
 class CandidateLoadError(Exception):
@@ -85,8 +91,12 @@ _INTERPRETER_COMPILE_CAUSES = (AttributeError, NameError, TypeError, ValueError)
 
 
 def classify_exception(exc: BaseException) -> str:
+    """The verdict kind of what a candidate raised. A feature the interpreter lacks
+    (judge/interpreter_support.py) is `unsupported_on_interpreter`, never the candidate's error."""
     name = type(exc).__name__
     module = type(exc).__module__ or ""
+    if interpreter_support.is_unsupported(exc):
+        return "unsupported_on_interpreter"
     if name == "InterpreterError":
         cause = exc.__cause__
         if isinstance(cause, _INTERPRETER_COMPILE_CAUSES) and not mentions_device_error(str(cause)):

@@ -22,6 +22,9 @@ VERDICT_KINDS = (
     "no_kernel",
     "missing_entry_point",  # the code imported, but defines no callable under the task's entry-point name
     "torch_fallback",  # PyTorch did arithmetic outside Triton kernels beyond the task's allow-list
+    # The CPU interpreter lacks a feature the kernel uses (judge/interpreter_support.py): neither a
+    # pass nor the candidate's fault; judged on a GPU, counted apart in reports.
+    "unsupported_on_interpreter",
 )
 
 

@@ -3,7 +3,8 @@
 Why: suite means hide which tasks a method wins and loses; a reviewer wants to see, per
 task, whether the submission passed the hidden cases, failed them (ran and was wrong), or
 did not run at all (syntax, compile, runtime error, timeout, crash, missing entry point),
-and how fast a passing one is. Each cell gives the outcome over repeats ("2/3" when they
+and how fast a passing one is. A submission the CPU interpreter could not run (a feature it lacks,
+`unsupported_on_interpreter`) is neither the method's failure nor a pass: counted apart. Each cell gives the outcome over repeats ("2/3" when they
 differ) and, when timed, the speedup as colour (log scale, centred on the expert baseline's
 1x). Failed and error cells are hatched differently, so the figure reads in grayscale.
 """
@@ -19,8 +20,11 @@ from results.figure_style import FigureStyle, title
 from results.readers import RunData
 
 PASSED, FAILED, ERROR, NONE = "passed", "failed", "error", "nothing submitted"
+UNSUPPORTED = "unsupported on the interpreter"
 RAN_WRONG = ("wrong_result", "no_kernel", "torch_fallback")  # it ran and computed the wrong thing
-_CELL = {FAILED: ("#d9d9d9", "////"), ERROR: ("#969696", "xxxx"), NONE: ("#ffffff", "")}
+OUTCOMES = (PASSED, FAILED, ERROR, UNSUPPORTED, NONE)  # a tie between counts goes to the earlier
+_CELL = {FAILED: ("#d9d9d9", "////"), ERROR: ("#969696", "xxxx"), UNSUPPORTED: ("#fff7bc", "...."),
+         NONE: ("#ffffff", "")}
 _PASS_UNTIMED = "#9ecae1"
 
 
@@ -29,11 +33,14 @@ def outcome(verdict: str | None) -> str:
         return NONE
     if verdict == "correct":
         return PASSED
+    if verdict == "unsupported_on_interpreter":
+        return UNSUPPORTED
     return FAILED if verdict in RAN_WRONG else ERROR
 
 
 def outcome_table(data: RunData) -> pd.DataFrame:
-    """One row per (method, task): units, passed, failed, error, nothing submitted, the cell's
+    """One row per (method, task): units, passed, failed, error, unsupported on the interpreter,
+    nothing submitted, the cell's
     outcome (the most common; ties go to the better outcome), the geometric-mean speedup of
     the passing repeats whose timing is not flagged (NaN when none), and the verdicts seen."""
     finals = data.submissions.sort_values("submission_index").groupby(["method", "task", "repeat"]).tail(1)
@@ -49,15 +56,16 @@ def outcome_table(data: RunData) -> pd.DataFrame:
             g = u[(u["method"] == method) & (u["task"] == task)]
             if g.empty:
                 continue
-            counts = {k: int((g["outcome"] == k).sum()) for k in (PASSED, FAILED, ERROR, NONE)}
-            cell = max((PASSED, FAILED, ERROR, NONE), key=lambda k: counts[k])  # first wins a tie: the better one
+            counts = {k: int((g["outcome"] == k).sum()) for k in OUTCOMES}
+            cell = max(OUTCOMES, key=lambda k: counts[k])  # first wins a tie: the better one
             ok = g[(g["outcome"] == PASSED) & g["speedup"].notna() & ~flagged.loc[g.index].astype(bool)]
             speed = float(np.exp(np.mean(np.log(ok["speedup"].to_numpy(float))))) if len(ok) else float("nan")
             rows.append({"method": method, "task": task, "units": len(g), **{k.replace(" ", "_"): v
                          for k, v in counts.items()}, "outcome": cell, "speedup": speed,
                          "verdicts": ";".join(sorted(set(str(v) for v in g["verdict"] if v is not None)))})
-    return pd.DataFrame(rows, columns=["method", "task", "units", "passed", "failed", "error", "nothing_submitted",
-                                       "outcome", "speedup", "verdicts"])
+    return pd.DataFrame(rows, columns=["method", "task", "units", "passed", "failed", "error",
+                                       "unsupported_on_the_interpreter", "nothing_submitted", "outcome", "speedup",
+                                       "verdicts"])
 
 
 def draw_outcomes(data: RunData, style: FigureStyle, display: Any = str) -> tuple[Any, pd.DataFrame, str]:
@@ -108,6 +116,9 @@ def draw_outcomes(data: RunData, style: FigureStyle, display: Any = str) -> tupl
                      label="passed" + (" (colour: speedup)" if timed else "")),
                Patch(facecolor=_CELL[FAILED][0], hatch=_CELL[FAILED][1], label="failed (ran, wrong)"),
                Patch(facecolor=_CELL[ERROR][0], hatch=_CELL[ERROR][1], label="error (did not run)")]
+    if (table["outcome"] == UNSUPPORTED).any():
+        handles.append(Patch(facecolor=_CELL[UNSUPPORTED][0], hatch=_CELL[UNSUPPORTED][1],
+                             label="unsupported on the interpreter"))
     if (table["outcome"] == NONE).any():
         handles.append(Patch(facecolor="white", edgecolor="#999999", label="nothing submitted"))
     fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), handlelength=1.5)
@@ -129,4 +140,4 @@ def _cell_text(r: pd.Series) -> str:
     count = f"{int(r['passed'])}/{n}\n" if n > 1 else ""
     if r["outcome"] == PASSED:
         return count + (f"{r['speedup']:.2f}x" if np.isfinite(r["speedup"]) else "pass")
-    return count + {FAILED: "wrong", ERROR: "error", NONE: "none"}[r["outcome"]]
+    return count + {FAILED: "wrong", ERROR: "error", UNSUPPORTED: "n/a (CPU)", NONE: "none"}[r["outcome"]]

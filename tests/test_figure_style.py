@@ -11,7 +11,16 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from results.figure_outcomes import ERROR, FAILED, NONE, PASSED, draw_outcomes, outcome, outcome_table
+from results.figure_outcomes import (
+    ERROR,
+    FAILED,
+    NONE,
+    PASSED,
+    UNSUPPORTED,
+    draw_outcomes,
+    outcome,
+    outcome_table,
+)
 from results.figure_style import FigureStyle, band, drawing, method_looks, save, watermark
 from results.readers import load_run
 from tests.fixtures.synthetic_run import make_synthetic_run
@@ -99,6 +108,7 @@ def test_outcomes_are_passed_failed_error_or_nothing() -> None:
     assert {outcome(v) for v in ("syntax_error", "compile_error", "runtime_error", "timeout", "crash",
                                   "missing_entry_point")} == {ERROR}
     assert outcome(None) == NONE
+    assert outcome("unsupported_on_interpreter") == UNSUPPORTED  # neither the method's failure nor a pass
 
 
 def test_outcome_table_and_heatmap_from_the_synthetic_run(tmp_path: Path) -> None:

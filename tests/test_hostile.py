@@ -106,6 +106,19 @@ CORPUS: tuple[Hostile, ...] = (
     # moving its numbers: the launch was handed memory no recorded operation made.
     Hostile("computes_with_modes_off.py", "softmax", "torch_fallback", "unrecorded_memory", case_set="visible"),
     Hostile("answer_from_worker_thread.py", "vector_add", "torch_fallback", "unrecorded_memory", case_set="visible"),
+    # The same, written into a buffer a recorded op made (so the launch sees known memory): with the
+    # modes off, from a helper thread through `.data`, by numpy through `.numpy()`; the buffer's
+    # seal no longer matches. And a custom op named `clone` in the candidate's own namespace.
+    Hostile("modes_off_into_recorded_buffer.py", "vector_add", "torch_fallback", "unrecorded_memory",
+            case_set="visible"),
+    Hostile("thread_writes_recorded_buffer.py", "vector_add", "torch_fallback", "unrecorded_memory",
+            case_set="visible"),
+    Hostile("numpy_writes_recorded_buffer.py", "vector_add", *(("runtime_error", "numpy") if HAS_GPU
+                                                               else ("torch_fallback", "unrecorded_memory")),
+            case_set="visible"),
+    Hostile("custom_op_named_clone.py", "vector_add", "torch_fallback", "kmc_hostile::clone", case_set="visible"),
+    # Its correct control: memory filled through numpy at import, and a buffer kernels rewrite across calls.
+    Hostile("numpy_table_at_import.py", "vector_add", "correct"),
     # Tampering with the judge from inside the candidate's process: none of it is there.
     Hostile("walks_judge_frames.py", "vector_add", "wrong_result", "outside atol", case_set="visible"),
     Hostile("edits_judge_state.py", "vector_add", "wrong_result", "outside atol", case_set="visible"),
@@ -130,6 +143,13 @@ CORPUS: tuple[Hostile, ...] = (
     Hostile("memo_by_content_hash.py", "matmul", "correct", case_set="visible"),
     # The false reject: a last step in PyTorch that the task allows.
     Hostile("total_sum_torch_last_step.py", "total_sum", "correct"),
+    # False rejects on the interpreter (issue 41): autotune, libdevice, native bfloat16 arithmetic.
+    Hostile("autotuned_vector_add.py", "vector_add", "correct"),
+    Hostile("gelu_libdevice_erf.py", "gelu", "correct"),
+    Hostile("add_relu_native_bf16.py", "add_relu", "correct"),
+    # What the interpreter truly cannot run is said so, not blamed on the candidate.
+    Hostile("inline_asm_add.py", "vector_add", *(("correct",) if HAS_GPU
+                                                 else ("unsupported_on_interpreter", "inline_asm"))),
 )
 
 ACTIVE = tuple(h for h in CORPUS if (HAS_GPU or not h.gpu_only) and (IS_ROOT or not h.root_only))

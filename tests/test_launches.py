@@ -93,6 +93,41 @@ def test_a_kernel_given_memory_pytorch_filled_out_of_the_recorders_sight_is_a_fa
     assert torch.equal(out, x + 1.0)  # the values are right: only who computed them is wrong
 
 
+@pytest.mark.interpreter  # the seals are on host memory; numpy writes it
+@pytest.mark.parametrize("name", ["modes_off_into_known_buffer", "numpy_into_known_buffer",
+                                  "thread_through_data_alias", "launders_by_set_", "launders_by_partial_copy"])
+def test_known_memory_written_out_of_the_records_sight_loses_its_standing(name: str) -> None:
+    """A buffer a recorded op made, filled by PyTorch with the modes off, by numpy, or by another
+    thread through an alias with a version counter of its own: its seal no longer matches. And
+    unknown memory stays unknown through a recorded `set_` or a copy into part of it."""
+    entry = getattr(_memory_fixture(), name)
+    x = torch.randn(100)
+    report, out = run_call(entry, (x,), "cpu", True)
+    assert report["ok"] and report["fallback"] == {launches.UNRECORDED: 1}, report
+    assert torch.equal(out, x + 1.0)
+
+
+def test_a_custom_op_named_like_an_allowed_one_is_not_the_aten_op() -> None:
+    """`kmc_test::clone` is not `aten::clone`: matched by qualified name, it is a fallback."""
+    import torch.library
+
+    if not hasattr(torch.ops.kmc_test, "clone"):
+        torch.library.custom_op("kmc_test::clone", mutates_args=())(_plus_one)
+    x = torch.randn(100, device=DEVICE)
+    report, out = run_call(lambda t: K.honest(torch.ops.kmc_test.clone(t)), (x,), DEVICE, not HAS_GPU)
+    assert report["ok"] and report["fallback"] == {"kmc_test::clone": 1}, report
+    launches.set_allowed_ops(("kmc_test::clone", "aten::sum"))  # a task may allow one by its qualified name
+    try:
+        report, _ = run_call(lambda t: K.honest(torch.ops.kmc_test.clone(t)), (x,), DEVICE, not HAS_GPU)
+    finally:
+        launches.set_allowed_ops(())
+    assert report["ok"] and "kmc_test::clone" not in report["fallback"], report
+
+
+def _plus_one(t: torch.Tensor) -> torch.Tensor:
+    return t + 1.0
+
+
 def test_given_storages_reach_into_sequences_mappings_and_modules() -> None:
     a, b, c = torch.ones(2), torch.ones(3), torch.ones(4)
     module = torch.nn.Linear(2, 2)
