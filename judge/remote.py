@@ -70,6 +70,9 @@ class TemplateProcess:
             reply = template.request(self.control, {"op": "spawn"}, theirs.fileno())
         finally:
             theirs.close()
+        if "pid" not in reply:
+            ours.close()
+            raise OSError(str(reply.get("error") or "the template forked no candidate process")[:500])
         proc = CandidateProcess(self, int(reply["pid"]), ours)
         proc.folder = str(reply.get("folder") or "")
         proc.cache = str(reply.get("cache") or "")

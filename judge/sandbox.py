@@ -4,25 +4,26 @@ Python-level guards (the import blocker, the launch record) are a second line; t
 first. A candidate process used to run as the judge's uid, in the judge's PID namespace, with
 the host's procfs: it could write the worker's memory through /proc/<pid>/mem, copy the
 worker's sockets with pidfd_getfd, read the expert kernels from the project tree, and leave
-processes and SysV segments behind. Here, in the template's freshly forked child (one thread,
-before the candidate's source exists, before any GPU context), `enter`:
+processes and SysV segments behind. Here each candidate gets, before its source exists and
+before any GPU context:
 
-1. unshares a user and a PID namespace: uid/gid `INSIDE_ID` inside maps to the toolkit's own
-   uid outside (or `--worker-user`'s, switched to first); then forks. The child is PID 1 of the
-   new namespace, so everything it starts dies with it; the parent (the "keeper", outside that
-   namespace, so the child cannot name it: its getppid() is 0) relays the child's stderr,
-   capped, waits, and exits as it did, so the judge sees one process whose status is the
-   candidate's;
-2. in the child: new mount, network, IPC and UTS namespaces, and a root built on a small tmpfs
-   from an allow-list (`Layout`): read-only binds of the interpreter, the Python and system
-   libraries, a few files of /etc, the GPU's device nodes and driver folders, /sys; a fresh
-   procfs (it shows only the namespace's own processes); size-capped tmpfs mounts for /tmp and
+1. a PID namespace of its own, as its PID 1 (`Forker`: the template unshares CLONE_NEWPID, forks
+   once and sets its own namespace back; where the toolkit is not root, the template first
+   becomes root of a user namespace of its own, `Forker.claim`). Everything the candidate starts
+   dies with it, and it cannot name the template, the worker or the judge (getppid() is 0);
+2. in the child (`enter`): new mount, network, IPC, UTS and cgroup namespaces, and a root built
+   on a small tmpfs from an allow-list (`Layout`): read-only binds of the interpreter, the Python
+   and system libraries, a few files of /etc, the GPU's device nodes and driver folders, /sys; a
+   fresh procfs (only the namespace's own processes); size-capped tmpfs mounts for /tmp and
    /dev/shm; on a GPU its own writable Triton cache. The project tree, the run folder, other
    workers, the host's /tmp and the rest of /dev are not in it (a bound folder that holds one of
-   them gets an empty tmpfs over it). The old root is detached after pivot_root;
-3. drops every capability (bounding, ambient, permitted, effective, inheritable), locks the
-   securebits so no exec can bring one back, sets no_new_privs, and closes every descriptor but
-   its channel (stdin and stdout /dev/null, stderr the keeper's pipe).
+   them gets an empty tmpfs over it). The old root is detached after pivot_root. These mounts
+   are made as the template's root, so the candidate owns no namespace that could undo them;
+3. then a user namespace of its own: uid/gid `INSIDE_ID` inside, the toolkit's uid outside (or
+   `--worker-user`'s, switched to first); every capability dropped (bounding, ambient,
+   permitted, effective, inheritable), the securebits locked so no exec brings one back,
+   no_new_privs, and every descriptor closed but its channel (stdin and stdout /dev/null,
+   stderr a pipe the template relays, capped, to the worker's log).
 
 What it cannot build raises `SandboxError` with one line saying why (no user namespaces, a
 procfs the kernel will not mount, ...); the CLI then refuses candidate code unless the user
@@ -67,7 +68,6 @@ AT_FDCWD, AT_RECURSIVE = -100, 0x8000
 MOUNT_ATTR_RDONLY, MOUNT_ATTR_NOSUID = 0x1, 0x2
 _SYSCALLS = {"x86_64": {"pivot_root": 155, "capset": 126, "mount_setattr": 442},
              "aarch64": {"pivot_root": 41, "capset": 91, "mount_setattr": 442}}
-STDERR_CAP = 64 << 10  # bytes of a candidate's stderr the keeper passes on to the worker's log
 
 ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "passwd", "group", "nsswitch.conf",
              "localtime", "hosts", "os-release")
@@ -131,15 +131,20 @@ class Layout:
     hidden: list[str] = field(default_factory=list)  # inside paths covered by an empty tmpfs
 
     @classmethod
-    def for_spec(cls, spec: Spec, cache: str | None) -> Layout:
+    def for_spec(cls, spec: Spec, cache: str | None, etc_copy: str | None = None) -> Layout:
+        """`etc_copy`: a folder holding copies of the allow-listed /etc files (`copy_etc`),
+        bound as /etc in one mount instead of one per file."""
         layout = cls(hidden=sorted({os.path.realpath(p) for p in spec.hidden if p}))
         for top in SYSTEM_TREES:
             if os.path.islink(top):
                 layout.symlinks[top] = os.readlink(top)
             elif os.path.isdir(top):
                 layout.add(top)
-        for name in ETC_FILES:
-            layout.add(f"/etc/{name}")
+        if etc_copy:
+            layout.binds.append(Bind(etc_copy, "/etc"))
+        else:
+            for name in ETC_FILES:
+                layout.add(f"/etc/{name}")
         for path in (*python_paths(), *library_paths(), *tool_paths()):
             layout.add(path)
         for name in BASIC_DEVICES:
@@ -175,6 +180,23 @@ class Layout:
         """Whether a bind of `folder` already shows `path` (no hidden path between them)."""
         return _within(path, folder) and not any(_within(path, h) and _within(h, folder) and h != folder
                                                  for h in self.hidden)
+
+
+def copy_etc(folder: str) -> str:
+    """Copies of the allow-listed /etc files in `folder`/etc (links inside a copied folder stay
+    links: /etc/alternatives points into /usr, which the sandbox has), made once per template."""
+    import shutil
+
+    etc = os.path.join(folder, "etc")
+    os.makedirs(etc, exist_ok=True)
+    for name in ETC_FILES:
+        source = f"/etc/{name}"
+        with contextlib.suppress(OSError):
+            if os.path.isdir(source):
+                shutil.copytree(source, os.path.join(etc, name), symlinks=True, dirs_exist_ok=True)
+            elif os.path.exists(source):
+                shutil.copyfile(source, os.path.join(etc, name))
+    return etc
 
 
 def _within(path: str, folder: str) -> bool:
@@ -307,80 +329,94 @@ class Entered:
     statement: str
 
 
-def enter(spec: Spec, channel: int, cache: str | None = None, layout: Layout | None = None) -> Entered:
-    """Called in the template's forked child, which must have one thread. Returns in the
-    sandboxed grandchild only; the child becomes its keeper and never returns. `layout`: the
-    allow-list read once by the template (`Layout.for_spec` without a cache), else read here."""
+class Forker:
+    """Forks each candidate as PID 1 of a PID namespace of its own, in one fork: unshare
+    (CLONE_NEWPID) before it, setns back to the template's own namespace after it. Where the
+    template is not root it first enters a user namespace of its own in which it is (`claim`),
+    which gives it that power over the namespaces it makes, and nothing outside them."""
+
+    def __init__(self) -> None:
+        self.own = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+
+    @staticmethod
+    def claim() -> None:
+        """At the template's start, while it has one thread: root of a user namespace of its
+        own where it is not root already (its files stay the toolkit user's outside)."""
+        if os.geteuid() == 0:
+            return
+        uid, gid = os.geteuid(), os.getegid()
+        _unshare(CLONE_NEWUSER, "a user namespace for the template")
+        _write("/proc/self/setgroups", "deny")
+        _write("/proc/self/uid_map", f"0 {uid} 1\n")
+        _write("/proc/self/gid_map", f"0 {gid} 1\n")
+
+    def fork(self) -> int:
+        _unshare(CLONE_NEWPID, "a PID namespace")
+        try:
+            pid = os.fork()
+        except BaseException:
+            self._back()
+            raise
+        if pid != 0:
+            self._back()
+        return pid
+
+    def _back(self) -> None:
+        _check(_libc().setns(self.own, CLONE_NEWPID), "setns back to the template's PID namespace")
+
+
+def enter(spec: Spec, channel: int, errors: int, cache: str | None = None, layout: Layout | None = None) -> Entered:
+    """Called in a child that `Forker.fork` made (PID 1 of its namespace, one thread), before
+    anything of the candidate exists. `errors`: the write end of the pipe its stderr goes to.
+    `layout`: the allow-list read once by the template (`Layout.for_spec` without a cache),
+    else read here."""
     if layout is None:
         layout = Layout.for_spec(spec, cache)
     elif cache:
         layout = Layout([*layout.binds, Bind(os.path.realpath(cache), TRITON_CACHE, writable=True)],
                         dict(layout.symlinks), list(layout.hidden))
     # The fork of a non-dumpable template is not dumpable either, and its /proc/self files then
-    # belong to a root its own user namespace cannot map (it could not write its uid_map).
+    # belong to a root its user namespace may not map (it could not write its own uid_map).
     _prctl(PR_SET_DUMPABLE, 1)
-    outside_uid, outside_gid = _switch_outside_user(spec)
-    _unshare(CLONE_NEWUSER | CLONE_NEWPID, "user and PID namespaces")
-    _write("/proc/self/setgroups", "deny")
-    _write("/proc/self/uid_map", f"{INSIDE_ID} {outside_uid} 1\n")
-    _write("/proc/self/gid_map", f"{INSIDE_ID} {outside_gid} 1\n")
-    errors_r, errors_w = os.pipe()
-    pid = os.fork()
-    if pid != 0:
-        _keep(pid, errors_r, errors_w, channel)
-    os.close(errors_r)
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     _unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP,
              "mount, network, IPC, UTS and cgroup namespaces")
-    _build_root(layout, spec)
+    _build_root(layout, spec)  # as the template's root: no namespace the candidate owns holds these mounts
     with contextlib.suppress(OSError):
         socket.sethostname("kmc-sandbox")
-    channel = _only_descriptors(channel, errors_w)
+    outside = _switch_outside_user(spec)
+    parent_uid, parent_gid = os.geteuid(), os.getegid()
+    _unshare(CLONE_NEWUSER, "a user namespace")
+    _write("/proc/self/setgroups", "deny")
+    _write("/proc/self/uid_map", f"{INSIDE_ID} {parent_uid} 1\n")
+    _write("/proc/self/gid_map", f"{INSIDE_ID} {parent_gid} 1\n")
+    channel = _only_descriptors(channel, errors)
     _drop_privileges()
     held = [f"user, PID, mount, network, IPC and UTS namespaces (PID {os.getpid()} of its own)",
-            f"uid {INSIDE_ID} inside (uid {outside_uid} outside), no capabilities, no_new_privs",
+            f"uid {INSIDE_ID} inside ({outside} outside), no capabilities, no_new_privs",
             f"an allow-listed read-only root with a {spec.tmp_cap_mb} MiB /tmp and /dev/shm, its own procfs",
             "no descriptor but its channel"]
     return Entered(channel, "; ".join(held))
 
 
-def _switch_outside_user(spec: Spec) -> tuple[int, int]:
-    """The uid the candidate has outside its namespace: `--worker-user`'s when one is named (as
-    root), else the toolkit's own."""
-    if spec.outside_uid is not None and spec.outside_gid is not None and os.geteuid() == 0:
+def _switch_outside_user(spec: Spec) -> str:
+    """Who the candidate is outside its namespace: `--worker-user` when one is named (as root),
+    else the toolkit's own user."""
+    if spec.outside_uid is not None and spec.outside_gid is not None and _host_root():
         os.setgroups([])
         os.setresgid(spec.outside_gid, spec.outside_gid, spec.outside_gid)
         os.setresuid(spec.outside_uid, spec.outside_uid, spec.outside_uid)
         _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # cleared by the change of credentials
-    return os.geteuid(), os.getegid()
+        _prctl(PR_SET_DUMPABLE, 1)  # likewise
+        return f"uid {spec.outside_uid}"
+    return "the toolkit's uid" + (", root" if _host_root() else "")
 
 
-def _keep(pid: int, errors_r: int, errors_w: int, channel: int) -> None:
-    """The keeper: outside the candidate's PID namespace (the candidate cannot name it), it
-    passes the candidate's stderr on (capped), waits for it and ends as it did."""
-    code = 70
-    try:
-        os.close(errors_w)
-        os.close(channel)
-        passed = 0
-        while True:
-            chunk = os.read(errors_r, 65536)
-            if not chunk:
-                break
-            if passed < STDERR_CAP:
-                os.write(2, chunk[:STDERR_CAP - passed])
-                passed += len(chunk)
-        _, status = os.waitpid(pid, 0)
-        if os.WIFSIGNALED(status):
-            sig = os.WTERMSIG(status)
-            with contextlib.suppress(OSError, ValueError):
-                signal.signal(sig, signal.SIG_DFL)
-                os.kill(os.getpid(), sig)
-            code = 128 + sig
-        else:
-            code = os.waitstatus_to_exitcode(status)
-    finally:
-        os._exit(code)
+def _host_root() -> bool:
+    """Root of the host (not of a user namespace the template made for itself)."""
+    with contextlib.suppress(OSError):
+        return os.geteuid() == 0 and Path("/proc/self/uid_map").read_text().split()[:3] == ["0", "0", "4294967295"]
+    return False
 
 
 def _build_root(layout: Layout, spec: Spec) -> None:
@@ -459,7 +495,7 @@ def _mount_fresh(root: str, spec: Spec) -> None:
 
 def _only_descriptors(channel: int, errors_w: int) -> int:
     """Every descriptor closed but the channel (renumbered 3) and stdio: stdin and stdout
-    /dev/null, stderr the keeper's pipe. Returns the channel's number."""
+    /dev/null, stderr the pipe the template relays. Returns the channel's number."""
     null = os.open("/dev/null", os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(null, 1)
@@ -541,17 +577,21 @@ def require(accepted_risk: bool) -> None:
 
 
 def probe(gpu: bool = False) -> str | None:
-    """Builds a sandbox in a throwaway child and checks what it sees: None where it works, else
-    one line saying why not. Costs a fork and a few dozen mounts (tens of milliseconds)."""
+    """Builds a sandbox as the template does, in a throwaway child, and checks what it sees:
+    None where it works, else one line saying why not (tens of milliseconds)."""
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:
         code = 0
         try:
             os.close(read_fd)
-            spec = Spec.from_environment(gpu, hidden=[PROJECT_ROOT])
-            entered = enter(spec, write_fd)
-            os.write(entered.channel, b"ok " + _self_check().encode())
+            Forker.claim()
+            child = Forker().fork()
+            if child == 0:
+                entered = enter(Spec.from_environment(gpu, hidden=[PROJECT_ROOT]), write_fd, write_fd)
+                os.write(entered.channel, b"ok " + _self_check().encode())
+            else:
+                os.waitpid(child, 0)
         except BaseException as exc:  # noqa: BLE001 - reported through the pipe
             with contextlib.suppress(OSError):
                 os.write(write_fd, f"no {exc}".encode()[:2000])
@@ -563,8 +603,7 @@ def probe(gpu: bool = False) -> str | None:
         answer = f.read().decode(errors="replace")
     os.waitpid(pid, 0)
     if answer.startswith("ok "):
-        problem = answer[3:]
-        return problem or None
+        return answer[3:] or None
     return answer[3:].strip() or "the sandbox's probe ended without a word"
 
 

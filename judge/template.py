@@ -30,11 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from judge import sandbox
+from judge.relay import StderrRelay
 
 PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
 # Importable from a candidate process: what it runs on. Everything else of the project is not.
 _CANDIDATE_SIDE = ("judge.candidate", "judge.launches", "judge.launchers", "judge.running", "judge.wire", "judge.containment",
-                   "judge.sandbox",
+                   "judge.sandbox", "judge.relay",
                    "judge.internal_tests", "judge.verdict", "judge.sampling", "judge.steady", "judge.value_text",
                    "judge.tracebacks", "judge.bits", "bench.modules", "bench.poison",
                    "bench.sequences", "bench.slack", "bench.faults")
@@ -127,7 +128,7 @@ def close_launched(launched: Launched) -> None:
         launched.proc.wait(timeout=10)
 
 
-def _child(sock_fd: int, device: str, interpreter: bool, setting: CandidateSetting) -> None:
+def _child(sock_fd: int, device: str, interpreter: bool, setting: CandidateSetting, errors: int) -> None:
     """The forked child's life: its boundary first (judge/sandbox.py, or with `--unsandboxed`
     the best-effort containment's plan), then the candidate server. What shapes the boundary
     comes from the template's own start, never from a message."""
@@ -136,19 +137,31 @@ def _child(sock_fd: int, device: str, interpreter: bool, setting: CandidateSetti
 
     containment.detach()
     plan = setting.plan_for(interpreter)
-    if setting.spec is not None:
+    if setting.spec is None:
+        os.dup2(errors, 2)
+        os.close(errors)
+    else:
         try:
-            entered = sandbox.enter(setting.spec, sock_fd, setting.cache, setting.layout)
+            entered = sandbox.enter(setting.spec, sock_fd, errors, setting.cache, setting.layout)
         except (sandbox.SandboxError, OSError) as exc:
             _refuse(sock_fd, f"candidate sandbox: {exc}")
             return
         sock_fd = entered.channel
         plan = dataclasses.replace(plan, sandbox=entered.statement)
-        # The host's home and temporary folders are not in the sandbox: Triton, torch and
-        # tempfile find a writable one where they look.
-        os.environ.update({"HOME": "/tmp", "TMPDIR": "/tmp", "TRITON_HOME": "/tmp"})
-        tempfile.tempdir = None
+        # The host's home and temporary folders are not in the sandbox: Triton's home (its
+        # dump and override folders) and tempfile's folder are the sandbox's own /tmp.
+        tempfile.tempdir = "/tmp"
+        _triton_home("/tmp")
     serve_candidate(socket.socket(fileno=sock_fd), device, interpreter, plan)
+
+
+def _triton_home(folder: str) -> None:
+    """Triton's home folder for this process, where its knobs have one (3.4 on)."""
+    import triton
+
+    cache = getattr(getattr(triton, "knobs", None), "cache", None)
+    if cache is not None and hasattr(cache, "home_dir"):
+        cache.home_dir = folder
 
 
 def _refuse(sock_fd: int, reason: str) -> None:
@@ -196,12 +209,18 @@ class Spawner:
         self.root = tempfile.mkdtemp(prefix="kmc-candidates-")
         self.spec = None if sandbox.unsandboxed() else sandbox.Spec.from_environment(
             self.gpu, hidden=[PROJECT_ROOT, self.root])
+        self.forker = sandbox.Forker() if self.spec is not None else None
         # The allow-list is read once: the same for every candidate but for its own cache.
-        self.layout = sandbox.Layout.for_spec(self.spec, None) if self.spec is not None else None
+        self.layout = sandbox.Layout.for_spec(self.spec, None, sandbox.copy_etc(self.root)) \
+            if self.spec is not None else None
         uid, gid = os.environ.get(UID_ENV), os.environ.get(GID_ENV)
         self.uid: int | None = int(uid) if uid and gid else None
         self.gid: int | None = int(gid) if uid and gid else None
         self.count = 0
+
+    def fork(self) -> int:
+        """A candidate's process: PID 1 of a PID namespace of its own where sandboxed."""
+        return self.forker.fork() if self.forker is not None else os.fork()
 
     def next(self) -> CandidateSetting:
         self.count += 1
@@ -265,6 +284,12 @@ def main() -> None:
     from judge.containment import undumpable
 
     undumpable()
+    if not sandbox.unsandboxed():
+        # Where the toolkit is not root: root of a user namespace of its own, before torch
+        # starts any thread (a process with threads cannot enter one). A failure here is said
+        # by each candidate's spawn instead (judge/remote.py), in one line.
+        with contextlib.suppress(sandbox.SandboxError, OSError):
+            sandbox.Forker.claim()
     import importlib
     import time
 
@@ -336,20 +361,31 @@ def main() -> None:
     _send(control, {"ready": True, "pid": os.getpid(), "subreaper": subreaper, "startup": startup,
                     "root": spawner.root, "sandboxed": spawner.spec is not None,
                     "startup_profile": _top_lines(profiler) if profiler is not None else ""})
+    relay = StderrRelay()
     while True:
+        relay.wait_for(control)
         message, fds = _recv(control)
         if message is None:
             break
         _reap(ended)
         if message.get("op") == "spawn" and len(fds) == 1:
             setting = spawner.next()
-            pid = os.fork()
+            errors_r, errors_w = os.pipe()
+            try:
+                pid = spawner.fork()
+            except (OSError, sandbox.SandboxError) as exc:
+                for fd in (errors_r, errors_w, fds[0]):
+                    os.close(fd)
+                _send(control, {"error": f"candidate sandbox: {exc}"})
+                continue
             if pid == 0:
                 code = 0
                 try:
                     control.close()
+                    relay.close_in_child()
+                    os.close(errors_r)
                     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                    _child(fds[0], device, interpreter, setting)
+                    _child(fds[0], device, interpreter, setting, errors_w)
                 except BaseException:  # noqa: BLE001 - a child never returns into the template's loop
                     import traceback
 
@@ -358,6 +394,8 @@ def main() -> None:
                 finally:
                     os._exit(code)
             os.close(fds[0])
+            os.close(errors_w)
+            relay.add(errors_r, pid)
             _send(control, {"pid": pid, "folder": setting.folder, "cache": setting.cache})
         elif message.get("op") == "status":
             pid = int(message["pid"])

@@ -187,6 +187,7 @@ class Worker:
         self.spares: collections.deque[tuple[Any, threading.Thread | None]] = collections.deque()
         self.spare_count = _spare_count(os.environ.get(SPARES_ENV, ""))
         self.counter = 0
+        self.spawn_error = ""  # why the template could not fork a candidate's process, when it could not
         self.baselines: dict[str, Any] = {}
         # Reference timings (expert baseline, eager PyTorch) for the short feedback protocol,
         # measured once per (case, clock state) and kept for this worker's life: in the judge,
@@ -290,6 +291,7 @@ class Worker:
             try:
                 proc = self.template.spawn()
             except (OSError, EOFError) as exc:
+                self.spawn_error = str(exc)
                 print(f"judge worker: could not fork a spare candidate process: {exc}", file=sys.stderr)
                 return
             started = None
@@ -305,7 +307,9 @@ class Worker:
         worker stops with one line saying why (runners/pool.py reports it) instead of judging
         every candidate a crash."""
         if not self.spares:
-            raise SystemExit("judge worker: no candidate process could be forked")
+            why = self.spawn_error or "no reason given"
+            print(f"judge worker: no candidate process could be forked: {why}", file=sys.stderr)
+            raise SystemExit(f"judge worker: no candidate process could be forked: {why}")
         proc, started = self.spares[0]
         try:
             if started is not None:
