@@ -73,16 +73,22 @@ class CandidateServer:
             self.call_steps.setdefault(step, []).append(now - since)
         return now
 
-    def start(self) -> None:
+    def start(self) -> bool:
         """Before the first request. On a GPU the context is made now, while the judge is still
         busy with the previous candidate, but only once the judge says go
         (judge/remote.py `CandidateProcess.start_device`): it holds the GPU's gate for judging
         meanwhile, so a context being made never overlaps a timing on that GPU."""
         if self.device != "cpu":
             self.link.recv()
-            torch.cuda.init()
-            torch.empty(1, device=self.device)
+            try:
+                torch.cuda.init()
+                torch.empty(1, device=self.device)
+            except Exception as exc:  # noqa: BLE001 - said to the judge, which stops with this line
+                where = f" inside its sandbox ({self.plan.sandbox[:80]})" if getattr(self.plan, "sandbox", "") else ""
+                self.link.send({"ready": False, "error": f"the GPU could not be used{where}: {format_exception(exc)}"})
+                return False
         self.link.send({"ready": True, "pid": os.getpid()})
+        return True
 
     def serve(self) -> None:
         while True:
@@ -395,7 +401,7 @@ def serve_candidate(sock: socket.socket, device: str, interpreter: bool, plan: A
     """The child's whole life: answer the judge until it says exit."""
     try:
         server = CandidateServer(sock, device, interpreter, plan)
-        server.start()
-        server.serve()
+        if server.start():
+            server.serve()
     except (wire.WireError, BrokenPipeError, ConnectionResetError) as exc:
         os.write(2, f"candidate process: {format_exception(exc)}\n".encode())
