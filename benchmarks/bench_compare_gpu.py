@@ -164,6 +164,22 @@ class Measured:
     steps: list[dict[str, Any]] = field(default_factory=list)
     # task -> source hash -> per perf case of its visible timing: method, launches, medians
     visible_cases: dict[str, dict[str, list[dict[str, Any]]]] = field(default_factory=dict)
+    errored_units: int = 0  # units that ended on an error (a failed call, the method raising)
+    evaluations_per_s: float = 0.0
+    gate_share: float | None = None  # of the workers' time outside the queue, the share spent waiting at the GPU gate
+
+    def dishonest(self) -> str:
+        """Why this run's figure must not be believed ("" when it may): a run that made no
+        model call or no evaluation, or in which a unit errored, measured something else than
+        the main job (seen: every unit failed at once on a missing dependency, 0 calls in 5.8 s,
+        reported as finished)."""
+        if self.calls == 0:
+            return f"{self.label}: the run made no model call"
+        if self.evaluations == 0:
+            return f"{self.label}: the run judged nothing (0 evaluations)"
+        if self.errored_units:
+            return f"{self.label}: {self.errored_units} of {self.units} units ended on an error; see {self.run_dir}"
+        return ""
 
 
 def measure(label: str, config: CompareConfig, out: Path, sample_s: float,
@@ -217,11 +233,16 @@ def measure(label: str, config: CompareConfig, out: Path, sample_s: float,
         visible.setdefault(str(row.task), {})[str(row.source_hash)] = [
             row.verdict, *(None if math.isnan(v) else round(float(v), 4)
                            for v in (row.speedup, row.speedup_lo, row.speedup_hi))]
+    by_kind = phase_seconds_by_kind(data.evaluations).to_dict("records")
+    spent = worker_seconds(by_kind)
+    busy = sum(spent.values())
     return Measured(label, f"compare --budget {config.budget} --tasks {tasks} --seed {config.seed}", wall,
                     str(run_dir), len(data.units), int(data.units["calls_used"].sum()), len(data.evaluations),
                     per_method.to_dict("records"), sampler.summary(), finals, visible,
-                    phase_seconds_by_kind(data.evaluations).to_dict("records"), finished,
-                    total if total is not None else len(data.units), read_steps(steps_dir), visible_cases)
+                    by_kind, finished, total if total is not None else len(data.units), read_steps(steps_dir),
+                    visible_cases, errored_units=int(data.units["error"].notna().sum()),
+                    evaluations_per_s=round(len(data.evaluations) / wall, 3) if wall > 0 else 0.0,
+                    gate_share=round(spent.get("gate_s", 0.0) / busy, 4) if busy > 0 else None)
 
 
 def case_timings(evaluation: Any) -> list[dict[str, Any]]:
@@ -282,7 +303,9 @@ def print_measured(m: Measured) -> None:
     gpu = u["gpu_sm_percent"]
     print(f"{m.label}: {m.command}")
     done = "" if m.finished else f" (STOPPED at its time limit: {m.units} of {m.units_total} units finished)"
-    print(f"  wall {m.wall_s:.1f} s; {m.units} units, {m.calls} calls, {m.evaluations} evaluations stored{done}")
+    print(f"  wall {m.wall_s:.1f} s; {m.units} units, {m.calls} calls, {m.evaluations} evaluations stored{done}; "
+          f"{m.evaluations_per_s:.2f} evaluations a second"
+          + (f"; {100 * m.gate_share:.0f}% of worker time waiting at the GPU gate" if m.gate_share is not None else ""))
     print(f"  CPU ({u['cores']} cores, {u['cpu_source']}): "
           + (f"mean {cpu['mean']:.0f}%, p90 {cpu['p90']:.0f}%" if cpu else "not sampled"))
     print(f"  GPU SM ({u['gpus']} GPU(s), {u['gpu_source']}): "
@@ -397,6 +420,9 @@ def main(argv: list[str] | None = None) -> int:
                              args.sample_s, steps=args.steps))
         print_measured(seven[-1])
         write_record(record(), args.json)
+        if seven[-1].dishonest():
+            print(f"error: {seven[-1].dishonest()}", file=sys.stderr)
+            return 1
     share = identical_share(seven)
     if share is not None:
         print(f"identical final submissions over {len(seven)} runs with seed {args.seed}: {100 * share:.1f}% of units "
@@ -409,6 +435,9 @@ def main(argv: list[str] | None = None) -> int:
                        steps=args.steps)
         print_measured(full)
     write_record(record(), args.json)
+    if full is not None and full.dishonest():
+        print(f"error: {full.dishonest()}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -30,9 +30,17 @@ from judge import verdict as jv  # noqa: E402
 from judge.device import Target  # noqa: E402
 from judge.internal_tests import InternalTestReport  # noqa: E402
 from judge.verdict import CaseTiming, Evaluation, Timing, Verdict  # noqa: E402
-from modelio.simulated import generic_mutations  # noqa: E402
+from modelio.simulated import Mutation, generic_mutations  # noqa: E402
 
 STAND_IN_GPU = Target("nvidia", False, "stand-in GPU (nothing runs)", 1)
+
+
+def carries(source: str, m: Mutation, expert: str) -> bool:
+    """Whether `source` holds mutation `m` of `expert`: its replacement text is there and either
+    new (the expert has none) or in place of one of the original's occurrences (a replacement
+    that is a prefix of the original, a dropped colon, is in every source; an original that occurs
+    several times, `tl.load(`, is still there after one is replaced)."""
+    return m.replace in source and (m.replace not in expert or source.count(m.find) < expert.count(m.find))
 
 
 class BugAwareExecutor:
@@ -43,6 +51,7 @@ class BugAwareExecutor:
     def __init__(self) -> None:
         self.jobs: collections.Counter[tuple[str, str, bool]] = collections.Counter()
         self.sources: dict[str, set[str]] = collections.defaultdict(set)
+        self.verdicts: list[str] = []  # the stand-in's verdict of every evaluation, in order
         self._lock = threading.Lock()
 
     def warm_up(self) -> None:
@@ -53,12 +62,16 @@ class BugAwareExecutor:
                 "why": "estimate_compare_load.py: nothing is judged"}
 
     def _verdict(self, task_id: str, source: str) -> tuple[Verdict, int]:
+        """By what the simulated model wrote into it: a breaking mutation it carries decides.
+        (Before, a generic mutation whose replacement is a prefix of its original text, a
+        dropped colon, was found in every source: every source was a syntax error.)"""
         task = get_task(task_id)
-        for m in generic_mutations(task.baseline_source()):
-            if m.replace in source and m.find not in source.replace(m.replace, ""):
+        expert = task.baseline_source()
+        for m in generic_mutations(expert):
+            if carries(source, m, expert):
                 return Verdict("compile_error" if m.kind == "compile_error" else "syntax_error", m.kind), 0
         for m in task.mutations:
-            if m.breaks and m.replace in source and (m.find not in source or m.find in m.replace):
+            if m.breaks and carries(source, m, expert):
                 return Verdict("wrong_result", f"stand-in: {m.kind}", "visible-0"), 0
         tunings = sum(1 for m in task.mutations if not m.breaks and m.replace in source)
         return Verdict("correct", "", cases_run=1, kernel_launched=True), tunings
@@ -68,6 +81,7 @@ class BugAwareExecutor:
         verdict, tunings = self._verdict(task_id, source)
         with self._lock:
             self.jobs[(task_id, case_set, timing)] += 1
+            self.verdicts.append(verdict.kind)
             self.sources[task_id].add(source)
         if not (timing and verdict.kind == "correct"):
             return Evaluation(verdict, None)
@@ -113,11 +127,13 @@ def main() -> int:
             run.run()
         finally:
             run.close()
+    verdicts = collections.Counter(executor.verdicts)
     by_kind: collections.Counter[str] = collections.Counter()
     for (_, case_set, timed), n in executor.jobs.items():
         by_kind[f"{case_set.split(':')[0]}{' timed' if timed else ''}"] += n
     out = {"budget": args.budget, "suite": args.suite, "tasks": args.tasks, "methods": args.methods,
            "seed": args.seed, "jobs": sum(executor.jobs.values()), "jobs_by_kind": dict(by_kind),
+           "verdicts": dict(verdicts),
            "distinct_sources": sum(len(s) for s in executor.sources.values()),
            "tasks_seen": len(executor.sources), "seconds": round(time.perf_counter() - started, 1)}
     print(json.dumps(out, indent=1))

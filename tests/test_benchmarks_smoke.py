@@ -355,3 +355,43 @@ def test_primed_bytecode_covers_what_both_sides_import_and_is_only_read_after(
     monkeypatch.setattr(sys, "pycache_prefix", str(folder.resolve()))  # where such a process looks
     for source in (torch.__file__, str(ROOT / "judge" / "oracle.py"), str(ROOT / "judge" / "candidate.py")):
         assert Path(importlib.util.cache_from_source(source)).exists(), source
+
+
+def _compare_benchmark(monkeypatch: pytest.MonkeyPatch) -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_compare_gpu", ROOT / "benchmarks" / "bench_compare_gpu.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "bench_compare_gpu", bench)
+    spec.loader.exec_module(bench)
+    return bench
+
+
+@pytest.mark.parametrize(("calls", "evaluations", "errored", "why"), [
+    (0, 0, 6, "no model call"), (12, 0, 0, "judged nothing"), (12, 9, 2, "2 of 6 units ended on an error"),
+    (12, 9, 0, "")])
+def test_a_compare_run_that_measured_something_else_is_not_believed(monkeypatch: pytest.MonkeyPatch, calls: int,
+                                                                     evaluations: int, errored: int, why: str) -> None:
+    """Issue 42: a run whose every unit failed at once (0 calls, 0 evaluations, a missing
+    dependency) was reported as a finished measurement."""
+    bench = _compare_benchmark(monkeypatch)
+    measured = bench.Measured("seven-task run 1", "compare", 5.8, "runs/x", 6, calls, evaluations, [], {},
+                              errored_units=errored)
+    assert (why in measured.dishonest()) if why else measured.dishonest() == ""
+
+
+def test_the_load_estimate_judges_the_experts_correct_and_every_breaking_mutation_wrong() -> None:
+    """Issue 42: its stand-in judge found a generic mutation (a dropped colon, whose replacement
+    is a prefix of the original) in every source, so every source was a syntax error."""
+    from bench.registry import suite_tasks
+    from modelio.simulated import generic_mutations
+
+    executor = _benchmark("estimate_compare_load").BugAwareExecutor()
+    for task in suite_tasks("full"):
+        expert = task.baseline_source()
+        assert executor._verdict(task.id, expert)[0].kind == "correct", task.id
+        for m in [*generic_mutations(expert), *(m for m in task.mutations if m.breaks)]:
+            if m.find in expert:
+                broken = expert.replace(m.find, m.replace, 1)
+                assert executor._verdict(task.id, broken)[0].kind != "correct", (task.id, m.kind)
