@@ -16,6 +16,7 @@ from judge.internal_tests import InternalTestReport, case_set_for
 from judge.policy import FINAL_FULL, TimingPolicy
 from judge.verdict import Evaluation
 from runners.executor import Executor
+from runners.savings import carried_failure, untimed_from_timed
 
 
 class RunInterrupted(BaseException):
@@ -52,11 +53,14 @@ class Evaluator:
     def __init__(self, executor: Executor, store: EvaluationStore, target: Target,
                  timing_policy: TimingPolicy | None = None, stopping: threading.Event | None = None,
                  recorded: RecordedLookup | None = None,
-                 on_executed: Callable[[str, str, str, float], None] | None = None, sanitize: bool = False):
+                 on_executed: Callable[[str, str, str, float], None] | None = None, sanitize: bool = False,
+                 save_jobs: bool = True):
         """`on_executed(task, case_set, verdict, seconds)` hears of every job a worker ran (not of
         answers from the cache or the record): the scheduler's progress bar and log. `sanitize`:
         the executor runs timed evaluations under compute-sanitizer too (the pool's option of
-        the same name); part of the cache key of those evaluations."""
+        the same name); part of the cache key of those evaluations. `save_jobs`: hidden verdicts
+        that earlier results decide are recorded without a job (runners/savings.py; False judges
+        every one, for the test that both give the same verdicts)."""
         self.recorded = recorded
         self.replayed = 0
         self.sanitize = sanitize
@@ -69,6 +73,8 @@ class Evaluator:
         self._locks_guard = threading.Lock()
         self.executed = 0
         self._on_executed = on_executed
+        self.save_jobs = save_jobs
+        self.saved = 0  # hidden verdicts recorded from earlier results instead of a job (runners/savings.py)
 
     def _lock(self, key: tuple[str, ...]) -> threading.Lock:
         with self._locks_guard:
@@ -124,11 +130,40 @@ class Evaluator:
         different case sets, so the two protocols never answer for each other."""
         timed = timing and not self.target.interpreter
         policy = self.timing_policy.for_protocol(protocol)
-        return Evaluation.from_json(self._cached(
-            source, task_id, case_set, self.judging_key(timed),
-            lambda: self.executor.evaluate(task_id, judged_source(task_id, source), case_set, timing=timed,
-                                           timing_policy=policy),
-            timed=timed))
+
+        def judge() -> Evaluation:
+            decided = self.already_decided(task_id, source, case_set, timed) if self.save_jobs else None
+            if decided is not None:
+                self.saved += 1
+                return decided
+            return self.executor.evaluate(task_id, judged_source(task_id, source), case_set, timing=timed,
+                                          timing_policy=policy)
+
+        return Evaluation.from_json(self._cached(source, task_id, case_set, self.judging_key(timed), judge,
+                                                 timed=timed))
+
+    def already_decided(self, task_id: str, source: str, case_set: str, timed: bool) -> Evaluation | None:
+        """A hidden verdict that what this run judged before decides (runners/savings.py): a
+        visible failure before or on the first case, or for the untimed job a timed one that
+        passed. Never a pass that no hidden job gave."""
+        if case_set != "hidden":
+            return None
+        from bench.registry import get_task
+
+        h = self.store.put_source(source)
+        if not timed:
+            passed = untimed_from_timed(self.store.evaluation(h, task_id, "hidden", self.judging_key(True), timed=True))
+            if passed is not None:
+                return passed
+        visible = get_task(task_id).visible
+        if not visible:
+            return None
+        for was_timed in (True, False):
+            stored = self.store.evaluation(h, task_id, "visible", self.judging_key(was_timed), timed=was_timed)
+            decided = carried_failure(stored, visible[0].name)
+            if decided is not None:
+                return decided
+        return None
 
     def run_tests(self, task_id: str, source: str, tests: str) -> InternalTestReport:
         """A method's own tests against a candidate, in the sandboxed worker; cached under the

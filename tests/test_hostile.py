@@ -130,7 +130,8 @@ CORPUS: tuple[Hostile, ...] = (
     # Containment.
     Hostile("recovers_shell.py", "vector_add", "wrong_result", "outside atol", case_set="visible"),
     Hostile("fills_disk.py", "vector_add", "wrong_result", "outside atol", case_set="visible"),
-    Hostile("writes_project.py", "vector_add", "runtime_error", "Read-only file system", root_only=True, case_set="visible"),
+    # The project is not in a candidate's sandbox at all: nothing to write, its wrong answer judged.
+    Hostile("writes_project.py", "vector_add", "wrong_result", "outside atol", case_set="visible"),
     # Subtly wrong kernels the hidden cases used to miss.
     Hostile("row_sum_capped_4096.py", "row_sum", "wrong_result", "outside atol",
             case="cols8191" if HAS_GPU else "cols10007"),  # the first case past 4096 columns

@@ -1,6 +1,7 @@
 # Hostile candidate (containment): plants a sitecustomize.py in the project root (which the next
-# worker would execute) and reports success by returning the right answer through PyTorch only if
-# the write worked. Expected verdict: runtime_error (the project is read-only to candidates).
+# worker would execute); its kernel is wrong either way. Expected verdict: wrong_result, with no
+# sitecustomize.py written (the project is not in a candidate's sandbox; before the sandbox it
+# was read-only to root's candidates, and the write raised).
 from pathlib import Path
 
 import torch
