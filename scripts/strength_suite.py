@@ -18,8 +18,23 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.registry import suite_tasks  # noqa: E402
-from bench.strength.report import StrengthReport, draw_figure, format_report, write_csv  # noqa: E402
+from bench.strength.report import (  # noqa: E402
+    MutantOutcome,
+    StrengthReport,
+    TaskNote,
+    draw_figure,
+    format_report,
+    write_csv,
+)
 from runners.strength import StrengthOptions, run_strength  # noqa: E402
+
+
+def _load(path: Path) -> StrengthReport:
+    """A report written by this script (strength.json), to go on from."""
+    d = json.loads(path.read_text())
+    return StrengthReport(d["suite"], d["device"], d["seed"], d["mutants_per_task"], list(d["tasks"]),
+                          [MutantOutcome(**o) for o in d["outcomes"]], [TaskNote(**n) for n in d["notes"]],
+                          dict(d["stress_cases"]), float(d["seconds"]))
 
 
 def main() -> None:
@@ -32,10 +47,20 @@ def main() -> None:
     ap.add_argument("--chunk", type=int, default=3, help="tasks per chunk")
     ap.add_argument("--minutes", type=float, default=20.0, help="start no chunk after this many minutes")
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--resume", action="store_true",
+                    help="go on from OUT/strength.json (same options): its tasks are kept, not run again")
+    ap.add_argument("--last", default="", help="comma-separated task ids to run after all the others")
     args = ap.parse_args()
-    ids = [t.id for t in suite_tasks(args.suite)]
+    last = [t for t in args.last.split(",") if t]
+    ids = [t.id for t in suite_tasks(args.suite) if t.id not in last] + last
     started = time.perf_counter()
     combined: StrengthReport | None = None
+    if args.resume and (args.out / "strength.json").exists():
+        combined = _load(args.out / "strength.json")
+        if (combined.seed, combined.mutants_per_task) != (args.seed, args.mutants):
+            sys.exit("--resume: the folder holds a run with another seed or mutant count")
+        ids = [t for t in ids if t not in combined.tasks]
+        started -= combined.seconds
     for first in range(0, len(ids), args.chunk):
         if time.perf_counter() - started > 60 * args.minutes:
             print(f"time limit: stopped before {ids[first:]}", file=sys.stderr)
