@@ -11,8 +11,6 @@ from bench.task import STRIDED_LAYOUTS, Case, case_grid
 ELEMENT_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int8": 1, "int32": 4, "int64": 8}
 
 SEEDS = range(5)
-BF16_DOT_SKIP = ("the Triton interpreter does not support bfloat16 tl.dot (triton-lang/triton#11584); "
-                 "judged on a GPU only")
 
 
 def torch_dtype(name: str) -> torch.dtype:

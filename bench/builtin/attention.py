@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from bench.builtin._common import BF16_DOT_SKIP, ELEMENT_BYTES, SEEDS, randn, sizes, wide_dtype
+from bench.builtin._common import ELEMENT_BYTES, SEEDS, hidden_grid, randn, sizes, wide_dtype
 from bench.registry import register_task
 from bench.task import Case, Mutation, Task, case, case_grid
 
@@ -72,13 +72,12 @@ register_task(Task(
     dtypes=HALVES,
     visible=VISIBLE,
     hidden_gpu=case_grid("hidden", GPU_SHAPES, HALVES, SEEDS),
-    hidden_cpu=case_grid("hidden", CPU_SHAPES, HALVES, SEEDS),
+    hidden_cpu=hidden_grid(CPU_SHAPES, HALVES, cpu=True),
     perf=PERF,
     baseline_file="attention.py",
     difficulty=4,
     bytes_moved=_bytes,
     flops=lambda c: _flops(c, causal=False),
-    interpreter_skips={"bfloat16": BF16_DOT_SKIP},
     mutations=(
         Mutation("missing_kv_mask", '        qk = tl.where(cols[None, :] < seq_len, qk, -float("inf"))\n', "",
                  note="padded keys get score 0: right only when S is a multiple of the key block"),
@@ -105,13 +104,12 @@ register_task(Task(
     visible=(case("visible-1x2x64", "float16", 0, batch=1, heads=2, seq=64),
              case("visible-2x2x64", "float16", 1, batch=2, heads=2, seq=64)),
     hidden_gpu=case_grid("hidden", GPU_SHAPES, HALVES, SEEDS),
-    hidden_cpu=case_grid("hidden", CPU_SHAPES, HALVES, SEEDS),
+    hidden_cpu=hidden_grid(CPU_SHAPES, HALVES, cpu=True),
     perf=PERF,
     baseline_file="causal_attention.py",
     difficulty=5,
     bytes_moved=_bytes,
     flops=lambda c: _flops(c, causal=True),
-    interpreter_skips={"bfloat16": BF16_DOT_SKIP},
     mutations=(
         Mutation("strict_causal", "(offs_m[:, None] >= cols[None, :])", "(offs_m[:, None] > cols[None, :])",
                  note="a query no longer attends to itself; the first query attends to nothing"),

@@ -30,10 +30,6 @@ register_task(Task(
                            cpu=False),
     hidden_cpu=hidden_grid([{"n": n} for n in (1, 97, 1025, 4099, 10_007)], ("float32", "float16", "bfloat16"),
                            cpu=True),
-    # vector_add alone asks for no float32 compute, and the interpreter adds bfloat16 values as raw
-    # bits (no conversion), so a kernel right on a GPU is wrong there: bfloat16 is judged on a GPU.
-    interpreter_skips={"bfloat16": "the Triton interpreter adds bfloat16 values without converting them "
-                       "(wrong on the CPU, right on a GPU); judged on a GPU only"},
     perf=(case("perf-n16M", "float32", 0, n=1 << 24), case("perf-n64K", "float32", 0, n=1 << 16)),
     baseline_file="vector_add.py",
     difficulty=1,

@@ -1,14 +1,14 @@
 """Matrix-multiply tasks beyond plain matmul (matmul.py): fused bias+ReLU epilogue, batched matmul.
 
 fp16/bf16 inputs with float32 accumulation. CPU shapes stay tiny because interpreted
-tl.dot is slow, and bf16 cases are skipped there (the interpreter cannot run bf16 tl.dot).
+tl.dot is slow, and bf16 runs there at two seeds (the interpreter emulates bf16, `hidden_grid`).
 """
 
 from __future__ import annotations
 
 import torch
 
-from bench.builtin._common import BF16_DOT_SKIP, ELEMENT_BYTES, SEEDS, randn, sizes, wide_dtype
+from bench.builtin._common import ELEMENT_BYTES, SEEDS, hidden_grid, randn, sizes, wide_dtype
 from bench.registry import register_task
 from bench.task import Case, Mutation, Task, case, case_grid
 
@@ -49,14 +49,13 @@ register_task(Task(
              case("visible-256x256x64", "float16", 1, m=256, n=256, k=64)),
     hidden_gpu=case_grid("hidden", sizes("m,n,k", [(1, 1, 1), (17, 31, 13), (129, 257, 65), (512, 1024, 768),
                                                     (1000, 999, 1001)]), HALVES, SEEDS),
-    hidden_cpu=case_grid("hidden", sizes("m,n,k", [(1, 1, 1), (17, 31, 13), (129, 65, 33)]), HALVES, SEEDS),
+    hidden_cpu=hidden_grid(sizes("m,n,k", [(1, 1, 1), (17, 31, 13), (129, 65, 33)]), HALVES, cpu=True),
     perf=(case("perf-4096", "float16", 0, m=4096, n=4096, k=4096), case("perf-bf16-8192x4096x4096", "bfloat16", 0,
                                                                         m=8192, n=4096, k=4096)),
     baseline_file="matmul_bias_relu.py",
     difficulty=3,
     bytes_moved=_mnk_bytes,
     flops=lambda c: 2 * c.size("m") * c.size("n") * c.size("k") + 2 * c.size("m") * c.size("n"),
-    interpreter_skips={"bfloat16": BF16_DOT_SKIP},
     mutations=(
         Mutation("wrong_grid", "grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N),)",
                  "grid = ((M // BLOCK_M) * (N // BLOCK_N),)", note="drops edge tiles: right only for multiples of the tile"),
@@ -93,8 +92,8 @@ register_task(Task(
              case("visible-3x256x128x64", "float16", 1, batch=3, m=256, n=128, k=64)),
     hidden_gpu=case_grid("hidden", sizes("batch,m,n,k", [(1, 1, 1, 1), (3, 17, 31, 13), (4, 129, 257, 65),
                                                           (8, 512, 512, 512), (16, 1000, 999, 129)]), HALVES, SEEDS),
-    hidden_cpu=case_grid("hidden", sizes("batch,m,n,k", [(1, 1, 1, 1), (3, 17, 31, 13), (2, 129, 65, 33)]),
-                         HALVES, SEEDS),
+    hidden_cpu=hidden_grid(sizes("batch,m,n,k", [(1, 1, 1, 1), (3, 17, 31, 13), (2, 129, 65, 33)]), HALVES,
+                           cpu=True),
     perf=(case("perf-32x1024", "float16", 0, batch=32, m=1024, n=1024, k=1024),
           case("perf-bf16-8x2048", "bfloat16", 0, batch=8, m=2048, n=2048, k=2048)),
     baseline_file="bmm.py",
@@ -102,7 +101,6 @@ register_task(Task(
     bytes_moved=lambda c: ELEMENT_BYTES[c.dtype] * c.size("batch") * (c.size("m") * c.size("k") + c.size("k") * c.size("n")
                                                                       + c.size("m") * c.size("n")),
     flops=lambda c: 2 * c.size("batch") * c.size("m") * c.size("n") * c.size("k"),
-    interpreter_skips={"bfloat16": BF16_DOT_SKIP},
     mutations=(
         Mutation("wrong_grid", "grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N), B)",
                  "grid = ((M // BLOCK_M) * (N // BLOCK_N), B)", note="drops edge tiles: right only for multiples of the tile"),

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from bench.builtin._common import ELEMENT_BYTES, randn
+from bench.builtin._common import ELEMENT_BYTES, hidden_grid, randn
 from bench.registry import register_task
 from bench.task import Case, Mutation, Task, case, case_grid
 
 SEEDS = range(5)
-BF16_DOT_SKIP = ("the Triton interpreter does not support bfloat16 tl.dot (triton-lang/triton#11584); "
-                 "judged on a GPU only")
 
 
 def _inputs(c: Case, device: str) -> tuple:
@@ -37,15 +35,14 @@ register_task(Task(
              case("visible-256x256x64", "float16", 1, m=256, n=256, k=64)),
     hidden_gpu=case_grid("hidden", _mnk([(1, 1, 1), (17, 31, 13), (129, 257, 65), (512, 1024, 768), (1000, 999, 1001)]),
                          ("float16", "bfloat16"), SEEDS),
-    hidden_cpu=case_grid("hidden", _mnk([(1, 1, 1), (17, 31, 13), (64, 64, 64), (129, 65, 33)]),
-                         ("float16", "bfloat16"), SEEDS),
+    hidden_cpu=hidden_grid(_mnk([(1, 1, 1), (17, 31, 13), (64, 64, 64), (129, 65, 33)]), ("float16", "bfloat16"),
+                           cpu=True),
     perf=(case("perf-4096", "float16", 0, m=4096, n=4096, k=4096), case("perf-bf16-2048", "bfloat16", 0, m=2048, n=2048, k=2048)),
     baseline_file="matmul.py",
     difficulty=3,
     bytes_moved=lambda c: ELEMENT_BYTES[c.dtype] * (c.size("m") * c.size("k") + c.size("k") * c.size("n") + c.size("m") * c.size("n")),
     flops=lambda c: 2 * c.size("m") * c.size("n") * c.size("k"),
     suites=("full",),
-    interpreter_skips={"bfloat16": BF16_DOT_SKIP},
     mutations=(
         Mutation("wrong_grid", "grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N),)",
                  "grid = ((M // BLOCK_M) * (N // BLOCK_N),)", note="drops edge tiles: right only for multiples of the tile"),
