@@ -282,7 +282,7 @@ BAD_VALUES: list[tuple[tuple[str, ...], str]] = [
 ]
 FLAGS_WITHOUT_VALUES = {"--help", "--json", "--quiet", "--dry-run", "--hidden", "--visible", "--verbose", "--all",
                         "--calls", "--sources", "--candidates", "--no-timing", "--reject-json-mode", "--reject-max-tokens",
-                        "--titles"}
+                        "--titles", "--unsandboxed", "--allow-same-seed"}
 SHARED = {"--log-file"}  # one callback for every command: one case (on compare) covers it
 
 

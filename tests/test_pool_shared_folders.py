@@ -1,5 +1,6 @@
-"""What the pool's workers share: one Triton cache root on a GPU, with a writable cache per candidate
-source under it (judge/worker.py): a source judged again by another worker compiles nothing,
+"""What the pool's workers share: one Triton cache root on a GPU, with a cache per candidate source
+under it (judge/worker.py), lent to the candidate's sandbox by links and taken back by renames
+(judge/source_caches.py): a source judged again by another worker compiles nothing,
 no candidate's files are ever taken for the judge's prebuilt helpers, and a helper copied into
 a source's cache appears whole or not at all. No worker or GPU is started here."""
 
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -65,24 +67,61 @@ def test_only_the_judges_own_entries_are_taken_for_helpers(tmp_path: Path) -> No
 
 
 def _bare_worker(root: Path, helpers: list[Path]) -> Any:
-    worker = Worker.__new__(Worker)  # no template, no GPU: only what `_plan` reads
+    worker = Worker.__new__(Worker)  # no template, no GPU: only what `_lend_cache` reads
     worker.target, worker.user, worker.counter = GPU, None, 0
     worker.tmp, worker.triton_cache, worker.helpers = root / "tmp", root / "cache", helpers
     worker.launchers = SharedLaunchers(root / "cache")
     return worker
 
 
+def _process(root: Path, name: str) -> Any:
+    """What `_lend_cache` reads of a candidate process: the folder bound into its sandbox."""
+    cache = root / "candidates" / name
+    cache.mkdir(parents=True)
+    return SimpleNamespace(cache=str(cache), source_cache=None)
+
+
 def test_a_sources_cache_is_the_same_for_every_worker_and_seeded_whole(tmp_path: Path) -> None:
     helper = _helper(tmp_path / "built", "HELPERHASH")
     first, second = _bare_worker(tmp_path, [helper]), _bare_worker(tmp_path, [helper])
     first.launchers.folders = [_helper(tmp_path / "cache", "LAUNCHERHASH")]  # built by the judge (judge/launchers.py)
-    plans = [w._plan("def kernel(): pass\n") for w in (first, second)]
-    assert plans[0]["writable"] == plans[1]["writable"]
-    cache = Path(plans[0]["writable"][0])
+    procs = [_process(tmp_path, "a"), _process(tmp_path, "b")]
+    for worker, proc in zip((first, second), procs, strict=True):
+        worker._lend_cache(proc, "def kernel(): pass\n")
+    assert procs[0].source_cache == procs[1].source_cache
+    cache = procs[0].source_cache
     assert cache.parent == tmp_path / "cache" / SOURCE_CACHES
     assert sorted(p.name for p in cache.iterdir()) == ["HELPERHASH", "LAUNCHERHASH"]  # no partial copy beside them
     assert (cache / "HELPERHASH" / f"launcher{SUFFIX}").read_bytes() == b"\x7fELF"
-    assert second._plan("def other(): pass\n")["writable"] != plans[0]["writable"]
+    lent = Path(procs[0].cache)  # what the candidate's sandbox sees: the same files, linked
+    assert sorted(p.name for p in lent.iterdir()) == ["HELPERHASH", "LAUNCHERHASH"]
+    assert os.path.samefile(lent / "HELPERHASH" / f"launcher{SUFFIX}", cache / "HELPERHASH" / f"launcher{SUFFIX}")
+    other = _process(tmp_path, "c")
+    second._lend_cache(other, "def other(): pass\n")
+    assert other.source_cache != cache
+
+
+def test_what_a_candidate_compiled_goes_back_to_its_sources_cache_and_links_never_do(tmp_path: Path) -> None:
+    from judge.source_caches import fill, harvest
+
+    source_cache = tmp_path / "source"
+    (source_cache / "OLD").mkdir(parents=True)
+    (source_cache / "OLD" / "k.cubin").write_bytes(b"old")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("host file")
+    (source_cache / "PLANTED").symlink_to(secret)  # a link left by an earlier candidate of this source
+    lent = tmp_path / "lent"
+    lent.mkdir()
+    assert fill(source_cache, lent) == 1 and not (lent / "PLANTED").exists()  # the link is never lent
+    (lent / "NEW").mkdir()
+    (lent / "NEW" / "k.cubin").write_bytes(b"new")
+    (lent / "LINK").symlink_to(secret)
+    (lent / "HALF").mkdir()
+    (lent / "HALF" / "to-secret").symlink_to(secret)
+    assert harvest(lent, source_cache) == 1
+    assert (source_cache / "NEW" / "k.cubin").read_bytes() == b"new"
+    assert not (source_cache / "LINK").exists() and not (source_cache / "HALF").exists()
+    assert not lent.exists() and secret.read_text() == "host file"
 
 
 def test_a_copy_that_lost_the_race_leaves_the_winners_helper(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
