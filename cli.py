@@ -53,8 +53,18 @@ def _split(value: str | None) -> list[str] | None:
     return items or None
 
 
+def _names(value: str | None, option: str) -> list[str] | None:
+    """A comma-separated list of names given on the command line; an empty one (`--tasks ""`) is
+    bad input, never the default: the user asked for something and would silently get everything."""
+    items = _split(value)
+    if value is not None and not items:
+        raise BadInput(f"{option} is empty: give comma-separated names, or leave {option} out for the default")
+    return items
+
+
 _SOURCE_HELP = ("Load tasks from an external suite, ADAPTER:PATH (geak-eval:DIR or kernelbench:DIR); repeatable; "
-                "replaces $KMC_TASK_SOURCES (the default). Skipped files and their reasons are reported on stderr.")
+                "replaces $KMC_TASK_SOURCES [default: $KMC_TASK_SOURCES, else none]. Skipped files and their reasons "
+                "are reported on stderr.")
 _DEVICE_HELP = ("auto: GPU if present, else the Triton CPU interpreter; cpu: always the interpreter "
                 "[default auto; cpu when $KMC_FORCE_CPU=1].")
 _WORKERS_HELP = ("Judging worker processes [default: the usable cores, bounded per GPU by its free memory and by host "
@@ -146,7 +156,8 @@ def _logging_options(command: click.Command) -> None:
                                        help="Log every step (model calls, evaluations, units) on stderr."))
     command.params.append(click.Option(["--log-file"], type=click.Path(path_type=Path, dir_okay=False),
                                        expose_value=False, callback=_log_file,
-                                       help="Also append the log to this file (runs always keep RUN_DIR/run.log)."))
+                                       help="Also append the log to this file (runs always keep RUN_DIR/run.log) "
+                                            "[default: none]."))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -161,38 +172,48 @@ def cli() -> None:
 @click.option("--budget", type=int, default=None, help="LLM budget per (method, task, repeat) [default 100].")
 @click.option("--budget-unit", type=click.Choice(["calls", "tokens", "output_tokens", "total_tokens"]), default=None,
               help="What the budget counts [default calls]; tokens = total_tokens.")
-@click.option("--methods", default=None, help="Comma-separated methods [default direct,reflexion,geak].")
-@click.option("--tasks", default=None, help="Comma-separated task ids (overrides --suite).")
+@click.option("--methods", default=None,
+              help="Comma-separated methods [default direct,reflexion,geak]; empty is an error.")
+@click.option("--tasks", default=None,
+              help="Comma-separated task ids (overrides --suite) [default: the suite's tasks]; empty is an error.")
 @click.option("--suite", default=None, help="Task suite [default: quick without a GPU, full with one].")
 @source_option
 @click.option("--repeats", type=int, default=None, help="Independent repeats per (method, task) [default 1].")
 @click.option("--seed", type=int, default=None, help="Run seed [default 0].")
 @click.option("--config", "config_path", type=click.Path(path_type=Path), default=None,
-              help="YAML or JSON file of options; command-line flags override it.")
+              help="YAML or JSON file of options; command-line flags override it [default: none].")
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Folder for run folders [default runs/].")
-@click.option("--resume", type=click.Path(path_type=Path), default=None, help="Finish an interrupted run folder.")
-@click.option("--base-url", default=None, help="OpenAI-compatible endpoint; without it the simulated model is used.")
-@click.option("--model", default=None, help="Model name at the endpoint.")
-@click.option("--api-key-env", default=None, help="Environment variable holding the API key [OPENAI_API_KEY].")
+@click.option("--resume", type=click.Path(path_type=Path), default=None,
+              help="Finish an interrupted run folder with its recorded options (a finished one is reported "
+                   "complete) [default: none: a new run].")
+@click.option("--base-url", default=None,
+              help="OpenAI-compatible endpoint [default: none: the built-in simulated model].")
+@click.option("--model", default=None, help="Model name at the endpoint (required with --base-url) [default: none].")
+@click.option("--api-key-env", default=None,
+              help="Environment variable holding the API key [default OPENAI_API_KEY].")
 @device_option
 @click.option("--workers", type=int, default=None, help=_WORKERS_HELP)
 @click.option("--worker-user", default=None, metavar="USER",
               help="Run evaluation workers as this unprivileged user, e.g. nobody (needs root). Off by default.")
 @click.option("--ray", "ray_address", default=None, metavar="ADDRESS",
               help="Judge on Ray actors (extra `cluster`): `local` starts Ray here, `auto` joins a running cluster, "
-                   "or a cluster's address. Judging actors plus one timing actor per GPU.")
-@click.option("--quiet", is_flag=True, help="No progress bar.")
+                   "or a cluster's address. Judging actors plus one timing actor per GPU [default: none: the "
+                   "local worker pool].")
+@click.option("--quiet", is_flag=True,
+              help="No progress (a live bar on a terminal, else one line per finished unit). Off by default.")
 @click.option("--max-concurrency", type=int, default=None, help="Model requests in flight at once [default 8].")
 @click.option("--dry-run", is_flag=True, help="Print the calls, tokens and estimated cost the run would spend; spend nothing.")
 @click.option("--replay", type=click.Path(path_type=Path), default=None,
               help="Re-run a recorded run folder from its recorded model responses and evaluations: every decision "
-                   "and summary.json reproduced exactly, with no network and no GPU.")
+                   "and summary.json reproduced exactly, with no network and no GPU [default: none].")
 @click.option("--rejudge", is_flag=True,
               help="With --replay: judge every candidate anew on this machine instead of replaying the evaluations.")
 @click.option("--lock-clocks", "lock_spec", default=None, metavar="auto|SM[,MEM]",
               help="Lock GPU clocks for the run (needs root; restored on exit and Ctrl-C). Off by default.")
 @click.option("--eval-budget", type=int, default=None, metavar="N",
-              help="GPU evaluations per unit (visible feedback and a method's own test runs), enforced like calls.")
+              help="GPU evaluations per unit (visible feedback and a method's own test runs), enforced like calls "
+                   "[default: one per two calls of a calls budget, the same for every method; none for a token "
+                   "budget].")
 @click.option("--oneshot-corpus", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="One-shot example corpus (GEAK-v1 train_crawl.json layout) [default: the built-in expert kernels].")
 @click.option("--retry-errors", is_flag=True,
@@ -215,6 +236,7 @@ def compare(budget: int | None, budget_unit: str | None, methods: str | None, ta
         CompareOptions,
         estimate_compare,
         recorded_options,
+        resume_command,
         run_compare,
     )
     from runners.config import compose_config
@@ -225,7 +247,8 @@ def compare(budget: int | None, budget_unit: str | None, methods: str | None, ta
         raise BadInput("--retry-errors goes with --resume RUN_DIR")
     if rejudge and replay is None:
         raise BadInput("--rejudge goes with --replay RUN_DIR")
-    flags = {"budget": budget, "budget_unit": budget_unit, "methods": _split(methods), "tasks": _split(tasks),
+    flags = {"budget": budget, "budget_unit": budget_unit, "methods": _names(methods, "--methods"),
+             "tasks": _names(tasks, "--tasks"),
              "suite": suite, "repeats": repeats, "seed": seed, "device": device, "workers": workers,
              "worker_user": worker_user, "ray_address": ray_address, "task_sources": _sources(sources),
              "eval_budget": eval_budget, "unsandboxed": True if unsandboxed else None,
@@ -241,36 +264,24 @@ def compare(budget: int | None, budget_unit: str | None, methods: str | None, ta
     if resume is not None and (config_path or any(v is not None for k, v in flags.items() if k != "workers")):
         _say("note: --resume uses the run's recorded config (it may change only --workers); other run options "
              "are ignored")
-    bar: Any = None
+    from runners.progress_display import ProgressDisplay
 
-    def on_start(started: Any) -> None:
-        nonlocal bar
-        if not quiet:  # made only now, so the run-folder and model lines are not printed through a half-drawn bar
-            from tqdm import tqdm
-
-            bar = tqdm(total=1, unit=started.budget_unit, desc="budget", dynamic_ncols=True, file=sys.stderr)
-
-    def on_progress(p: Any) -> None:
-        if bar is not None:  # advances at every model call; finished units release what they left unspent
-            bar.total = p.budget_total
-            bar.n = p.work
-            bar.set_postfix_str(f"units {p.units_done}/{p.total_units}, spent {p.spent} {p.unit}, "
-                                f"{p.evaluations} evaluations", refresh=True)
-
+    # A live bar on a terminal; with stderr redirected, one line per finished unit.
+    display = ProgressDisplay(sys.stderr, live=False if quiet else None)
     options = CompareOptions(out=out, resume=resume, replay=replay, lock_clocks=_parse_lock_spec(lock_spec),
-                             command_line=list(sys.argv), on_message=_say, on_start=on_start, on_progress=on_progress,
+                             command_line=list(sys.argv), on_message=_say,
+                             on_start=(lambda _s: None) if quiet else display.start,
+                             on_progress=None if quiet else display.update,
                              retry_errors=retry_errors, resume_with=resume_with, rejudge=rejudge)
     try:
         result = run_compare(config, options)
     except CompareInterrupted as stop:
-        if bar is not None:
-            bar.close()
+        display.close()
         _say(f"\ninterrupted: {stop.units_done} of {stop.units_total} units finished and recorded; "
-             f"finish with: python cli.py compare --resume {stop.run_dir}")
+             f"finish with: {resume_command(stop.run_dir)}")
         raise SystemExit(EXIT_INTERRUPTED) from None
     finally:
-        if bar is not None:
-            bar.close()
+        display.close()
     from results.summary import format_table
 
     click.echo(format_table(result.summary, result.target.interpreter))
@@ -285,7 +296,7 @@ def compare(budget: int | None, budget_unit: str | None, methods: str | None, ta
         names = ", ".join(f"{m}/{t}/{r}" for m, t, r in errored[:5]) + (" ..." if len(errored) > 5 else "")
         _say(f"warning: {len(errored)} unit(s) ended on an error, a failed model call or the method raising "
              f"({names}); the report lists their "
-             f"errors; retry them with: python cli.py compare --resume {result.run_dir} --retry-errors")
+             f"errors; retry them with: {resume_command(result.run_dir, '--retry-errors')}")
         raise SystemExit(EXIT_ERRORED_UNITS)
 
 
@@ -303,13 +314,14 @@ def _parse_lock_spec(spec: str | None) -> tuple[int | None, int | None] | None:
 # ---------------------------------------------------------------------------- eval
 @cli.command("eval")
 @click.option("--task", "task_id", required=True, help="Task id.")
-@click.option("--candidate", type=click.Path(path_type=Path, exists=True, dir_okay=False), required=True)
-@click.option("--hidden/--visible", default=True, help="Judge on hidden cases (default) or visible ones.")
+@click.option("--candidate", type=click.Path(path_type=Path, exists=True, dir_okay=False), required=True,
+              help="Python file holding the candidate kernel and its entry point.")
+@click.option("--hidden/--visible", default=True, help="Judge on hidden cases or visible ones [default: hidden].")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Seconds before the candidate is a timeout.")
+              help="Seconds before the candidate is a timeout [default: 180 on a GPU, 600 on the CPU].")
 @click.option("--worker-user", default=None, metavar="USER",
-              help="Run the evaluation worker as this unprivileged user, e.g. nobody (needs root).")
+              help="Run the evaluation worker as this unprivileged user, e.g. nobody (needs root). Off by default.")
 @source_option
 @device_option
 @unsandboxed_option
@@ -355,7 +367,7 @@ def _report_sources(reports: list[Any]) -> None:
 
 
 @bench.command("list")
-@click.option("--suite", default=None, help="Only this suite.")
+@click.option("--suite", default=None, help="Only this suite [default: every task].")
 @source_option
 @click.option("--json", "as_json", is_flag=True)
 def bench_list(suite: str | None, sources: tuple[str, ...], as_json: bool) -> None:
@@ -375,7 +387,7 @@ def bench_list(suite: str | None, sources: tuple[str, ...], as_json: bool) -> No
 
 @bench.command("check")
 @click.option("--suite", default=None, help="Suite to check [default: quick without a GPU, full with one].")
-@click.option("--tasks", default=None, help="Comma-separated task ids (overrides --suite).")
+@click.option("--tasks", default=None, help="Comma-separated task ids (overrides --suite) [default: the suite's].")
 @source_option
 @click.option("--workers", type=int, default=None, help=_WORKERS_HELP)
 @device_option
@@ -384,13 +396,14 @@ def bench_list(suite: str | None, sources: tuple[str, ...], as_json: bool) -> No
               help="Cap on sampling time per perf case and timed function [default: the timing policy's 3 s].")
 @click.option("--no-timing", is_flag=True, help="Judge only; do not time the baselines on a GPU.")
 @click.option("--shard", default=None, metavar="K/N",
-              help="Only the K-th of N slices of the tasks (by sorted id), to split a long check into runs.")
+              help="Only the K-th of N slices of the tasks (by sorted id), to split a long check into runs "
+                   "[default: every task].")
 @click.option("--timeout", "job_timeout", type=float, default=None,
               help="Seconds per baseline before it is a timeout [default: 180 on a GPU, 600 on the CPU].")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("--jsonl", "progress_file", type=click.File("a", lazy=False), default=None, metavar="FILE",
               help="Append each task's result to FILE as one JSON line as soon as it is judged (a run cut off "
-                   "by a time limit keeps what it judged).")
+                   "by a time limit keeps what it judged) [default: none].")
 @click.option("--skip-judged", is_flag=True,
               help="With --jsonl FILE: leave out the tasks FILE already has a line for (go on with a check "
                    "that was cut off; scripts/check_summary.py merges the file).")
@@ -428,7 +441,7 @@ def bench_check(suite: str | None, tasks: str | None, sources: tuple[str, ...], 
 
 @bench.command("strength")
 @click.option("--suite", default=None, help="Suite whose expert kernels are mutated [default: full, or the --source's tasks].")
-@click.option("--tasks", default=None, help="Comma-separated task ids (overrides --suite).")
+@click.option("--tasks", default=None, help="Comma-separated task ids (overrides --suite) [default: the suite's].")
 @source_option
 @click.option("--mutants", type=click.IntRange(min=1), default=10, show_default=True, help="Mutants per task.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Chooses the mutants and draws the stress cases.")
@@ -540,7 +553,8 @@ _SAME_SEED_HELP = ("Combine runs whose units share seeds (copies, refused by def
 @click.argument("run_dirs", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["md", "html"]), default="md", show_default=True)
 @click.option("--out", type=click.Path(path_type=Path), default=None,
-              help="Output folder [default RUN_DIR/report; RUN_DIR/report-combined-N for several runs].")
+              help="Output folder [default: RUN_DIR-report beside the run folder, which is never written; "
+                   "RUN_DIR-report-combined-N for several runs].")
 @click.option("--resamples", type=click.IntRange(min=MIN_RESAMPLES), default=10_000, show_default=True,
               help=f"Bootstrap resamples (at least {MIN_RESAMPLES}).")
 @click.option("--allow-same-seed", is_flag=True, help=_SAME_SEED_HELP)
@@ -566,7 +580,8 @@ def report_command(run_dirs: tuple[Path, ...], fmt: str, out: Path | None, resam
 @cli.command("figures")
 @click.argument("run_dirs", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--out", type=click.Path(path_type=Path), default=None,
-              help="Output folder [default RUN_DIR/figures].")
+              help="Output folder [default: RUN_DIR-figures beside the run folder, which is never written; "
+                   "RUN_DIR-figures-combined-N for several runs].")
 @click.option("--resamples", type=click.IntRange(min=MIN_RESAMPLES), default=10_000, show_default=True,
               help=f"Bootstrap resamples (at least {MIN_RESAMPLES}).")
 @click.option("--style", "style_name", type=click.Choice(["default", "paper"]), default="default", show_default=True,
@@ -604,7 +619,8 @@ def figures_command(run_dirs: tuple[Path, ...], out: Path | None, resamples: int
 @click.option("--baseline", type=float, default=None,
               help="Expected pass rate of the methods (0-1) [default with --pilot: the pilot's].")
 @click.option("--pilot", type=click.Path(path_type=Path), default=None,
-              help="A run folder (with repeats) to estimate the variances from, instead of assuming them.")
+              help="A run folder (with repeats) to estimate the variances from, instead of assuming them "
+                   "[default: none: ICC 0.5, method correlation 0.8].")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def plan_command(n_tasks: int, repeats: int, baseline: float | None, pilot: Path | None, as_json: bool) -> None:
     """Minimum detectable difference in pass rate and power of a comparison run (paired t-test over tasks)."""
@@ -654,7 +670,7 @@ def show_command(run_dir: Path, method: str, task: str, repeat: int, all_candida
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["csv", "parquet", "jsonl"]), default="csv", show_default=True)
 @click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=None,
-              help="Output folder [RUN_DIR/export].")
+              help="Output folder [default: RUN_DIR-export, beside the run folder, which is never written].")
 @click.option("--sources", "with_sources", is_flag=True, help="Add each candidate's code as a column.")
 def export_command(run_dir: Path, fmt: str, out: Path | None, with_sources: bool) -> None:
     """Per-unit results (one row per method, task and repeat) and every candidate as plain files,
@@ -679,7 +695,7 @@ def export_command(run_dir: Path, fmt: str, out: Path | None, with_sources: bool
 @unsandboxed_option
 @click.option("--workers", type=click.IntRange(min=1), default=None, help=_WORKERS_HELP)
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Seconds per evaluation before it is a timeout [the pool's default].")
+              help="Seconds per evaluation before it is a timeout [default: 180 on a GPU, 600 on the CPU].")
 @click.option("--speedup-tolerance", type=click.FloatRange(min=0), default=0.05, show_default=True,
               help="Re-measured speedups agree when the interval of their ratio to the recorded ones reaches "
                    "within this fraction of 1.")

@@ -21,7 +21,7 @@ import pandas as pd
 
 from results.completeness import RunProgress, run_progress
 from results.readers import RunData, RunError, load_run, task_difficulty
-from results.run_folder import RunFolder
+from results.run_folder import RunFolder, ensure_writable, output_folder
 from results.store import Store
 
 FORMATS = ("csv", "parquet", "jsonl")
@@ -183,25 +183,25 @@ def candidate_table(data: RunData, with_sources: bool = False) -> pd.DataFrame:
 
 
 def export_run(run_dir: Path, fmt: str = "csv", out_dir: Path | None = None, with_sources: bool = False) -> ExportFiles:
-    """Write units.<fmt>, candidates.<fmt> and export.json under `out_dir` [RUN_DIR/export]."""
+    """Write units.<fmt>, candidates.<fmt> and export.json under `out_dir` [RUN_DIR-export, beside the
+    run folder: the run folder itself is never written]. ExportError (one line) when `out_dir` cannot
+    be written."""
     if fmt not in FORMATS:
         raise ExportError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     if fmt == "parquet":
         _require_pyarrow()
     data = load_run(Path(run_dir))
     progress = run_progress(Path(run_dir))
-    out = Path(out_dir) if out_dir is not None else Path(run_dir) / "export"
-    try:
-        out.mkdir(parents=True, exist_ok=True)
+    out = Path(out_dir) if out_dir is not None else output_folder([Path(run_dir)], "export")
+    try:  # a folder that exists but cannot be written (a read-only run folder's export/) fails here, in one line
+        ensure_writable(out)
     except OSError as exc:
         raise ExportError(f"cannot write to {out}: {exc.strerror or exc}") from None
     units, candidates = unit_table(data), candidate_table(data, with_sources)
     paths = (out / f"units.{fmt}", out / f"candidates.{fmt}")
-    for df, path in zip((units, candidates), paths, strict=True):
-        _write(df, path, fmt)
     info = data.first
     sidecar = out / SIDECAR
-    sidecar.write_text(json.dumps({
+    about = {
         "run": str(info.path), "simulated": data.simulated, "label": SIMULATED_LABEL if data.simulated else None,
         "model": info.model, "budget": info.budget, "budget_unit": info.budget_unit, "methods": list(data.methods),
         "tasks": list(data.tasks), "repeats": info.repeats, "device": info.device_name,
@@ -209,7 +209,13 @@ def export_run(run_dir: Path, fmt: str = "csv", out_dir: Path | None = None, wit
         "files": {"units": paths[0].name, "candidates": paths[1].name, "format": fmt},
         "columns": {"units": UNIT_COLUMNS, "candidates": {k: v for k, v in CANDIDATE_COLUMNS.items()
                                                           if k != "source" or with_sources}},
-    }, indent=2) + "\n")
+    }
+    try:  # a file that cannot be written (a full disk, a name taken by a folder) is one line too
+        for df, path in zip((units, candidates), paths, strict=True):
+            _write(df, path, fmt)
+        sidecar.write_text(json.dumps(about, indent=2) + "\n")
+    except OSError as exc:
+        raise ExportError(f"cannot write to {out}: {exc.strerror or exc}") from None
     return ExportFiles(paths[0], paths[1], sidecar, len(units), len(candidates), progress)
 
 

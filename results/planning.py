@@ -10,8 +10,10 @@ correlation 0.8 between the two methods' per-task success; stats.PassVarianceMod
 `--pilot RUN_DIR` it is estimated from that run, for every pair of its methods, on submitted
 pass at the full budget: each method's within-task variance (one-way ANOVA over its repeats)
 and the variance of the TRUE per-task differences (the observed variance of per-task
-differences minus their within-task part), both as shares of the pilot's P(1-P), so they
-carry over to another baseline pass rate. The pair with the largest spread is used (the
+differences minus their within-task part), both as ratios to the pilot's P(1-P), so they
+carry over to another baseline pass rate (ratios, not shares: the first exceeds 1 where the
+methods pass different tasks; the plan prints the shares of a per-task difference's variance
+that each part makes at the planned repeats, which sum to 1). The pair with the largest spread is used (the
 conservative choice). A pilot needs repeats: with one repeat per task, within-task noise
 cannot be told apart from task differences.
 
@@ -60,7 +62,8 @@ class PairEstimate:
 
     between_var: variance of the true per-task differences (clipped at 0: `clipped`);
     within_a / within_b: a unit's variance around its task's success probability;
-    model: both as shares of the pilot's P(1-P) (stats.PassVarianceModel)."""
+    model: both as ratios to the pilot's P(1-P) (stats.PassVarianceModel; they exceed 1 where the
+    methods pass different tasks); `Plan.shares` turns them into shares of a difference's variance."""
 
     a: str
     b: str
@@ -74,7 +77,7 @@ class PairEstimate:
     def to_json(self) -> dict[str, Any]:
         return {"a": self.a, "b": self.b, "tasks": self.n_tasks, "between_task_difference_var": self.between_var,
                 "within_var": {self.a: self.within_a, self.b: self.within_b}, "clipped_at_zero": self.clipped,
-                "between_share": self.model.between_share, "within_share": self.model.within_share}
+                "between_var_ratio": self.model.between_share, "within_var_ratio": self.model.within_share}
 
 
 @dataclass(frozen=True)
@@ -109,6 +112,15 @@ class Plan:
     def mde_points(self) -> float:
         return 100 * self.mde
 
+    @property
+    def shares(self) -> tuple[float, float]:
+        """(between tasks, repeat noise): the parts of a per-task difference's variance at this
+        plan's repeats, as shares that sum to 1. The model's own parameters are ratios to P(1-P)
+        and exceed 1 where the pilot's methods succeed on different tasks (negatively correlated)."""
+        between = 2 * self.model.between_share
+        within = 2 * self.model.within_share / self.repeats
+        return between / (between + within), within / (between + within)
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "tasks": self.n_tasks, "repeats": self.repeats, "baseline": self.baseline, "alpha": self.alpha,
@@ -117,8 +129,8 @@ class Plan:
                "; power from the noncentral t"),
             "mde_points": self.mde_points, "power": {str(k): v for k, v in self.power.items()},
             "sd_per_task_difference": self.sd,
-            "model": {"source": self.model.source, "between_share": self.model.between_share,
-                      "within_share": self.model.within_share},
+            "model": {"source": self.model.source, "between_share": self.shares[0], "within_share": self.shares[1],
+                      "between_var_ratio": self.model.between_share, "within_var_ratio": self.model.within_share},
             "mde_points_if": self.alternatives, "notes": self.notes,
         }
         if self.pilot is not None:
@@ -131,8 +143,10 @@ class Plan:
         lines = [
             f"plan: {self.n_tasks} tasks x {self.repeats} {r}, baseline pass rate {self.baseline:.2f}; paired t-test "
             f"on per-task differences, two-sided alpha {self.alpha:g}",
-            f"variance: {self.model.source} (between share {self.model.between_share:.3f}, within share "
-            f"{self.model.within_share:.3f}); sd of a per-task difference {self.sd:.3f}",
+            f"variance: {self.model.source}; of a per-task difference's variance at {self.repeats} {r}, "
+            f"{self.shares[0]:.0%} is between tasks and {self.shares[1]:.0%} repeat noise (true per-task "
+            f"differences vary {self.model.between_share:.3f} x 2P(1-P), a unit {self.model.within_share:.3f} x "
+            f"P(1-P) around its task's rate); sd of a per-task difference {self.sd:.3f}",
             f"minimum detectable difference (power {self.target_power:g}): {self.mde_points:.1f} points"
             + (" (more than any difference of pass rates: this run cannot detect one)" if self.mde >= 1 else ""),
             "power at " + ", ".join(f"{k} points {v:.2f}" for k, v in self.power.items()),

@@ -10,6 +10,7 @@ or a library that is not installed, is recorded as `None`, never as a guess.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -79,3 +80,23 @@ def provenance(command_line: list[str] | tuple[str, ...] | None = None) -> dict[
         "packages": package_versions(),
         "command_line": list(sys.argv if command_line is None else command_line),
     }
+
+
+def launcher(command_line: list[str] | tuple[str, ...] | None) -> str:
+    """How a recorded command line started the toolkit, as a hint to the user should repeat it:
+    `kmc` for the installed console script (its full path when `kmc` on PATH is another file),
+    `python cli.py` for a Python file (relative to the current folder when it lies under it, else
+    as recorded), and `python cli.py` when
+    the command line says nothing (a library call, or a run recorded without one)."""
+    argv0 = str(command_line[0]) if command_line else ""
+    name = Path(argv0).name
+    if not argv0 or name in ("-c", "-m") or name.startswith(("pytest", "ipykernel", "python")):
+        return "python cli.py"
+    if name.endswith(".py"):  # as typed from the current folder when the script is under it
+        try:
+            return f"python {Path(argv0).resolve().relative_to(Path.cwd().resolve())}"
+        except (OSError, ValueError):
+            return f"python {argv0}"
+    found = shutil.which(name)
+    same = found is not None and Path(found).resolve() == Path(argv0).resolve()
+    return name if same or argv0 == name else argv0

@@ -20,7 +20,7 @@ from results.figure_style import FigureStyle
 from results.figures import FigureResult, write_figures
 from results.labels import SIMULATED_BANNER
 from results.readers import RunData, RunError, load_runs
-from results.run_folder import ensure_writable
+from results.run_folder import RunFolder, ensure_writable, output_folder
 from results.tables import Table, build_tables, to_markdown, write_tables
 from results.verdicts import display, verdict_sentence
 
@@ -125,8 +125,8 @@ def failure_blocks(a: Analysis) -> list[Block]:
         return blocks
     blocks.append(Block("p", f"{len(errored)} unit(s) ended on an error, a model call that failed for good or the "
                              f"method raising ({counts}); each "
-                             "is scored on what it had submitted by then. `python cli.py compare --resume RUN "
-                             "--retry-errors` runs them again from their recorded calls."))
+                             f"is scored on what it had submitted by then. `{RunFolder(a.data.first.path).launcher()} "
+                             "compare --resume RUN --retry-errors` runs them again from their recorded calls."))
     blocks.append(Block("list", [f"{display(name)} / {t} / repeat {r}: {e}" for name, t, r, e in errored]))
     return blocks
 
@@ -209,9 +209,9 @@ def render_html(blocks: list[Block], title: str) -> str:
 
 
 def default_out(paths: list[Path], leaf: str) -> Path:
-    """RUN/report (or RUN/figures) for one run; RUN/<leaf>-combined-N beside the first for several."""
-    first = Path(paths[0])
-    return first / leaf if len(paths) == 1 else first / f"{leaf}-combined-{len(paths)}"
+    """RUN-report (or RUN-figures) beside the run folder for one run, RUN-<leaf>-combined-N beside
+    the first for several (results.run_folder.output_folder): never inside a run folder."""
+    return output_folder(paths, leaf)
 
 
 def writable_folder(path: Path) -> Path:

@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from results.provenance import provenance
+from results.provenance import launcher, provenance
 
 FORMAT_VERSION = 2
 CONFIG_FILE, ENV_FILE, SUMMARY_FILE, STORE_FILE = "config.json", "env.json", "summary.json", "store.sqlite"
@@ -100,6 +100,17 @@ def ensure_writable(path: Path) -> None:
     probe = path / f".write-test-{os.getpid()}"
     probe.write_text("")
     probe.unlink()
+
+
+def output_folder(run_dirs: list[Path] | tuple[Path, ...], leaf: str) -> Path:
+    """Where `report`, `figures` and `export` write by default: a folder beside the run folder,
+    never inside it, so a published (or read-only) run folder stays as it was: `<run>-<leaf>`
+    for one run, `<first run>-<leaf>-combined-N` for several."""
+    first = Path(run_dirs[0])
+    if first.name in ("", ".", ".."):
+        first = first.resolve()
+    name = f"{first.name}-{leaf}" if len(run_dirs) == 1 else f"{first.name}-{leaf}-combined-{len(run_dirs)}"
+    return first.parent / name
 
 
 def _write_json(path: Path, data: Any) -> None:
@@ -239,6 +250,15 @@ class RunFolder:
         if not isinstance(data, dict):
             raise RunFolderError(f"{self.env_path} is not a mapping")
         return data
+
+    def launcher(self) -> str:
+        """The command this run was started with, for hints that repeat it (`kmc`, `python cli.py`):
+        the first word of env.json's recorded command line (results.provenance.launcher)."""
+        try:
+            command_line = self.read_env().get("command_line")
+        except RunFolderError:
+            command_line = None
+        return launcher(command_line if isinstance(command_line, list) else None)
 
     def record_resume(self, command_line: list[str] | tuple[str, ...] | None = None,
                       changed: dict[str, Any] | None = None) -> None:

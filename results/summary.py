@@ -16,7 +16,8 @@ Also per method: errored_units and failed_calls (ints: units that ended on a mod
 that failed for good, and those calls; design invariant 10), oneshot_examples (how many
 one-shot examples calls showed, and their largest and mean similarity to the task's answer,
 null when none), runs_independent (the method's declaration for its runs; pass@k over runs
-is computed only when true). Top level `matched` says what the run matched across methods
+is computed only when true), unsupported_on_interpreter (units whose final submission the CPU
+interpreter could not run: not passes, and counted apart from the method's failures). Top level `matched` says what the run matched across methods
 (budget, implementation temperature, GPU-evaluation cap per unit) and what it did not. The
 per-method entry is built in one place (`method_entry`), so
 fields added later land beside these.
@@ -156,12 +157,26 @@ def summarize(h: Headline) -> dict[str, Any]:
         "comparisons": [comparison_entry(c) for c in h.comparisons],
         "matched": matched_entry(data),
     }
+    unsupported = unsupported_counts(data)
     for method in info.methods:
         m = h.methods.get(method)
         summary["methods"][method] = method_entry(m) if m else {
             "calls_used": {}, "tokens_used": {}, "submitted_pass": None, "oracle_pass": None,
             "submitted_pass_ci": None, "speedup_geomean": None, "errored_units": 0, "failed_calls": 0}
+        summary["methods"][method]["unsupported_on_interpreter"] = unsupported.get(method, 0)
     return summary
+
+
+def unsupported_counts(data: RunData) -> dict[str, int]:
+    """Per method, the units whose final submission the CPU interpreter could not run
+    (`unsupported_on_interpreter`: inline assembly, bfloat16 atomics): neither a pass nor the
+    method's failure, counted apart as the outcome figure counts them (results/figure_outcomes.py)."""
+    from results.figure_outcomes import outcome_table
+
+    table = outcome_table(data)
+    if table.empty:
+        return {}
+    return {str(m): int(n) for m, n in table.groupby("method")["unsupported_on_the_interpreter"].sum().items()}
 
 
 def format_table(summary: dict[str, Any], interpreter: bool) -> str:
@@ -189,8 +204,9 @@ def format_table(summary: dict[str, Any], interpreter: bool) -> str:
     # The pass column is as wide as its longest entry: "0.000 (none of 12 tasks passes; no interval)"
     # is longer than an interval, and the columns after it must stay aligned.
     width = max([40] + [len(r[1]) for r in rows if isinstance(r, tuple)])
+    evals_name = "evals" if interpreter else "GPU evals"  # a CPU run ran no GPU
     header = (f"{'method':<12} {'submitted pass, 95% CI over tasks':<{width}} {'oracle':>7} {'calls':>7} "
-              f"{'tokens':>9} {'GPU evals':>9} {'errored/failed':>14}  {'speedup (correct only)':<24}")
+              f"{'tokens':>9} {evals_name:>9} {'errored/failed':>14}  {'speedup (correct only)':<24}")
     lines.append(header)
     lines.append("-" * len(header))
     for r in rows:

@@ -130,6 +130,7 @@ class Progress:
         self.spent = 0
         self.evaluations = 0
         self.released = 0  # budget that finished units left unspent
+        self.finished: list[str] = []  # "method/task/repeat N" of each finished unit, in finishing order
         self._lock = threading.Lock()
         self._on_change = on_change
 
@@ -154,11 +155,12 @@ class Progress:
             self.evaluations += 1
         self._changed()
 
-    def unit_finished(self, unspent: int, spent: int = 0) -> None:
+    def unit_finished(self, unspent: int, spent: int = 0, unit: str = "") -> None:
         """A unit ended with `unspent` budget left; `spent` is its spend when the ledger never saw
-        it charged (a unit finished before a resume)."""
+        it charged (a unit finished before a resume); `unit` names it for a line per unit."""
         with self._lock:
             self.units_done += 1
+            self.finished.append(unit or f"unit {self.units_done}")
             self.released += max(0, unspent)
             self.spent += spent
         self._changed()
@@ -210,7 +212,8 @@ class CompareRun:
                 spend = self.store.unit_spend(u.method, u.task, u.repeat)
                 assert spend is not None  # a done unit has its row
                 spent = self._spent_from_row(spend)
-                self.progress.unit_finished(self.config.budget - spent, spent=spent)
+                self.progress.unit_finished(self.config.budget - spent, spent=spent,
+                                            unit=f"{u.method}/{u.task}/repeat {u.repeat} (finished before)")
             else:
                 pending.append(u)
         concurrency = self.config.concurrency or max(2, 2 * self.executor.size)
@@ -271,7 +274,9 @@ class CompareRun:
         log.info("unit %s/%s/repeat %d: %s; %d calls, %d prompt + %d completion tokens, %d evaluations%s",
                  unit.method, unit.task, unit.repeat, status, s.calls, s.prompt_tokens, s.completion_tokens,
                  ctx.evaluations_used, f"; {error}" if error else "")
-        self.progress.unit_finished(self.config.budget - s.used(self.ledger.unit))
+        self.progress.unit_finished(self.config.budget - s.used(self.ledger.unit),
+                                    unit=f"{unit.method}/{unit.task}/repeat {unit.repeat}"
+                                    + (" (ended on an error)" if error else ""))
 
     def _judge_hidden(self, unit: Unit, task: Task) -> None:
         """Every candidate of the unit on the hidden cases, the final submission also timed (on
@@ -488,6 +493,13 @@ class CompareInterrupted(KeyboardInterrupt):
         self.units_total = units_total
 
 
+def resume_command(run_dir: Path, *flags: str) -> str:
+    """The line that finishes `run_dir`, in the command the run was started with (env.json's
+    command line: `kmc compare --resume RUN` for a run started with kmc, `python cli.py ...` for
+    one started with the script), so the hint works where the user typed it."""
+    return " ".join([RunFolder(run_dir).launcher(), "compare", "--resume", str(run_dir), *flags])
+
+
 def recorded_options(run_dir: Path) -> dict[str, Any]:
     """A recorded run's options, its resolved task list included: what `--replay` starts from."""
     folder = RunFolder(run_dir)
@@ -635,6 +647,10 @@ def run_compare(config: CompareConfig, options: CompareOptions | None = None) ->
         require_sandbox(config.unsandboxed)  # refused before a run folder exists
     prepared = prepare_run(config, opts.out, opts.resume, opts.resume_with)
     config, run_dir, resumed = prepared.config, prepared.run_dir, prepared.resumed
+    if resumed:
+        finished = finished_run(run_dir, config, opts)
+        if finished is not None:
+            return finished
     if not exact_replay and resumed:
         require_sandbox(config.unsandboxed)  # as the run was started: its recorded choice
     if replayed_target is not None:
@@ -669,6 +685,36 @@ def run_compare(config: CompareConfig, options: CompareOptions | None = None) ->
     stats = getattr(client, "stats", None)
     return RunResult(run_dir, resumed, summary, target, stats() if callable(stats) else None,
                      time.perf_counter() - started, errored)
+
+
+def finished_run(run_dir: Path, config: CompareConfig, opts: CompareOptions) -> RunResult | None:
+    """A `--resume` of a run whose every unit is finished (and, with --retry-errors, none ended on
+    an error): it says so and returns the recorded result, starting no worker and changing no
+    file but a missing summary.json (a run stopped between its last unit and its summary). None
+    when there is something to run."""
+    from results.completeness import run_progress
+    from results.summary import build_summary
+
+    progress = run_progress(run_dir)
+    if not progress.complete:
+        return None
+    store = Store.for_reading(RunFolder(run_dir).store_path)
+    try:
+        errored = store.errored_units()
+    finally:
+        store.close()
+    if opts.retry_errors and errored:
+        return None
+    folder = RunFolder(run_dir)
+    summary = folder.read_summary()
+    if summary is None:
+        summary = build_summary(run_dir)
+        folder.write_summary(summary)
+    opts.on_message(f"{run_dir} is complete: all {progress.units_done} units finished; nothing to resume"
+                    + (f" ({len(errored)} ended on an error: add --retry-errors to run them again)" if errored
+                       else ""))
+    target = recorded_target(folder.read_config().resolved, start_target(config))
+    return RunResult(run_dir, True, summary, target, None, 0.0, errored)
 
 
 def _run_logged(run: CompareRun, opts: CompareOptions, resumed: bool, exact_replay: bool, changed: Any,

@@ -422,7 +422,7 @@ def test_a_compare_run_reports_geak_evals_metrics_beside_the_strict_pass(tmp_pat
     run_dir = next(p for p in tmp_path.iterdir() if p.is_dir())
     r = run_cli("report", str(run_dir), "--resamples", "200", timeout=600, env=env)
     assert r.returncode == 0, r.stderr[-3000:]
-    report = (run_dir / "report" / "report.md").read_text()
+    report = (run_dir.parent / f"{run_dir.name}-report" / "report.md").read_text()  # beside the run, not in it
     assert "| method | tasks | units | call accuracy | GEAK-eval exec accuracy | strict pass |" in report
     assert "| tb-add_vectors | 4 |" in report and "| tb-relu_small | 4 |" in report
 
