@@ -120,6 +120,7 @@ class Bind:
     target: str  # path inside the sandbox
     writable: bool = False
     device: bool = False  # a device node or a folder of them: bound as it is (no nodev)
+    optional: bool = False  # left out, not a failure, where the kernel refuses it (/sys in some containers)
 
 
 @dataclass
@@ -149,20 +150,20 @@ class Layout:
             layout.add(path)
         for name in BASIC_DEVICES:
             layout.add(f"/dev/{name}", device=True)
-        layout.add("/sys")
+        layout.add("/sys", optional=True)
         if spec.gpu:
             for pattern in GPU_DEVICE_GLOBS:
                 for path in sorted(glob.glob(pattern)):
                     layout.add(path, device=True)
             for pattern in GPU_TREE_GLOBS:
                 for path in sorted(glob.glob(pattern)):
-                    layout.add(path)
+                    layout.add(path, optional=True)
         if cache:
             layout.binds.append(Bind(os.path.realpath(cache), TRITON_CACHE, writable=True))
         layout.hidden = [h for h in layout.hidden if any(_within(h, b.target) and h != b.target for b in layout.binds)]
         return layout
 
-    def add(self, path: str, device: bool = False) -> None:
+    def add(self, path: str, device: bool = False, optional: bool = False) -> None:
         """`path` (and its real path, where a link leads elsewhere) bound read-only, unless a
         folder already bound shows it. A hidden path is never bound, and what lies below one is
         bound on its own (a virtual environment inside the project tree)."""
@@ -174,7 +175,8 @@ class Layout:
                     or any(self._shows(b.target, target) for b in self.binds):
                 continue
             self.binds = [b for b in self.binds if not self._shows(target, b.target)]
-            self.binds.append(Bind(real if target == real else os.path.realpath(target), target, device=device))
+            self.binds.append(Bind(real if target == real else os.path.realpath(target), target, device=device,
+                                   optional=optional))
 
     def _shows(self, folder: str, path: str) -> bool:
         """Whether a bind of `folder` already shows `path` (no hidden path between them)."""
@@ -424,7 +426,13 @@ def _build_root(layout: Layout, spec: Spec) -> None:
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     # Every source opened before anything is covered: a library or the cache may live under
     # /tmp, where the new root is built.
-    opened = [(bind, os.open(bind.source, os.O_PATH | os.O_CLOEXEC)) for bind in layout.binds]
+    opened = []
+    for bind in layout.binds:
+        try:
+            opened.append((bind, os.open(bind.source, os.O_PATH | os.O_CLOEXEC)))
+        except OSError as exc:
+            if not bind.optional:
+                raise SandboxError(f"{bind.source}: {exc.strerror}") from None
     root = "/tmp"
     _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,mode=0755")
     try:
@@ -434,7 +442,12 @@ def _build_root(layout: Layout, spec: Spec) -> None:
         # environment there) then lands on the private /tmp instead of being covered by it.
         _mount_fresh(root, spec)
         for bind, fd in sorted(opened, key=lambda item: item[0].target.count("/")):
-            _bind(root, bind, fd, layout)
+            try:
+                _bind(root, bind, fd, layout)
+            except (SandboxError, OSError):
+                if not bind.optional:
+                    raise
+                _unbind(root + bind.target)  # never left half made (mounted but writable)
         for path in layout.hidden:  # made read-only once what lies below them is bound
             _mount(None, root + path, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, "size=64k,mode=0755")
     finally:
@@ -465,6 +478,12 @@ def _bind(root: str, bind: Bind, fd: int, layout: Layout) -> None:
     for hidden in layout.hidden:
         if _within(hidden, bind.target) and hidden != bind.target:
             _hide(root + hidden)
+
+
+def _unbind(target: str) -> None:
+    """An optional bind that could not be completed, taken away whole (or the sandbox fails)."""
+    if target in _mount_points():
+        _check(_libc().umount2(target.encode(), MNT_DETACH), f"removing the half-made bind {target}")
 
 
 def _hide(target: str) -> None:

@@ -148,20 +148,22 @@ def _child(sock_fd: int, device: str, interpreter: bool, setting: CandidateSetti
             return
         sock_fd = entered.channel
         plan = dataclasses.replace(plan, sandbox=entered.statement)
-        # The host's home and temporary folders are not in the sandbox: Triton's home (its
-        # dump and override folders) and tempfile's folder are the sandbox's own /tmp.
-        tempfile.tempdir = "/tmp"
-        _triton_home("/tmp")
+        _inside_the_sandbox()
     serve_candidate(socket.socket(fileno=sock_fd), device, interpreter, plan)
 
 
-def _triton_home(folder: str) -> None:
-    """Triton's home folder for this process, where its knobs have one (3.4 on)."""
+def _inside_the_sandbox() -> None:
+    """The host's home and temporary folders are not in the sandbox: this process and what it
+    starts (ptxas, the C compiler, CUDA's caches) use its own /tmp. The one place a module of the
+    toolkit writes a process's environment (tests/test_recorded_config.py allows it by name): it is
+    the sandboxed candidate's own, which nothing of the toolkit reads."""
+    os.environ.update({"HOME": "/tmp", "TMPDIR": "/tmp", "TRITON_HOME": "/tmp"})
+    tempfile.tempdir = "/tmp"
     import triton
 
     cache = getattr(getattr(triton, "knobs", None), "cache", None)
-    if cache is not None and hasattr(cache, "home_dir"):
-        cache.home_dir = folder
+    if cache is not None and hasattr(cache, "home_dir"):  # Triton 3.4 on: its dump and override folders
+        cache.home_dir = "/tmp"
 
 
 def _refuse(sock_fd: int, reason: str) -> None:

@@ -98,15 +98,24 @@ def test_forcing_the_cpu_is_an_argument_not_an_environment_flag() -> None:
     assert dict(os.environ) == before
 
 
+# Functions allowed to write a process's environment, by name: the sandboxed candidate process
+# pointing HOME and TMPDIR at its own /tmp (judge/template.py), a process nothing else reads.
+ALLOWED_WRITERS = {"_inside_the_sandbox"}
+
+
 def _environment_writes(path: Path) -> list[str]:
     """Lines of a module that change os.environ (assignment, deletion, setdefault/update/pop/...)."""
     tree = ast.parse(path.read_text())
     found = []
+    allowed = {id(n) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and f.name in ALLOWED_WRITERS
+               for n in ast.walk(f)}
 
     def is_environ(node: ast.AST) -> bool:
         return isinstance(node, ast.Attribute) and node.attr == "environ"
 
     for node in ast.walk(tree):
+        if id(node) in allowed:
+            continue
         targets: list[ast.AST] = []
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
