@@ -229,8 +229,9 @@ def draw_figure(report: StrengthReport, path: Path) -> Path | None:
     for k, judge in enumerate(JUDGES):
         xs = [i + (k - 1) * width for i in range(len(rows))]
         ys = [r[f"{judge}_score"] for r in rows]
-        err = [[y - r[f"{judge}_lo"] for y, r in zip(ys, rows, strict=True)],
-               [r[f"{judge}_hi"] - y for y, r in zip(ys, rows, strict=True)]]
+        # Clipped at 0: statsmodels' Wilson bound for k = n can come out a rounding error below k/n.
+        err = [[max(0.0, y - r[f"{judge}_lo"]) for y, r in zip(ys, rows, strict=True)],
+               [max(0.0, r[f"{judge}_hi"] - y) for y, r in zip(ys, rows, strict=True)]]
         colour, hatch = styles[judge]
         ax.bar(xs, ys, width, yerr=err, color=colour, hatch=hatch, edgecolor="black", linewidth=0.5,
                capsize=1.5, error_kw={"linewidth": 0.6}, label=JUDGE_TITLES[judge])
