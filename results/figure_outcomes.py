@@ -4,9 +4,11 @@ Why: suite means hide which tasks a method wins and loses; a reviewer wants to s
 task, whether the submission passed the hidden cases, failed them (ran and was wrong), or
 did not run at all (syntax, compile, runtime error, timeout, crash, missing entry point),
 and how fast a passing one is. A submission the CPU interpreter could not run (a feature it lacks,
-`unsupported_on_interpreter`) is neither the method's failure nor a pass: counted apart. Each cell gives the outcome over repeats ("2/3" when they
-differ) and, when timed, the speedup as colour (log scale, centred on the expert baseline's
-1x). Failed and error cells are hatched differently, so the figure reads in grayscale.
+`unsupported_on_interpreter`) is neither the method's failure nor a pass: counted apart. Each cell gives the count of passing repeats ("1/2"), and
+is shaded by the share of repeats that passed (white: none, dark blue: all; the colour bar and
+legend say so), so a task passed in 1 of 2 repeats never looks like one passed in both; the
+passing repeats' speedup is the cell's text. How the other repeats mostly ended is the hatch
+(failed, error, unsupported), so the figure reads in grayscale.
 """
 
 from __future__ import annotations
@@ -69,38 +71,40 @@ def outcome_table(data: RunData) -> pd.DataFrame:
 
 
 def draw_outcomes(data: RunData, style: FigureStyle, display: Any = str) -> tuple[Any, pd.DataFrame, str]:
-    """(figure, the plotted table, the title it would carry). `display` names methods; the caller
-    draws the watermark (results/figures.py does, for every figure alike)."""
-    from matplotlib.colors import LogNorm
+    """(figure, the plotted table, the title it would carry). Each cell is shaded by the share of
+    its repeats that passed (white: none, darkest: all), so 1 of 2 never looks like 2 of 2; the
+    most common way the others ended is its hatch; the speedup of the passing repeats is its text.
+    `display` names methods; the caller draws the watermark (results/figures.py does, for every
+    figure alike)."""
+    from matplotlib.colors import Normalize
     from matplotlib.patches import Patch, Rectangle
 
     from results.figure_style import pyplot
 
     plt = pyplot()
     table = outcome_table(data)
+    table["pass_share"] = table["passed"] / table["units"]
     methods = [m for m in data.methods if (table["method"] == m).any()]
     tasks = [t for t in data.tasks if (table["task"] == t).any()]
-    timed = bool(table["speedup"].notna().any())
     width = "double" if len(tasks) > 4 or style.name != "paper" else "single"
     w, _ = style.size(width)
     h = max(1.2, 0.32 * len(methods) + 1.2) * (style.font_size / 10)
-    fig, ax = plt.subplots(figsize=(w, h + (0.4 if timed else 0.0)), layout="constrained")
-    cmap = plt.get_cmap("PuOr")
-    top = float(np.nanmax(np.abs(np.log2(table["speedup"])))) if timed else 1.0
-    bound = 2.0 ** max(1.0, np.ceil(top))
-    norm = LogNorm(vmin=1 / bound, vmax=bound)
+    fig, ax = plt.subplots(figsize=(w, h + 0.4), layout="constrained")
+    norm = Normalize(vmin=0.0, vmax=1.0)
     many = len(tasks) > 24
     for _, r in table.iterrows():
         x, y = tasks.index(r["task"]), methods.index(r["method"])
-        if r["outcome"] == PASSED:
-            face = cmap(norm(r["speedup"])) if np.isfinite(r["speedup"]) else _PASS_UNTIMED
-            hatch = ""
-        else:
-            face, hatch = _CELL[r["outcome"]]
-        ax.add_patch(Rectangle((x - 0.5, y - 0.5), 1, 1, facecolor=face, edgecolor="white", lw=1.0, hatch=hatch))
+        share = float(r["pass_share"])
+        rest = _most_common_other(r)
+        hatch = _CELL[rest][1] if rest is not None else ""
+        ax.add_patch(Rectangle((x - 0.5, y - 0.5), 1, 1, facecolor=share_colour(share), edgecolor="white", lw=1.0,
+                               gid=f"cell:{r['method']}:{r['task']}"))
+        if hatch:  # drawn in grey over the shade (a hatch takes its patch's edge colour)
+            ax.add_patch(Rectangle((x - 0.45, y - 0.45), 0.9, 0.9, facecolor="none", edgecolor="#8c8c8c", lw=0,
+                                   hatch=hatch))
         if not many:
             ax.text(x, y, _cell_text(r), ha="center", va="center", fontsize=style.font_size - 2.5,
-                    color="black")
+                    color="white" if share > 0.6 else "black")
     ax.set_xlim(-0.5, len(tasks) - 0.5)
     ax.set_ylim(len(methods) - 0.5, -0.5)
     ax.set_yticks(range(len(methods)), [display(m) for m in methods])
@@ -112,32 +116,46 @@ def draw_outcomes(data: RunData, style: FigureStyle, display: Any = str) -> tupl
     ax.tick_params(length=0)
     for side in ("left", "bottom"):
         ax.spines[side].set_visible(False)
-    handles = [Patch(facecolor=_PASS_UNTIMED if not timed else cmap(norm(2.0)),
-                     label="passed" + (" (colour: speedup)" if timed else "")),
-               Patch(facecolor=_CELL[FAILED][0], hatch=_CELL[FAILED][1], label="failed (ran, wrong)"),
-               Patch(facecolor=_CELL[ERROR][0], hatch=_CELL[ERROR][1], label="error (did not run)")]
-    if (table["outcome"] == UNSUPPORTED).any():
-        handles.append(Patch(facecolor=_CELL[UNSUPPORTED][0], hatch=_CELL[UNSUPPORTED][1],
+    handles = [Patch(facecolor=share_colour(1.0), label="passed: shade = share of repeats passed"),
+               Patch(facecolor="white", edgecolor="#999999", hatch=_CELL[FAILED][1], label="failed (ran, wrong)"),
+               Patch(facecolor="white", edgecolor="#999999", hatch=_CELL[ERROR][1], label="error (did not run)")]
+    if (table["unsupported_on_the_interpreter"] > 0).any():
+        handles.append(Patch(facecolor="white", edgecolor="#999999", hatch=_CELL[UNSUPPORTED][1],
                              label="unsupported on the interpreter"))
-    if (table["outcome"] == NONE).any():
+    if (table["nothing_submitted"] > 0).any():
         handles.append(Patch(facecolor="white", edgecolor="#999999", label="nothing submitted"))
-    fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), handlelength=1.5)
-    if timed:
-        sm = plt.cm.ScalarMappable(norm=norm, cmap=cmap)
-        bar = fig.colorbar(sm, ax=ax, fraction=0.04, pad=0.02)
-        bar.set_label("speedup vs expert (passed)")
-        from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-
-        bar.ax.yaxis.set_major_locator(LogLocator(base=2))
-        bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
-        bar.ax.yaxis.set_minor_formatter(NullFormatter())
+    fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 3), handlelength=1.5)
+    bar = fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=_share_cmap()), ax=ax, fraction=0.04, pad=0.02)
+    bar.set_label("share of repeats passed")
+    bar.set_ticks([0.0, 0.5, 1.0], labels=["0", "1/2", "all"])
     text = title(ax, "Outcome of each method's final submission per task", style)
     return fig, table, text
 
 
+def _share_cmap() -> Any:
+    """White (no repeat passed) to a full blue (every repeat did), readable in grayscale."""
+    from matplotlib.colors import LinearSegmentedColormap
+
+    return LinearSegmentedColormap.from_list("pass_share", ["#ffffff", "#9ecae1", "#2171b5", "#08306b"])
+
+
+def share_colour(share: float) -> tuple[float, float, float, float]:
+    """The cell colour of a (method, task) whose repeats passed in this share (0 to 1)."""
+    return tuple(float(v) for v in _share_cmap()(float(np.clip(share, 0.0, 1.0))))  # type: ignore[return-value]
+
+
+def _most_common_other(r: pd.Series) -> str | None:
+    """How the repeats that did not pass mostly ended (None when every repeat passed)."""
+    others = {k: int(r[k.replace(" ", "_") if k != UNSUPPORTED else "unsupported_on_the_interpreter"])
+              for k in OUTCOMES if k != PASSED}
+    most = max(others, key=lambda k: others[k])
+    return most if others[most] else None
+
+
 def _cell_text(r: pd.Series) -> str:
+    """'k/n' passed (with repeats), then the passing repeats' speedup, or how the cell mostly ended."""
     n = int(r["units"])
     count = f"{int(r['passed'])}/{n}\n" if n > 1 else ""
-    if r["outcome"] == PASSED:
+    if int(r["passed"]):
         return count + (f"{r['speedup']:.2f}x" if np.isfinite(r["speedup"]) else "pass")
     return count + {FAILED: "wrong", ERROR: "error", UNSUPPORTED: "n/a (CPU)", NONE: "none"}[r["outcome"]]

@@ -41,6 +41,7 @@ _BUILTIN = ("direct", "reflexion", "geak")
 _LINES = ("-", "--", "-.", ":", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 1)), (0, (8, 2)), (0, (3, 1, 1, 1)))
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 _HATCHES = ("////", "\\\\\\\\", "....", "xxxx", "++++", "||||", "----", "oooo")
+WATERMARK_ZORDER = 20.0  # above lines (2), collections (1), texts (3) and legends (5)
 
 
 @dataclass(frozen=True)
@@ -158,21 +159,79 @@ def watermark(ax: Any, style: FigureStyle) -> None:
     lines = style.watermark.splitlines()
     size = min(style.font_size * 2.2, 0.8 * width_pt / (0.65 * max(len(x) for x in lines)),
                0.6 * height_pt / (1.2 * len(lines)))
+    # Above every artist of the axes (the highest zorder drawn there, whatever the figure drew), a
+    # darker grey than the hatches under it. No path effect: it would turn the SVG's text into paths.
+    top = max([a.get_zorder() for a in ax.get_children() if a is not ax.patch] + [0.0])
     mark = ax.text(0.5, 0.5, style.watermark, transform=ax.transAxes, ha="center", va="center", rotation=15,
-                   fontsize=max(size, 5.0), fontweight="bold", color="#777777", alpha=0.2, zorder=20,
-                   clip_on=True, linespacing=1.1)
+                   fontsize=max(size, 5.0), fontweight="bold", color="#555555", alpha=0.3,
+                   zorder=max(WATERMARK_ZORDER, top + 1), clip_on=True, linespacing=1.1)
+    mark.set_gid("watermark")
     mark.set_in_layout(False)  # a label, not content: the layout must not make room for it
 
 
 def band(ax: Any, x: np.ndarray, lo: np.ndarray, hi: np.ndarray, look: MethodLook, step: str | None = None) -> None:
     """An interval band that stays attributable where bands overlap and in grayscale: a light
-    fill, the method's hatch in its colour, and the band's edges drawn in its line style."""
+    fill, the method's hatch in its colour, and the whole band outlined in its colour and line
+    style (a closed outline, so where two bands overlap each one's edge can be followed)."""
     kw: dict[str, Any] = {"step": step} if step else {}
     ax.fill_between(x, lo, hi, facecolor=look.color, alpha=0.10, lw=0, **kw)
     ax.fill_between(x, lo, hi, facecolor="none", edgecolor=look.color, hatch=look.hatch, alpha=0.45, lw=0, **kw)
-    draw = "steps-post" if step == "post" else "default"
-    for edge in (lo, hi):
-        ax.plot(x, edge, color=look.color, lw=0.6, ls=look.line, alpha=0.8, drawstyle=draw)
+    outline = ax.fill_between(x, lo, hi, facecolor="none", edgecolor=look.color, lw=1.0, ls=look.line, **kw)
+    outline.set_gid("band-outline")
+
+
+def band_handle(line: Any, look: MethodLook) -> tuple[Any, Any]:
+    """A legend entry showing a method's line over its band (fill, hatch and outline), so the
+    legend tells overlapping bands apart as well as lines."""
+    from matplotlib.patches import Patch
+
+    patch = Patch(facecolor=_tint(look.color), edgecolor=look.color, hatch=look.hatch, lw=1.0, ls=look.line)
+    return (patch, line)
+
+
+def _tint(color: str, share: float = 0.12) -> tuple[float, float, float]:
+    from matplotlib.colors import to_rgb
+
+    r, g, b = to_rgb(color)
+    return (1 - share + share * r, 1 - share + share * g, 1 - share + share * b)
+
+
+_LOG_MANTISSAS = ((1.0,), (1.0, 2.0, 5.0), (1.0, 1.5, 2.0, 3.0, 5.0, 7.0))
+
+
+def log_ticks(lo: float, hi: float, least: int = 3) -> list[float]:
+    """Labelled ticks for a log axis that must show [lo, hi]: the coarsest of decades, 1-2-5 and
+    1-1.5-2-3-5-7 that puts at least `least` ticks in the range, the range widened around its
+    geometric middle until one does (a narrow range, 0.75x to 1.02x, still gets 0.7, 1, 1.5)."""
+    lo, hi = (float(lo), float(hi)) if lo <= hi else (float(hi), float(lo))
+    if not (lo > 0 and np.isfinite(lo) and np.isfinite(hi)):
+        raise ValueError(f"a log axis needs a positive, finite range, got {lo!r}..{hi!r}")
+    while True:
+        for mantissas in _LOG_MANTISSAS:
+            decades = range(int(np.floor(np.log10(lo))) - 1, int(np.ceil(np.log10(hi))) + 2)
+            inside = [float(f"{m * 10.0 ** e:.6g}") for e in decades for m in mantissas]
+            inside = [t for t in inside if lo * (1 - 1e-9) <= t <= hi * (1 + 1e-9)]
+            if len(inside) >= least:
+                return inside
+        lo, hi = lo / 1.25, hi * 1.25
+
+
+def log_axis(ax: Any, which: str, lo: float, hi: float, suffix: str = "", base: float = 10) -> list[float]:
+    """Put `which` ("x" or "y") of `ax` on a log scale showing [lo, hi] with at least three
+    labelled ticks (log_ticks) and no unlabelled minor ones; the limits reach a little past the
+    outer ticks and the data. Returns the ticks."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
+
+    ticks = log_ticks(lo, hi)
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    (ax.set_xscale if which == "x" else ax.set_yscale)("log", base=base)
+    axis.set_major_locator(FixedLocator(ticks))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}{suffix}"))
+    axis.set_minor_locator(NullLocator())
+    axis.set_minor_formatter(NullFormatter())
+    low, high = min(lo, ticks[0]) / 1.1, max(hi, ticks[-1]) * 1.1
+    (ax.set_xlim if which == "x" else ax.set_ylim)(low, high)
+    return ticks
 
 
 def save(fig: Any, out_dir: Path, name: str, style: FigureStyle, plotted: pd.DataFrame,

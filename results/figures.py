@@ -25,7 +25,18 @@ import pandas as pd
 
 from results.analysis import Analysis
 from results.curves import MethodRuns
-from results.figure_style import FigureStyle, MethodLook, band, method_looks, pyplot, save, title, watermark
+from results.figure_style import (
+    FigureStyle,
+    MethodLook,
+    band,
+    band_handle,
+    log_axis,
+    method_looks,
+    pyplot,
+    save,
+    title,
+    watermark,
+)
 from results.method_stats import REPORTED_FAST_PS
 from results.verdicts import display
 from stats import fast_p, flagged_share, mean_ci_columns
@@ -42,6 +53,8 @@ class FigureResult:
     skipped: str = ""
     title: str = ""  # the title the figure carries (drawn only when the style has titles)
     watermark: str | None = None  # the label drawn inside its axes (SIMULATED MODEL, PARTIAL RUN)
+    left_out: dict[str, str] = field(default_factory=dict)  # method -> why the figure does not draw it
+    caption_file: Path | None = None  # <name>.caption.txt beside the figure: the caption, left-out methods named
 
 
 @dataclass(frozen=True)
@@ -69,13 +82,26 @@ def _plt(look: Look) -> Any:
 
 
 def _done(fig: Any, out_dir: Path, name: str, caption: str, look: Look, plotted: pd.DataFrame,
-          text: str) -> FigureResult:
-    """Watermark every axes, save in the style's formats with the plotted numbers beside, close."""
+          text: str, left_out: dict[str, str] | None = None) -> FigureResult:
+    """Watermark every axes, save in the style's formats with the plotted numbers beside, close;
+    write the caption beside them (`<name>.caption.txt`), naming every method the figure leaves
+    out and why: a paper-style figure has no title to say it in."""
     for ax in fig.axes:
         if ax.get_label() != "<colorbar>":
             watermark(ax, look.style)
     files = save(fig, out_dir, name, look.style, plotted, look.simulated)
-    return FigureResult(name, caption, files, title=text, watermark=look.style.watermark)
+    left = dict(left_out or {})
+    full = caption + (" Not drawn: " + "; ".join(f"{display(m)} ({why})" for m, why in left.items()) + "."
+                      if left else "")
+    caption_file = out_dir / f"{name}.caption.txt"
+    caption_file.write_text(("SIMULATED MODEL. " if look.simulated else "") + full + "\n")
+    return FigureResult(name, full, files, title=text, watermark=look.style.watermark, left_out=left,
+                        caption_file=caption_file)
+
+
+def _absent(a: Analysis, drawn: list[str] | set[str], why: str = "no finished units") -> dict[str, str]:
+    """The run's methods a figure did not draw, each with `why`."""
+    return {m: why for m in a.data.methods if m not in drawn}
 
 
 def _t(a: Analysis, text: str) -> str:
@@ -96,6 +122,7 @@ def _subtitle(a: Analysis) -> str:
 SPENT_COLUMNS = {"calls": "calls_used", "tokens": "tokens_used", "evaluations": "feedback_evals"}
 AXIS_LABELS = {"calls": "LLM calls spent", "tokens": "tokens spent (thousands, prompt + completion)",
                "evaluations": "GPU evaluations spent\n(visible feedback + own test runs)"}
+CPU_EVALUATIONS_LABEL = "evaluations spent (CPU interpreter)\n(visible feedback + own test runs)"
 
 
 def budget_figure(a: Analysis, axis: str, out_dir: Path, look: Look | None = None) -> FigureResult:
@@ -109,6 +136,7 @@ def budget_figure(a: Analysis, axis: str, out_dir: Path, look: Look | None = Non
     fig, axes = plt.subplots(1, 2, figsize=look.style.size("double", 0.38), sharey=True)
     scale = 1000.0 if axis == "tokens" else 1.0
     rows = []
+    legend: dict[str, Any] = {}
     for ax, kind, label in ((axes[0], "submitted", "submitted pass"), (axes[1], "oracle", "oracle pass")):
         for m, c in curves.items():
             curve = getattr(c, kind)
@@ -117,22 +145,23 @@ def budget_figure(a: Analysis, axis: str, out_dir: Path, look: Look | None = Non
             n = min(len(c.grid), int(np.searchsorted(c.grid, float(spent.max()), side="left")) + 1)
             x = c.grid[:n] / scale
             lk = look.of(m)
-            ax.step(x, curve.mean[:n], where="post", color=lk.color, ls=lk.line, label=display(m))
+            (line,) = ax.step(x, curve.mean[:n], where="post", color=lk.color, ls=lk.line, label=display(m))
+            legend.setdefault(display(m), band_handle(line, lk))
             band(ax, x, curve.lo[:n], curve.hi[:n], lk, step="post")
             ax.plot(x[-1:], curve.mean[n - 1:n], marker="|", ms=9, mew=2, color=lk.color)
             rows += [{"panel": kind, "method": m, axis: float(c.grid[i]), "mean": float(curve.mean[i]),
                       "lo": float(curve.lo[i]), "hi": float(curve.hi[i])} for i in range(n)]
         ax.text(0.02, 0.97, label, transform=ax.transAxes, ha="left", va="top")  # the panel's name, always
-        ax.set_xlabel(AXIS_LABELS[axis])
+        cpu = axis == "evaluations" and a.data.first.interpreter
+        ax.set_xlabel(CPU_EVALUATIONS_LABEL if cpu else AXIS_LABELS[axis])
         ax.set_ylim(-0.03, 1.03)
         ax.set_xlim(0, float(next(iter(curves.values())).grid[-1]) / scale)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("share of tasks passing\nhidden tests")
-    handles, labels = axes[0].get_legend_handles_labels()
     text = title(fig, _t(a, f"Budget curves against {axis}") + f"\n{_subtitle(a)}", look.style, suptitle=True)
     fig.tight_layout(rect=(0, 0.1, 1, 1))
-    fig.legend(handles, labels, loc="lower center", ncol=len(labels), handlelength=3)
-    return _done(fig, out_dir, name, caption, look, pd.DataFrame(rows), text)
+    fig.legend(list(legend.values()), list(legend), loc="lower center", ncol=max(1, len(legend)), handlelength=3)
+    return _done(fig, out_dir, name, caption, look, pd.DataFrame(rows), text, _absent(a, set(curves)))
 
 
 # ---------------------------------------------------------------------------- parallel scaling
@@ -163,6 +192,10 @@ def parallel_figure(a: Analysis, out_dir: Path, look: Look | None = None) -> Fig
     plt = _plt(look)
     fig, ax = plt.subplots(figsize=look.style.size("single", 0.85))
     rows = []
+    left_out = {m: r.note.removeprefix(f"{m}: ") or "pass@k over runs not estimable"
+                for m, r in a.runs.items() if m not in usable}
+    left_out.update(_absent(a, set(a.runs)))
+    shown: list[float] = []
     for m, r in usable.items():
         c = r.curve
         assert c is not None
@@ -175,7 +208,9 @@ def parallel_figure(a: Analysis, out_dir: Path, look: Look | None = None) -> Fig
                   "mean": float(v), "lo": float(lo), "hi": float(hi), "drawn": bool(kp)}
                  for k, xs, cp, v, lo, hi, kp in zip(c.k, x, cap, c.mean, c.lo, c.hi, keep, strict=True)]
         if not keep.any():
+            left_out[m] = "one run spends more calls than any of its units did"
             continue
+        shown += [float(v) for v in x[keep]] + [float(v) for v in cap[keep & (cap <= limit + 1e-9)]]
         opts = a.data.method_options.get(m, {})
         temp0 = opts.get("impl_temperature", opts.get("temperature")) == 0
         label = f"{display(m)} ({spent:.3g} call{'s' if spent != 1 else ''}/run" + (
@@ -192,20 +227,19 @@ def parallel_figure(a: Analysis, out_dir: Path, look: Look | None = None) -> Fig
                     alpha=0.8, label=f"{display(m)} charged at its cap ({r.calls_per_run:g} calls/run)")
     if a.data.budget_unit == "calls":
         ax.axvline(a.data.budget, color="grey", ls=":", lw=1.0, label=f"budget of one unit ({a.data.budget} calls)")
-    from matplotlib.ticker import FuncFormatter
-
-    ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        shown.append(float(a.data.budget))
+    if shown:
+        log_axis(ax, "x", min(shown), max(shown))
     ax.set_xlabel("LLM calls spent by k runs (log scale)")
     ax.set_ylabel("pass@k over runs")
     ax.set_ylim(-0.03, 1.03)
     ax.grid(alpha=0.3, which="both")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=1)
-    missing = [display(m) for m in a.runs if m not in usable]
-    sub = f"not estimable: {', '.join(missing)}" if missing else f"{a.n_tasks} tasks"
+    missing = [display(m) for m in left_out]
+    sub = f"not drawn: {', '.join(missing)}" if missing else f"{a.n_tasks} tasks"
     text = title(ax, _t(a, "Parallel scaling over independent runs") + f"\n({sub})", look.style)
     fig.tight_layout()
-    return _done(fig, out_dir, name, caption, look, pd.DataFrame(rows), text)
+    return _done(fig, out_dir, name, caption, look, pd.DataFrame(rows), text, left_out)
 
 
 # ---------------------------------------------------------------------------- speedups
@@ -232,6 +266,7 @@ def fast_p_figure(a: Analysis, out_dir: Path, look: Look | None = None) -> Figur
     ps = np.linspace(0, max(2.5, 1.1 * top), 241)
     fig, ax = plt.subplots(figsize=look.style.size("single", 0.7))
     rows = []
+    handles, drawn = [], []
     for m in a.data.methods:
         units = u[u["method"] == m]
         if not len(units):
@@ -246,8 +281,10 @@ def fast_p_figure(a: Analysis, out_dir: Path, look: Look | None = None) -> Figur
         cols = mean_ci_columns(np.asarray(per_task), n_resamples=min(a.n_resamples, 2000), method="percentile",
                                seed=a.seed)
         lk = look.of(m)
-        ax.plot(ps, cols.value, color=lk.color, ls=lk.line, label=display(m), drawstyle="steps-post")
+        (line,) = ax.plot(ps, cols.value, color=lk.color, ls=lk.line, label=display(m), drawstyle="steps-post")
         band(ax, ps, cols.lo, cols.hi, lk, step="post")
+        handles.append(band_handle(line, lk))
+        drawn.append(m)
         rows += [{"method": m, "p": float(p), "fast_p": float(v), "lo": float(lo), "hi": float(hi)}
                  for p, v, lo, hi in zip(ps, cols.value, cols.lo, cols.hi, strict=True)]
     for p in REPORTED_FAST_PS:
@@ -257,10 +294,11 @@ def fast_p_figure(a: Analysis, out_dir: Path, look: Look | None = None) -> Figur
     ax.set_ylim(-0.03, 1.03)
     ax.set_xlim(0, ps[-1])
     ax.grid(alpha=0.3)
-    ax.legend(loc="upper right", handlelength=3)
+    ax.legend(handles, [display(m) for m in drawn], loc="upper right", handlelength=3)
     text = title(ax, _t(a, "fast_p against the speedup threshold"), look.style)
     fig.tight_layout()
-    return _done(fig, out_dir, name, caption, look, pd.DataFrame(rows), text)
+    return _done(fig, out_dir, name, caption, look, pd.DataFrame(rows), text,
+                 _absent(a, drawn, "no unit whose speed is known"))
 
 
 def speedup_figure(a: Analysis, out_dir: Path, look: Look | None = None) -> FigureResult:
@@ -272,8 +310,6 @@ def speedup_figure(a: Analysis, out_dir: Path, look: Look | None = None) -> Figu
     if not a.data.has_timings:
         return FigureResult(name, caption, skipped="no timed evaluations (CPU interpreter)")
     plt = _plt(look)
-    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
-
     u = a.data.units
     methods = [m for m in a.data.methods if (u["method"] == m).any()]
     fig, ax = plt.subplots(figsize=look.style.size("single", 0.75))
@@ -298,15 +334,9 @@ def speedup_figure(a: Analysis, out_dir: Path, look: Look | None = None) -> Figu
         rows += [{"method": m, "task": t, "repeat": int(r), "speedup": float(v)}
                  for t, r, v in zip(usable["task"], usable["repeat"], vals, strict=True)]
     ax.axhline(1.0, color="grey", lw=1)
-    ax.set_yscale("log")
     shown = u["speedup"][u["submitted_pass"] & u["speedup"].notna()]
     lo, hi = (float(shown.min()), float(shown.max())) if len(shown) else (1.0, 1.0)
-    nice = [t for t in (0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0, 5.0, 7.0, 10.0, 20.0, 50.0, 100.0)
-            if lo / 1.6 <= t <= hi * 1.6]
-    ax.yaxis.set_major_locator(FixedLocator(nice))
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
-    ax.yaxis.set_minor_locator(NullLocator())
-    ax.yaxis.set_minor_formatter(NullFormatter())
+    log_axis(ax, "y", min(lo, 1.0), max(hi, 1.0), suffix="x")  # 1x (the baseline) always in view
     ax.set_xticks(range(len(methods)), labels)
     ax.set_xlim(-0.6, len(methods) - 0.4)
     ax.set_ylabel("speedup vs expert baseline\n(x, log scale)")
@@ -314,7 +344,7 @@ def speedup_figure(a: Analysis, out_dir: Path, look: Look | None = None) -> Figu
     text = title(ax, _t(a, "Speedups of correct submissions") + "\n(dashed: geometric mean over correct units)",
                  look.style)
     fig.tight_layout()
-    return _done(fig, out_dir, name, caption, look, pd.DataFrame(rows), text)
+    return _done(fig, out_dir, name, caption, look, pd.DataFrame(rows), text, _absent(a, methods))
 
 
 # ---------------------------------------------------------------------------- latency noise

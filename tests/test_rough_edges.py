@@ -273,3 +273,21 @@ def test_report_and_figures_write_beside_the_run_folder_never_inside(run: Path) 
     both = write_report([run, twin], n_resamples=200)
     assert both.report.parent == run.parent / f"{run.name}-report-combined-2"
     assert snapshot(run) == before and RunFolder(run).read_summary() is None
+
+
+# ---------------------------------------------------------------------------- summary.json: unsupported on the interpreter
+def test_summary_counts_final_submissions_the_interpreter_could_not_run(run: Path) -> None:
+    """`unsupported_on_interpreter` is neither a pass nor the method's failure: counted apart, per
+    method, as the outcome figure counts it."""
+    from results.analysis import headline
+    from results.readers import load_run
+    from results.summary import summarize
+
+    data = load_run(run)
+    subs = data.submissions
+    final = subs[(subs["method"] == "direct") & (subs["task"] == "flip")]["submission_index"].idxmax()
+    subs.loc[final, "hidden_verdict"] = "unsupported_on_interpreter"
+    summary = summarize(headline(data))
+    assert {m: e["unsupported_on_interpreter"] for m, e in summary["methods"].items()} == {
+        "direct": 1, "reflexion": 0, "geak": 0}
+    assert json.loads(json.dumps(summary))["methods"]["direct"]["unsupported_on_interpreter"] == 1

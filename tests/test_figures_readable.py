@@ -1,0 +1,152 @@
+"""Issue 46 item 2: figures a reader can read, checked on the figures as drawn (before saving).
+
+Every log axis has at least three labelled ticks in view; every band is outlined in its
+method's colour and every legend entry of a method shows its band; the SIMULATED MODEL
+watermark is the topmost artist of every axes in both styles; the outcome heatmap is shaded
+by the share of repeats passed and its colour bar says so; a figure that leaves a method out
+names it, with the reason, in the caption file beside it.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import results.figures as figures_module
+from results.analysis import analyse
+from results.figure_outcomes import share_colour
+from results.figure_style import FigureStyle, log_ticks, method_looks
+from results.readers import load_run
+from results.verdicts import display
+from tests.helpers import ROOT
+
+SHIPPED = ROOT / "benchmarks" / "results" / "gpu_run_small"
+
+
+def _labelled_ticks(axis: Any, lo: float, hi: float) -> list[str]:
+    ticks = axis.get_majorticklocs()
+    labels = [t.get_text() for t in axis.get_majorticklabels()]
+    return [text for v, text in zip(ticks, labels, strict=True) if lo <= v <= hi and text]
+
+
+@pytest.mark.parametrize(("lo", "hi", "expected"), [
+    (0.7485, 1.0152, [0.5, 0.7, 1.0, 1.5]),  # the shipped run's speedups: the axis used to show 1x alone
+    (1.0, 6.0, [1.0, 2.0, 5.0]), (0.01, 100.0, [0.01, 0.1, 1.0, 10.0, 100.0]), (1.0, 1.0, [0.7, 1.0, 1.5]),
+])
+def test_log_ticks_put_three_or_more_in_any_range(lo: float, hi: float, expected: list[float]) -> None:
+    ticks = log_ticks(lo, hi)
+    assert ticks == expected
+    with pytest.raises(ValueError):
+        log_ticks(0.0, 1.0)
+
+
+@pytest.fixture(scope="module")
+def drawn(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Every figure of (a copy of) the shipped GPU run in both styles, inspected as drawn."""
+    folder = tmp_path_factory.mktemp("figs")
+    copy = folder / "shipped"
+    shutil.copytree(SHIPPED, copy)
+    a = analyse(load_run(copy), n_resamples=200)
+    seen: dict[str, Any] = {}
+    original = figures_module.save
+
+    def inspect(fig: Any, out_dir: Path, name: str, style: FigureStyle, *args: Any, **kwargs: Any) -> list[Path]:
+        fig.canvas.draw()
+        axes = []
+        for ax in fig.axes:
+            mark = [t for t in ax.texts if t.get_gid() == "watermark"]
+            others = [c for c in ax.get_children() if c is not ax.patch and c not in mark]
+            log = {w: _labelled_ticks(getattr(ax, f"{w}axis"), *sorted(getattr(ax, f"get_{w}lim")()))
+                   for w in ("x", "y") if getattr(ax, f"get_{w}scale")() == "log"}
+            outlines = [(c.get_edgecolor()[0].tolist(), float(c.get_linewidth()[0])) for c in ax.collections
+                        if c.get_gid() == "band-outline"]
+            axes.append({"label": ax.get_label(), "mark": mark, "top": max(c.get_zorder() for c in others),
+                         "log": log, "outlines": outlines, "ylabel": ax.get_ylabel(),
+                         "patches": [(p.get_gid(), p.get_facecolor()) for p in ax.patches]})
+        legends = [[t.get_text() for t in lg.get_texts()] for lg in fig.legends + [ax.get_legend() for ax in fig.axes
+                                                                                   if ax.get_legend() is not None]]
+        seen[f"{style.name}/{name}"] = {"axes": axes, "legends": legends}
+        return original(fig, out_dir, name, style, *args, **kwargs)
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(figures_module, "save", inspect)
+    try:
+        results = {f"paper/{f.name}": f
+                   for f in figures_module.write_figures(a, folder / "paper", FigureStyle.make("paper", ["png"]))}
+        look = figures_module.make_look(a, FigureStyle.make("default", ["png"]))  # a few in the other style
+        for f in (figures_module.budget_figure(a, "tokens", folder / "default", look),
+                  figures_module.speedup_figure(a, folder / "default", look),
+                  figures_module.outcome_figure(a, folder / "default", look)):
+            results[f"default/{f.name}"] = f
+    finally:
+        patch.undo()
+    return {"seen": seen, "results": results, "analysis": a}
+
+
+def test_every_log_axis_has_three_labelled_ticks(drawn: dict[str, Any]) -> None:
+    logs = {(key, w): ticks for key, fig in drawn["seen"].items() for ax in fig["axes"] for w, ticks in ax["log"].items()}
+    assert {("paper/speedups", "y"), ("paper/parallel_scaling", "x")} <= set(logs)
+    for where, ticks in logs.items():
+        assert len(ticks) >= 3, (where, ticks)
+    assert logs[("paper/speedups", "y")][:3] == ["0.5x", "0.7x", "1x"]
+
+
+def test_the_watermark_is_above_everything_in_every_axes_of_every_style(drawn: dict[str, Any]) -> None:
+    for key, fig in drawn["seen"].items():
+        for ax in fig["axes"]:
+            if ax["label"] == "<colorbar>":
+                continue
+            (mark,) = ax["mark"]
+            assert mark.get_text() == "SIMULATED MODEL", key
+            assert mark.get_zorder() > ax["top"], (key, mark.get_zorder(), ax["top"])
+
+
+def test_bands_are_outlined_in_their_methods_colour_and_legends_show_them(drawn: dict[str, Any]) -> None:
+    from matplotlib.colors import to_rgba
+
+    a = drawn["analysis"]
+    looks = method_looks(a.data.methods)
+    colours = {m: list(to_rgba(lk.color)) for m, lk in looks.items()}
+    for key in ("paper/budget_calls", "default/budget_tokens", "paper/budget_evaluations"):
+        fig = drawn["seen"][key]
+        for ax in fig["axes"]:
+            outlined = [c for c, width in ax["outlines"] if width >= 1.0]
+            assert sorted(map(tuple, outlined)) == sorted(tuple(colours[m]) for m in a.curves["calls"]), key
+        assert fig["legends"] == [[display(m) for m in a.data.methods]], key  # each method once
+    fast = drawn["seen"]["paper/fast_p"]
+    (ax,) = fast["axes"]
+    assert ax["outlines"] and all(width >= 1.0 for _, width in ax["outlines"])
+
+
+def test_the_outcome_heatmap_is_shaded_by_the_share_of_repeats_passed(drawn: dict[str, Any]) -> None:
+    """GEAK passed layer_norm in 1 of 2 repeats, softmax in 2 of 2: they used to share a colour."""
+    fig = drawn["seen"]["paper/outcomes"]
+    cells = {gid: tuple(face) for ax in fig["axes"] for gid, face in ax["patches"] if gid and gid.startswith("cell:")}
+    assert cells["cell:geak:layer_norm"] == pytest.approx(share_colour(0.5))
+    assert cells["cell:geak:softmax"] == pytest.approx(share_colour(1.0))
+    assert cells["cell:direct:vector_add"] == pytest.approx(share_colour(0.0))
+    assert len({cells["cell:geak:layer_norm"], cells["cell:geak:softmax"], cells["cell:direct:vector_add"]}) == 3
+    bar = next(ax for ax in fig["axes"] if ax["label"] == "<colorbar>")
+    assert bar["ylabel"] == "share of repeats passed"
+    (legend,) = fig["legends"]
+    assert legend[0] == "passed: shade = share of repeats passed"
+    assert {"failed (ran, wrong)", "error (did not run)"} <= set(legend)
+    assert np.mean(share_colour(0.5)[:3]) < np.mean(share_colour(0.0)[:3])  # darker with more passes
+
+
+def test_a_figure_that_leaves_a_method_out_names_it_in_its_caption_file(drawn: dict[str, Any]) -> None:
+    """Paper style has no title: parallel scaling left Reflexion and GEAK out without a word."""
+    f = drawn["results"]["paper/parallel_scaling"]
+    assert set(f.left_out) == {"reflexion", "geak"}
+    text = f.caption_file.read_text()
+    assert f.caption_file == f.files[0].parent / "parallel_scaling.caption.txt"
+    assert text.startswith("SIMULATED MODEL. pass@k over independent runs")
+    assert "Not drawn: Reflexion (its runs are declared not independent" in text and "; GEAK (no complete run" in text
+    for key, other in drawn["results"].items():
+        if not other.skipped:
+            assert other.caption_file is not None and other.caption_file.is_file(), key
+            assert other.left_out or "Not drawn" not in other.caption_file.read_text(), key
