@@ -165,6 +165,7 @@ class Measured:
     # task -> source hash -> per perf case of its visible timing: method, launches, medians
     visible_cases: dict[str, dict[str, list[dict[str, Any]]]] = field(default_factory=dict)
     errored_units: int = 0  # units that ended on an error (a failed call, the method raising)
+    evaluations_judged: int = 0  # those a job judged; the rest earlier results decided (runners/savings.py)
     evaluations_per_s: float = 0.0
     gate_share: float | None = None  # of the workers' time outside the queue, the share spent waiting at the GPU gate
 
@@ -241,6 +242,7 @@ def measure(label: str, config: CompareConfig, out: Path, sample_s: float,
                     per_method.to_dict("records"), sampler.summary(), finals, visible,
                     by_kind, finished, total if total is not None else len(data.units), read_steps(steps_dir),
                     visible_cases, errored_units=int(data.units["error"].notna().sum()),
+                    evaluations_judged=int(data.evaluations[list(PHASE_COLUMNS)].notna().any(axis=1).sum()),
                     evaluations_per_s=round(len(data.evaluations) / wall, 3) if wall > 0 else 0.0,
                     gate_share=round(spent.get("gate_s", 0.0) / busy, 4) if busy > 0 else None)
 

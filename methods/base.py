@@ -179,6 +179,12 @@ class MethodContext(Protocol):
 
     def remaining(self) -> int: ...
 
+    def evaluations_left(self) -> int | None:
+        """GPU evaluations (feedback and own-test runs) this unit may still ask for; None: no
+        cap. A method that can go on without feedback (direct prompting's independent samples)
+        asks this instead of ending its loop at the cap."""
+        ...
+
 
 class Method(Protocol):
     name: str

@@ -7,7 +7,10 @@ Submission rule (`selection`):
   overlap are tied and the earlier one wins (methods/speed.py), so timing noise cannot flip
   the pick (on the CPU interpreter, where nothing is timed, the first to pass); before any
   passes, the first sample. Each sample costs one visible GPU evaluation, counted by the
-  scheduler.
+  scheduler; once the run's evaluation cap is spent (the matched default caps every method
+  alike), later samples go unjudged on the visible cases but are still drawn, so direct
+  prompting spends the same calls as every method, and each sample still counts for oracle
+  pass and pass@k through the hidden judging.
 - "first": the first sample, unseen by any test: the GEAK paper's single-sample baseline.
 
 Prompt (`prompt_style`):
@@ -96,8 +99,8 @@ class DirectPrompting:
             if not submitted:
                 ctx.submit(candidate)
                 submitted = True
-            if self.selection == "first":
-                continue
+            if self.selection == "first" or ctx.evaluations_left() == 0:
+                continue  # past the run's evaluation cap a sample is still a candidate, judged on the hidden cases
             fb = ctx.feedback(candidate)
             if fb.correct:
                 passing.append((candidate, fb))

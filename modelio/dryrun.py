@@ -100,6 +100,9 @@ class _TracingContext:
     def remaining(self) -> int:
         return self._budget - self._spent
 
+    def evaluations_left(self) -> int | None:
+        return None  # a dry run judges nothing: no cap to reach
+
 
 @dataclass(frozen=True)
 class CallTrace:

@@ -125,6 +125,9 @@ class UnitContext:
     def remaining(self) -> int:
         return self.account.remaining()
 
+    def evaluations_left(self) -> int | None:
+        return None if self.eval_budget is None else max(0, self.eval_budget - self.evaluations_used)
+
     # ------------------------------------------------------------------ one-shot examples
     def example(self, query: str, by: str) -> str | None:
         if self.examples is None:
@@ -294,3 +297,6 @@ class SealedContext:
 
     def remaining(self) -> int:
         return _unit(self).remaining()
+
+    def evaluations_left(self) -> int | None:
+        return _unit(self).evaluations_left()

@@ -153,6 +153,9 @@ class FakeContext:
     def remaining(self) -> int:
         return self.account.remaining()
 
+    def evaluations_left(self) -> int | None:
+        return None
+
     @property
     def roles(self) -> list[str]:
         return [c.role for c in self.calls]

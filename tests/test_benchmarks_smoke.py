@@ -109,7 +109,8 @@ def test_compare_benchmark_runs_the_seven_task_command_at_toy_size(tmp_path: Pat
         assert len(run["final_submissions"]) == 6
         # --steps: every job the worker judged has its line, the spare's waits among its steps
         steps = {r["kind"]: r for r in run["steps"]}
-        assert steps.keys() >= {"visible", "hidden"} and sum(r["jobs"] for r in steps.values()) >= run["evaluations"]
+        assert steps.keys() >= {"visible", "hidden"} and sum(r["jobs"] for r in steps.values()) >= run["evaluations_judged"]
+        assert 0 < run["evaluations_judged"] <= run["evaluations"]
         assert all(r["wall_s"] > 0 and r["unnamed_s"] >= 0 and "close" in r for r in steps.values())
     assert record["identical_submission_share"] == 1.0 and record["differences"] == {}
     assert all(run["visible"].keys() <= {"vector_add", "flip"} and run["visible"] for run in runs)

@@ -87,8 +87,8 @@ def test_run_compare_in_process_then_resume_and_replay(tmp_path: Path) -> None:
     again = Recorder()
     resumed = run_compare(_config(budget=99), again.options(resume=result.run_dir))  # the recorded config wins
     assert resumed.resumed and resumed.summary == result.summary
-    assert again.messages == [f"run folder: {result.run_dir} (resumed)",
-                              "model: built-in SIMULATED model (no endpoint configured)"]
+    # A finished run resumed says so and runs nothing (issue 46).
+    assert again.messages == [f"{result.run_dir} is complete: all 1 units finished; nothing to resume"]
 
     replayed = Recorder()
     config = compose_config({}, None, recorded_options(result.run_dir))

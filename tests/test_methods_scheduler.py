@@ -42,7 +42,10 @@ def test_toy_plugin_runs_through_the_real_scheduler(tmp_path: Path, monkeypatch:
     import tests.toy_best_of_n_repair  # noqa: F401 - registering is all a plugin needs
 
     target = _cpu_target(monkeypatch)
+    # Evaluations uncapped (the matched default caps them at one per two calls, and this toy asks
+    # for feedback after every call): the plugin's plumbing is the subject here.
     config = CompareConfig(budget=5, methods=["toy_best_of_n_repair"], tasks=["vector_add"], workers=1, device="cpu",
+                           match_evals=False,
                            method_options={"toy_best_of_n_repair": {"n": 2}})
     store, opts = _run(config, tmp_path / "run", target)
     try:
@@ -104,7 +107,7 @@ def test_plugin_module_named_in_the_environment_runs_from_the_cli(tmp_path: Path
 
     env = cli_env(KMC_METHOD_MODULES="tests.toy_best_of_n_repair")
     proc = run_cli("compare", "--budget", "3", "--tasks", "vector_add", "--methods", "toy_best_of_n_repair",
-                   "--quiet", "--out", str(tmp_path), env=env)
+                   "--eval-budget", "3", "--quiet", "--out", str(tmp_path), env=env)  # feedback after every call
     assert proc.returncode == 0, proc.stderr[-2000:]
     summary = json.loads(next(tmp_path.glob("*/summary.json")).read_text())
     assert summary["methods"]["toy_best_of_n_repair"]["calls_used"] == {"vector_add": 3}

@@ -184,7 +184,14 @@ def test_sources_and_plugins_are_recorded_and_honoured_by_replay_and_resume(tmp_
         # own (the simulated model's samples include a compile error), none "unknown task".
         assert "correct" in [v for v, _ in verdicts] and all("unknown task" not in e for _, e in verdicts)
 
+    # Unfinished, as a kill before its unit was recorded leaves it (a finished run's resume runs
+    # nothing, issue 46): the resume runs that unit again, its calls replayed, with the recorded
+    # sources and plugins.
+    with sqlite3.connect(run_dir / "store.sqlite") as db:
+        db.execute("DELETE FROM units")
+    (run_dir / "summary.json").unlink()
     resumed = cli_elsewhere("compare", "--resume", str(run_dir), "--quiet")
     assert resumed.returncode == 0 and "(resumed)" in resumed.stderr, resumed.stderr[-3000:]
+    assert (run_dir / "summary.json").exists()
     env_json = json.loads((run_dir / "env.json").read_text())
     assert env_json["resumed"][0]["command_line"][-3:] == ["--resume", str(run_dir), "--quiet"]

@@ -13,6 +13,7 @@ import pytest
 
 from results.analysis import analyse
 from results.curves import budget_curves, independent_runs
+from results.phases import PHASE_COLUMNS
 from results.readers import load_run
 from results.report import write_report
 from results.tables import build_tables
@@ -72,7 +73,11 @@ def test_tables_on_the_real_run(real_run: Path) -> None:
                            "job_kinds", "comparisons"}
     kinds = tables["job_kinds"].numeric.set_index("kind")
     assert set(kinds.index) <= {"visible", "hidden", "internal"} and "hidden" in kinds.index
-    assert kinds["jobs"].sum() == len(load_run(real_run).evaluations)  # every job this run judged has phases
+    evaluations = load_run(real_run).evaluations
+    measured = evaluations[list(PHASE_COLUMNS)].notna().any(axis=1)
+    assert kinds["jobs"].sum() == measured.sum()  # every job this run judged has phases
+    # what has none was decided without a job (runners/savings.py): hidden verdicts only
+    assert set(evaluations.loc[~measured, "case_set"]) <= {"hidden"}
     summary = json.loads((real_run / "summary.json").read_text())
     acc = tables["accuracy"].numeric.set_index("method")
     for method, m in summary["methods"].items():
@@ -109,8 +114,9 @@ def test_report_and_figures_commands(real_run: Path, tmp_path: Path) -> None:
     proc = run_cli("figures", str(real_run), "--out", str(tmp_path / "figs"), "--resamples", "500", timeout=180)
     assert proc.returncode == 0, proc.stderr[-2000:]
     drawn = sorted(p.name for p in (tmp_path / "figs").iterdir())
+    # each figure with its data and its caption file (naming any method it leaves out)
     assert drawn == sorted(f"{n}.{e}" for n in ("budget_calls", "budget_tokens", "budget_evaluations",
-                                                "parallel_scaling", "outcomes") for e in ("png", "pdf", "csv"))
+                                                "parallel_scaling", "outcomes") for e in ("png", "pdf", "csv", "caption.txt"))
 
 
 def test_runs_are_declared_by_the_methods(real_run: Path) -> None:
