@@ -49,7 +49,15 @@ import numpy as np
 import pandas as pd
 
 from results.readers import UNIT_KEY, RunData
-from stats import CurveBand, PassAtKCurve, aggregate_curves, oracle_curve, runs_pass_at_k, submitted_curve
+from stats import (
+    RATE_BAND,
+    CurveBand,
+    PassAtKCurve,
+    aggregate_curves,
+    oracle_curve,
+    runs_pass_at_k,
+    submitted_curve,
+)
 
 AXES = ("calls", "tokens", "evaluations")
 AXIS_COLUMNS = {"calls": "calls_used", "tokens": "tokens_used", "evaluations": "evals_used"}
@@ -137,8 +145,9 @@ def unit_curves(data: RunData, axis: str = "calls", grid: np.ndarray | None = No
 
 def budget_curves(data: RunData, axis: str = "calls", n_resamples: int = 10_000, seed: int = 0,
                   points: int = 101) -> dict[str, MethodCurves]:
-    """Per method: mean over tasks of repeat-averaged unit curves, with percentile bands
-    over tasks (stats.aggregate_curves: pointwise, one shared set of task resamples)."""
+    """Per method: mean over tasks of repeat-averaged unit curves, with pointwise bands over tasks
+    (stats.aggregate_curves with stats.RATE_BAND, the band chosen by measured coverage;
+    results/bands.py says its coverage)."""
     grid = axis_grid(data, axis, points)
     curves = unit_curves(data, axis, grid)
     out: dict[str, MethodCurves] = {}
@@ -149,7 +158,7 @@ def budget_curves(data: RunData, axis: str = "calls", n_resamples: int = 10_000,
         bands = {}
         for kind in ("submitted", "oracle"):
             bands[kind] = aggregate_curves(rows["task"].to_numpy(), np.stack(rows[kind].to_list()),
-                                           n_resamples=n_resamples, method="percentile", seed=seed)
+                                           n_resamples=n_resamples, method=RATE_BAND, seed=seed)
         out[method] = MethodCurves(method, axis, grid, bands["submitted"], bands["oracle"], len(rows))
     return out
 
@@ -358,7 +367,7 @@ def independent_runs(data: RunData, method: str, n_resamples: int = 10_000, seed
                 "pass@k over runs is not estimable")
     else:
         success = [g["answer_pass"].to_numpy(bool) for _, g in complete.groupby("task", sort=True)]
-        curve = runs_pass_at_k(success, per_run, n_resamples=n_resamples, seed=seed)
+        curve = runs_pass_at_k(success, per_run, n_resamples=n_resamples, method=RATE_BAND, seed=seed)
         dropped = int((~runs["complete"]).sum())
         if dropped:
             note = f"{method}: {dropped} run(s) cut off by the budget left out"

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from results.analysis import Analysis
+from results.bands import band_note
 from results.curves import MethodRuns
 from results.figure_style import (
     FigureStyle,
@@ -115,7 +116,7 @@ def _subtitle(a: Analysis) -> str:
     unit = "calls" if d.budget_unit == "calls" else "tokens"
     reps = d.units.groupby(["method", "task"]).size().max()
     return (f"{a.n_tasks} tasks x up to {reps} repeats, budget {d.budget} {unit} per unit; "
-            f"bands: 95% bootstrap over tasks")
+            f"bands: 95% Wilson (effective n) over tasks")
 
 
 # ---------------------------------------------------------------------------- budget curves
@@ -130,9 +131,10 @@ def budget_figure(a: Analysis, axis: str, out_dir: Path, look: Look | None = Non
     plt = _plt(look)
     curves = a.curves[axis]
     name = f"budget_{axis}"
-    caption = (f"Submitted pass (left) and oracle pass (right) against {axis} spent, mean over tasks with 95% "
-               "pointwise bootstrap bands over tasks (hatched, outlined); each curve ends (tick) at the most any "
-               "unit of that method spent, and a unit that stopped earlier keeps its last submission.")
+    caption = (f"Submitted pass (left) and oracle pass (right) against {axis} spent, mean over tasks with "
+               "pointwise bands over tasks (hatched, outlined); each curve ends (tick) at the most any "
+               "unit of that method spent, and a unit that stopped earlier keeps its last submission. "
+               + band_note(a.n_tasks))
     fig, axes = plt.subplots(1, 2, figsize=look.style.size("double", 0.38), sharey=True)
     scale = 1000.0 if axis == "tokens" else 1.0
     rows = []
@@ -183,9 +185,9 @@ def parallel_figure(a: Analysis, out_dir: Path, look: Look | None = None) -> Fig
     look = look or make_look(a)
     name = "parallel_scaling"
     caption = ("pass@k over independent runs against the calls k runs actually spent (k x the mean calls of a "
-               "complete run), mean over tasks with 95% bootstrap bands; hollow markers: the same k charged at the "
+               "complete run), mean over tasks with bands over tasks; hollow markers: the same k charged at the "
                "method's cap per run where it is higher (a Reflexion trial's call cap). No method is drawn past the "
-               "most calls one of its units spent.")
+               "most calls one of its units spent. " + band_note(a.n_tasks))
     usable = {m: r for m, r in a.runs.items() if r.curve is not None and len(r.curve.k) >= 1}
     if not usable:
         return FigureResult(name, caption, skipped="no method has complete independent runs on every task")

@@ -5,8 +5,9 @@ where the report said 1.41x for one run). Every per-method figure is defined her
 units frame of results/readers.py, and nowhere else.
 
 The task is the unit of inference (design invariant 11): a method's per-task score is the
-mean over that task's repeats, and suite figures are means over tasks with bootstrap
-intervals over tasks (the population of tasks like these). Beside it, where there are
+mean over that task's repeats, and suite figures are means over tasks with intervals over
+tasks (the population of tasks like these): pass rates with the band chosen by measured
+coverage (stats.RATE_BAND, results/bands.py), speedups with the bootstrap. Beside it, where there are
 repeats, the fixed-suite interval (within-task sampling only) and the variance components
 (between tasks vs between repeats, ICC).
 
@@ -28,12 +29,14 @@ import numpy as np
 import pandas as pd
 
 from stats import (
+    RATE_BAND,
     Estimate,
     VarianceComponents,
     exact_ci,
     fast_p,
     fixed_suite_ci,
     geomean_ci,
+    mean_band,
     mean_ci,
     variance_components,
     visible_false_positive_rate,
@@ -84,8 +87,8 @@ class SpeedupStats:
 class MethodStats:
     """Everything the summary and the accuracy, speedup and variance tables say about one method.
 
-    submitted / oracle: mean over tasks of per-task pass, BCa bootstrap over tasks (the
-    population estimand). submitted_fixed: the fixed-suite interval (None with one repeat).
+    submitted / oracle: mean over tasks of per-task pass, with stats.RATE_BAND over tasks (the
+    population estimand; the Wilson score interval at an effective number of tasks). submitted_fixed: the fixed-suite interval (None with one repeat).
     variance: between/within-task components of submitted pass (None with one repeat or one
     task). pooled: Wilson and exact intervals over units, only when every task has one unit
     and the suite is small (then units are independent across tasks; with repeats they are
@@ -155,8 +158,10 @@ def method_stats(units: pd.DataFrame, n_resamples: int, seed: int, baselines: tu
     method = str(units["method"].iloc[0])
     sizes = units.groupby("task").size()
     per_task = units.groupby("task")[["submitted_pass", "oracle_pass"]].mean()
-    submitted = mean_ci(per_task["submitted_pass"].to_numpy(float), n_resamples=n_resamples, method="BCa", seed=seed)
-    oracle = mean_ci(per_task["oracle_pass"].to_numpy(float), n_resamples=n_resamples, method="BCa", seed=seed)
+    # The band of a rate over tasks chosen by measured coverage (stats.RATE_BAND; results/bands.py).
+    submitted = mean_band(per_task["submitted_pass"].to_numpy(float), method=RATE_BAND, n_resamples=n_resamples,
+                          seed=seed)
+    oracle = mean_band(per_task["oracle_pass"].to_numpy(float), method=RATE_BAND, n_resamples=n_resamples, seed=seed)
     fixed: Estimate | None = None
     comps: VarianceComponents | None = None
     if len(sizes) >= 2 and sizes.max() >= 2:

@@ -9,8 +9,10 @@ fields, so the two compare equal).
 
 Stable fields (scripts rely on them): simulated, budget, budget_unit, and per method
 calls_used, tokens_used (per task, summed over repeats), submitted_pass, oracle_pass
-(means over tasks of per-task means over repeats), submitted_pass_ci (95% BCa bootstrap
-over tasks), speedup_geomean (geometric mean over tasks of each task's geometric mean over
+(means over tasks of per-task means over repeats), submitted_pass_ci (95% over tasks: the band
+chosen by measured coverage, stats.RATE_BAND; issue 43 replaced the BCa bootstrap; `ci_method`
+names it and `ci_coverage` gives its measured coverage at this suite size in words, as the
+report does), speedup_geomean (geometric mean over tasks of each task's geometric mean over
 its correct, timed, unflagged repeats, against the expert Triton kernel; null when none).
 Also per method: errored_units and failed_calls (ints: units that ended on a model call
 that failed for good, and those calls; design invariant 10), oneshot_examples (how many
@@ -31,6 +33,7 @@ from typing import Any
 
 from modelio.ledger import matched_eval_cap
 from results.analysis import Headline, headline
+from results.bands import band_label, coverage_words
 from results.labels import SIMULATED_BANNER, interval_text
 from results.method_stats import MethodStats, SpeedupStats
 from results.readers import RunData, load_run
@@ -80,7 +83,8 @@ def method_entry(m: MethodStats) -> dict[str, Any]:
         "oracle_pass": float(m.oracle.value),
         "submitted_pass_ci": _ci(m.submitted),
         "oracle_pass_ci": _ci(m.oracle),
-        "ci_method": f"bootstrap over {m.n_tasks} tasks ({m.submitted.method})",
+        "ci_method": f"{band_label()} over {m.n_tasks} tasks ({m.submitted.method})",
+        "ci_coverage": coverage_words(m.n_tasks),
         "submitted_pass_fixed_suite_ci": _ci(m.submitted_fixed),
         "icc": _num(m.variance.icc) if m.variance else None,
         "visible_false_positive_rate": _num(m.visible_fp_rate),

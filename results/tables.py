@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from results.analysis import Analysis, Headline
+from results.bands import band_note
 from results.curves import checkpoints, spend_at, unit_curves
 from results.labels import SIMULATED_BANNER, interval_text, range_text
 from results.latency import summarise
@@ -32,8 +33,9 @@ from results.protocols import PROTOCOL_SUMMARY_COLS, protocol_summary
 from results.readers import UNIT_KEY, RunData, task_difficulty
 from results.verdicts import display
 from stats import (
+    RATE_BAND,
     Estimate,
-    mean_ci,
+    mean_band,
     visible_false_positive_rate,
 )
 
@@ -70,8 +72,9 @@ def _put(num: dict, txt: dict, label: str, key: str, e: Estimate | None, digits:
     txt[label] = ci_text(e, digits, suffix, rate)
 
 
-def _boot(scores: np.ndarray, a: Analysis) -> Estimate:
-    return mean_ci(scores, n_resamples=a.n_resamples, method="BCa", seed=a.seed)
+def _band(scores: np.ndarray, a: Analysis) -> Estimate:
+    """A rate's band over tasks (stats.RATE_BAND, chosen by measured coverage; results/bands.py)."""
+    return mean_band(scores, method=RATE_BAND, n_resamples=a.n_resamples, seed=a.seed)
 
 
 def _table(name: str, title: str, rows: list[tuple[dict, dict]], a: Headline, notes: list[str] | None = None) -> Table:
@@ -122,8 +125,8 @@ def accuracy_table(a: Analysis) -> Table:
         _budget_cols(num, txt, m)
         rows.append((num, txt))
     return _table("accuracy", f"Accuracy and speedup per method at {a.data.budget} {_unit(a.data)}", rows, a,
-                  ["Submitted and oracle pass: mean over tasks of the per-task pass rate over repeats, 95% BCa "
-                   "bootstrap over tasks (tasks like these). Speedup: geometric mean over correct submissions only, "
+                  ["Submitted and oracle pass: mean over tasks of the per-task pass rate over repeats (tasks like "
+                   "these). " + band_note(a.n_tasks, "Their intervals") + " Speedup: geometric mean over correct submissions only, "
                    "against the expert Triton kernel, with the number of tasks it rests on; see the speedup table "
                    "for fast_p, which counts failures."])
 
@@ -166,14 +169,14 @@ def sequential_table(a: Analysis) -> Table:
             txt: dict = {"method": display(m), "calls": str(b)}
             for kind, label in (("submitted", "submitted pass"), ("oracle", "oracle pass")):
                 vals = pd.Series([c[b] for c in cm[kind]], index=cm["task"].to_numpy()).groupby(level=0).mean()
-                _put(num, txt, label, kind, _boot(vals.to_numpy(float), a), rate=True)
+                _put(num, txt, label, kind, _band(vals.to_numpy(float), a), rate=True)
             sp = spend[(spend["method"] == m) & (spend["budget"] == b)]
             num["tokens"], num["gpu_evals"] = float(sp["tokens"].mean()), float(sp["gpu_evals"].mean())
             txt["tokens/unit"], txt["GPU evals/unit"] = fmt(num["tokens"], 0), fmt(num["gpu_evals"], 1)
             rows.append((num, txt))
     return _table("sequential", "Sequential scaling: success after b calls of one run (anytime submissions)", rows, a,
                   ["GEAK spends 2 calls per iteration, so b calls = b/2 iterations; tokens and GPU evaluations are "
-                   "those spent by the b-th call (mean per unit)."])
+                   "those spent by the b-th call (mean per unit).", band_note(a.n_tasks, "Intervals")])
 
 
 def _ks(k_max: int) -> list[int]:
@@ -205,7 +208,7 @@ def parallel_table(a: Analysis) -> Table:
     return _table("parallel", "Parallel scaling: pass@k over independent runs at k x the cost of one run", rows, a,
                   ["A run succeeds when its own answer passes the hidden cases (the GEAK paper's best-of-N over "
                    "runs' final answers); unbiased estimator over the complete runs of each task, pooled over "
-                   "repeats; percentile band over tasks; tokens and GPU evaluations are k x the mean per run."])
+                   "repeats; tokens and GPU evaluations are k x the mean per run.", band_note(a.n_tasks, "Intervals")])
 
 
 def speedup_table(a: Analysis) -> Table | None:
@@ -505,7 +508,7 @@ def suite_check_table(a: Analysis) -> Table | None:
         for col, label in (("suite_call", "call accuracy"), ("suite_exec", "GEAK-eval exec accuracy"),
                            ("submitted_pass", "strict pass")):
             per_task = mu.groupby("task")[col].mean().to_numpy(float)  # tasks are the unit, as everywhere
-            _put(num, txt, label, col, _boot(per_task, a), rate=True)
+            _put(num, txt, label, col, _band(per_task, a), rate=True)
         rows.append((num, txt))
     notes = ["Of the final submission on adapted GEAK-eval tasks. Call accuracy: the code imports and its entry "
              "point runs on the suite's own calls. GEAK-eval exec accuracy: correct on the suite's own calls at "

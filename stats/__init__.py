@@ -3,7 +3,7 @@
 Arrays / pandas objects in, numbers and frozen dataclasses out. Imports nothing from the
 rest of the project (only numpy, scipy, statsmodels, pandas and the standard library).
 
-Modules: ``passk`` (unbiased pass@k), ``intervals`` (bootstrap / Wilson / exact CIs),
+Modules: ``passk`` (unbiased pass@k), ``intervals`` (bootstrap / Wilson / exact CIs and the bands of rates over tasks),
 ``paired`` (paired t and sign-flip tests on per-task differences, paired bootstrap,
 McNemar, Wilcoxon, p-value adjustment), ``power`` (power and minimum detectable difference
 of the paired comparison), ``variance`` (between- and within-task variance, ICC, the
@@ -25,11 +25,15 @@ from .curves import (
 )
 from .falsepos import visible_false_positive_rate
 from .intervals import (
+    BAND_METHODS,
     BOOTSTRAP_METHODS,
+    RATE_BAND,
     ColumnIntervals,
     Estimate,
+    band_columns,
     binary_ci,
     exact_ci,
+    mean_band,
     mean_ci,
     mean_ci_columns,
     t_ci,
@@ -87,6 +91,10 @@ __all__ = [
     "wilson_ci",
     "exact_ci",
     "binary_ci",
+    "BAND_METHODS",
+    "RATE_BAND",
+    "band_columns",
+    "mean_band",
     # paired
     "PairedTest",
     "ADJUST_METHODS",

@@ -34,10 +34,22 @@ __all__ = [
     "exact_ci",
     "binary_ci",
     "BOOTSTRAP_METHODS",
+    "BAND_METHODS",
+    "RATE_BAND",
+    "band_columns",
+    "mean_band",
 ]
 
 #: Methods accepted by :func:`mean_ci` (names as scipy.stats.bootstrap spells them).
 BOOTSTRAP_METHODS: tuple[str, ...] = ("BCa", "percentile", "basic")
+
+#: Methods accepted by :func:`band_columns`: the scipy bootstrap ones, the Student-t interval over
+#: tasks, the studentised bootstrap and the Wilson score interval at an effective number of tasks.
+BAND_METHODS: tuple[str, ...] = ("t", "studentized", "wilson") + BOOTSTRAP_METHODS
+
+#: The band of a mean of per-task rates in [0, 1] (pass@k, submitted/oracle pass, budget curves):
+#: chosen by scripts/band_coverage_sim.py among BAND_METHODS (see its docstring and the README).
+RATE_BAND: str = "wilson"
 
 # Upper bound on the number of float64 elements scipy materialises per resampling batch
 # (resampled data has shape (columns, batch, n_tasks)); keeps memory near 64 MB.
@@ -326,3 +338,156 @@ def binary_ci(
         out["wilson"] = wilson_ci(s, o.size, confidence)
         out["exact"] = exact_ci(s, o.size, confidence)
     return out
+
+
+def _t_columns(x: np.ndarray, varying: np.ndarray, conf: float) -> tuple[np.ndarray, np.ndarray]:
+    n = x.shape[0]
+    sub = x[:, varying]
+    m = sub.mean(axis=0)
+    se = sub.std(axis=0, ddof=1) / np.sqrt(n)
+    q = float(sps.t.ppf(0.5 + conf / 2.0, n - 1))
+    return m - q * se, m + q * se
+
+
+def _studentized_columns(x: np.ndarray, varying: np.ndarray, conf: float, n_resamples: int,
+                         seed: int | np.random.Generator | None) -> tuple[np.ndarray, np.ndarray]:
+    """Bootstrap-t: quantiles of ``(m* - m) / se*`` over task resamples, ``se = s / sqrt(n)``.
+
+    A resample whose tasks are all equal has ``se* = 0``: its t* is 0 when ``m* = m``, else
+    +-inf by the sign of ``m* - m`` (the limit), so it widens the interval rather than vanish.
+    """
+    n = x.shape[0]
+    sub = x[:, varying]
+    m = sub.mean(axis=0)
+    se = sub.std(axis=0, ddof=1) / np.sqrt(n)
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    batch = max(1, _MAX_BATCH_ELEMENTS // max(1, n * sub.shape[1]))
+    ts = []
+    for start in range(0, int(n_resamples), batch):
+        idx = rng.integers(0, n, size=(min(batch, int(n_resamples) - start), n))
+        res = sub[idx]  # (batch, n, columns)
+        diff = res.mean(axis=1) - m
+        se_b = res.std(axis=1, ddof=1) / np.sqrt(n)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            limit = np.where(diff > 0, np.inf, np.where(diff < 0, -np.inf, 0.0))
+            t_b = np.where(se_b > 0, diff / np.where(se_b > 0, se_b, 1.0), limit)
+        ts.append(t_b)
+    t_all = np.concatenate(ts, axis=0)
+    alpha = (1.0 - conf) / 2.0
+    q_lo, q_hi = np.quantile(t_all, [alpha, 1.0 - alpha], axis=0, method="lower")
+    with np.errstate(invalid="ignore"):
+        return m - q_hi * se, m - q_lo * se
+
+
+def _wilson_columns(x: np.ndarray, conf: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Wilson score interval of a mean of per-task rates at an effective number of tasks.
+
+    Per-task rates in [0, 1] have variance at most ``mu (1 - mu)`` (a rate squared is at most
+    the rate), with equality for one 0/1 outcome per task. The design effect
+    ``deff = s^2 / (m (1 - m))`` (``s`` over tasks, ddof 1) measures how far below that bound
+    the observed spread is, and ``n_eff = n / deff``. The interval is Wilson's with ``n_eff``
+    trials and the Student-t quantile on ``n - 1`` degrees of freedom in place of z (Korn and
+    Graubard 1998's adjustment for an estimated design effect):
+    ``(m + c^2 / (2 n_eff) +- c sqrt(m (1 - m) / n_eff + c^2 / (4 n_eff^2))) / (1 + c^2 / n_eff)``.
+    When every task is 0 or every task is 1, ``m (1 - m) = 0`` says nothing of the spread and the
+    bound is used (``n_eff = n``): "all 10 tasks pass" is a Wilson interval [0.72, 1], not a
+    point. Columns whose tasks are all equal strictly inside (0, 1) have no spread to bound the
+    mean's error with: they are returned as not computable (the caller's degenerate case).
+    Returns ``lo``, ``hi`` and a mask of the columns computed.
+    """
+    n = x.shape[0]
+    m = x.mean(axis=0)
+    s2 = x.var(axis=0, ddof=1)
+    pq = m * (1.0 - m)
+    ends = np.ptp(x, axis=0) == 0
+    ends &= (x[0] == 0.0) | (x[0] == 1.0)
+    ok = (s2 > 0) | ends
+    with np.errstate(divide="ignore", invalid="ignore"):
+        n_eff = np.where(ends, float(n), n * pq / np.where(s2 > 0, s2, 1.0))
+    n_eff = np.where(ok, n_eff, float(n))
+    c = float(sps.t.ppf(0.5 + conf / 2.0, n - 1))
+    c2 = c * c
+    mm = np.where(ends, x[0], m)
+    centre = (mm + c2 / (2 * n_eff)) / (1 + c2 / n_eff)
+    half = c / (1 + c2 / n_eff) * np.sqrt(mm * (1 - mm) / n_eff + c2 / (4 * n_eff ** 2))
+    return np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0), ok
+
+
+def band_columns(
+    scores: npt.ArrayLike,
+    confidence: float = 0.95,
+    method: str = RATE_BAND,
+    n_resamples: int = 10_000,
+    seed: int | np.random.Generator | None = 0,
+    bounds: tuple[float, float] | None = (0.0, 1.0),
+) -> ColumnIntervals:
+    """Interval for the mean of every column of a (tasks x columns) array of per-task scores.
+
+    Why: pass@k tables, budget curves and per-method pass rates are means over tasks of per-task
+    rates; which interval covers at 10 and 30 tasks was measured (scripts/band_coverage_sim.py),
+    and this function offers every candidate so the choice is one name (``RATE_BAND``).
+
+    Computed, per column: ``value = mean``; ``method`` is one of ``BAND_METHODS``:
+
+    * ``"t"``: ``mean +- t_{n-1} s / sqrt(n)``;
+    * ``"studentized"``: the bootstrap-t over ``n_resamples`` task resamples (one shared set
+      of resamples for all columns);
+    * ``"wilson"``: the Wilson score interval at an effective number of tasks (``_wilson_columns``;
+      scores must lie in [0, 1]);
+    * ``"BCa"``, ``"percentile"``, ``"basic"``: :func:`mean_ci_columns`.
+
+    Ends are clipped to ``bounds`` (a rate's [0, 1] by default; None keeps them). Columns with
+    one task, or all tasks equal, are zero-width ``"degenerate"`` except under ``"wilson"`` when
+    every task is 0 or every task is 1 (see ``_wilson_columns``).
+    """
+    conf = _check_confidence(confidence)
+    if method not in BAND_METHODS:
+        raise ValueError(f"method must be one of {BAND_METHODS}, got {method!r}")
+    x = _as_float_matrix(scores)
+    if method in BOOTSTRAP_METHODS:
+        cols = mean_ci_columns(x, conf, n_resamples, method, seed)
+        lo, hi, value, labels = cols.lo.copy(), cols.hi.copy(), cols.value, np.array(cols.methods, dtype=object)
+    else:
+        if int(n_resamples) < 1:
+            raise ValueError(f"n_resamples must be >= 1, got {n_resamples!r}")
+        n, m = x.shape
+        value = x.mean(axis=0)
+        varying = np.ptp(x, axis=0) > 0 if n > 1 else np.zeros(m, dtype=bool)
+        value[~varying] = x[0, ~varying]
+        lo, hi = value.copy(), value.copy()
+        labels = np.array(["degenerate"] * m, dtype=object)
+        if method == "wilson":
+            if np.any(x < 0) or np.any(x > 1):
+                raise ValueError("the wilson band needs per-task scores in [0, 1]")
+            if n > 1:
+                w_lo, w_hi, ok = _wilson_columns(x, conf)
+                lo[ok], hi[ok], labels[ok] = w_lo[ok], w_hi[ok], "wilson-effective-n"
+        elif np.any(varying):
+            if method == "t":
+                v_lo, v_hi = _t_columns(x, varying, conf)
+            else:
+                v_lo, v_hi = _studentized_columns(x, varying, conf, n_resamples, seed)
+            lo[varying], hi[varying] = v_lo, v_hi
+            labels[varying] = "t" if method == "t" else "bootstrap-studentized"
+    if bounds is not None:
+        lo = np.clip(lo, bounds[0], bounds[1])
+        hi = np.clip(hi, bounds[0], bounds[1])
+    return ColumnIntervals(value=value, lo=lo, hi=hi, methods=tuple(str(s) for s in labels), n=x.shape[0],
+                           confidence=conf)
+
+
+def mean_band(
+    scores: npt.ArrayLike,
+    confidence: float = 0.95,
+    method: str = RATE_BAND,
+    n_resamples: int = 10_000,
+    seed: int | np.random.Generator | None = 0,
+    bounds: tuple[float, float] | None = (0.0, 1.0),
+) -> Estimate:
+    """:func:`band_columns` for one 1-D array of per-task scores, as an :class:`Estimate`."""
+    x = np.asarray(scores, dtype=float)
+    if x.ndim != 1:
+        raise ValueError(f"scores must be 1-D (one value per task), got shape {x.shape}")
+    cols = band_columns(x, confidence, method, n_resamples, seed, bounds)
+    return Estimate(float(cols.value[0]), float(cols.lo[0]), float(cols.hi[0]), cols.methods[0], cols.n,
+                    cols.confidence)
