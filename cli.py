@@ -111,11 +111,9 @@ def _say(message: str) -> None:
 def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
     if not value or ctx.resilient_parsing:
         return
-    from results.provenance import git_revision, toolkit_version
+    from results.provenance import this_version
 
-    rev = git_revision()
-    where = f" (git {rev.commit[:12]}{', uncommitted changes' if rev.dirty else ''})" if rev.commit else ""
-    click.echo(f"kmc {toolkit_version() or 'unknown version'}{where}")
+    click.echo(this_version())
     ctx.exit()
 
 

@@ -202,7 +202,8 @@ class Account:
         with self.lock:
             request = Request(
                 messages=messages, temperature=temperature, seed=self.seed, sample_index=self.next_index,
-                json_mode=json_mode, max_tokens=self._affordable_max_tokens(messages, max_tokens),
+                json_mode=json_mode, max_tokens=self._affordable_max_tokens(messages, max_tokens), role=role,
+                unit=(self.method, self.task, self.repeat),
             )
             recorded = self.ledger.recorder.recorded_call(self.method, self.task, self.repeat, self.next_index)
             if recorded is not None:

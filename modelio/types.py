@@ -25,6 +25,11 @@ class Request:
     seed: int = 0
     sample_index: int = 0
     json_mode: bool = False
+    # Who asks, never sent and no part of any key: the call's role in its method ("generator",
+    # "reflector", ...) and its unit (method, task, repeat), set by the ledger. A replay of a run
+    # recorded by another version matches calls by them (modelio/replay.py).
+    role: str = ""
+    unit: tuple[str, str, int] | None = None
 
     def messages_hash(self) -> str:
         blob = json.dumps([asdict(m) for m in self.messages], sort_keys=True).encode()

@@ -82,6 +82,30 @@ def provenance(command_line: list[str] | tuple[str, ...] | None = None) -> dict[
     }
 
 
+def version_label(version: str | None, commit: str | None, dirty: bool | None) -> str:
+    """A toolkit version as `kmc --version` prints it: `kmc 0.1.0 (git 8a178c8a1993, uncommitted
+    changes)`; the commit is left out when it is unknown (an installed copy, no git)."""
+    where = f" (git {commit[:12]}{', uncommitted changes' if dirty else ''})" if commit else ""
+    return f"kmc {version or 'unknown version'}{where}"
+
+
+def this_version() -> str:
+    """The running toolkit's version label (version_label)."""
+    rev = git_revision()
+    return version_label(toolkit_version(), rev.commit, rev.dirty)
+
+
+def recorded_version(env: dict[str, Any]) -> str:
+    """The version label of the code that started a run, from its env.json (`toolkit_version`,
+    `git`); a run folder without them says so rather than guessing."""
+    recorded_git = env.get("git")
+    git: dict[str, Any] = recorded_git if isinstance(recorded_git, dict) else {}
+    version, commit = env.get("toolkit_version"), git.get("commit")
+    if not version and not commit:
+        return "an unrecorded version"
+    return version_label(str(version) if version else None, str(commit) if commit else None, git.get("dirty"))
+
+
 def launcher(command_line: list[str] | tuple[str, ...] | None) -> str:
     """How a recorded command line started the toolkit, as a hint to the user should repeat it:
     `kmc` for the installed console script (its full path when `kmc` on PATH is another file),

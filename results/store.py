@@ -382,6 +382,12 @@ class Store:
                           (method, task, repeat))
         return [str(r[0]) for r in rows]
 
+    def unit_submissions(self, method: str, task: str, repeat: int) -> list[tuple[str, int]]:
+        """A unit's submissions in order: (source hash, calls used when it was submitted)."""
+        rows = self.query("SELECT source_hash, calls_used FROM submissions WHERE method=? AND task=? AND repeat=? "
+                          "ORDER BY submission_index", (method, task, repeat))
+        return [(str(r[0]), int(r[1])) for r in rows]
+
     def final_submission(self, method: str, task: str, repeat: int) -> str | None:
         """The source hash a unit submitted last (None when it submitted nothing)."""
         rows = self.query("SELECT source_hash FROM submissions WHERE method=? AND task=? AND repeat=? "

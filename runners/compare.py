@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
+import shutil
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,8 +31,9 @@ from judge.sandbox import require as require_sandbox
 from methods.registry import create_method, load_method_modules, method_class, method_options
 from modelio.dryrun import DryRunEstimate
 from modelio.ledger import BudgetExhausted, Charge, Ledger, ModelCallFailed, ReplayDiverged
-from modelio.replay import ReplayMiss
+from modelio.replay import ReplayClient, ReplayMiss
 from modelio.types import ModelClient
+from results.provenance import recorded_version, this_version
 from results.run_folder import ResolvedRun, RunFolder, RunFolderError
 from results.store import RecordedEvaluations, Store
 from runners.config import RESUMABLE_OPTIONS, CompareConfig, ConfigError
@@ -267,6 +270,9 @@ class CompareRun:
         except Exception as exc:  # noqa: BLE001 - a method's own bug ends its unit, never the run
             error = f"the method raised {type(exc).__name__}: {exc}"[:2000]
             log.warning("unit %s/%s/repeat %d: %s", unit.method, unit.task, unit.repeat, error, exc_info=True)
+        if isinstance(self.client, ReplayClient):  # as many calls and the same submissions as the recorded unit
+            self.client.check_unit((unit.method, unit.task, unit.repeat), account.next_index,
+                                   self.store.unit_submissions(unit.method, unit.task, unit.repeat))
         self._judge_hidden(unit, task)
         s = account.spend
         self.store.finish_unit(unit.method, unit.task, unit.repeat, status, s.calls, s.prompt_tokens,
@@ -512,7 +518,37 @@ def recorded_options(run_dir: Path) -> dict[str, Any]:
     data = dict(recorded.config)
     if not data.get("tasks"):
         data["tasks"] = list(recorded.resolved.tasks)
-    return data
+    for key, before in BEHAVIOUR_BEFORE_OPTION.items():  # recorded before the option existed
+        data.setdefault(key, before)
+    return _pin_recorded_defaults(data, recorded.resolved.method_options)
+
+
+#: Options added to config.json since runs were first recorded whose default changed what a run
+#: does, with the value that does what the toolkit did before them; a recorded config.json
+#: without the key is replayed so. `match_evals` (issue 43): before it, evaluations were not capped.
+BEHAVIOUR_BEFORE_OPTION: dict[str, Any] = {"match_evals": False}
+
+
+def _pin_recorded_defaults(data: dict[str, Any], recorded: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """`data` with every method option whose default this version changed set to the value the
+    recorded run resolved (config.json `resolved.method_options`): a run recorded with
+    Reflexion's `impl_temperature` 0 is replayed at 0 after the default became 1. Options this
+    version no longer has are left out; names it does not know fail later, in one line."""
+    try:
+        now = resolve_methods(CompareConfig.from_json(data))
+    except Exception:  # noqa: BLE001 - an unknown method or option is reported by the run itself
+        return data
+
+    def same(a: Any, b: Any) -> bool:
+        return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
+
+    options = {m: dict(o) for m, o in (data.get("method_options") or {}).items()}
+    for method, values in recorded.items():
+        current = now.get(method, {})
+        changed = {k: v for k, v in values.items() if k in current and not same(current[k], v)}
+        if changed:
+            options[method] = {**options.get(method, {}), **changed}
+    return {**data, "method_options": options} if options != (data.get("method_options") or {}) else data
 
 
 def make_run_client(config: CompareConfig) -> ModelClient:
@@ -570,14 +606,17 @@ def _recorded_config(run_dir: Path) -> CompareConfig:
         raise ConfigError(str(exc)) from None
 
 
-def _replay_client(run_dir: Path) -> ModelClient:
-    from modelio.replay import ReplayClient
-
+def _replay_client(run_dir: Path, positional: bool) -> ReplayClient:
+    """The recorded run's calls as a client. `positional` (an exact replay): a prompt whose text
+    this version words otherwise is answered by its unit and call index (modelio/replay.py);
+    every miss names the version that recorded the run (its env.json) and this one."""
     folder = RunFolder(run_dir)
     try:
         resolved = folder.read_config().resolved
-        return ReplayClient(folder.store_path, model=resolved.model or None, simulated=resolved.simulated)
-    except (OSError, ValueError) as exc:
+        versions = (recorded_version(folder.read_env()), this_version())
+        return ReplayClient(folder.store_path, model=resolved.model or None, simulated=resolved.simulated,
+                            positional=positional, versions=versions)
+    except (OSError, ValueError, RunFolderError) as exc:
         raise ConfigError(f"cannot replay {run_dir}: {exc}") from None
 
 
@@ -624,7 +663,7 @@ def run_compare(config: CompareConfig, options: CompareOptions | None = None) ->
     recorded_evaluations = None
     replayed_target = None
     if opts.replay is not None:
-        client = _replay_client(opts.replay)
+        client = _replay_client(opts.replay, positional=exact_replay)
         if exact_replay:
             recorded_evaluations = _recorded_evaluations(opts.replay)
             # Judged as the recorded run was, on its device: the same evaluation keys and timing rule.
@@ -645,46 +684,65 @@ def run_compare(config: CompareConfig, options: CompareOptions | None = None) ->
         clock_lock = _clock_lock(start_target(config), opts.lock_clocks, opts.on_message)  # likewise
     if not exact_replay and opts.resume is None:
         require_sandbox(config.unsandboxed)  # refused before a run folder exists
+    out_made = opts.resume is None and not Path(opts.out or "runs").exists()
     prepared = prepare_run(config, opts.out, opts.resume, opts.resume_with)
     config, run_dir, resumed = prepared.config, prepared.run_dir, prepared.resumed
     if resumed:
         finished = finished_run(run_dir, config, opts)
         if finished is not None:
             return finished
-    if not exact_replay and resumed:
-        require_sandbox(config.unsandboxed)  # as the run was started: its recorded choice
-    if replayed_target is not None:
-        machine, target = detect_target(force_cpu=config.device == "cpu"), replayed_target
-    else:
-        machine = target = start_target(config)
-    if resumed:
-        recorded = RunFolder(run_dir).read_config().resolved
-        if recorded.vendor != target.vendor:
-            raise ConfigError(f"{run_dir} ran on {recorded.vendor}; this machine is {target.vendor}")
-        config.tasks = list(recorded.tasks)
-    if client is None:
-        client = make_run_client(config)
-    if clock_lock is None:
-        clock_lock = _clock_lock(target, opts.lock_clocks, opts.on_message)
-    started = time.perf_counter()
-    if opts.retry_errors and not resumed:
-        raise ConfigError("--retry-errors goes with --resume RUN_DIR")
-    executor = NothingRuns() if exact_replay else run_executor(config, target,
-                                                                 clocks_locked=opts.lock_clocks is not None)
-    run = CompareRun(config, run_dir, client, target, progress=opts.on_progress, executor=executor,
-                     retry_errors=opts.retry_errors, recorded_evaluations=recorded_evaluations)
+    # A replay that fails (calls that part from the record, a task this version lacks) leaves
+    # nothing behind: the folder it made is removed; an interrupted one stays for --resume.
+    with _discarded_on_failure(run_dir, out_made, opts.replay is not None and not resumed):
+        if not exact_replay and resumed:
+            require_sandbox(config.unsandboxed)  # as the run was started: its recorded choice
+        if replayed_target is not None:
+            machine, target = detect_target(force_cpu=config.device == "cpu"), replayed_target
+        else:
+            machine = target = start_target(config)
+        if resumed:
+            recorded = RunFolder(run_dir).read_config().resolved
+            if recorded.vendor != target.vendor:
+                raise ConfigError(f"{run_dir} ran on {recorded.vendor}; this machine is {target.vendor}")
+            config.tasks = list(recorded.tasks)
+        if client is None:
+            client = make_run_client(config)
+        if clock_lock is None:
+            clock_lock = _clock_lock(target, opts.lock_clocks, opts.on_message)
+        started = time.perf_counter()
+        if opts.retry_errors and not resumed:
+            raise ConfigError("--retry-errors goes with --resume RUN_DIR")
+        executor = NothingRuns() if exact_replay else run_executor(config, target,
+                                                                     clocks_locked=opts.lock_clocks is not None)
+        run = CompareRun(config, run_dir, client, target, progress=opts.on_progress, executor=executor,
+                         retry_errors=opts.retry_errors, recorded_evaluations=recorded_evaluations)
+        try:
+            with run_log(RunFolder(run_dir).log_path):
+                try:
+                    summary, errored = _run_logged(run, opts, resumed, exact_replay, prepared.changed, machine,
+                                                   clock_lock)
+                finally:
+                    run.close()
+        finally:
+            run.close()
+        stats = getattr(client, "stats", None)
+        return RunResult(run_dir, resumed, summary, target, stats() if callable(stats) else None,
+                         time.perf_counter() - started, errored)
+
+
+@contextlib.contextmanager
+def _discarded_on_failure(run_dir: Path, out_made: bool, active: bool) -> Iterator[None]:
+    """When `active`, an error (not an interruption) removes the run folder (the replay can be run
+    again), and the output folder when this run made it and it is left empty."""
     try:
-        with run_log(RunFolder(run_dir).log_path):
-            try:
-                summary, errored = _run_logged(run, opts, resumed, exact_replay, prepared.changed, machine,
-                                               clock_lock)
-            finally:
-                run.close()
-    finally:
-        run.close()
-    stats = getattr(client, "stats", None)
-    return RunResult(run_dir, resumed, summary, target, stats() if callable(stats) else None,
-                     time.perf_counter() - started, errored)
+        yield
+    except Exception:
+        if active:
+            shutil.rmtree(run_dir, ignore_errors=True)
+            if out_made:
+                with contextlib.suppress(OSError):
+                    run_dir.parent.rmdir()  # only when empty
+        raise
 
 
 def finished_run(run_dir: Path, config: CompareConfig, opts: CompareOptions) -> RunResult | None:
@@ -756,12 +814,28 @@ def _run_logged(run: CompareRun, opts: CompareOptions, resumed: bool, exact_repl
     except BaseException as exc:
         log.error("run stopped by %s: %s", type(exc).__name__, exc)
         raise
+    if isinstance(client, ReplayClient):
+        _say_replayed(client, run.store, say)
     summary = build_summary(run_dir)
     RunFolder(run_dir).write_summary(summary)
     errored = run.store.errored_units()
     log.info("finished: %d units; %d evaluations run; summary written", run.progress.units_done,
              run.progress.evaluations)
     return summary, errored
+
+
+def _say_replayed(client: ReplayClient, store: Store, say: Message) -> None:
+    """After a replay: how many prompts this version worded otherwise than the recorded run
+    (answered by unit and call index, modelio/replay.py), in the run's log, on screen and in the
+    store's meta (`replay_prompts_differed`, `replay_versions`), which the report reads."""
+    recorded, this = client.versions or ("", "")
+    store.set_meta("replay_versions", {"recorded": recorded, "replayed": this})
+    store.set_meta("replay_prompts_differed", client.differed)
+    if client.differed:
+        say(f"replay: {client.differed} of {client.hits} prompts differed from the recorded ones (recorded by "
+            f"{recorded}, replayed by {this}); each was answered with the reply recorded for the same call of its "
+            f"unit (same role and sampling parameters), so every decision is the recorded one; the first differs at "
+            f"{client.first_differed}")
 
 
 def estimate_compare(config: CompareConfig) -> DryRunEstimate:
