@@ -827,7 +827,7 @@ def _run_logged(run: CompareRun, opts: CompareOptions, resumed: bool, exact_repl
 def _say_replayed(client: ReplayClient, store: Store, say: Message) -> None:
     """After a replay: how many prompts this version worded otherwise than the recorded run
     (answered by unit and call index, modelio/replay.py), in the run's log, on screen and in the
-    store.s meta (`replay_prompts_differed`, `replay_versions`)."""
+    store's meta (`replay_prompts_differed`, `replay_versions`)."""
     recorded, this = client.versions or ("", "")
     store.set_meta("replay_versions", {"recorded": recorded, "replayed": this})
     store.set_meta("replay_prompts_differed", client.differed)
