@@ -190,13 +190,15 @@ def test_a_cpu_runs_tables_count_evaluations_not_gpu_evals(run: Path) -> None:
 
 
 # ---------------------------------------------------------------------------- pilot shares
-def test_pilot_variance_shares_are_shares() -> None:
+def test_pilot_variance_shares_are_shares(tmp_path: Path) -> None:
     """The shipped run's methods pass different tasks, so the variance of true per-task differences
     is 1.8 x 2P(1-P): printed as a 'share' it read 1.800. Shares now split a per-task difference's
     variance into its between-task and repeat-noise parts, and sum to 1."""
     from results.planning import make_plan
 
-    plan = make_plan(10, 2, None, SHIPPED)
+    shipped = tmp_path / "shipped"  # a copy: opening the store leaves SQLite's files beside it
+    shutil.copytree(SHIPPED, shipped)
+    plan = make_plan(10, 2, None, shipped)
     model = plan.to_json()["model"]
     assert 0 <= model["between_share"] <= 1 and 0 <= model["within_share"] <= 1
     assert model["between_share"] + model["within_share"] == pytest.approx(1)
