@@ -166,7 +166,7 @@ def format_table(report: StrengthReport) -> str:
             cells.append(f"{s.text():<22}")
         lines.append(f"{row['task']:<24} {row['mutants']:>4} {row['equivalent']:>4} {row['tolerated']:>4} "
                      f"{row['non_equivalent']:>5}  " + "  ".join(cells))
-    return "\n".join(lines)
+    return "\n".join(line.rstrip() for line in lines)
 
 
 def _mutant_line(o: MutantOutcome) -> str:
