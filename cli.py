@@ -460,6 +460,11 @@ def bench_strength(suite: str | None, tasks: str | None, sources: tuple[str, ...
     from bench.strength.report import draw_figure, format_report, write_csv
     from runners.strength import StrengthOptions, run_strength
 
+    if out is not None:  # an unwritable folder said before the run, not after it
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise BadInput(f"--out {out}: {exc.strerror or exc}") from None
     report = run_strength(StrengthOptions(suite, tuple(_split(tasks) or ()), tuple(_sources(sources) or ()), mutants,
                                           seed, workers, device, stress_factor=stress_factor,
                                           differential_factor=differential_factor),
@@ -467,9 +472,12 @@ def bench_strength(suite: str | None, tasks: str | None, sources: tuple[str, ...
                                                     f"stress {o.stress_verdict} ({o.status})"),
                           on_message=lambda m: _say(f"  {m}"))
     folder = out or Path("runs") / f"strength-{report.suite_name.replace(':', '_').replace('/', '_')}-seed{seed}"
-    write_csv(report, folder)
-    (folder / "strength.json").write_text(json.dumps(report.to_json(), indent=2))
-    figure = draw_figure(report, folder / "strength.png")
+    try:
+        write_csv(report, folder)
+        (folder / "strength.json").write_text(json.dumps(report.to_json(), indent=2))
+        figure = draw_figure(report, folder / "strength.png")
+    except OSError as exc:
+        raise BadInput(f"cannot write the report into {folder}: {exc.strerror or exc}") from None
     click.echo(json.dumps(report.to_json(), indent=2) if as_json else format_report(report))
     _say(f"{len(report.outcomes)} mutants in {report.seconds:.0f} s; csv in {folder}"
          + (f", figure {figure}" if figure else ""))

@@ -224,8 +224,18 @@ class _Judging:
         return {"differs_on": ""}
 
 
+def _in_a_strength_worker(interpreter: bool) -> None:
+    """The spawned worker's own environment, before any kernel is decorated (Triton's `@jit`
+    reads TRITON_INTERPRET then): the interpreter where the plan runs on it. Written here, in
+    the worker, never in the process that started it (tests/test_recorded_config.py allows it
+    by name)."""
+    if interpreter:
+        os.environ["TRITON_INTERPRET"] = "1"
+
+
 def _serve(conn: Connection, sources: tuple[str, ...], interpreter: bool) -> None:
     """A worker's loop: one job in, one reply out, until the parent closes the pipe."""
+    _in_a_strength_worker(interpreter)
     judging = _Judging(sources, interpreter)
     conn.send({"ready": True})
     handlers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
@@ -350,9 +360,6 @@ def run_strength(options: StrengthOptions, on_outcome: Callable[[MutantOutcome],
     each task's mutants, whatever order the workers finish in."""
     started = time.perf_counter()
     plan = _plan(options)
-    if plan.interpreter:
-        # Triton reads it at import: the spawned workers inherit it from this environment.
-        os.environ["TRITON_INTERPRET"] = "1"
     say = on_message or (lambda _m: None)
     report = StrengthReport(plan.suite_name, plan.device, options.seed, options.mutants, [t.id for t in plan.tasks])
     for t in plan.tasks:

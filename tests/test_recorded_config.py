@@ -98,9 +98,10 @@ def test_forcing_the_cpu_is_an_argument_not_an_environment_flag() -> None:
     assert dict(os.environ) == before
 
 
-# Functions allowed to write a process's environment, by name: the sandboxed candidate process
-# pointing HOME and TMPDIR at its own /tmp (judge/template.py), a process nothing else reads.
-ALLOWED_WRITERS = {"_inside_the_sandbox"}
+# Functions allowed to write a process's environment, by name, each in a child process of its
+# own that nothing else reads: the sandboxed candidate pointing HOME and TMPDIR at its own /tmp
+# (judge/template.py), a `bench strength` worker choosing the interpreter (runners/strength.py).
+ALLOWED_WRITERS = {"_inside_the_sandbox", "_in_a_strength_worker"}
 
 
 def _environment_writes(path: Path) -> list[str]:
