@@ -37,6 +37,7 @@ from judge.running import (
     classify_exception,
     format_exception,
     load_module,
+    overruns,
     poisoned_allocations,
     use_triton_cache,
 )
@@ -383,6 +384,10 @@ def run_call(entry: Any, args: tuple, device: str, interpreter: bool, seed: int 
             if device != "cpu":
                 torch.cuda.synchronize()
             launched = rec.launches
+        overrun = overruns()
+        if overrun:
+            return {"ok": False, "kind": "wrong_result", "launched": launched,
+                    "message": f"the entry point wrote out of bounds: {overrun}", "traceback": ""}, None
     except BaseException as exc:  # noqa: BLE001 - any candidate failure, even sys.exit, is a verdict
         shown = candidate_traceback(exc, source_path) if source_path is not None else ""
         return {"ok": False, "kind": classify_exception(exc), "message": format_exception(exc, path=source_path),

@@ -134,6 +134,44 @@ class _PoisonState:
     installed = False
     on = False
     marker = False  # fill with a finite marker instead of poison
+    guards: list[tuple[torch.Tensor, int, str]] = []  # (the buffer's bytes, where its guard starts, what it holds)
+    allocate: Callable[..., torch.Tensor] | None = None  # the unwrapped torch.empty
+
+
+GUARD_BYTES = 4096
+"""Bytes after every CPU tensor a candidate's call allocates, filled with `GUARD_BYTE` and
+checked after the call: a kernel whose mask lets one lane past the end (`<=` for `<`) writes
+there, which on the interpreter otherwise corrupts the heap unseen or only sometimes (the
+test-strength report's five surviving mutants, issue 44). Device memory is not guarded: there
+such a write faults or is compute-sanitizer's to find (`--sanitize`)."""
+GUARD_BYTE = 0xA5
+
+
+def _guarded(t: torch.Tensor) -> torch.Tensor:
+    """`t`'s shape and strides over a buffer with `GUARD_BYTES` after its last element."""
+    if t.device.type != "cpu" or t.numel() == 0 or t.storage_offset() != 0 or _PoisonState.allocate is None:
+        return t
+    span = 1 + sum((n - 1) * st for n, st in zip(t.shape, t.stride(), strict=True))
+    size = t.element_size()
+    extra = -(-GUARD_BYTES // size)
+    buf = _PoisonState.allocate(span + extra, dtype=t.dtype, device="cpu")
+    raw = buf.view(torch.uint8)
+    raw[span * size:].fill_(GUARD_BYTE)
+    _PoisonState.guards.append((raw, span * size, f"{tuple(t.shape)} {str(t.dtype).removeprefix('torch.')}"))
+    view = buf.as_strided(t.shape, t.stride(), 0)
+    return view.requires_grad_() if t.requires_grad else view
+
+
+def overruns() -> str:
+    """What the call just made wrote past the end of the tensors it allocated ("" when nothing);
+    the guards are forgotten after."""
+    found = []
+    for raw, start, what in _PoisonState.guards:
+        changed = int((raw[start:] != GUARD_BYTE).sum())
+        if changed:
+            found.append(f"{changed} byte(s) past the end of a {what} tensor it allocated")
+    _PoisonState.guards = []
+    return "; ".join(found[:3])
 
 
 def install_poisoned_allocations() -> None:
@@ -148,11 +186,15 @@ def install_poisoned_allocations() -> None:
             t = fn(*args, **kwargs)
             if _PoisonState.marker:
                 return _mark(t)
-            return poison_tensor(t) if _PoisonState.on else t
+            if not _PoisonState.on:
+                return t
+            plain = "out" in kwargs or kwargs.get("pin_memory")  # the candidate's own buffer, or pinned memory
+            return poison_tensor(t if plain else _guarded(t))
 
         maybe_poisoned.__wrapped__ = fn  # type: ignore[attr-defined]
         return maybe_poisoned
 
+    _PoisonState.allocate = torch.empty
     for name in ("empty", "empty_like", "empty_strided"):
         setattr(torch, name, wrap(getattr(torch, name)))
     torch.Tensor.new_empty = wrap(torch.Tensor.new_empty)  # type: ignore[method-assign]
@@ -160,8 +202,10 @@ def install_poisoned_allocations() -> None:
 
 @contextlib.contextmanager
 def poisoned_allocations() -> Iterator[None]:
-    """Make every `torch.empty*` the candidate calls return poisoned memory."""
+    """Make every `torch.empty*` the candidate calls return poisoned memory, on the CPU with a
+    guard after it (`overruns` says what was written there)."""
     install_poisoned_allocations()
+    _PoisonState.guards = []
     _PoisonState.on = True
     try:
         yield

@@ -50,6 +50,7 @@ class Hostile:
     case_set: str = "hidden"
     hang: bool = False
     gpu_only: bool = False
+    cpu_only: bool = False  # judged on the interpreter only (device memory is not guarded)
     root_only: bool = False  # needs the private read-only mounts only root can make
     restarted: bool | None = None  # None: not checked
 
@@ -60,6 +61,8 @@ CORPUS: tuple[Hostile, ...] = (
     Hostile("no_entry_point.py", "vector_add", "missing_entry_point", "defines no function 'vector_add' (it defines add_vectors"),
     Hostile("wrong_tail_mask.py", "vector_add", "wrong_result", "NaN", case="n1025"),
     Hostile("off_by_one.py", "vector_add", "wrong_result", "outside atol"),
+    Hostile("writes_past_its_output.py", "vector_add", "wrong_result", "wrote out of bounds: 4 byte(s) past the end",
+            cpu_only=True),
     Hostile("modifies_input.py", "vector_add", "wrong_result", "modified in place"),
     Hostile("returns_torch.py", "vector_add", "no_kernel", "without launching"),
     Hostile("side_torch_result.py", "vector_add", "torch_fallback", "add"),
@@ -153,7 +156,8 @@ CORPUS: tuple[Hostile, ...] = (
                                                  else ("unsupported_on_interpreter", "inline_asm"))),
 )
 
-ACTIVE = tuple(h for h in CORPUS if (HAS_GPU or not h.gpu_only) and (IS_ROOT or not h.root_only))
+ACTIVE = tuple(h for h in CORPUS if (HAS_GPU or not h.gpu_only) and not (HAS_GPU and h.cpu_only)
+               and (IS_ROOT or not h.root_only))
 
 
 @dataclass
@@ -207,6 +211,8 @@ def _marks(h: Hostile) -> list[Any]:
     marks: list[Any] = [pytest.mark.gpu] if h.gpu_only else []
     if h.root_only and not IS_ROOT:
         marks.append(pytest.mark.skip(reason="needs root (private read-only mounts)"))
+    if h.cpu_only and HAS_GPU:
+        marks.append(pytest.mark.skip(reason="judged on the interpreter only (device memory is not guarded)"))
     return marks
 
 
