@@ -56,6 +56,7 @@ class CandidateServer:
         self.entry: Any = None
         self.module: Any = None  # the candidate's module: where the judge's objects find their classes
         self.entry_name = ""
+        self.guard = True  # writes past a CPU allocation judged (the task's `judges_overruns`)
         self.inputs: dict[int, tuple] = {}
         self.held = HeldOutputs()
         self.kept: list[Any] = []  # spacers of judge/steady.py, alive for the process's life
@@ -141,6 +142,7 @@ class CandidateServer:
             use_triton_cache(plan.writable[0])  # this source's own cache (judge/worker.py)
         self.contained = containment.apply(plan)
         self.entry_name = str(header["entry_point"])
+        self.guard = header.get("judges_overruns", True) is not False
         launches.set_allowed_ops(tuple(header.get("allowed_ops", ())))
         path = self.path = Path(plan.folder) / "candidate.py"
         path.write_text(str(header["source"]))
@@ -172,7 +174,8 @@ class CandidateServer:
         before = input_copies(args, written)
         started = self._spend("call:decode", started)
         report, out = run_call(self.entry, args, self.device, self.interpreter,
-                               seed=int(seed) if seed is not None else None, written=written, source_path=self.path)
+                               seed=int(seed) if seed is not None else None, written=written, source_path=self.path,
+                               guard=self.guard)
         started = self._spend("call:run_and_record", started)
         if not report["ok"]:
             return report, []
@@ -367,7 +370,8 @@ def held_output(out: Any, args: tuple, written: tuple[int, ...]) -> Any:
 
 
 def run_call(entry: Any, args: tuple, device: str, interpreter: bool, seed: int | None = None,
-             written: tuple[int, ...] = (), source_path: Path | None = None) -> tuple[dict[str, Any], Any]:
+             written: tuple[int, ...] = (), source_path: Path | None = None,
+             guard: bool = True) -> tuple[dict[str, Any], Any]:
     """One call of the entry point, recorded: (report, output). Shared with the in-process
     runner (judge/oracle.py LocalRunner), so both judge a candidate the same way. `seed`:
     torch's generators seeded first (an entry point that draws random numbers, seeded as the
@@ -379,7 +383,7 @@ def run_call(entry: Any, args: tuple, device: str, interpreter: bool, seed: int 
         if seed is not None:
             torch.manual_seed(seed)
         with launches.recording(args) as rec:
-            with poisoned_allocations():
+            with poisoned_allocations(guard):
                 out = entry(*args)
             if device != "cpu":
                 torch.cuda.synchronize()

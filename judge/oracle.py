@@ -414,13 +414,15 @@ class LocalRunner:
     """The candidate in this very process: for the naive benchmark harness and unit tests only."""
 
     def __init__(self, entry: Callable[..., Any], device: str, interpreter: bool, allowed_ops: tuple[str, ...] = (),
-                 source_path: Path | None = None):
-        """`source_path`: the candidate's file, whose frames a failure's traceback shows."""
+                 source_path: Path | None = None, guard: bool = True):
+        """`source_path`: the candidate's file, whose frames a failure's traceback shows. `guard`:
+        writes past a CPU allocation are judged (the task's `judges_overruns`)."""
         from judge import launches
 
         launches.set_allowed_ops(allowed_ops)
         self.entry, self.device, self.interpreter = entry, device, interpreter
         self.source_path = source_path
+        self.guard = guard
         self.inputs: dict[int, tuple] = {}
         from judge.candidate import HeldOutputs
 
@@ -451,7 +453,7 @@ class LocalRunner:
         mine = self.inputs[slot]
         before = input_copies(mine, written)
         reply, out = run_call(self.entry, mine, self.device, self.interpreter, seed=seed, written=written,
-                              source_path=self.source_path)
+                              source_path=self.source_path, guard=self.guard)
         if not reply["ok"]:
             return CallReport.from_reply(reply)
         reply["modified"] = changed_inputs(before, mine)

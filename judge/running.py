@@ -135,6 +135,7 @@ class _PoisonState:
     on = False
     marker = False  # fill with a finite marker instead of poison
     guards: list[tuple[torch.Tensor, int, str]] = []  # (the buffer's bytes, where its guard starts, what it holds)
+    guarding = True  # guard bytes after each CPU allocation (off for a suite checker's emulation)
     allocate: Callable[..., torch.Tensor] | None = None  # the unwrapped torch.empty
 
 
@@ -188,7 +189,7 @@ def install_poisoned_allocations() -> None:
                 return _mark(t)
             if not _PoisonState.on:
                 return t
-            plain = "out" in kwargs or kwargs.get("pin_memory")  # the candidate's own buffer, or pinned memory
+            plain = not _PoisonState.guarding or "out" in kwargs or kwargs.get("pin_memory")
             return poison_tensor(t if plain else _guarded(t))
 
         maybe_poisoned.__wrapped__ = fn  # type: ignore[attr-defined]
@@ -201,11 +202,12 @@ def install_poisoned_allocations() -> None:
 
 
 @contextlib.contextmanager
-def poisoned_allocations() -> Iterator[None]:
+def poisoned_allocations(guard: bool = True) -> Iterator[None]:
     """Make every `torch.empty*` the candidate calls return poisoned memory, on the CPU with a
-    guard after it (`overruns` says what was written there)."""
+    guard after it unless `guard` is off (`overruns` says what was written there)."""
     install_poisoned_allocations()
     _PoisonState.guards = []
+    _PoisonState.guarding = guard
     _PoisonState.on = True
     try:
         yield

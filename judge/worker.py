@@ -467,7 +467,8 @@ class Worker:
             self._lend_cache(proc, job["source"])
             with self.clock("compile"):  # writing and importing the candidate, in its process
                 reply, _ = proc.request({"op": "load", "source": job["source"], "entry_point": task.entry_point,
-                                         "allowed_ops": list(task.allowed_torch_ops)})
+                                         "allowed_ops": list(task.allowed_torch_ops),
+                                         "judges_overruns": task.judges_overruns})
             self.contained = str(reply.get("contained", ""))[:500]
             if reply.get("ok") is not True:
                 return Verdict(str(reply.get("kind", "runtime_error")), str(reply.get("message", ""))[:4000],
@@ -568,7 +569,8 @@ class Worker:
                     proc.wait_ready(600.0)
                 self._lend_cache(proc, job["source"])
                 reply, _ = proc.request({"op": "load", "source": job["source"], "entry_point": task.entry_point,
-                                         "allowed_ops": list(task.allowed_torch_ops)})
+                                         "allowed_ops": list(task.allowed_torch_ops),
+                                         "judges_overruns": task.judges_overruns})
                 if reply.get("ok") is True:
                     judge_cases(task, RemoteRunner(proc), cases, self.device, False)
             finally:

@@ -116,7 +116,8 @@ class _Judging:
             return {"kind": exc.kind, "message": str(exc)[:300], "case": ""}
         except Exception as exc:  # noqa: BLE001 - a mutant that cannot even be imported is killed
             return {"kind": "compile_error", "message": f"{type(exc).__name__}: {exc}"[:300], "case": ""}
-        return LocalRunner(fn, self.device, self.interpreter, task.allowed_torch_ops, source_path=path)
+        return LocalRunner(fn, self.device, self.interpreter, task.allowed_torch_ops, source_path=path,
+                           guard=task.judges_overruns)
 
     def verdict(self, task: Any, source: str | Any, cases: tuple[Case, ...]) -> dict[str, Any]:
         """The judge's verdict on `cases` (`source`: text, or a runner made by `runner`)."""

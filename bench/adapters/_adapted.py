@@ -86,7 +86,8 @@ class AdaptedTask(Task):
             return None
         tolerances = {d: GEAK_EVAL_TOLERANCE if d in FLOAT_DTYPES else Tolerance(0, 0) for d in self.tolerances}
         return dataclasses.replace(self, id=f"{self.id}@{name}", visible=self.suite_cases, hidden_gpu=(),
-                                   hidden_cpu=(), suites=(), tolerances=tolerances, suite_cases=())
+                                   hidden_cpu=(), suites=(), tolerances=tolerances, suite_cases=(),
+                                   judges_overruns=False)
 
     def contract(self) -> str:
         """A suite with its own Triton reference states its contract through its own calls (their
