@@ -27,10 +27,6 @@ from judge.launchers import MAX_NOTED
 from judge.oracle import CallReport
 from judge.source_caches import harvest
 
-ENDING_WAIT_S = 1.0
-"""How long a candidate process whose channel closed may take to end on its own before it is
-killed: its status is then the candidate's (a segfault's SIGSEGV), not the kill's."""
-
 
 class CandidateTimeout(Exception):
     pass
@@ -78,11 +74,9 @@ class TemplateProcess:
         proc.cache = str(reply.get("cache") or "")
         return proc
 
-    def status(self, pid: int, wait: float | None = None) -> int | None:
-        """How `pid` ended; `wait`: seconds it may take to end, else None (not waited for
-        longer); without `wait`, waited for until it ends."""
+    def status(self, pid: int) -> int | None:
         try:
-            return template.request(self.control, {"op": "status", "pid": pid, "wait": wait}).get("status")
+            return template.request(self.control, {"op": "status", "pid": pid}).get("status")
         except (OSError, EOFError):
             return None
 
@@ -196,10 +190,8 @@ class CandidateProcess:
         return reply, back
 
     def _ended(self) -> str:
-        code = self.owner.status(self.pid, wait=ENDING_WAIT_S)  # its own end, not the kill's
         self.kill()
-        if code is None:
-            code = self.owner.status(self.pid)
+        code = self.owner.status(self.pid)
         how = f"signal {-code}" if code is not None and code < 0 else f"exit status {code}"
         return f"the candidate process ended ({how})"
 

@@ -47,20 +47,35 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from judge.containment import (
+    CLONE_NEWNET,
+    CLONE_NEWNS,
+    MS_BIND,
+    MS_NODEV,
+    MS_NOSUID,
+    MS_PRIVATE,
+    MS_RDONLY,
+    MS_REC,
+    MS_REMOUNT,
+    PR_SET_DUMPABLE,
+    PR_SET_PDEATHSIG,
+    _libc,
+    _mount_points,
+    _python_paths,
+)
+from judge.containment import _mount as _mount_or_oserror
+
 PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
 INSIDE_ID = 1000  # the candidate's uid and gid inside its user namespace: not root there either
 CANDIDATE_FOLDER = "/tmp/kmc-candidate"  # inside the sandbox, on its capped /tmp
 TRITON_CACHE = "/var/cache/kmc-triton"  # inside the sandbox: the candidate's own writable Triton cache
 UNSANDBOXED_ENV = "KMC_UNSANDBOXED"  # "1": the user accepted running candidates without the sandbox
 
-CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x02000000, 0x04000000, 0x08000000
-CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
-NAMESPACE_FLAGS = CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID \
-    | CLONE_NEWNET
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
-MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
+CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC = 0x02000000, 0x04000000, 0x08000000
+CLONE_NEWUSER, CLONE_NEWPID = 0x10000000, 0x20000000
+MS_NOEXEC = 8
 MNT_DETACH = 2
-PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_SECUREBITS = 1, 4, 24, 28
+PR_CAPBSET_DROP, PR_SET_SECUREBITS = 24, 28
 PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 38, 47, 4
 # noroot, no-setuid-fixup, keep-caps and no-ambient-raise, each set (where it restricts) and locked
 SECUREBITS = 0b11101111
@@ -158,10 +173,16 @@ class Layout:
             for pattern in GPU_TREE_GLOBS:
                 for path in sorted(glob.glob(pattern)):
                     layout.add(path, optional=True)
-        if cache:
-            layout.binds.append(Bind(os.path.realpath(cache), TRITON_CACHE, writable=True))
         layout.hidden = [h for h in layout.hidden if any(_within(h, b.target) and h != b.target for b in layout.binds)]
-        return layout
+        return layout.with_cache(cache)
+
+    def with_cache(self, cache: str | None) -> Layout:
+        """This layout plus `cache` bound writable as the candidate's Triton cache (a new layout:
+        the template's own is shared by every candidate it forks)."""
+        if not cache:
+            return self
+        return Layout([*self.binds, Bind(os.path.realpath(cache), TRITON_CACHE, writable=True)], dict(self.symlinks),
+                      list(self.hidden))
 
     def add(self, path: str, device: bool = False, optional: bool = False) -> None:
         """`path` (and its real path, where a link leads elsewhere) bound read-only, unless a
@@ -213,10 +234,8 @@ def python_paths() -> list[str]:
     """The interpreter, its prefixes, the import path's package folders and PYTHONPATH's
     folders (not every import path entry: the project root and the worker's folder, the
     template's working folder, are entries too)."""
-    paths = [os.path.dirname(os.path.realpath(sys.executable)), sys.prefix, sys.exec_prefix, sys.base_prefix,
-             sys.base_exec_prefix]
+    paths = [os.path.dirname(os.path.realpath(sys.executable)), *_python_paths()]
     paths += [p for p in sysconfig.get_paths().values() if p]
-    paths += [p for p in sys.path if os.path.isabs(p) and ("site-packages" in p or "dist-packages" in p)]
     paths += [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
               if os.path.isabs(p) and os.path.realpath(p) != PROJECT_ROOT]
     for name in ("torch", "triton", "numpy"):
@@ -254,10 +273,6 @@ def tool_paths() -> list[str]:
 # System calls
 
 
-def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(None, use_errno=True)
-
-
 def _check(rc: int, what: str) -> None:
     if rc != 0:
         err = ctypes.get_errno()
@@ -276,9 +291,10 @@ def _prctl(option: int, value: int, arg3: int = 0) -> int:
 
 
 def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
-    rc = _libc().mount(source.encode() if source else None, target.encode(), fstype.encode() if fstype else None,
-                       ctypes.c_ulong(flags), data.encode() if data else None)
-    _check(rc, f"mount {target}")
+    try:
+        _mount_or_oserror(source, target, fstype, flags, data)
+    except OSError as exc:
+        raise SandboxError(str(exc.strerror)) from None
 
 
 def _unshare(flags: int, what: str) -> None:
@@ -306,16 +322,10 @@ def _read_only_tree(target: str) -> None:
     for point in sorted(p for p in _mount_points() if _within(p, target)):
         with contextlib.suppress(SandboxError):  # a mount already locked read-only by its owner
             _mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID)
-    flags = Path("/proc/self/mountinfo").read_text()
-    for line in flags.splitlines():
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
         parts = line.split()
         if len(parts) > 5 and parts[4] == target and "ro" not in parts[5].split(","):
             raise SandboxError(f"{target} could not be made read-only")
-
-
-def _mount_points() -> list[str]:
-    with open("/proc/self/mountinfo") as f:
-        return [line.split()[4].replace("\\040", " ") for line in f if len(line.split()) > 4]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -372,11 +382,7 @@ def enter(spec: Spec, channel: int, errors: int, cache: str | None = None, layou
     anything of the candidate exists. `errors`: the write end of the pipe its stderr goes to.
     `layout`: the allow-list read once by the template (`Layout.for_spec` without a cache),
     else read here."""
-    if layout is None:
-        layout = Layout.for_spec(spec, cache)
-    elif cache:
-        layout = Layout([*layout.binds, Bind(os.path.realpath(cache), TRITON_CACHE, writable=True)],
-                        dict(layout.symlinks), list(layout.hidden))
+    layout = Layout.for_spec(spec, cache) if layout is None else layout.with_cache(cache)
     # The fork of a non-dumpable template is not dumpable either, and its /proc/self files then
     # belong to a root its user namespace may not map (it could not write its own uid_map).
     _prctl(PR_SET_DUMPABLE, 1)

@@ -32,7 +32,7 @@ from typing import Any
 from judge import sandbox
 from judge.relay import StderrRelay
 
-PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
+PROJECT_ROOT = sandbox.PROJECT_ROOT
 # Importable from a candidate process: what it runs on. Everything else of the project is not.
 _CANDIDATE_SIDE = ("judge.candidate", "judge.launches", "judge.launchers", "judge.running", "judge.wire", "judge.containment",
                    "judge.sandbox", "judge.relay",
@@ -239,24 +239,6 @@ class Spawner:
                                 int(os.environ.get("KMC_CANDIDATE_TMP_MB", "256")), self.uid, self.gid)
 
 
-def _wait_for(pid: int, ended: dict[int, int], seconds: float | None) -> None:
-    """Its status into `ended` once it has ended: waited for without end (None), or for at most
-    `seconds` (a sandboxed candidate's keeper ends a moment after the candidate itself, as it
-    did, and killing it sooner would make every crash a SIGKILL)."""
-    import time
-
-    deadline = None if seconds is None else time.monotonic() + seconds
-    with contextlib.suppress(ChildProcessError):
-        while pid not in ended:
-            done, status = os.waitpid(pid, 0 if deadline is None else os.WNOHANG)
-            if done:
-                ended[done] = status
-            elif deadline is None or time.monotonic() > deadline:
-                return
-            else:
-                time.sleep(0.002)
-
-
 _ENDED_KEPT = 1000
 
 
@@ -401,7 +383,9 @@ def main() -> None:
             _send(control, {"pid": pid, "folder": setting.folder, "cache": setting.cache})
         elif message.get("op") == "status":
             pid = int(message["pid"])
-            _wait_for(pid, ended, float(message.get("wait") or 0) or None)
+            with contextlib.suppress(ChildProcessError):
+                done, status = os.waitpid(pid, 0)
+                ended[done] = status
             exit_code = os.waitstatus_to_exitcode(ended.pop(pid)) if pid in ended else None
             _send(control, {"pid": pid, "status": exit_code})
         else:

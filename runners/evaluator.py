@@ -15,6 +15,7 @@ from judge.device import Target
 from judge.internal_tests import InternalTestReport, case_set_for
 from judge.policy import FINAL_FULL, TimingPolicy
 from judge.verdict import Evaluation
+from results.store import source_hash
 from runners.executor import Executor
 from runners.savings import carried_failure, untimed_from_timed
 
@@ -150,7 +151,7 @@ class Evaluator:
             return None
         from bench.registry import get_task
 
-        h = self.store.put_source(source)
+        h = source_hash(source)  # the key `_cached` stored it under, without writing it again
         if not timed:
             passed = untimed_from_timed(self.store.evaluation(h, task_id, "hidden", self.judging_key(True), timed=True))
             if passed is not None:
