@@ -5,6 +5,7 @@ one `cli.py bench strength` gives for the same tasks and options.
 
     python scripts/strength_suite.py --suite full --mutants 6 --stress-factor 2 \\
         --differential-factor 3 --minutes 20 --out benchmarks/results/strength-builtin-seed0
+    python scripts/strength_suite.py --source geak-eval:DIR --suite tritonbench --device auto --minutes 8 --out OUT
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.registry import suite_tasks  # noqa: E402
+from bench.registry import load_sources, suite_tasks  # noqa: E402
 from bench.strength.report import (  # noqa: E402
     MutantOutcome,
     StrengthReport,
@@ -40,6 +41,10 @@ def _load(path: Path) -> StrengthReport:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--suite", default="full")
+    ap.add_argument("--source", action="append", default=[],
+                    help="ADAPTER:PATH of an external suite (geak-eval:DIR); its --suite's tasks are run")
+    ap.add_argument("--device", choices=["auto", "cpu"], default="cpu")
+    ap.add_argument("--workers", type=int, default=None)
     ap.add_argument("--mutants", type=int, default=6)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--stress-factor", type=int, default=3)
@@ -52,6 +57,8 @@ def main() -> None:
     ap.add_argument("--last", default="", help="comma-separated task ids to run after all the others")
     args = ap.parse_args()
     last = [t for t in args.last.split(",") if t]
+    if args.source:
+        load_sources(args.source, "cpu" if args.device == "cpu" else None)  # the target run_strength judges on
     ids = [t.id for t in suite_tasks(args.suite) if t.id not in last] + last
     started = time.perf_counter()
     combined: StrengthReport | None = None
@@ -66,7 +73,8 @@ def main() -> None:
             print(f"time limit: stopped before {ids[first:]}", file=sys.stderr)
             break
         chunk = tuple(ids[first:first + args.chunk])
-        part = run_strength(StrengthOptions(args.suite, chunk, (), args.mutants, args.seed, None, "cpu",
+        part = run_strength(StrengthOptions(args.suite, chunk, tuple(args.source), args.mutants, args.seed,
+                                            args.workers, args.device,
                                             stress_factor=args.stress_factor,
                                             differential_factor=args.differential_factor))
         if combined is None:

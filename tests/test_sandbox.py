@@ -27,6 +27,7 @@ needs_sandbox = pytest.mark.skipif(PROBLEM is not None or os.geteuid() != 0,
                                    reason=f"no sandbox here ({PROBLEM}), or not root: the test process would "
                                           "have to claim a user namespace as the template does")
 pytestmark = [needs_sandbox]
+BASIC_DEV = {"null", "zero", "full", "random", "urandom", "shm", "fd", "stdin", "stdout", "stderr"}
 FORKER = sandbox.Forker() if PROBLEM is None and os.geteuid() == 0 else None
 
 
@@ -93,7 +94,7 @@ def test_the_candidate_is_pid_1_of_its_namespace_without_privilege_or_descriptor
     assert seen["fds"] == [0, 1, 2, 3, 4], seen["fds"]
     assert seen["hostname"] == "kmc-sandbox"
     assert seen["tmp"] == [os.path.basename(sandbox.CANDIDATE_FOLDER)]
-    assert set(seen["dev"]) <= {"null", "zero", "full", "random", "urandom", "shm", "fd", "stdin", "stdout", "stderr"}
+    assert set(seen["dev"]) <= BASIC_DEV
 
 
 def test_the_project_the_host_tmp_and_the_judges_proc_files_are_out_of_reach(tmp_path: Path) -> None:
@@ -294,3 +295,39 @@ def test_what_a_sandbox_costs_is_small() -> None:
     started = time.perf_counter()
     in_sandbox(lambda: 0)
     assert time.perf_counter() - started < 5.0
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_candidate_compiles_and_runs_triton_and_sees_only_gpu_device_nodes(tmp_path: Path) -> None:
+    """On a GPU the sandbox binds the device nodes and driver files the context needs and the
+    one writable Triton cache: a kernel compiles (ptxas runs from the bound package) and runs,
+    and /dev holds nothing but the basic nodes and the GPU's."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+
+    def use_the_gpu() -> dict[str, object]:
+        os.environ["TRITON_CACHE_DIR"] = sandbox.TRITON_CACHE
+        os.environ["HOME"] = os.environ["TMPDIR"] = "/tmp"
+        import torch
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def twice(x_ptr, out_ptr, n, BLOCK: tl.constexpr):  # noqa: ANN001
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(out_ptr + offs, 2 * tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+        x = torch.arange(1000, device="cuda", dtype=torch.float32)
+        out = torch.empty_like(x)
+        twice[(4,)](x, out, 1000, BLOCK=256)
+        torch.cuda.synchronize()
+        return {"sum": float(out.sum().item()), "dev": sorted(os.listdir("/dev")),
+                "cache": sorted(os.listdir(sandbox.TRITON_CACHE))}
+
+    got = in_sandbox(use_the_gpu, spec=sandbox.Spec.from_environment(True, hidden=[sandbox.PROJECT_ROOT]),
+                     cache=str(cache), timeout=120.0)
+    assert isinstance(got, dict), got
+    assert got["sum"] == 2 * sum(range(1000))
+    unexpected = [n for n in got["dev"] if not (n.startswith(("nvidia", "dri", "kfd")) or n in BASIC_DEV)]
+    assert not unexpected, got["dev"]
+    assert got["cache"] and any(cache.iterdir())

@@ -34,8 +34,10 @@ def _segments() -> int:
     return len(Path("/proc/sysvipc/shm").read_text().splitlines())
 
 
-@pytest.fixture(scope="module")
-def judged() -> dict[str, Any]:
+@pytest.fixture(scope="module", params=["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
+def judged(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """The corpus judged on the interpreter, and on the GPU where there is one (the sandbox
+    then also binds the device nodes and driver files, and the candidate makes a context)."""
     from bench.registry import get_task
     from judge.device import detect_target
     from runners.pool import LocalPool
@@ -43,7 +45,7 @@ def judged() -> dict[str, Any]:
     segments = _segments()
     task = get_task("vector_add")
     verdicts = {}
-    with LocalPool(detect_target(force_cpu=True), workers=1) as pool:
+    with LocalPool(detect_target(force_cpu=request.param == "cpu"), workers=1) as pool:
         for name in EXPECTED:
             source = task.complete_source((HERE / name).read_text())
             verdicts[name] = pool.evaluate("vector_add", source, "visible").verdict

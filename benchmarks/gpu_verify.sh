@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The GPU verification battery, in parts that each fit one 10-minute device command.
+#
+# Why a script: device time is scarce and a machine is bare on every start, so the steps that
+# belong together (install the wheels the image lacks, smoke-test the candidate sandbox on the
+# GPU, then the tests and benchmarks that need it) run from one command line, each step capped
+# by `timeout`, every log kept under $OUT (default /tmp/kmc-gpu-out) and a one-line status per
+# step printed last.
+#
+#   bash benchmarks/gpu_verify.sh boundary   # sandbox smoke, sandbox + hostile + judge GPU tests, sandbox cost
+#   bash benchmarks/gpu_verify.sh runs       # bench check of every expert, the shipped small run re-recorded, the 7-task command
+#   bash benchmarks/gpu_verify.sh strength DATA_DIR   # bench strength on GEAK-eval's TritonBench-revised files
+#
+# Wheels for packages the image lacks (openai and its needs, tenacity, rank-bm25, pyseccomp) are
+# installed from .whl/ when it exists (see the device tool's README).
+set -u
+OUT=${OUT:-/tmp/kmc-gpu-out}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+if [ -d .whl ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} || { echo "wheel install failed"; exit 1; }
+fi
+STATUS=()
+step() {  # step NAME SECONDS COMMAND...: run it capped, log to $OUT/NAME.log, remember its status
+  local name=$1 secs=$2; shift 2
+  local t0=$SECONDS
+  timeout --kill-after=10 "$secs" "$@" >"$OUT/$name.log" 2>&1
+  local rc=$?
+  STATUS+=("$name rc=$rc $((SECONDS - t0))s: $(tail -n 1 "$OUT/$name.log" | cut -c1-200)")
+  return $rc
+}
+report() { printf '%s\n' "${STATUS[@]}"; }
+trap report EXIT
+
+part=${1:-boundary}
+case $part in
+boundary)
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv >"$OUT/env.log" 2>&1
+  python3 -c 'import torch, triton; print(torch.__version__, triton.__version__, torch.cuda.get_device_name(0))' >>"$OUT/env.log" 2>&1
+  python3 -c 'from bench.registry import get_task; open("/tmp/va.py","w").write(get_task("vector_add").baseline_source())'
+  if ! step smoke 180 python3 cli.py eval --task vector_add --candidate /tmp/va.py --hidden --json; then
+    step diagnose 120 python3 -m pytest -q -x -p no:cacheprovider tests/test_sandbox.py -k gpu
+    exit 1
+  fi
+  step sandbox_tests 240 python3 -m pytest -q -p no:cacheprovider tests/test_sandbox.py tests/test_sandbox_hostile.py \
+    tests/test_sandbox_refusal.py
+  step gpu_tests 330 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_hostile.py tests/test_judge_gpu.py \
+    tests/test_hidden_gaps.py tests/test_candidate_checks.py
+  step sandbox_cost 150 python3 benchmarks/bench_sandbox.py --json "$OUT/sandbox-cost.json"
+  ;;
+runs)
+  step check 200 python3 cli.py bench check --suite full --no-timing --jsonl "$OUT/check.jsonl"
+  rm -rf /tmp/kmc-runs
+  step small_run 200 python3 cli.py compare --budget 6 --tasks vector_add,softmax,layer_norm --repeats 2 --seed 0 \
+    --out /tmp/kmc-runs \
+    && step ship 60 python3 scripts/ship_run.py "$(ls -d /tmp/kmc-runs/*/ | head -n 1)" "$OUT/gpu_run_small"
+  step seven 200 python3 benchmarks/bench_compare_gpu.py --skip-full --json "$OUT/seven.json"
+  ;;
+strength)
+  step strength 560 python3 scripts/strength_suite.py --source "geak-eval:$2" --suite tritonbench --mutants 3 \
+    --minutes 8 --out "$OUT/strength"
+  ;;
+*)
+  echo "unknown part: $part (boundary, runs or strength)"; exit 2 ;;
+esac
