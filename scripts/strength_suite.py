@@ -58,7 +58,9 @@ def main() -> None:
     args = ap.parse_args()
     last = [t for t in args.last.split(",") if t]
     if args.source:
-        load_sources(args.source, "cpu" if args.device == "cpu" else None)  # the target run_strength judges on
+        from judge.device import detect_target
+
+        load_sources(args.source, detect_target(force_cpu=args.device == "cpu").vendor)  # as run_strength loads them
     ids = [t.id for t in suite_tasks(args.suite) if t.id not in last] + last
     started = time.perf_counter()
     combined: StrengthReport | None = None

@@ -21,7 +21,9 @@ def ctrl_c_default() -> None:
 
 def cli_env(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT)
+    # the project first, then what the caller's path had (packages installed beside the
+    # interpreter's, as on a machine where wheels go to a --target folder)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
     env.update(extra)
     return env
 

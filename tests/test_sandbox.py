@@ -93,7 +93,10 @@ def test_the_candidate_is_pid_1_of_its_namespace_without_privilege_or_descriptor
     # its channel (3), stdio, and the descriptor listing /proc/self/fd itself
     assert seen["fds"] == [0, 1, 2, 3, 4], seen["fds"]
     assert seen["hostname"] == "kmc-sandbox"
-    assert seen["tmp"] == [os.path.basename(sandbox.CANDIDATE_FOLDER)]
+    # its own folder, and the mount points of the interpreter's folders that live under /tmp
+    # (packages installed with pip --target /tmp/site, say)
+    bound = {Path(p).relative_to("/tmp").parts[0] for p in sandbox.python_paths() if p.startswith("/tmp/")}
+    assert set(seen["tmp"]) == {os.path.basename(sandbox.CANDIDATE_FOLDER)} | bound, seen["tmp"]
     assert set(seen["dev"]) <= BASIC_DEV
 
 
@@ -297,36 +300,59 @@ def test_what_a_sandbox_costs_is_small() -> None:
     assert time.perf_counter() - started < 5.0
 
 
+TWICE = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def twice(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, 2 * tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+"""
+
+
 @pytest.mark.gpu
 def test_on_a_gpu_the_candidate_compiles_and_runs_triton_and_sees_only_gpu_device_nodes(tmp_path: Path) -> None:
-    """On a GPU the sandbox binds the device nodes and driver files the context needs and the
-    one writable Triton cache: a kernel compiles (ptxas runs from the bound package) and runs,
-    and /dev holds nothing but the basic nodes and the GPU's."""
+    """On a GPU the sandbox binds the device nodes and driver files the context needs, the C
+    compiler Triton builds its launchers with (and its headers), and the one writable Triton
+    cache: a kernel compiles (ptxas runs from the bound package) and runs, and /dev holds
+    nothing but the basic nodes and the GPU's."""
     cache = tmp_path / "cache"
     cache.mkdir()
 
     def use_the_gpu() -> dict[str, object]:
+        import importlib.util
+        import subprocess
+
         os.environ["TRITON_CACHE_DIR"] = sandbox.TRITON_CACHE
         os.environ["HOME"] = os.environ["TMPDIR"] = "/tmp"
-        import torch
-        import triton
-        import triton.language as tl
+        import shutil
 
-        @triton.jit
-        def twice(x_ptr, out_ptr, n, BLOCK: tl.constexpr):  # noqa: ANN001
-            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-            tl.store(out_ptr + offs, 2 * tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+        probe = Path(sandbox.CANDIDATE_FOLDER, "probe.c")
+        probe.write_text("#include <stddef.h>\n#include <stdlib.h>\nint f(void) { return (int) sizeof(size_t); }\n")
+        compiler = os.environ.get("CC") or shutil.which("gcc") or shutil.which("clang") or "cc"  # as Triton picks
+        cc = subprocess.run([compiler, "-v", "-c", str(probe), "-o", str(probe.with_suffix(".o"))],
+                            capture_output=True, text=True)
+        path = Path(sandbox.CANDIDATE_FOLDER, "twice.py")
+        path.write_text(TWICE)
+        spec = importlib.util.spec_from_file_location("twice", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        import torch
 
         x = torch.arange(1000, device="cuda", dtype=torch.float32)
         out = torch.empty_like(x)
-        twice[(4,)](x, out, 1000, BLOCK=256)
+        module.twice[(4,)](x, out, 1000, BLOCK=256)
         torch.cuda.synchronize()
-        return {"sum": float(out.sum().item()), "dev": sorted(os.listdir("/dev")),
-                "cache": sorted(os.listdir(sandbox.TRITON_CACHE))}
+        return {"sum": float(out.sum().item()), "dev": sorted(os.listdir("/dev")), "cc": cc.returncode,
+                "cc_err": cc.stderr[-2000:], "cache": sorted(os.listdir(sandbox.TRITON_CACHE))}
 
     got = in_sandbox(use_the_gpu, spec=sandbox.Spec.from_environment(True, hidden=[sandbox.PROJECT_ROOT]),
                      cache=str(cache), timeout=120.0)
     assert isinstance(got, dict), got
+    assert got["cc"] == 0, got["cc_err"]
     assert got["sum"] == 2 * sum(range(1000))
     unexpected = [n for n in got["dev"] if not (n.startswith(("nvidia", "dri", "kfd")) or n in BASIC_DEV)]
     assert not unexpected, got["dev"]

@@ -39,8 +39,10 @@ def _foreign_descriptor() -> str:
             target = os.readlink(f"/proc/self/fd/{fd}")
         except OSError:
             continue  # the listing's own descriptor, closed since
-        # Its own: stdio, its channel (3), the channel's shared-memory arenas, the listing.
-        if int(fd) > 3 and not target.startswith(("/memfd:kmc-tensors", "/proc/")):
+        # Its own: stdio, its channel (3), the channel's shared-memory arenas, the listing, and
+        # on a GPU what its own context opened (the device nodes, the driver's eventfds).
+        if int(fd) > 3 and not target.startswith(("/memfd:kmc-tensors", "/proc/", "/dev/nvidia", "/dev/dri",
+                                                  "/dev/kfd", "anon_inode:")):
             return f"self/{fd} -> {target}"
     return ""
 
