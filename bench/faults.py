@@ -1,5 +1,5 @@
 """Errors after which a GPU context is lost: every later operation in that process fails too.
-Named once for the judge (judge/running.py: the worker restarts) and the adapters that run a
+Named once for the judge (judge/candidate/loading.py: the worker restarts) and the adapters that run a
 suite's reference while probing it (bench/adapters/geak_record.py: the probe says so instead
 of counting the shape as one the reference rejects)."""
 

@@ -1,6 +1,6 @@
 """Copies of tensors followed by known bytes ("slack"): what every run of a suite's reference
 gets, in the judge (judge/oracle.py `expected_output`, the adapter's probes of new shapes and
-output arguments) and in a candidate's process (judge/wire.py receives inputs this way). A
+output arguments) and in a candidate's process (judge/candidate/wire.py receives inputs this way). A
 reference that reads or writes a few rows past an input's end then reads the same known
 bytes everywhere and writes harmlessly; unpadded, such a read can leave a GPU allocation and
 fault, which ends the context of the process that ran it (seen on an H200: the adapter's probes

@@ -220,10 +220,10 @@ class Task:
     strided_inputs: bool = False
     # Outputs may alias inputs only when the task says it works in place.
     in_place: bool = False
-    # PyTorch operations a wrapper may run besides allocation, views and copies (judge/launches.py
+    # PyTorch operations a wrapper may run besides allocation, views and copies (judge/candidate/launches.py
     # holds the common allow-list), e.g. a final scalar step; anything else is `torch_fallback`.
     allowed_torch_ops: tuple[str, ...] = ()
-    # Writes past the end of a CPU tensor the call allocated are judged (judge/running.py
+    # Writes past the end of a CPU tensor the call allocated are judged (judge/candidate/loading.py
     # `overruns`); off only where the toolkit emulates a suite's own checker, which does not
     # (GEAK-eval's profile: its call and execution accuracy as GEAK-eval would count them).
     judges_overruns: bool = True

@@ -232,7 +232,8 @@ def run_pool(cands: list[Candidate], case_set: str, target: Target, workers: int
 # ---------------------------------------------------------------- bytecode
 
 PRIMED_IMPORTS = ("torch", "triton", "bench.registry", "judge.oracle", "judge.worker", "judge.template",
-                  "judge.candidate", "judge.containment", "judge.launchers", "judge.sampling", "runners.pool")
+                  "judge.candidate.server", "judge.containment", "judge.candidate.launchers",
+                  "judge.candidate.sampling", "runners.pool")
 """What both sides' processes import: compiled to bytecode once by `prime_bytecode`."""
 
 

@@ -4,7 +4,7 @@
 The timing protocol calls a function again and again on one set of inputs. A candidate that
 remembers its output by a checksum of the inputs' contents (tests/hostile/memo_by_content_hash.py)
 is correct on every check, and on a compute-bound task its remembered calls cost a checksum and
-a copy. judge/sampling.py `InputRefresher` gives each sample input values no earlier call saw.
+a copy. judge/candidate/sampling.py `InputRefresher` gives each sample input values no earlier call saw.
 This script times a candidate file against the task's expert on each perf case, in this
 process (the judge's own timing code, `time_candidate` with a plain callable), once with the
 inputs refreshed (the default) and once without, and prints each case's medians, the launch

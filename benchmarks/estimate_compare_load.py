@@ -26,10 +26,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.registry import get_task  # noqa: E402
-from judge import verdict as jv  # noqa: E402
+from judge.candidate import verdict as jv  # noqa: E402
+from judge.candidate.internal_tests import InternalTestReport  # noqa: E402
+from judge.candidate.verdict import CaseTiming, Evaluation, Timing, Verdict  # noqa: E402
 from judge.device import Target  # noqa: E402
-from judge.internal_tests import InternalTestReport  # noqa: E402
-from judge.verdict import CaseTiming, Evaluation, Timing, Verdict  # noqa: E402
 from modelio.simulated import Mutation, generic_mutations  # noqa: E402
 
 STAND_IN_GPU = Target("nvidia", False, "stand-in GPU (nothing runs)", 1)

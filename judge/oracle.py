@@ -1,6 +1,6 @@
 """The correctness oracle. Runs in the judge process; the candidate never runs here.
 
-The candidate runs in a process of its own (judge/candidate.py) that gets inputs and hands
+The candidate runs in a process of its own (judge/candidate/server.py) that gets inputs and hands
 back plain output tensors; this module makes the inputs, computes the expected outputs,
 compares and decides. Each defence answers a way public harnesses (KernelBench, TritonBench,
 GEAK-eval) were fooled: the reference runs in float64; outputs the candidate allocates with
@@ -11,7 +11,7 @@ rewritten *in place* (same data pointers, new values), which defeats caches keye
 buffer reused across calls shows; outputs must be exact `torch.Tensor`s and must not share
 memory with an input; NaN where the reference is finite never passes; a constant output
 where the reference varies fails; a call that launched no Triton kernel is `no_kernel`, and
-so is one whose output no kernel wrote (judge/launches.py); PyTorch arithmetic beyond the
+so is one whose output no kernel wrote (judge/candidate/launches.py); PyTorch arithmetic beyond the
 allow-list is `torch_fallback`.
 
 Adapted suites (issue 16) add, in the block at the end: output arguments (poisoned before the
@@ -37,9 +37,9 @@ import torch
 from bench.sequences import same_kind
 from bench.slack import padded_copy
 from bench.task import Case, CaseUnavailable, OutputArgs, Task
-from judge.bits import same_bits, tensor_bytes, unchanged
-from judge.launches import PARTLY_STORED, UNRECORDED, UNRECORDED_WHY, add_inputs, alias_text
-from judge.running import (  # noqa: F401 - re-exported: the judge's callers name them here
+from judge.candidate.bit_equality import same_bits, tensor_bytes, unchanged
+from judge.candidate.launches import PARTLY_STORED, UNRECORDED, UNRECORDED_WHY, add_inputs, alias_text
+from judge.candidate.loading import (  # noqa: F401 - re-exported: the judge's callers name them here
     MARK_FLOAT,
     CandidateLoadError,
     allocations,
@@ -53,10 +53,10 @@ from judge.running import (  # noqa: F401 - re-exported: the judge's callers nam
     poisoned_allocations,
     prepare_process,
 )
-from judge.steady import at_attempt
-from judge.value_text import describe_value
-from judge.verdict import Verdict, capped_traceback
-from judge.wire import Opaque
+from judge.candidate.reruns import at_attempt
+from judge.candidate.value_text import describe_value
+from judge.candidate.verdict import Verdict, capped_traceback
+from judge.candidate.wire import Opaque
 
 T = TypeVar("T")
 
@@ -347,12 +347,12 @@ def cached_inputs(task: Task, case: Case, device: str, refill: bool, evict: bool
 
 @dataclass
 class CallReport:
-    """What one call of the entry point gave back (judge/candidate.py `run_call`)."""
+    """What one call of the entry point gave back (judge/candidate/server.py `run_call`)."""
 
     ok: bool
     kind: str = ""
     message: str = ""
-    traceback: str = ""  # the candidate's own frames when it raised (judge/tracebacks.py)
+    traceback: str = ""  # the candidate's own frames when it raised (judge/candidate/tracebacks.py)
     launched: int = 0
     fallback: dict[str, int] = field(default_factory=dict)
     unwritten: list[str] = field(default_factory=list)
@@ -417,14 +417,14 @@ class LocalRunner:
                  source_path: Path | None = None, guard: bool = True):
         """`source_path`: the candidate's file, whose frames a failure's traceback shows. `guard`:
         writes past a CPU allocation are judged (the task's `judges_overruns`)."""
-        from judge import launches
+        from judge.candidate import launches
 
         launches.set_allowed_ops(allowed_ops)
         self.entry, self.device, self.interpreter = entry, device, interpreter
         self.source_path = source_path
         self.guard = guard
         self.inputs: dict[int, tuple] = {}
-        from judge.candidate import HeldOutputs
+        from judge.candidate.server import HeldOutputs
 
         self.held = HeldOutputs()
         self.reports: list[CallReport] = []  # of calls run and not yet taken (`result`)
@@ -442,9 +442,10 @@ class LocalRunner:
 
     def call(self, slot: int, args: tuple, refill: bool, seed: int | None = None,
              written: tuple[int, ...] = ()) -> CallReport:
-        """The same steps as the candidate process's `call` (judge/candidate.py), so both judge alike."""
-        from judge.candidate import changed_inputs, copy_output, input_copies, run_call
-        from judge.candidate import refill as refill_in_place
+        """The same steps as the candidate process's `call` (judge/candidate/server.py), so both
+        judge alike."""
+        from judge.candidate.server import changed_inputs, copy_output, input_copies, run_call
+        from judge.candidate.server import refill as refill_in_place
 
         if refill and slot in self.inputs:
             self.inputs[slot] = refill_in_place(self.inputs[slot], args)
@@ -568,7 +569,7 @@ class _Judging:
 
     def decided(self, verdict: Verdict) -> Verdict:
         """`verdict` decides the set: a call sent after the one it judged is dropped once the
-        runner has done it, so the candidate is idle for what comes next (judge/steady.py's
+        runner has done it, so the candidate is idle for what comes next (judge/candidate/reruns.py's
         re-runs of the failing case, in the same process)."""
         if self.in_flight is not None:
             self.in_flight = None
@@ -630,7 +631,7 @@ def judge_cases(task: Task, runner: Runner, cases: tuple[Case, ...], device: str
     A call is sent as soon as the one before it has reported, and that one is judged while the
     candidate runs the next (`_Judging`); which calls are sent before a failure is judged
     depends only on the case set, never on timing, so the candidate's history (what
-    judge/steady.py's re-runs inherit) is the same from run to run. The candidate's clock stops
+    judge/candidate/reruns.py's re-runs inherit) is the same from run to run. The candidate's clock stops
     for the judge's own work as before (judge/remote.py `judge_side`), also while the next call
     runs meanwhile: at most the job's limit once more in all, as before. `hold()`: entered
     around each run of `CASES_PER_HOLD` cases (their inputs, calls and comparisons) and around
@@ -715,7 +716,8 @@ def _judge_call(task: Task, r: _Ran, report: CallReport, outputs: OutputArgs, de
     launched = report.launched > 0
 
     def fail(kind: str, message: str, a: float | None = None, rel: float | None = None) -> tuple[Verdict, Any]:
-        """The verdict of this call's failure, naming its attempt (judge/steady.py compares re-runs by it)."""
+        """The verdict of this call's failure, naming its attempt (judge/candidate/reruns.py
+        compares re-runs by it)."""
         return Verdict(kind, at_attempt(message, attempt), c.name, a, rel, cases_run=cases_run,
                        kernel_launched=launched), None
 
@@ -792,7 +794,7 @@ def _to_device(out: Any, device: str) -> Any:
 # (`Task.seeded_rng`: candidate and reference get the case's seed right before every call, the
 # candidate in its own process), and a case that cannot be built here (`CaseUnavailable`:
 # skipped with its reason). Kernels given a `triton.reinterpret` view of a tensor count as
-# receiving the tensor (judge/launches.py).
+# receiving the tensor (judge/candidate/launches.py).
 
 
 def call_seeded(task: Task, case: Case | None, fn: Callable[..., Any], args: tuple) -> Any:
@@ -838,7 +840,7 @@ def modified_inputs(before: tuple | list, after: tuple | list, outputs: OutputAr
 # are nobody's answer: the reference runs once with its allocations poisoned and once with a
 # finite marker, elements that differ are unwritten, and a candidate is not judged on them
 # (for tasks whose reference is Triton code; a PyTorch reference writes everything). The same
-# run, recorded as a candidate's call is (judge/launches.py), tells which PyTorch operations
+# run, recorded as a candidate's call is (judge/candidate/launches.py), tells which PyTorch operations
 # the suite's own wrapper runs around its kernels (a candidate may run them too: they are the
 # suite's interface) and whether it finishes its output in PyTorch (then the check that a
 # kernel wrote the output is not applied to that task).
@@ -859,7 +861,7 @@ def expected_and_unwritten(task: Task, args: tuple, case: Case | None = None) ->
     leaves unwritten (None where nothing is)."""
     if not task.triton_reference:
         return expected_output(task, args, case), None
-    from judge import launches
+    from judge.candidate import launches
 
     prepare_process()  # the judge runs the suite's Triton reference: record it as a candidate is recorded
     with allocations("poison"):
@@ -893,10 +895,10 @@ class _NoAnswer(Exception):
 
 def _disturbed_reference(task: Task, args: tuple, case: Case | None) -> Any:
     """The reference once more with NaN instead of zeros past each floating-point input's end,
-    after memory was filled with NaN and freed (judge/steady.py): a suite reference that reads
+    after memory was filled with NaN and freed (judge/candidate/reruns.py): a suite reference that reads
     past its inputs (an unmasked load, a block past a sequence's end) or reads memory it never
     wrote answers differently here."""
-    from judge.steady import disturb_memory
+    from judge.candidate.reruns import disturb_memory
 
     device = next((a.device.type for a in args if isinstance(a, torch.Tensor)), "cpu")
     kept: list[Any] = []

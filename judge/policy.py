@@ -41,7 +41,8 @@ class TimingPolicy:
     feedback_noise_floor: float = 0.005  # least relative standard error granted a median (timer, clock jitter)
     baseline_recheck_uses: int = 8  # a cached baseline is re-checked for drift after this many uses ...
     baseline_recheck_seconds: float = 120.0  # ... or this long after it was measured or last checked
-    refresh_inputs: bool = True  # new input values before every sample (judge/sampling.py InputRefresher)
+    # New input values before every sample (judge/candidate/sampling.py InputRefresher).
+    refresh_inputs: bool = True
 
     def __post_init__(self) -> None:
         if self.protocol not in PROTOCOLS:

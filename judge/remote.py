@@ -2,7 +2,7 @@
 per candidate with a time limit the judge enforces, and a spare forked ahead of need.
 
 Nothing a candidate process sends is trusted: replies are JSON frames and sealed tensor bytes
-(judge/wire.py); a frame that does not parse, a reply out of turn, a process that dies or
+(judge/candidate/wire.py); a frame that does not parse, a reply out of turn, a process that dies or
 overstays its limit ends that candidate with a verdict and the process is killed. The judge
 process itself never runs candidate code, so none of this costs a restart of the judge.
 """
@@ -22,8 +22,9 @@ from typing import Any
 
 import torch
 
-from judge import template, wire
-from judge.launchers import MAX_NOTED
+from judge import template
+from judge.candidate import wire
+from judge.candidate.launchers import MAX_NOTED
 from judge.oracle import CallReport
 from judge.source_caches import harvest
 
@@ -109,7 +110,7 @@ class CandidateProcess:
         self.start_error = ""  # why a spare's device start failed (judge/worker.py `_check_boundary`)
 
     def start_device(self) -> None:
-        """Tell a fresh process on a GPU to make its device context (judge/candidate.py
+        """Tell a fresh process on a GPU to make its device context (judge/candidate/server.py
         `CandidateServer.start` waits for this); `wait_ready` then waits until it has. Not sent on the CPU."""
         if self.owner.device != "cpu":
             self.sock.settimeout(10.0)
@@ -161,7 +162,7 @@ class CandidateProcess:
 
     def send(self, header: dict[str, Any], tensors: list[torch.Tensor] | None = None) -> None:
         """Send a request without waiting for its reply (`receive` takes it). One at a time:
-        the link's arenas hold one message each way (judge/wire.py)."""
+        the link's arenas hold one message each way (judge/candidate/wire.py)."""
         if self.unanswered is not None:
             raise RuntimeError("a request sent before the last one was answered")
         left = self.deadline - time.monotonic()
@@ -239,7 +240,8 @@ class RemoteRunner:
         self.proc = proc
         self._sent: _Sent | None = None
         self.lost = ""  # why the process cannot be asked again: a call dropped after a verdict never came back
-        self.launchers: list[Any] = []  # signatures the process says it made launchers for: a hint (judge/launchers.py)
+        # Signatures the process says it made launchers for: a hint (judge/candidate/launchers.py).
+        self.launchers: list[Any] = []
 
     def submit(self, slot: int, args: tuple, refill: bool, seed: int | None = None,
                written: tuple[int, ...] = ()) -> None:

@@ -18,6 +18,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import pkgutil
 import signal
 import socket
 import struct
@@ -29,16 +30,19 @@ from importlib.abc import MetaPathFinder
 from pathlib import Path
 from typing import Any
 
+import judge.candidate
 from judge import sandbox
 from judge.relay import StderrRelay
 
 PROJECT_ROOT = sandbox.PROJECT_ROOT
-# Importable from a candidate process: what it runs on. Everything else of the project is not.
-_CANDIDATE_SIDE = ("judge.candidate", "judge.launches", "judge.launchers", "judge.running", "judge.wire", "judge.containment",
-                   "judge.sandbox", "judge.relay",
-                   "judge.internal_tests", "judge.verdict", "judge.sampling", "judge.steady", "judge.value_text",
-                   "judge.tracebacks", "judge.bits", "bench.modules", "bench.poison",
-                   "bench.sequences", "bench.slack", "bench.faults")
+# Importable from a candidate process: what it runs on, every module of judge/candidate/, and the
+# modules that build its boundary from outside or that bench/ shares with it (pyproject.toml's
+# last import-linter contract holds them all to importing nothing of the judge side). Everything
+# else of the project is not.
+_CANDIDATE_SIDE = ("judge.candidate",
+                   *(f"judge.candidate.{m.name}" for m in pkgutil.iter_modules(judge.candidate.__path__)),
+                   "judge.containment", "judge.sandbox", "judge.relay",
+                   "bench.modules", "bench.poison", "bench.sequences", "bench.slack", "bench.faults")
 
 
 class _ProjectBlocker(MetaPathFinder):
@@ -133,7 +137,7 @@ def _child(sock_fd: int, device: str, interpreter: bool, setting: CandidateSetti
     the best-effort containment's plan), then the candidate server. What shapes the boundary
     comes from the template's own start, never from a message."""
     from judge import containment
-    from judge.candidate import serve_candidate
+    from judge.candidate.server import serve_candidate
 
     containment.detach()
     plan = setting.plan_for(interpreter)
@@ -169,7 +173,7 @@ def _inside_the_sandbox() -> None:
 def _refuse(sock_fd: int, reason: str) -> None:
     """A child whose boundary could not be built tells the judge why instead of ever saying
     it is ready (judge/remote.py `wait_ready` raises with this line)."""
-    from judge import wire
+    from judge.candidate import wire
 
     with contextlib.suppress(OSError, wire.WireError):
         wire.Link(socket.socket(fileno=sock_fd), pin=False).send({"ready": False, "error": reason[:500]})
@@ -260,7 +264,7 @@ PROFILE_STARTUP_ENV = "KMC_PROFILE_TEMPLATE"
 top lines travel with the ready message. On a 2-core CPU box 2.75 of its 2.9 s were PyTorch
 importing torch._dynamo the first time an allocation ran under the recorder's dispatch mode
 (on an H200 host the warm-up took 7.4 s); the recorder no longer lets torch wrap its mode in
-Dynamo's guard (judge/launches.py `_OpRecorder._should_skip_dynamo`): 0.04 s on that box."""
+Dynamo's guard (judge/candidate/launches.py `_OpRecorder._should_skip_dynamo`): 0.04 s on that box."""
 
 
 def main() -> None:
@@ -298,17 +302,17 @@ def main() -> None:
 
     for module in _CANDIDATE_SIDE:
         # Every candidate-side module now, while the project is on the path: one imported
-        # lazily inside a candidate process (judge.sampling for a timing step) would find the
+        # lazily inside a candidate process (judge.candidate.sampling for a timing step) would find the
         # project gone and end that process.
         importlib.import_module(module)
-    from judge.running import prepare_process
+    from judge.candidate.loading import prepare_process
 
     threads = int(os.environ.get("KMC_TORCH_THREADS", "0") or 0)
     if threads > 0:
         torch.set_num_threads(threads)
     step("candidate-side modules")
     prepare_process()
-    from judge.candidate import _profiler, _top_lines
+    from judge.candidate.server import _profiler, _top_lines
     from judge.warmup import lazy_triton_imports, triton_hashes, triton_host_lookups, warm_up
 
     profiler = _profiler(PROFILE_STARTUP_ENV)
@@ -325,9 +329,10 @@ def main() -> None:
         step("Triton's lazy imports")
         triton_host_lookups()
         step("Triton's host lookups")
-        from judge.launchers import note_launchers
+        from judge.candidate.launchers import note_launchers
 
-        note_launchers()  # the signatures of the launchers a candidate makes, told to the judge (judge/launchers.py)
+        # The signatures of the launchers a candidate makes, told to the judge (judge/candidate/launchers.py).
+        note_launchers()
     with contextlib.suppress(ImportError, OSError, RuntimeError):  # pyseccomp without libseccomp: RuntimeError
         containment.seccomp_bindings()  # imported while the project is still on the path
     subreaper = containment.become_subreaper()

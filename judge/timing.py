@@ -13,7 +13,7 @@ has been called many times (its output is checked again after sampling, and the 
 must still be unmodified), work hidden on a side stream (CUDA events on the current
 stream would not see it; a synchronised wall-clock measurement does, and a large gap
 between the two flags the timing), and an output remembered by the inputs' contents
-(every sample runs on input values no earlier call saw: judge/sampling.py `InputRefresher`).
+(every sample runs on input values no earlier call saw: judge/candidate/sampling.py `InputRefresher`).
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ import torch
 
 from bench.task import Case, CaseUnavailable, Task
 from judge.baselines import Acquired, BaselineCache, BaselineKey, DriftEvent, ReferenceTiming, clock_state
+from judge.candidate.sampling import SMALL_KERNEL_MS, graph_launches, median_rse
+from judge.candidate.verdict import CaseTiming, Timing
 from judge.clocks import CLOCKS_LOCKED_ENV, clock_flags, read_clocks
 from judge.policy import FEEDBACK_SHORT, TimingPolicy
-from judge.sampling import SMALL_KERNEL_MS, graph_launches, median_rse
-from judge.verdict import CaseTiming, Timing
 from stats.sequential import decide, geomean_speedup_interval, look_confidence, speedup_interval
 
 
@@ -45,12 +45,12 @@ class OutputChangedDuringTiming(Exception):
         self.case = case
 
 class RemoteSide:
-    """The candidate's side, sampled in its own process on the judge's command (judge/candidate.py)."""
+    """The candidate's side, sampled in its own process on the judge's command (judge/candidate/server.py)."""
 
     def __init__(self, proc: Any, args: tuple, refresh: dict[str, Any] | None = None) -> None:
         """`refresh`: how the candidate process refreshes its inputs between samples
-        (`judge.sampling.InputRefresher`'s skip and seed), None for never."""
-        from judge import wire
+        (`judge.candidate.sampling.InputRefresher`'s skip and seed), None for never."""
+        from judge.candidate import wire
 
         self.proc = proc
         spec, tensors = wire.encode_values(list(args))
@@ -85,7 +85,7 @@ class RemoteSide:
     def output(self, poisoned: tuple[int, ...] = (), seed: int | None = None) -> tuple[Any, tuple]:
         """One more call on the timed inputs (output arguments in `poisoned` poisoned first,
         torch seeded with `seed`): its output and the inputs after it."""
-        from judge import wire
+        from judge.candidate import wire
 
         reply, tensors = self.proc.request({"op": "time", "step": "output", "poisoned": list(poisoned), "seed": seed})
         values = wire.decode_values(reply.get("values"), tensors)
@@ -96,7 +96,7 @@ class RemoteSide:
 
 PLAIN_AFTER_FAILED_CAPTURE = 1
 """Launches per sample when a side's graph capture fails. One: each sample's launch then runs
-on inputs refreshed for it (judge/sampling.py `InputRefresher`). A plain loop of many
+on inputs refreshed for it (judge/candidate/sampling.py `InputRefresher`). A plain loop of many
 launches on one set of inputs let a candidate whose capture fails (a host-side memo cannot be
 captured) serve all but the first launch of a sample from its memo. The GPU-side pause before
 the start event (`hold_gpu`) keeps the host's launch time out of a single launch's sample."""
@@ -150,7 +150,7 @@ def time_case(sides: dict[str, Any], case_name: str, policy: TimingPolicy,
     """Interleaved samples of every side (keys: candidate, baseline, eager), driven from here:
     the full protocol (FINAL_FULL).
 
-    Each side is a `judge.sampling.Side` (in this process) or a `RemoteSide` (the candidate in
+    Each side is a `judge.candidate.sampling.Side` (in this process) or a `RemoteSide` (the candidate in
     its process); one sample at a time, each synchronised before the next starts, so sides
     never overlap on the GPU even from two processes. Kernels under SMALL_KERNEL_MS are timed
     as graph replays of many launches (the same count for every side; if any side's capture
@@ -255,7 +255,7 @@ def _reference_sides(task: Task, baseline: Callable[..., Any], args: tuple, poli
     """The sides a reference timing samples: the expert baseline, and eager PyTorch when timed,
     on one set of inputs refreshed before each sample as the candidate's are (`written`: the
     output arguments, left alone)."""
-    from judge.sampling import Side
+    from judge.candidate.sampling import Side
 
     refresher = _refresher(args, written, policy)
     sides: dict[str, Any] = {"baseline": Side(functools.partial(baseline, *args), refresher)}
@@ -270,7 +270,7 @@ def _refresh_spec(written: tuple[int, ...], policy: TimingPolicy) -> dict[str, A
 
 
 def _refresher(args: tuple, written: tuple[int, ...], policy: TimingPolicy) -> Any:
-    from judge.sampling import InputRefresher
+    from judge.candidate.sampling import InputRefresher
 
     return InputRefresher.from_spec(args, _refresh_spec(written, policy))
 
@@ -421,6 +421,7 @@ def time_candidate(task: Task, candidate: Any, baseline: Callable[..., Any], cas
     measured slower on an H200 (176 s against 124-140 s for the 7-task command): each
     exclusive ticket first waits for every judging case in flight, and there were then several
     per job instead of one."""
+    from judge.candidate.sampling import Side
     from judge.oracle import (
         FIRST,
         Mismatch,
@@ -432,7 +433,6 @@ def time_candidate(task: Task, candidate: Any, baseline: Callable[..., Any], cas
         modified_inputs,
         poison_tensor,
     )
-    from judge.sampling import Side
 
     # Locked clocks (`--lock-clocks`) show up in NVML as an applications-clocks "throttle".
     locked = os.environ.get(CLOCKS_LOCKED_ENV) == "1"

@@ -3,7 +3,7 @@
 Measured on the CPU interpreter: entering the launch recorder's dispatch mode for the first
 time imported torch's dispatch machinery and, through torch's guard around a mode's
 `__torch_dispatch__`, torch._dynamo (about 3 s; the recorder now opts out of that guard,
-judge/launches.py), and the interpreter's first launch costs about 0.2 s more. Every
+judge/candidate/launches.py), and the interpreter's first launch costs about 0.2 s more. Every
 candidate process is a fresh fork of the template, so without
 this each candidate would pay both again, once per job (issue 12: the compare smoke run went
 from about 40 s to 135 s). Only the judge's own tiny kernel runs here, before any candidate
@@ -19,7 +19,7 @@ import torch
 import triton
 import triton.language as tl
 
-from judge import launches
+from judge.candidate import launches
 
 
 @triton.jit

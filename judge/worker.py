@@ -3,7 +3,7 @@ makes inputs, computes the references, compares and decides. It never runs candi
 
 Each candidate runs in a process of its own, forked from a warm template (judge/template.py,
 judge/remote.py) and contained (judge/containment.py); this worker sends it inputs, gets
-plain output tensors back (judge/candidate.py) and enforces the job's time limit itself, so a
+plain output tensors back (judge/candidate/server.py) and enforces the job's time limit itself, so a
 hang, a crash or a forged message costs that candidate its verdict and its process, never
 this worker. A spare candidate process is forked ahead of need, so its start (and on a GPU
 its context) overlaps with the current job.
@@ -171,7 +171,7 @@ class Worker:
         self.tmp = Path(tempfile.mkdtemp(prefix="kmc-worker-"))
         self.triton_cache = Path(os.environ.get("TRITON_CACHE_DIR") or self.tmp / "triton-cache")
         self.helpers = self._compile_helpers()
-        from judge.launchers import SharedLaunchers
+        from judge.candidate.launchers import SharedLaunchers
 
         self.launchers = SharedLaunchers(self.triton_cache)  # built for the signatures candidates noted
         self.prepared = self._prepare_cases(template.done)
@@ -210,7 +210,7 @@ class Worker:
         if self.target.interpreter:
             return []
         try:
-            from judge.running import use_triton_cache
+            from judge.candidate.loading import use_triton_cache
             from judge.warmup import compile_helpers
 
             # The judge's own kernels and helpers go where the listing below looks (without
@@ -268,7 +268,7 @@ class Worker:
 
     def _seed(self, cache: Path) -> None:
         """Copies of the judge's prebuilt helpers (and the launchers it built for signatures
-        candidates used: judge/launchers.py) in a source's cache. Each appears whole or not
+        candidates used: judge/candidate/launchers.py) in a source's cache. Each appears whole or not
         at all (copied beside it, then renamed): the pool's workers share the sources' caches,
         and a candidate of another worker must never load a helper half copied."""
         for entry in (*self.helpers, *self.launchers.folders):
@@ -329,7 +329,7 @@ class Worker:
         for judging, as every other use of the GPU by judging does: making a context touches
         the GPU, and before, spares made theirs whenever they were forked, timings in progress
         or not (on an H200 with eight workers some feedback samples read up to ten times the
-        kernel's time; judge/sampling.py `hold_gpu` names the other cause that fits). With
+        kernel's time; judge/candidate/sampling.py `hold_gpu` names the other cause that fits). With
         `KMC_GATE_CONTEXTS=0` it holds no ticket (an experiment, `CONTEXT_GATE_ENV`). Failures
         are left to whoever uses the process next (it finds it dead or not ready)."""
         asked = time.perf_counter()
@@ -373,8 +373,8 @@ class Worker:
         have died with a template that the previous candidate killed, where no seccomp filter
         stops signals), else a fresh one. The next spare is forked at once, so it makes its
         GPU context while this candidate is judged."""
+        from judge.candidate.wire import WireError
         from judge.remote import CandidateDied, CandidateTimeout
-        from judge.wire import WireError
 
         proc, started = self.spares.popleft() if self.spares else (None, None)
         if started is not None:
@@ -412,8 +412,8 @@ class Worker:
         return proc
 
     def handle(self, job: dict[str, Any]) -> dict[str, Any]:
+        from judge.candidate.verdict import Evaluation
         from judge.phases import PhaseClock
-        from judge.verdict import Evaluation
 
         self.clock = PhaseClock()  # seconds per phase of this job, sent back with the evaluation
         tests: list[dict[str, Any]] | None = None
@@ -453,10 +453,10 @@ class Worker:
         """Fork-fresh candidate process, load the source, run `body`; every failure of the
         candidate's process becomes the verdict, and the process is gone afterwards."""
         from bench.registry import get_task
+        from judge.candidate.verdict import Verdict, capped_traceback
+        from judge.candidate.wire import WireError
         from judge.oracle import format_exception, is_device_error
         from judge.remote import CandidateDied, CandidateTimeout
-        from judge.verdict import Verdict, capped_traceback
-        from judge.wire import WireError
 
         task = get_task(job["task"])
         limit = float(job.get("timeout") or 600.0)
@@ -490,16 +490,16 @@ class Worker:
                     proc.close()
 
     def _judge_job(self, task: Any, job: dict[str, Any], proc: Any) -> tuple[Any, Any]:
+        from judge.candidate.reruns import steady_verdict
         from judge.oracle import judge_cases
         from judge.remote import RemoteRunner
-        from judge.steady import steady_verdict
 
         cases = task.cases(job["case_set"], self.target.interpreter)
         runner = RemoteRunner(proc)
         shared = self._shared_ticket
 
         def alone(name: str) -> Any:
-            """The named case judged again on its own (judge/steady.py), in the same candidate
+            """The named case judged again on its own (judge/candidate/reruns.py), in the same candidate
             process; None where it cannot be: no such case alone, or the process was lost to a
             call sent ahead of the failure (judge/remote.py `RemoteRunner.discard`)."""
             chosen = tuple(c for c in cases if name == c.name or name.startswith(c.name + "+"))
@@ -549,9 +549,9 @@ class Worker:
         import re
         import shutil as sh
 
+        from judge.candidate.verdict import Verdict
         from judge.oracle import judge_cases
         from judge.remote import RemoteRunner, TemplateProcess
-        from judge.verdict import Verdict
 
         tool_path = sh.which("compute-sanitizer")
         if tool_path is None:
@@ -587,9 +587,9 @@ class Worker:
 
     def _internal_tests(self, task: Any, job: dict[str, Any], proc: Any) -> tuple[Any, list[dict[str, Any]]]:
         """A method's own unit tests, run in the candidate's process (where neither hidden
-        cases nor references can be imported): judge/internal_tests.py."""
-        from judge.internal_tests import DEFAULT_TEST_TIMEOUT_S, InternalTestReport
-        from judge.verdict import TestOutcome, Verdict
+        cases nor references can be imported): judge/candidate/internal_tests.py."""
+        from judge.candidate.internal_tests import DEFAULT_TEST_TIMEOUT_S, InternalTestReport
+        from judge.candidate.verdict import TestOutcome, Verdict
 
         if not str(job["tests"]).strip():
             return Verdict("correct", "no tests to run; the candidate imported"), []
@@ -620,9 +620,9 @@ class Worker:
         PyTorch (here); feedback-short samples it briefly against their timings from this
         worker's cache (`self.references`, judge/baselines.py)."""
         from bench.task import CaseUnavailable
+        from judge.candidate.verdict import Verdict
         from judge.oracle import judge_cases
         from judge.timing import OutputChangedDuringTiming, TimingPolicy, time_candidate
-        from judge.verdict import Verdict
 
         perf_verdict = judge_cases(task, runner, task.perf, self.device, False, hold=self._shared_ticket)
         if not perf_verdict.correct:

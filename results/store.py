@@ -110,7 +110,7 @@ def source_hash(source: str) -> str:
 
 
 def protocol_columns(evaluation: dict[str, Any]) -> tuple[Any, ...]:
-    """The PROTOCOL_COLUMNS of an evaluation, from its timing record (judge/verdict.py Timing):
+    """The PROTOCOL_COLUMNS of an evaluation, from its timing record (judge/candidate/verdict.py Timing):
     derived, so a replayed evaluation's columns are the recorded one's. A timing older than the
     protocol field was taken by the full protocol, with fresh, interleaved references."""
     timing = evaluation.get("timing")

@@ -20,7 +20,7 @@ Symmetry (issue 13): the context, not the method, decides how a candidate is jud
 visible feedback is requested the same way (timed on a GPU, so correctness is re-checked on
 the perf cases for every method) and carries the same information (verdict, failing case,
 error text capped at FEEDBACK_TEXT_CAP characters, and when the candidate raised the
-traceback of its own lines, judge/tracebacks.py); the run's `json_mode` applies to every
+traceback of its own lines, judge/candidate/tracebacks.py); the run's `json_mode` applies to every
 code-writing call of every method or to none.
 
 Thread safety: a method may call its context from several threads; the ledger account

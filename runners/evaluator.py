@@ -11,10 +11,10 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from judge.candidate.internal_tests import InternalTestReport, case_set_for
+from judge.candidate.verdict import Evaluation
 from judge.device import Target
-from judge.internal_tests import InternalTestReport, case_set_for
 from judge.policy import FINAL_FULL, TimingPolicy
-from judge.verdict import Evaluation
 from results.store import source_hash
 from runners.executor import Executor
 from runners.savings import carried_failure, untimed_from_timed

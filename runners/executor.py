@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from judge.internal_tests import InternalTestReport
+from judge.candidate.internal_tests import InternalTestReport
+from judge.candidate.verdict import Evaluation
 from judge.policy import TimingPolicy
-from judge.verdict import Evaluation
 
 
 class Executor(Protocol):

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.registry import get_task, load_sources, resolve_sources
+from judge.candidate.verdict import Evaluation
 from judge.device import Target, default_device, detect_target
 from judge.privileges import PrivilegeError
-from judge.verdict import Evaluation
 from runners.config import ConfigError
 from runners.pool import LocalPool
 

@@ -47,15 +47,15 @@ from typing import Any
 
 from bench.adapters.shape_probe import PROBE_DIR_ENV, PROBING_WALL_S
 from bench.registry import get_task
+from judge.candidate.internal_tests import DEFAULT_TEST_TIMEOUT_S, JOB_KIND, InternalTestReport
+from judge.candidate.verdict import Evaluation, Verdict
 from judge.clocks import CLOCKS_LOCKED_ENV
 from judge.device import Target
 from judge.gate import GATE_ENV
-from judge.internal_tests import DEFAULT_TEST_TIMEOUT_S, JOB_KIND, InternalTestReport
 from judge.policy import FEEDBACK_SHORT, TimingPolicy
 from judge.privileges import hand_over, resolve_worker_user, worker_environment
 from judge.sandbox import UNSANDBOXED_ENV, risk_accepted
 from judge.sandbox import require as require_sandbox
-from judge.verdict import Evaluation, Verdict
 from judge.worker import INPUT_CACHE_ENV, PREPARE_ENV
 from runners.references import RunReferences
 from runners.sizing import WorkerPlan, plan_workers
@@ -540,7 +540,7 @@ class LocalPool:
     def run_tests(self, task_id: str, source: str, tests: str, timeout: float | None = None,
                   per_test_timeout: float | None = None) -> InternalTestReport:
         """A method's own unit tests against a candidate (job kind "internal_tests", see
-        judge/internal_tests.py); returns an InternalTestReport. A worker that times out,
+        judge/candidate/internal_tests.py); returns an InternalTestReport. A worker that times out,
         dies or breaks the protocol gives the report that verdict, as `evaluate` does."""
         job = {"kind": JOB_KIND, "task": task_id, "source": source, "tests": tests,
                "per_test_timeout": per_test_timeout or DEFAULT_TEST_TIMEOUT_S}

@@ -38,10 +38,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from judge.candidate.internal_tests import InternalTestReport
+from judge.candidate.verdict import Evaluation, Verdict
 from judge.device import Target
-from judge.internal_tests import InternalTestReport
 from judge.policy import TimingPolicy
-from judge.verdict import Evaluation, Verdict
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 JUDGING, TIMING = "judging", "timing"

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from judge.verdict import Evaluation, Verdict
+from judge.candidate.verdict import Evaluation, Verdict
 
 NOT_CARRIED = ("correct", "timeout", "crash")
 

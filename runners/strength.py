@@ -197,7 +197,7 @@ class _Judging:
         outputs differ from the expert's bit for bit; "" when none does."""
         from bench.registry import get_task
         from bench.strength.stress import differential_cases
-        from judge.bits import same_bits
+        from judge.candidate.bit_equality import same_bits
 
         task = get_task(job["task"])
         if task.id not in self.expert_entry:

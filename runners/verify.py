@@ -33,10 +33,10 @@ import numpy as np
 import pandas as pd
 
 from bench.registry import TaskSourceError, UnknownTaskError, get_task, load_sources, resolve_sources
+from judge.candidate.verdict import Evaluation
 from judge.device import Target, default_device, detect_target
 from judge.policy import FINAL_FULL, TimingPolicy
 from judge.privileges import PrivilegeError
-from judge.verdict import Evaluation
 from results.readers import RunData, deciding_evaluation, load_run
 from results.run_folder import RunFolder
 from results.store import Store

@@ -43,7 +43,7 @@ def bare_context_seconds() -> float | None:
 
 
 def wire_costs(megabytes: int = 16, rounds: int = 10) -> dict[str, float]:
-    """Milliseconds per `megabytes` message: a fresh sealed memfd per message (what judge/wire.py
+    """Milliseconds per `megabytes` message: a fresh sealed memfd per message (what judge/candidate/wire.py
     does), the same mapping reused, and the device copies either side of it."""
     import mmap
     import os
@@ -114,7 +114,7 @@ def profile_in_process(tasks: list[str], case_set: str, repeats: int, timing: bo
     import cProfile
     import os
 
-    from judge.candidate import PROFILE_ENV
+    from judge.candidate.server import PROFILE_ENV
     from judge.worker import Worker
 
     os.environ[PROFILE_ENV] = "1"  # the template inherits it, and every candidate process from it

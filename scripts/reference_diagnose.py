@@ -34,7 +34,7 @@ def _say(started: float, text: str) -> None:
 def _describe(out: Any) -> str:
     import torch
 
-    from judge.launches import flatten
+    from judge.candidate.launches import flatten
 
     parts = []
     for path, t in flatten(out):
@@ -52,8 +52,8 @@ def diagnose(task_id: str, case_set: str) -> int:
     import torch
 
     from bench.registry import get_task, load_sources, resolve_sources
-    from judge import launches
-    from judge.bits import same_bits
+    from judge.candidate import launches
+    from judge.candidate.bit_equality import same_bits
     from judge.device import detect_target
 
     started = time.perf_counter()

@@ -44,8 +44,8 @@ class CompilingLauncher:
 def main(path: Path) -> dict[str, str]:
     import torch
 
-    from judge.running import load_module
-    from judge.tracebacks import candidate_traceback
+    from judge.candidate.loading import load_module
+    from judge.candidate.tracebacks import candidate_traceback
 
     module = load_module(path, "kmc_candidate_compiled_1")
     module.add_kernel = CompilingLauncher(module.add_kernel)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import torch
 
-from judge import wire
+from judge.candidate import wire
 from judge.remote import CandidateDied, CandidateTimeout, RemoteRunner
 
 

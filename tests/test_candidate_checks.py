@@ -1,7 +1,7 @@
 """The two checks the candidate process makes of itself since only output arguments travel
-back (judge/candidate.py): inputs a call changed (against copies taken before it), and outputs
+back (judge/candidate/server.py): inputs a call changed (against copies taken before it), and outputs
 changed after their call returned (a buffer reused by a later call). And the page-locked
-arenas' round trip on a GPU (judge/wire.py)."""
+arenas' round trip on a GPU (judge/candidate/wire.py)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import socket
 import pytest
 import torch
 
-from judge import wire
-from judge.bits import BitCopy, Digest, flat_tensors
-from judge.candidate import HeldCall, HeldOutputs, changed_calls, changed_inputs, input_copies
+from judge.candidate import wire
+from judge.candidate.bit_equality import BitCopy, Digest, flat_tensors
+from judge.candidate.server import HeldCall, HeldOutputs, changed_calls, changed_inputs, input_copies
 
 
 def test_an_input_changed_in_place_is_named_by_its_place_among_the_tensors() -> None:
@@ -97,38 +97,38 @@ def test_the_fingerprint_sees_any_one_element_changed_and_any_swap(dtype: torch.
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """Every single-element change (a sign of zero, a NaN's payload, one bit) and every swap of two
     unequal elements changes `bits_digest`, also across the chunks it sums in and on views."""
-    from judge import bits
+    from judge.candidate import bit_equality
 
-    monkeypatch.setattr(bits, "_DIGEST_CHUNK", 7)  # several chunks, one of them partial
+    monkeypatch.setattr(bit_equality, "_DIGEST_CHUNK", 7)  # several chunks, one of them partial
     gen = torch.Generator().manual_seed(3)
     base = (torch.randn(5, 9, generator=gen) * 50).to(dtype) if dtype != torch.bool else \
         torch.rand(5, 9, generator=gen) > 0.5
     base = base.to(device)
-    words = bits.as_bits(torch.view_as_real(base) if base.is_complex() else base).reshape(-1)
+    words = bit_equality.as_bits(torch.view_as_real(base) if base.is_complex() else base).reshape(-1)
     for value in (base, base.t()):  # contiguous, and a transposed view
-        digest = bits.bits_digest(value)
-        assert bits.same_digest(digest, value.clone())
-        flat = bits.as_bits(torch.view_as_real(value) if value.is_complex() else value).reshape(-1)
+        digest = bit_equality.bits_digest(value)
+        assert bit_equality.same_digest(digest, value.clone())
+        flat = bit_equality.as_bits(torch.view_as_real(value) if value.is_complex() else value).reshape(-1)
         for i in range(0, flat.numel(), 5):
             changed = value.clone(memory_format=torch.contiguous_format)  # the same fingerprint
-            view = bits.as_bits(torch.view_as_real(changed) if changed.is_complex() else changed)
+            view = bit_equality.as_bits(torch.view_as_real(changed) if changed.is_complex() else changed)
             if dtype == torch.bool:
                 changed.view(-1)[i % changed.numel()] ^= True
             else:
                 view.view(-1)[i] ^= 1  # the lowest bit of one element
-            assert not bits.same_digest(digest, changed), (dtype, i)
+            assert not bit_equality.same_digest(digest, changed), (dtype, i)
         j = next(k for k in range(1, flat.numel()) if flat[k] != flat[0])
         swapped = value.clone(memory_format=torch.contiguous_format)
-        view = bits.as_bits(torch.view_as_real(swapped) if swapped.is_complex() else swapped).reshape(-1) \
+        view = bit_equality.as_bits(torch.view_as_real(swapped) if swapped.is_complex() else swapped).reshape(-1) \
             if dtype != torch.bool else swapped.view(-1)
         first, other = view[0].clone(), view[j].clone()
         view[0], view[j] = other, first
-        assert not bits.same_digest(digest, swapped), dtype
+        assert not bit_equality.same_digest(digest, swapped), dtype
     assert words.numel() > 7
 
 
 def test_the_fingerprint_tells_shapes_dtypes_and_signs_of_zero_apart() -> None:
-    from judge.bits import bits_digest
+    from judge.candidate.bit_equality import bits_digest
 
     assert bits_digest(torch.zeros(4)) != bits_digest(torch.zeros(2, 2))
     assert bits_digest(torch.zeros(4)) != bits_digest(torch.zeros(4, dtype=torch.int32))
@@ -162,9 +162,9 @@ def test_page_locked_arenas_carry_gpu_tensors_both_ways() -> None:
 
 
 def test_a_steps_slow_calls_are_counted_apart_from_its_steady_ones() -> None:
-    """judge/candidate.py `steady_and_slow` (scripts/judge_profile.py --spans): the median call
+    """judge/candidate/server.py `steady_and_slow` (scripts/judge_profile.py --spans): the median call
     times the calls, and the sum of the calls over `SLOW_CALL` medians (first loads)."""
-    from judge.candidate import SLOW_CALL, steady_and_slow
+    from judge.candidate.server import SLOW_CALL, steady_and_slow
 
     seconds = [0.001] * 9 + [0.001 * SLOW_CALL * 2, 0.001 * SLOW_CALL]  # one slow call; one at the bound is not
     split = steady_and_slow({"call:run": seconds})

@@ -17,8 +17,8 @@ import click
 import pytest
 
 import cli
+from judge.candidate.verdict import Evaluation, Verdict, missing_entry_point
 from judge.device import Target
-from judge.verdict import Evaluation, Verdict, missing_entry_point
 from runners.compare import estimate_compare
 from runners.config import CompareConfig, ConfigError, compose_config, load_config_file
 from runners.judge_file import FileVerdict

@@ -1,5 +1,5 @@
 """Decisions timing noise cannot flip (methods/speed.py) and feedback text that quotes no
-garbage (judge/value_text.py, judge/internal_tests.py): design invariant 8."""
+garbage (judge/candidate/value_text.py, judge/candidate/internal_tests.py): design invariant 8."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import math
 
 import pytest
 
-from judge.internal_tests import run_test_functions
-from judge.steady import RERUNS, steady_verdict
-from judge.value_text import VARYING, describe_value
-from judge.verdict import Verdict
+from judge.candidate.internal_tests import run_test_functions
+from judge.candidate.reruns import RERUNS, steady_verdict
+from judge.candidate.value_text import VARYING, describe_value
+from judge.candidate.verdict import Verdict
 from methods.rounding import two_digits
 from methods.speed import SpeedInterval, best, fastest_first, worst
 

@@ -449,7 +449,7 @@ def test_a_reference_that_finishes_in_pytorch_is_its_own_interface(tasks: dict[s
     assert _judge(sums, sums.baseline_source()).correct
     add = tasks["tb-add_vectors"]
     token = add.baseline_source().replace("    return c\n", "    return a + b\n").replace("](a, b, c, n", "](a, a, c, n")
-    # The PyTorch addition itself is what the judge sees (judge/launches.py): `torch_fallback`.
+    # The PyTorch addition itself is what the judge sees (judge/candidate/launches.py): `torch_fallback`.
     assert token != add.baseline_source() and _judge(add, token).kind == "torch_fallback"
 
 
@@ -648,7 +648,7 @@ def test_a_handed_back_input_is_not_checked_for_a_kernels_writes(tasks: dict[str
 def test_the_judges_copies_of_a_references_inputs_are_its_inputs() -> None:
     """Recorded on a GPU (no store addresses), a launch taking a tensor marks it written unless
     it is one of the call's inputs; the judge's copies for the reference count as inputs."""
-    from judge import launches
+    from judge.candidate import launches
 
     x = torch.randn(8)
     out = torch.empty(8)

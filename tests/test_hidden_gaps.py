@@ -28,7 +28,7 @@ from bench.builtin.quantization import TIE_AMAX
 from bench.registry import get_task
 from bench.task import STRIDED_LAYOUTS, Case, Task
 from judge import oracle
-from judge.verdict import Verdict
+from judge.candidate.verdict import Verdict
 from tests.helpers import in_process_runner
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "hidden_gaps"

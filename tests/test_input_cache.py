@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from judge import oracle
-from judge.bits import tensor_bytes
+from judge.candidate.bit_equality import tensor_bytes
 
 KIB = 1024
 

@@ -1,4 +1,4 @@
-"""Timing samples run on input values no earlier call saw (judge/sampling.py `InputRefresher`).
+"""Timing samples run on input values no earlier call saw (judge/candidate/sampling.py `InputRefresher`).
 
 Why: the timing protocol calls a candidate again and again on one set of inputs, so a
 candidate that remembers its output by the inputs' contents (tests/hostile/
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import torch
 
+from judge.candidate.sampling import REFRESH_SCALE, CandidateTimer, InputRefresher
 from judge.policy import TimingPolicy
-from judge.sampling import REFRESH_SCALE, CandidateTimer, InputRefresher
 
 
 def _inputs() -> tuple:

@@ -1,4 +1,4 @@
-"""judge/interpreter_support.py: what the CPU interpreter lacks that a correct kernel may use
+"""judge/candidate/interpreter_support.py: what the CPU interpreter lacks that a correct kernel may use
 (autotune, libdevice, bfloat16 arithmetic), and the verdict kind of what it truly cannot run.
 Kernels run in this process on CPU tensors: interpreter only."""
 
@@ -12,8 +12,8 @@ import triton.language as tl
 from triton.language.extra import libdevice
 from triton.language.extra.cuda import libdevice as cuda_libdevice
 
-from judge import interpreter_support
-from judge.running import classify_exception, prepare_process
+from judge.candidate import interpreter_support
+from judge.candidate.loading import classify_exception, prepare_process
 
 pytestmark = pytest.mark.interpreter
 prepare_process()

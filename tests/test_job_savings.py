@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from bench.registry import get_task
+from judge.candidate.verdict import Evaluation, Timing, Verdict
 from judge.device import Target
-from judge.verdict import Evaluation, Timing, Verdict
 from results.store import Store
 from runners.evaluator import Evaluator
 from runners.savings import carried_failure, untimed_from_timed

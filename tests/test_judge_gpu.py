@@ -200,7 +200,7 @@ def test_adapted_output_arguments_and_seeding_on_the_gpu() -> None:
 
 def test_a_new_source_of_a_task_loads_the_launchers_the_judge_built_for_the_last(
         tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """judge/launchers.py: after the expert's job the judge builds the launchers its candidate
+    """judge/candidate/launchers.py: after the expert's job the judge builds the launchers its candidate
     process noted; a second source of the task (its own Triton cache) is seeded with them and
     builds none itself. On a Triton that builds no launcher per signature, nothing is built."""
     import hashlib

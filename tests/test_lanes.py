@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from bench.registry import get_task
+from judge.candidate.verdict import Verdict
 from judge.device import Target
 from judge.gate import FairGate
-from judge.verdict import Verdict
 from runners.pool import LocalPool, out_of_memory
 from runners.sizing import GPU_MIB_PER_WORKER, HOST_MIB_PER_WORKER, MAX_WORKERS_PER_GPU, plan_workers
 
@@ -78,7 +78,7 @@ def test_a_long_out_of_memory_message_keeps_what_makes_it_one() -> None:
     """PyTorch's message lists every process on the GPU (seen on an H200 with 12 judging
     workers: thousands of characters); the judge's verdict text kept only its tail, so the
     pool never recognised it and never retried the job alone."""
-    from judge.running import format_exception
+    from judge.candidate.loading import format_exception
 
     processes = " ".join(f"Process {1800 + i} has {i}.00 GiB memory in use." for i in range(200))
     exc = RuntimeError(f"CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "

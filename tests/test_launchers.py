@@ -1,4 +1,4 @@
-"""Triton's C launchers built by the judge for the signatures candidates noted (judge/launchers.py):
+"""Triton's C launchers built by the judge for the signatures candidates noted (judge/candidate/launchers.py):
 what a candidate says is checked, builds are bounded, and only folders in the judge's own cache
 are seeded. The GPU half (a second source of a task builds no launcher) is in
 tests/test_judge_gpu.py."""
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from judge import launchers
+from judge.candidate import launchers
 
 
 def test_signatures_are_lists_of_triton_type_names_and_nothing_else() -> None:

@@ -1,4 +1,4 @@
-"""judge/launches.py: what counts as Triton doing the work, on the GPU where there is one, else on
+"""judge/candidate/launches.py: what counts as Triton doing the work, on the GPU where there is one, else on
 the CPU interpreter (the numpy fixtures need host memory: interpreter only)."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import importlib
 import pytest
 import torch
 
-from judge import launches
-from judge.candidate import run_call
-from judge.running import prepare_process
+from judge.candidate import launches
+from judge.candidate.loading import prepare_process
+from judge.candidate.server import run_call
 from tests.conftest import HAS_GPU
 
 prepare_process()
@@ -66,7 +66,7 @@ def test_an_output_sharing_memory_with_an_input_is_reported() -> None:
 def _memory_fixture() -> object:
     from pathlib import Path
 
-    from judge.running import load_module
+    from judge.candidate.loading import load_module
 
     return load_module(Path(__file__).resolve().parent / "fixtures" / "memory_provenance.py",
                        "kmc_test_memory_provenance")
@@ -147,7 +147,7 @@ def test_recording_a_call_imports_no_dynamo_in_a_fresh_process() -> None:
     from pathlib import Path
 
     script = ("import sys\n"
-              "from judge.running import prepare_process\n"
+              "from judge.candidate.loading import prepare_process\n"
               "prepare_process()\n"
               "from judge.warmup import warm_up\n"
               "warm_up(True)\n"

@@ -614,7 +614,7 @@ def test_simulated_tests_pass_or_fail_the_expert_kernel_at_the_documented_rate(
     test asserts a scaled value, so the expert kernel fails them all (the tests run here,
     in-process on the interpreter, with the worker's own test runner)."""
     monkeypatch.setenv("TRITON_INTERPRET", "1")
-    from judge.internal_tests import run_test_functions
+    from judge.candidate.internal_tests import run_test_functions
     from judge.oracle import load_module
 
     task = get_task(task_id)
@@ -637,7 +637,7 @@ SNAP_TESTS = "```python\nimport torch\n\ndef test_small():\n    assert vector_ad
 
 
 # A visible verdict of a candidate that raised, as runners/context.py hands it on (the
-# traceback of the candidate's own lines: judge/tracebacks.py).
+# traceback of the candidate's own lines: judge/candidate/tracebacks.py).
 RAISED = feedback("runtime_error", message="RuntimeError: shape '[3, -1, 7]' is invalid for input of size 4096",
                   traceback='Traceback (the candidate\'s own lines, most recent call last):\n'
                             '  File "candidate.py", line 9, in vector_add\n    return helper(x) + y\n'

@@ -16,10 +16,10 @@ import pytest
 
 from bench.oneshot import DEFAULT_THRESHOLD, open_library
 from bench.registry import get_task
-from judge import verdict as jv
+from judge.candidate import verdict as jv
+from judge.candidate.internal_tests import InternalTestReport
+from judge.candidate.verdict import Evaluation, Verdict
 from judge.device import Target
-from judge.internal_tests import InternalTestReport
-from judge.verdict import Evaluation, Verdict
 from methods.base import Candidate
 from modelio.ledger import BudgetExhausted, Ledger
 from modelio.simulated import SimulatedModel

@@ -11,8 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from judge.candidate.verdict import Evaluation, Verdict
 from judge.phases import PHASES, PhaseClock
-from judge.verdict import Evaluation, Verdict
 from results import store as store_module
 from results.phases import phase_seconds, phase_seconds_by_kind, steps_by_kind
 from results.store import Store

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from judge.candidate.launchers import SharedLaunchers
 from judge.device import Target
-from judge.launchers import SharedLaunchers
 from judge.worker import SOURCE_CACHES, Worker, prebuilt_helpers
 from runners.pool import LocalPool
 from runners.sizing import WorkerPlan
@@ -84,7 +84,8 @@ def _process(root: Path, name: str) -> Any:
 def test_a_sources_cache_is_the_same_for_every_worker_and_seeded_whole(tmp_path: Path) -> None:
     helper = _helper(tmp_path / "built", "HELPERHASH")
     first, second = _bare_worker(tmp_path, [helper]), _bare_worker(tmp_path, [helper])
-    first.launchers.folders = [_helper(tmp_path / "cache", "LAUNCHERHASH")]  # built by the judge (judge/launchers.py)
+    # Built by the judge (judge/candidate/launchers.py).
+    first.launchers.folders = [_helper(tmp_path / "cache", "LAUNCHERHASH")]
     procs = [_process(tmp_path, "a"), _process(tmp_path, "b")]
     for worker, proc in zip((first, second), procs, strict=True):
         worker._lend_cache(proc, "def kernel(): pass\n")

@@ -26,7 +26,7 @@ from runners.config import CompareConfig, compose_config
 pytestmark = pytest.mark.slow
 
 # flip's simulated bugs include reads out of bounds, whose garbage feedback describes instead
-# of quoting (judge/steady.py); vector_add's include output left unwritten (poisoned: NaN).
+# of quoting (judge/candidate/reruns.py); vector_add's include output left unwritten (poisoned: NaN).
 TASKS = ["vector_add", "softmax", "flip"]
 TABLES = {
     "calls": "SELECT method, task, repeat, call_index, role, messages_hash, response, prompt_tokens, "

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from judge.verdict import CaseTiming, Evaluation, Timing, Verdict
+from judge.candidate.verdict import CaseTiming, Evaluation, Timing, Verdict
 from results.latency import case_frame, summarise
 from results.readers import load_run
 from results.store import Store

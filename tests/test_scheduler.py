@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from judge.candidate.internal_tests import InternalTestReport
+from judge.candidate.verdict import Evaluation, Verdict
 from judge.device import Target
-from judge.internal_tests import InternalTestReport
-from judge.verdict import Evaluation, Verdict
 from modelio.simulated import SimulatedModel
 from runners.compare import CompareRun
 from runners.config import CompareConfig

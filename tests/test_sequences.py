@@ -9,7 +9,7 @@ from collections import namedtuple
 import torch
 
 from bench.sequences import same_kind
-from judge.candidate import held_output
+from judge.candidate.server import held_output
 from judge.oracle import _to_device
 
 Max = namedtuple("Max", ["values", "indices"])

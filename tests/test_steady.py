@@ -1,4 +1,4 @@
-"""Which re-runs of a failing case say its text quoted garbage (judge/steady.py, design
+"""Which re-runs of a failing case say its text quoted garbage (judge/candidate/reruns.py, design
 invariant 8): only a failure at the same call (case and attempt) with another text. A
 candidate whose re-runs differ because of its own memo (seen on an H200: caches_data_ptr.py's
 re-runs got the same addresses back and were served remembered results) keeps its text."""
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from judge.steady import RERUNS, at_attempt, attempt_of, steady_verdict
-from judge.value_text import VARYING
-from judge.verdict import Verdict
+from judge.candidate.reruns import RERUNS, at_attempt, attempt_of, steady_verdict
+from judge.candidate.value_text import VARYING
+from judge.candidate.verdict import Verdict
 
 CASE = "hidden-n97-float32-s0"
 REFILL = "after in-place refill"

@@ -1,6 +1,6 @@
 """The warm template's promise to candidate processes: every candidate-side module is already
 loaded when a candidate runs (the project is off the import path by then, so a module first
-imported inside a candidate process, as the timing step's judge.sampling once was, ended the
+imported inside a candidate process, as the timing step's judge.candidate.sampling once was, ended the
 process), and the judge's own modules stay out of reach."""
 
 from __future__ import annotations

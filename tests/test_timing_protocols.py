@@ -24,9 +24,9 @@ import pandas as pd
 import pytest
 
 from judge.baselines import BaselineCache, BaselineKey, ReferenceTiming, clock_state
+from judge.candidate.verdict import CaseTiming, Evaluation, Timing, Verdict
 from judge.policy import FEEDBACK_SHORT, FINAL_FULL, TimingPolicy
 from judge.timing import launch_mode, measure_references, recheck_references, time_case, time_case_short
-from judge.verdict import CaseTiming, Evaluation, Timing, Verdict
 from results.protocols import protocol_summary
 from results.store import Store
 from stats.sequential import (
@@ -511,7 +511,7 @@ def test_the_report_and_export_show_the_protocol_of_a_real_gpu_run(tmp_path: Pat
 
 
 def test_graph_launch_counts_are_powers_of_two_enough_for_the_target() -> None:
-    from judge.sampling import GRAPH_TARGET_MS, MAX_GRAPH_LAUNCHES, graph_launches
+    from judge.candidate.sampling import GRAPH_TARGET_MS, MAX_GRAPH_LAUNCHES, graph_launches
 
     for est in (0.0001, 0.0013, 0.004, 0.005, 0.0125, 0.019, 0.3, 5.0):
         n = graph_launches(est)
@@ -604,11 +604,11 @@ def test_primed_references_are_what_the_next_feedback_timing_uses() -> None:
 
 
 def test_a_sample_keeps_the_gpu_busy_from_the_flush_to_the_timed_launch(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The order one sample enqueues (judge/sampling.py `hold_gpu`): flush, the spin, then the
+    """The order one sample enqueues (judge/candidate/sampling.py `hold_gpu`): flush, the spin, then the
     start event, the launches and the end event, so the host's time to launch is not timed."""
     import torch
 
-    from judge import sampling
+    from judge.candidate import sampling
 
     order: list[str] = []
 

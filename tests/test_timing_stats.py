@@ -11,8 +11,8 @@ import math
 import numpy as np
 import pytest
 
+from judge.candidate.verdict import CaseTiming, Evaluation, Timing, Verdict
 from judge.timing import TimingPolicy, median_rse, side_stream_suspected, speedup_with_ci
-from judge.verdict import CaseTiming, Evaluation, Timing, Verdict
 
 
 def _case(cand: np.ndarray, base: np.ndarray, eager: np.ndarray | None = None, name: str = "c") -> CaseTiming:

@@ -1,7 +1,7 @@
 """Tracebacks in feedback (issue 13 item 4): a candidate that raises gets the frames of its own
 file, capped and deterministic, and every method is shown them through `Feedback.describe`.
 
-The unit tests import a candidate in this process (judge/running.py `load_module`, as the
+The unit tests import a candidate in this process (judge/candidate/loading.py `load_module`, as the
 candidate process does); the slow one judges a failing candidate twice through the real pool
 (two fresh candidate processes, two temporary folders) and gets identical text."""
 
@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from judge import tracebacks
-from judge.running import CandidateLoadError, format_exception, load_module
-from judge.tracebacks import HEADER, MAX_CHARS, MAX_FRAMES, candidate_traceback, scrub
+from judge.candidate import tracebacks
+from judge.candidate.loading import CandidateLoadError, format_exception, load_module
+from judge.candidate.tracebacks import HEADER, MAX_CHARS, MAX_FRAMES, candidate_traceback, scrub
 
 PY_FAILURE = """import torch
 

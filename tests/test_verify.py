@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from judge.verdict import CaseTiming, Evaluation, Timing, Verdict
+from judge.candidate.verdict import CaseTiming, Evaluation, Timing, Verdict
 from runners.compare import CompareOptions, run_compare
 from runners.config import CompareConfig
 from runners.verify import VerifyOptions, _decided_elsewhere, _Item, _rejudged, _speedup_check, verify_run

@@ -1,4 +1,4 @@
-"""The judge <-> candidate conversation (judge/wire.py): what a call's arguments may hold crosses
+"""The judge <-> candidate conversation (judge/candidate/wire.py): what a call's arguments may hold crosses
 intact (strided tensors, launch-option mappings and dtypes of a replayed suite launch), and a
 description that makes no sense is refused rather than guessed at."""
 
@@ -9,7 +9,7 @@ import socket
 import pytest
 import torch
 
-from judge import wire
+from judge.candidate import wire
 
 
 def _round_trip(values: object) -> object:

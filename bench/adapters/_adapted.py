@@ -289,7 +289,7 @@ def interpreter_autotune_first_config() -> None:
     every config takes the same time without running them, so it keeps its first one:
     correctness is what the interpreter judges, and a config's result does not depend on which
     one the tuner picks. Installed once per process, when an adapter loads tasks for the
-    interpreter. Still needed beside judge/interpreter_support.py (which bench may not import):
+    interpreter. Still needed beside judge/candidate/interpreter_support.py (which bench may not import):
     that one is installed where candidate code runs, not where an adapter loads. Candidates get
     only that one (their template loads no adapter): each config run once, one failing a static
     assertion skipped, as a GPU's tuner does."""
@@ -299,7 +299,7 @@ def interpreter_autotune_first_config() -> None:
         return
     from triton.runtime.autotuner import Autotuner
 
-    # judge/interpreter_support.py's tuner (each config run once) is the better one where this
+    # judge/candidate/interpreter_support.py's tuner (each config run once) is the better one where this
     # process has it: it marks the class, and takes back the original this one saves.
     if getattr(Autotuner._bench, "_kmc_first_config", False) or getattr(Autotuner, "_kmc_interpreter_support", False):
         return

@@ -130,7 +130,7 @@ class _ApplyRecorder:
 def _frozen_grid(grid: Any, kernel: Any, sig: inspect.Signature, bound: dict[str, Any], kwargs: dict) -> Any:
     """A grid the test wrote as a function of the launch's meta-parameters (`lambda meta:
     (cdiv(n, meta['BLOCK_SIZE']),)`), evaluated now on the launch's own arguments. The replayed
-    launch's values cross to the candidate's process as data (judge/wire.py), where a function
+    launch's values cross to the candidate's process as data (judge/candidate/wire.py), where a function
     cannot go; for a kernel that is not autotuned the meta-parameters are exactly the launch's
     arguments, so the tuple is the grid Triton would have computed. An autotuned kernel's grid
     is evaluated under each of its configurations: when all give the same tuple (a grid the test

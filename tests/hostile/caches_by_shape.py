@@ -1,7 +1,7 @@
 # Hostile candidate: computes correctly once, then serves results from a cache keyed by the
 # inputs' shape and dtype. On the CPU it behaves as caches_data_ptr.py does on a GPU, whose
 # caching allocator hands a re-run the same addresses: the memo carries over into the judge's
-# re-runs of the failing case (judge/steady.py), which must not mistake it for heap garbage.
+# re-runs of the failing case (judge/candidate/reruns.py), which must not mistake it for heap garbage.
 # Expected verdict: wrong_result after the in-place refill, that text kept.
 import torch
 import triton

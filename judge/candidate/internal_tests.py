@@ -2,7 +2,7 @@
 
 Methods never run code: `ctx.run_tests(candidate, tests)` sends a job of kind
 `"internal_tests"` to the judge worker (judge/worker.py), which has the candidate's own
-contained process (judge/candidate.py) import it from its file as for any evaluation and call
+contained process (judge/candidate/server.py) import it from its file as for any evaluation and call
 `run_test_functions` there, where neither hidden cases nor references can be imported.
 The tests see two globals: the entry point (by its name) and `DEVICE` ("cuda" on a GPU,
 either vendor; "cpu" on the Triton interpreter). Every top-level `test_*` function is
@@ -16,7 +16,7 @@ Feedback text is a function of the candidate's behaviour (design invariant 8): a
 assert names the tensors it compared, at how many elements two of them differ and the first
 such element of each (never a leading run of the output, which quotes whatever memory the
 kernel read out of bounds); a failing test runs four more times on the same inputs, and a failure
-whose text differs between the runs is described, not quoted (judge/value_text.py).
+whose text differs between the runs is described, not quoted (judge/candidate/value_text.py).
 
 The result crosses the process boundary as an `InternalTestReport`, whose JSON has the
 shape of an evaluation (`verdict`, `timing`, plus `tests`), so the run store's evaluation
@@ -38,9 +38,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from judge.steady import RERUNS, disturb_memory
-from judge.value_text import VARYING, describe_value
-from judge.verdict import TestOutcome, Verdict, missing_entry_point
+from judge.candidate.reruns import RERUNS, disturb_memory
+from judge.candidate.value_text import VARYING, describe_value
+from judge.candidate.verdict import TestOutcome, Verdict, missing_entry_point
 
 JOB_KIND = "internal_tests"
 DEFAULT_TEST_TIMEOUT_S = 30.0
@@ -133,7 +133,7 @@ def _values(frame: Any, line: str) -> str:
     """What the failing line compared (Reflexion shows the output next to the failed assert):
     the tensors it names with their shapes and, for two of one shape, at how many elements
     they differ and the first such element of each. Only that one element is quoted, and
-    through judge/value_text.py: a leading run of an output quotes whatever memory the
+    through judge/candidate/value_text.py: a leading run of an output quotes whatever memory the
     kernel left unwritten or read out of bounds."""
     try:
         import torch
@@ -180,7 +180,7 @@ def _seeded_call(fn: Callable[[], Any], per_test_timeout: float | None) -> None:
 
     import torch
 
-    from judge.running import poisoned_allocations
+    from judge.candidate.loading import poisoned_allocations
 
     random.seed(0)
     torch.manual_seed(0)
@@ -192,9 +192,9 @@ def _reproducible_failure(exc: BaseException, fn: Callable[[], Any], per_test_ti
                           tests: str, device: str) -> str:
     """The failure text, made a function of the candidate's behaviour (design invariant 8): the
     test runs RERUNS more times on the same inputs (the earlier runs' tensors kept alive and
-    memory disturbed: judge/steady.py), so memory read out of bounds or never written
+    memory disturbed: judge/candidate/reruns.py), so memory read out of bounds or never written
     differs; when the text differs between runs, it quotes garbage, and the assert line with
-    the note judge/value_text.py VARYING replaces it."""
+    the note judge/candidate/value_text.py VARYING replaces it."""
     first = _failure_message(exc, tests)
     if isinstance(exc, TestTimeout):
         return first  # another 30 s would tell nothing new

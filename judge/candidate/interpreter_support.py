@@ -1,5 +1,5 @@
 """What Triton's CPU interpreter lacks that a correct kernel may use, supplied in the process that
-runs candidate code (`install`, from judge/running.py `prepare_process`, interpreter only).
+runs candidate code (`install`, from judge/candidate/loading.py `prepare_process`, interpreter only).
 
 Why: without it a kernel right on a GPU is rejected on the CPU for the interpreter's gaps, not
 its own faults (issue 41): `@triton.autotune` asks for a GPU driver to time its configurations
@@ -18,7 +18,7 @@ added, compared and reduced as integers (a wrong result). Here:
   and round back to nearest even, as a GPU's bfloat16 unit rounds each result.
 
 What the interpreter still cannot do raises `InterpreterUnsupported`, which the judge reports as
-`unsupported_on_interpreter` (judge/running.py `classify_exception`), never as the candidate's
+`unsupported_on_interpreter` (judge/candidate/loading.py `classify_exception`), never as the candidate's
 error: a libdevice function without a numpy counterpart here, bfloat16 atomics, inline assembly.
 """
 

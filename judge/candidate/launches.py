@@ -45,7 +45,7 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from judge.bits import same_bits
+from judge.candidate.bit_equality import same_bits
 
 # Operations any wrapper may run: allocation, views and reshapes, copies and casts, scalar
 # reads, fills. Names are aten overload packets (`aten.add.Tensor` -> "add").

@@ -7,9 +7,9 @@ prompt built from it. A failure is therefore judged again `RERUNS` times on the 
 with memory disturbed between runs (`disturb_memory`: NaN-filled spacers kept alive shift
 where the next run's tensors land, freed NaN-filled scratch leaves NaN where untouched memory
 would read zero). When the text differs between the runs it was quoting garbage, and a
-description replaces it (judge/value_text.py VARYING); otherwise it is a function of the
+description replaces it (judge/candidate/value_text.py VARYING); otherwise it is a function of the
 candidate and kept. Used for the oracle's wrong results (`steady_verdict`, re-judging only
-the failing case) and for a method's own tests (judge/internal_tests.py).
+the failing case) and for a method's own tests (judge/candidate/internal_tests.py).
 
 Only a re-run that fails at the same call counts: the same case and the same attempt (the
 oracle calls each case first on fresh inputs, then after an in-place refill, and names the
@@ -24,7 +24,7 @@ garbage that passes one re-run and fails another does not); a
 failure that names no attempt (a crash, a raised exception, a race) is compared as before.
 The price: a kernel whose garbage turns benign in all four re-runs, or fails only at another
 attempt with the same text in each, keeps its first text (garbage values themselves are still described, not
-quoted, by judge/value_text.py).
+quoted, by judge/candidate/value_text.py).
 
 No detection by re-running is certain (the heap may hold the same garbage every time).
 Measured on the CPU interpreter with a flip kernel reading out of bounds, each in fresh
@@ -42,8 +42,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from judge.value_text import VARYING
-from judge.verdict import Verdict
+from judge.candidate.value_text import VARYING
+from judge.candidate.verdict import Verdict
 
 RERUNS = 4
 _ATTEMPT = re.compile(r"\(([^()]+) run\)")
@@ -89,7 +89,7 @@ def steady_verdict(first: Verdict, rejudge: Callable[[str], Verdict | None], dev
     that pass or fail at another attempt leave `first` as it is when they all agree with each
     other (one other outcome: the candidate's history, the module's docstring says why), and
     get the description when they do not. `disturb(rerun)` disturbs the memory of the process the candidate runs in
-    (judge/candidate.py's `disturb` op); by default, this process's."""
+    (judge/candidate/server.py's `disturb` op); by default, this process's."""
     if first.kind != "wrong_result" or first.failing_case is None:
         return first
     kept: list[Any] = []

@@ -11,8 +11,8 @@ self-reported checks of honest mistakes, like the launch records: docs/ARCHITECT
 One process serves one candidate: forked fresh from the template, contained
 (judge/containment.py), ended after the job, so nothing it does reaches the next candidate.
 
-Messages (judge/wire.py frames): `load`, `call`, `collect`, `reset`, `disturb` (a failing
-case judged again, judge/steady.py), `tests`, `time` (GPU timing rounds, judge/timing.py) and
+Messages (judge/candidate/wire.py frames): `load`, `call`, `collect`, `reset`, `disturb` (a failing
+case judged again, judge/candidate/reruns.py), `tests`, `time` (GPU timing rounds, judge/timing.py) and
 `exit`. Output arguments (the wrapper writing into tensors the
 caller provides, `written` in a call) come poisoned among the inputs where the reference
 ignores their contents, and are the only arguments that go back after the call.
@@ -30,9 +30,17 @@ from typing import Any
 import torch
 
 from bench.sequences import same_kind
-from judge import launches, wire
-from judge.bits import BitCopy, Digest, bit_copy, bits_digest, still_same, tensor_bytes, unchanged
-from judge.running import (
+from judge.candidate import launches, wire
+from judge.candidate.bit_equality import (
+    BitCopy,
+    Digest,
+    bit_copy,
+    bits_digest,
+    still_same,
+    tensor_bytes,
+    unchanged,
+)
+from judge.candidate.loading import (
     CandidateLoadError,
     classify_exception,
     format_exception,
@@ -41,7 +49,7 @@ from judge.running import (
     poisoned_allocations,
     use_triton_cache,
 )
-from judge.tracebacks import candidate_traceback
+from judge.candidate.tracebacks import candidate_traceback
 
 
 class CandidateServer:
@@ -59,7 +67,7 @@ class CandidateServer:
         self.guard = True  # writes past a CPU allocation judged (the task's `judges_overruns`)
         self.inputs: dict[int, tuple] = {}
         self.held = HeldOutputs()
-        self.kept: list[Any] = []  # spacers of judge/steady.py, alive for the process's life
+        self.kept: list[Any] = []  # spacers of judge/candidate/reruns.py, alive for the process's life
         self.timer: Any = None
         self.path: Path | None = None  # the candidate's file, whose frames its tracebacks show
         self.spent: dict[str, float] = {}  # seconds per step of this process's work, sent with `collect`
@@ -154,7 +162,7 @@ class CandidateServer:
         self.module = module
         self.entry = getattr(module, self.entry_name, None)
         if not callable(self.entry):
-            from judge.verdict import missing_entry_point
+            from judge.candidate.verdict import missing_entry_point
 
             missing = missing_entry_point(self.entry_name, module)
             return {"ok": False, "kind": missing.kind, "message": missing.message, "contained": self.contained}, []
@@ -192,14 +200,14 @@ class CandidateServer:
         return {"ok": True}, []
 
     def _op_disturb(self, header: dict[str, Any], _: list[torch.Tensor]) -> tuple[dict[str, Any], list]:
-        """Memory disturbed before a re-run (judge/steady.py), here where the kernel reads it."""
-        from judge.steady import disturb_memory
+        """Memory disturbed before a re-run (judge/candidate/reruns.py), here where the kernel reads it."""
+        from judge.candidate.reruns import disturb_memory
 
         disturb_memory(int(header.get("rerun") or 0), self.device, self.kept)
         return {"ok": True}, []
 
     def _op_collect(self, header: dict[str, Any], _: list[torch.Tensor]) -> tuple[dict[str, Any], list]:
-        from judge.launchers import noted
+        from judge.candidate.launchers import noted
 
         calls, changed = self.held.take()
         return {"ok": True, "calls": calls, "changed": changed, "launchers": noted()}, []
@@ -207,7 +215,7 @@ class CandidateServer:
     def _op_tests(self, header: dict[str, Any], _: list[torch.Tensor]) -> tuple[dict[str, Any], list]:
         from dataclasses import asdict
 
-        from judge.internal_tests import run_test_functions
+        from judge.candidate.internal_tests import run_test_functions
 
         with launches.registering():  # a buffer the tests' calls make and a later call reuses is known memory
             outcomes = run_test_functions(self.entry, self.entry_name, str(header["tests"]), self.device,
@@ -215,7 +223,7 @@ class CandidateServer:
         return {"ok": True, "tests": [asdict(t) for t in outcomes]}, []
 
     def _op_time(self, header: dict[str, Any], tensors: list[torch.Tensor]) -> tuple[dict[str, Any], list]:
-        from judge.sampling import CandidateTimer
+        from judge.candidate.sampling import CandidateTimer
 
         if header.get("step") == "start" or self.timer is None:
             args = tuple(wire.decode_values(header["args"], tensors, wire.Rebuilder(self.module)))
@@ -305,7 +313,7 @@ class HeldCall:
     """What the candidate process keeps of one call for the end-of-set check: the output (a
     buffer the candidate reuses in a later call changes under it) and its bits as the call
     returned them: a copy while the set's copies fit `COPY_BUDGET_BYTES`, else a fingerprint
-    (judge/bits.py: copies of every output once filled an H200's memory; fingerprints of
+    (judge/candidate/bit_equality.py: copies of every output once filled an H200's memory; fingerprints of
     every output were a third of the process's work per call)."""
 
     output: Any
@@ -377,7 +385,7 @@ def run_call(entry: Any, args: tuple, device: str, interpreter: bool, seed: int 
     torch's generators seeded first (an entry point that draws random numbers, seeded as the
     reference is); `written`: the output arguments it writes into (judge/oracle.py);
     `source_path`: the candidate's file, whose frames a failure's traceback shows
-    (judge/tracebacks.py; None: no traceback)."""
+    (judge/candidate/tracebacks.py; None: no traceback)."""
     launched = 0
     try:
         if seed is not None:

@@ -25,7 +25,7 @@ counted from that `def`), read defensively, and placed in the candidate's file b
 that source there (a jit function of Triton's own library, not in the file, adds nothing).
 A call into a jit helper that fails is a compile error raised from the helper's: both lines.
 
-Candidate-side: imported by judge/running.py in the candidate's process (judge/template.py
+Candidate-side: imported by judge/candidate/loading.py in the candidate's process (judge/template.py
 lists it), where it needs nothing of the judge.
 """
 

@@ -1,7 +1,7 @@
 """What the process that runs candidate code needs, and nothing of the judge: importing a
 candidate from its file, classifying what it raised, poisoned allocations.
 
-Shared by the candidate process (judge/candidate.py) and the in-process runner the naive
+Shared by the candidate process (judge/candidate/server.py) and the in-process runner the naive
 benchmark harness uses; it imports no task, reference or tolerance.
 """
 
@@ -19,15 +19,15 @@ import torch
 from bench.faults import DEVICE_ERROR_MARKERS, mentions_device_error  # noqa: F401 - named here by the judge
 from bench.modules import import_file
 from bench.poison import poison_tensor
-from judge import interpreter_support
-from judge.launches import install_launch_recorder, registering
-from judge.tracebacks import candidate_traceback, scrub
+from judge.candidate import interpreter_support
+from judge.candidate.launches import install_launch_recorder, registering
+from judge.candidate.tracebacks import candidate_traceback, scrub
 
 
 def prepare_process() -> None:
     """Install the launch recorder and the poisoning allocators *before* any candidate is
     imported, so a candidate that binds `torch.empty_like` at import gets the poisoned one; under
-    the interpreter also what it lacks that a correct kernel may use (judge/interpreter_support.py:
+    the interpreter also what it lacks that a correct kernel may use (judge/candidate/interpreter_support.py:
     autotune, libdevice, bfloat16 arithmetic), so the same kernel gets the same verdict here as on a GPU."""
     install_launch_recorder()
     install_poisoned_allocations()
@@ -37,7 +37,7 @@ def prepare_process() -> None:
 
 class CandidateLoadError(Exception):
     """A candidate that could not be imported: the verdict's kind, its message and the
-    traceback of the candidate's own lines (judge/tracebacks.py; "" for a syntax error, whose
+    traceback of the candidate's own lines (judge/candidate/tracebacks.py; "" for a syntax error, whose
     message already names the line)."""
 
     def __init__(self, kind: str, message: str, traceback_text: str = ""):
@@ -49,7 +49,7 @@ class CandidateLoadError(Exception):
 def load_module(path: Path, module_name: str) -> Any:
     """Import a candidate from its own file (Triton's `@jit` refuses source from `exec`). The
     tensors its import makes count as known memory for the launches of its calls
-    (judge/launches.py `registering`)."""
+    (judge/candidate/launches.py `registering`)."""
     source = path.read_text()
     try:
         compile(source, str(path), "exec")
@@ -65,7 +65,7 @@ def load_module(path: Path, module_name: str) -> Any:
 
 def format_exception(exc: BaseException, limit: int = 2000, path: Path | str | None = None) -> str:
     """The exception's last line(s), at most `limit` characters, without what differs between
-    processes (judge/tracebacks.py `scrub`; `path`: the candidate's file, shown as candidate.py).
+    processes (judge/candidate/tracebacks.py `scrub`; `path`: the candidate's file, shown as candidate.py).
     A longer text keeps its head (the exception's type and first words, which decide how it
     is handled: `runners/pool.py` retries a job that ran out of GPU memory) and its tail.
     Before, only the tail was kept, and PyTorch's out-of-memory message, which lists every
@@ -92,7 +92,7 @@ _INTERPRETER_COMPILE_CAUSES = (AttributeError, NameError, TypeError, ValueError)
 
 def classify_exception(exc: BaseException) -> str:
     """The verdict kind of what a candidate raised. A feature the interpreter lacks
-    (judge/interpreter_support.py) is `unsupported_on_interpreter`, never the candidate's error."""
+    (judge/candidate/interpreter_support.py) is `unsupported_on_interpreter`, never the candidate's error."""
     name = type(exc).__name__
     module = type(exc).__module__ or ""
     if interpreter_support.is_unsupported(exc):

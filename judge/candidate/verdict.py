@@ -22,7 +22,7 @@ VERDICT_KINDS = (
     "no_kernel",
     "missing_entry_point",  # the code imported, but defines no callable under the task's entry-point name
     "torch_fallback",  # PyTorch did arithmetic outside Triton kernels beyond the task's allow-list
-    # The CPU interpreter lacks a feature the kernel uses (judge/interpreter_support.py): neither a
+    # The CPU interpreter lacks a feature the kernel uses (judge/candidate/interpreter_support.py): neither a
     # pass nor the candidate's fault; judged on a GPU, counted apart in reports.
     "unsupported_on_interpreter",
 )
@@ -49,7 +49,7 @@ class Verdict:
     skip_reasons: tuple[str, ...] = ()
     kernel_launched: bool = False
     worker_restarted: bool = False
-    # The candidate's own frames when it raised (judge/tracebacks.py): feedback shows them
+    # The candidate's own frames when it raised (judge/candidate/tracebacks.py): feedback shows them
     # after the message; "" when it did not raise or none of its lines was on the stack.
     traceback: str = ""
 
@@ -90,8 +90,8 @@ class Verdict:
 
 def capped_traceback(text: Any) -> str:
     """A traceback as the judge accepts it from a candidate process (which wrote it, so it may
-    be anything): a string, at most judge/tracebacks.py's cap plus a margin."""
-    from judge.tracebacks import MAX_CHARS
+    be anything): a string, at most judge/candidate/tracebacks.py's cap plus a margin."""
+    from judge.candidate.tracebacks import MAX_CHARS
 
     return text[:MAX_CHARS + 100] if isinstance(text, str) else ""
 
@@ -115,7 +115,7 @@ def missing_entry_point(entry_name: str, module: Any) -> Verdict:
 
 @dataclass(frozen=True)
 class TestOutcome:
-    """One of a method's own test functions, run against a candidate (judge/internal_tests.py);
+    """One of a method's own test functions, run against a candidate (judge/candidate/internal_tests.py);
     the scheduler hands it to the method as `methods.api.TestResult`."""
 
     name: str

@@ -98,7 +98,7 @@ class BitCopy:
     cheaper: one copy now and one comparison at the end, where `bits_digest` is a dozen
     launches and a read back to the host each time (on an H200 the digests were a third of a
     candidate process's work per call of a hidden case set). It doubles the memory held, so
-    it is kept only within a budget (judge/candidate.py `HeldOutputs`)."""
+    it is kept only within a budget (judge/candidate/server.py `HeldOutputs`)."""
 
     layout: tuple[tuple[tuple[int, ...], str], ...]
     words: tuple[torch.Tensor, ...]

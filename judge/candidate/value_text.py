@@ -11,7 +11,7 @@ invariant 8). Two ways, both here as text:
   magnitude (`scale`) or in the denormal range, where random bit patterns land, is called
   garbage instead of being quoted (`describe_value`);
 - a failure (the oracle's wrong result, a method's failing test) is judged again on the same
-  inputs with memory disturbed (judge/steady.py); when its text differs between the runs, the
+  inputs with memory disturbed (judge/candidate/reruns.py); when its text differs between the runs, the
   values are not a function of the inputs and the text says so (`VARYING`) instead of
   quoting them.
 
