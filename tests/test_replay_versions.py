@@ -25,7 +25,6 @@ from runners.config import CompareConfig, compose_config
 pytestmark = pytest.mark.slow  # whole runs (one recorded, the others replayed)
 
 ROOT = Path(__file__).resolve().parent.parent
-SHIPPED = ROOT / "benchmarks" / "results" / "gpu_run_small"
 OLDER = "kmc 0.0.9 (git 0123456789ab)"
 
 
@@ -126,25 +125,33 @@ def test_an_exact_replay_of_the_same_version_reports_no_differing_prompt(recorde
     assert not [m for m in messages if m.startswith("replay: ")]
 
 
-def test_the_shipped_gpu_run_stops_where_this_version_decides_otherwise(tmp_path: Path) -> None:
-    """benchmarks/results/gpu_run_small was recorded 340 commits back: its prompts are worded
-    otherwise (answered by position), and methods/speed.py's tie rule, added since, keeps
-    direct's first of two equally fast candidates in vector_add repeat 1 where the recorded run
-    submitted the second. So its replay stops there, in one line, with exit status 2 and no
-    folder left behind; the run must be re-recorded to replay (issue 46)."""
-    copy = tmp_path / "shipped"
-    copy.mkdir()
-    for name in ("config.json", "env.json", "store.sqlite", "summary.json"):
-        shutil.copy(SHIPPED / name, copy / name)
+def test_a_record_whose_unit_submitted_otherwise_stops_where_this_version_decides_otherwise(
+        recorded: RunResult, tmp_path: Path) -> None:
+    """A method whose rules changed since a run was recorded (the first shipped GPU run, recorded
+    340 commits back: a speed tie rule added since kept direct's first of two equally fast
+    candidates where the recorded run submitted the second) submits otherwise with the recorded
+    replies and verdicts. Its replay stops at that unit's end in one line naming both versions and
+    both submission lists, with exit status 2 and no folder left behind. The shipped run, re-recorded
+    since, replays (tests/test_shipped_run_replays.py)."""
+    older = older_copy(recorded.run_dir, tmp_path / "older")
+    con = sqlite3.connect(older / "store.sqlite")
+    subs = con.execute("SELECT submission_index, source_hash, calls_used FROM submissions WHERE method = 'direct' "
+                       "AND task = 'vector_add' AND repeat = 0 ORDER BY submission_index").fetchall()
+    index, source, _ = subs[-1]
+    con.execute("INSERT INTO submissions SELECT method, task, repeat, ?, 3, tokens_used, source_hash, evals_used "
+                "FROM submissions WHERE method = 'direct' AND task = 'vector_add' AND repeat = 0 "
+                "AND submission_index = ?", (index + 1, index))
+    con.commit()
+    con.close()
     out = tmp_path / "replays"
-    done = subprocess.run([sys.executable, str(ROOT / "cli.py"), "compare", "--replay", str(copy), "--out", str(out),
+    done = subprocess.run([sys.executable, str(ROOT / "cli.py"), "compare", "--replay", str(older), "--out", str(out),
                            "--quiet"], capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert done.returncode == 2, done.stderr
     (line,) = [x for x in done.stderr.splitlines() if x.startswith("error: ")]
-    assert line.startswith(f"error: cannot replay {copy} (recorded by kmc 0.1.0 (git 8a178c8a1993, uncommitted "
-                           f"changes), replayed by {this_version()}): this version decides otherwise at "
-                           "direct/vector_add/repeat 1: with the recorded replies and verdicts this version submits "
-                           "85cf236385 after call 1; the recorded run submitted 85cf236385 after call 1, c1e75aa830 "
-                           "after call 4")
+    now = ", ".join(f"{h[:10]} after call {c}" for _, h, c in subs)
+    assert line.startswith(f"error: cannot replay {older} (recorded by {OLDER}, replayed by {this_version()}): this "
+                           "version decides otherwise at direct/vector_add/repeat 0: with the recorded replies and "
+                           f"verdicts this version submits {now}; the recorded run submitted {now}, {source[:10]} after "
+                           "call 3 (the method's rules decide otherwise)"), line
     assert "prompts differed, the first at" in line
     assert not out.exists()

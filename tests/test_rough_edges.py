@@ -191,8 +191,9 @@ def test_a_cpu_runs_tables_count_evaluations_not_gpu_evals(run: Path) -> None:
 
 # ---------------------------------------------------------------------------- pilot shares
 def test_pilot_variance_shares_are_shares(tmp_path: Path) -> None:
-    """The shipped run's methods pass different tasks, so the variance of true per-task differences
-    is 1.8 x 2P(1-P): printed as a 'share' it read 1.800. Shares now split a per-task difference's
+    """The model's variance parameters are ratios, not shares: the first shipped run's true per-task
+    differences varied 1.8 x 2P(1-P), printed as a 'share' of 1.800; in the re-recorded run a unit
+    varies 1.446 x P(1-P) around its task's rate. Shares now split a per-task difference's
     variance into its between-task and repeat-noise parts, and sum to 1."""
     from results.planning import make_plan
 
@@ -202,9 +203,10 @@ def test_pilot_variance_shares_are_shares(tmp_path: Path) -> None:
     model = plan.to_json()["model"]
     assert 0 <= model["between_share"] <= 1 and 0 <= model["within_share"] <= 1
     assert model["between_share"] + model["within_share"] == pytest.approx(1)
-    assert model["between_var_ratio"] == pytest.approx(1.8)  # the model's parameter, under its own name
+    assert model["between_var_ratio"] == pytest.approx(0.241, abs=1e-3)  # the model's parameters, under their own names
+    assert model["within_var_ratio"] == pytest.approx(1.446, abs=1e-3)  # above 1: not a share
     line = next(x for x in plan.text().splitlines() if x.startswith("variance:"))
-    assert "86% is between tasks and 14% repeat noise" in line
+    assert "25% is between tasks and 75% repeat noise" in line
     assert all(float(v) <= 100 for v in re.findall(r"(\d+)% ", line))
 
 
