@@ -1,7 +1,7 @@
 """The poison an output buffer holds before a kernel writes it: NaN for floating point, True for
 bool, a sentinel for integers. One definition, because the judge compares what the candidate's
-process saw (judge/candidate/loading.py, candidate side) with what the adapter's probe of a suite's
-reference saw (bench/adapters/_outputs.py): both must fill the same values."""
+process saw (judge/candidate/allocations.py, candidate side) with what the adapter's probe of a
+suite's reference saw (bench/adapters/_outputs.py): both must fill the same values."""
 
 from __future__ import annotations
 

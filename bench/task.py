@@ -223,7 +223,7 @@ class Task:
     # PyTorch operations a wrapper may run besides allocation, views and copies (judge/candidate/launches.py
     # holds the common allow-list), e.g. a final scalar step; anything else is `torch_fallback`.
     allowed_torch_ops: tuple[str, ...] = ()
-    # Writes past the end of a CPU tensor the call allocated are judged (judge/candidate/loading.py
+    # Writes past the end of a CPU tensor the call allocated are judged (judge/candidate/allocations.py
     # `overruns`); off only where the toolkit emulates a suite's own checker, which does not
     # (GEAK-eval's profile: its call and execution accuracy as GEAK-eval would count them).
     judges_overruns: bool = True

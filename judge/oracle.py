@@ -37,20 +37,22 @@ import torch
 from bench.sequences import same_kind
 from bench.slack import padded_copy
 from bench.task import Case, CaseUnavailable, OutputArgs, Task
+from judge.candidate.allocations import (  # noqa: F401 - re-exported: the judge's callers name them here
+    MARK_FLOAT,
+    allocations,
+    install_poisoned_allocations,
+    poison_tensor,
+    poisoned_allocations,
+)
 from judge.candidate.bit_equality import same_bits, tensor_bytes, unchanged
 from judge.candidate.launches import PARTLY_STORED, UNRECORDED, UNRECORDED_WHY, add_inputs, alias_text
 from judge.candidate.loading import (  # noqa: F401 - re-exported: the judge's callers name them here
-    MARK_FLOAT,
     CandidateLoadError,
-    allocations,
     classify_exception,
     format_exception,
-    install_poisoned_allocations,
     is_device_error,
     load_module,
     mentions_device_error,
-    poison_tensor,
-    poisoned_allocations,
     prepare_process,
 )
 from judge.candidate.reruns import at_attempt

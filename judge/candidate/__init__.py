@@ -5,8 +5,9 @@ pyproject.toml forbids it, so none of those is in a candidate's memory to read o
 
 - `server`: the candidate process's message loop (`serve_candidate`): loads the candidate, runs
   its entry point on the inputs the judge sends, hands back plain outputs and what it saw;
-- `loading`: importing a candidate from its file, classifying what it raised, poisoned
-  allocations; `interpreter_support`: what the CPU interpreter lacks that a correct kernel may use;
+- `loading`: the process made ready, a candidate imported from its file, what it raised
+  classified; `allocations`: poisoned allocations and guard bytes; `interpreter_support`: what
+  the CPU interpreter lacks that a correct kernel may use;
 - `launches`: the record of a call (Triton launches, PyTorch operations, which memory kernels
   wrote); `launchers`: Triton's C launchers, noted here, built by the judge;
 - `internal_tests`: a method's own tests; `sampling`: timing samples of one function;

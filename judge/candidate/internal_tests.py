@@ -180,7 +180,7 @@ def _seeded_call(fn: Callable[[], Any], per_test_timeout: float | None) -> None:
 
     import torch
 
-    from judge.candidate.loading import poisoned_allocations
+    from judge.candidate.allocations import poisoned_allocations
 
     random.seed(0)
     torch.manual_seed(0)

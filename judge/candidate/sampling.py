@@ -304,8 +304,8 @@ class CandidateTimer:
         if step == "wall":
             return {"ms": self.side.wall()}, []
         if step == "output":
+            from bench.poison import poison_tensor
             from judge.candidate import wire
-            from judge.candidate.loading import poison_tensor
 
             for i in header.get("poisoned") or ():
                 if isinstance(i, int) and 0 <= i < len(self.args) and isinstance(self.args[i], torch.Tensor):

@@ -31,6 +31,7 @@ import torch
 
 from bench.sequences import same_kind
 from judge.candidate import launches, wire
+from judge.candidate.allocations import overruns, poisoned_allocations
 from judge.candidate.bit_equality import (
     BitCopy,
     Digest,
@@ -45,8 +46,6 @@ from judge.candidate.loading import (
     classify_exception,
     format_exception,
     load_module,
-    overruns,
-    poisoned_allocations,
     use_triton_cache,
 )
 from judge.candidate.tracebacks import candidate_traceback

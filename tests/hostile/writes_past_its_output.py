@@ -2,7 +2,7 @@
 # (`<=` for `<`), so wherever the size is not a multiple of the block it writes one element past
 # the output it allocated. The values compared are right; on the interpreter the write lands in
 # the heap, unseen or only sometimes fatal. Expected verdict: wrong_result, from the guard bytes
-# after every CPU tensor a judged call allocates (judge/candidate/loading.py `overruns`).
+# after every CPU tensor a judged call allocates (judge/candidate/allocations.py `overruns`).
 import torch
 import triton
 import triton.language as tl
