@@ -12,13 +12,14 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from results.bands import band_note
+from results.bands import INTERVAL_MIN_TASKS, band_note, has_interval, too_few_words
 from results.curves import AXES, MethodCurves, MethodRuns, budget_curves, parallel_scaling
+from results.labels import TOO_FEW
 from results.latency import CASE_COLS, case_frame
 from results.method_stats import SMALL_SUITE, MethodStats, method_stats, timed_baselines
 from results.readers import RunData
 from results.store import FULL_PROTOCOL
-from results.verdicts import SIGN_FLIP_BELOW, Comparison, paired_comparisons, uncompared_speedups
+from results.verdicts import SIGN_FLIP_BELOW, Comparison, display, paired_comparisons, uncompared_speedups
 from stats import ALPHA
 
 #: The bootstrap's defaults: summary.json uses them, so `report RUN` with default options reproduces it.
@@ -72,6 +73,29 @@ def analyse(data: RunData, n_resamples: int = N_RESAMPLES, seed: int = BOOTSTRAP
     return a
 
 
+def _small_suite_figures(a: Analysis) -> list[str]:
+    """Design invariant 12 for per-method figures: which rest on fewer than INTERVAL_MIN_TASKS tasks
+    (and so are printed as a value with its count of tasks, with no interval and no band), and why."""
+    def tasks(n: int) -> str:
+        return f"{n} task" + ("s" if n != 1 else "")
+
+    what = []
+    for name, m in a.methods.items():
+        if not has_interval(m.n_tasks):
+            what.append(f"{display(name)}'s pass rates, pass@k and budget curves ({tasks(m.n_tasks)})")
+        for s in m.speedups.values():
+            if s.geomean.method.startswith(TOO_FEW):
+                what.append(f"{display(name)}'s speedup geometric mean against the {s.label} ({tasks(s.n_tasks)})")
+            if any(e.method.startswith(TOO_FEW) for e in s.fast_p.values()):
+                what.append(f"{display(name)}'s fast_p against the {s.label} ({tasks(s.fast_p_tasks)})")
+    if not what:
+        return []
+    return [f"Small suite, per method (design invariant 12): {'; '.join(what)} rest on fewer than "
+            f"{INTERVAL_MIN_TASKS} tasks, so tables, summary.json and figures give each such figure as its value "
+            "with the tasks it rests on, e.g. 0.67 (2/3 tasks), with no interval (null in summary.json) and no "
+            f"band drawn: {too_few_words()}."]
+
+
 def _notes(a: Analysis) -> list[str]:
     d = a.data
     repeats = max((m.repeats[1] for m in a.methods.values()), default=1)
@@ -115,12 +139,13 @@ def _notes(a: Analysis) -> list[str]:
             "verdicts with a margin of 2 (an exact sign-flip test over n tasks cannot give p below 2 / 2^n: 0.25 "
             "at 3 tasks, 0.5 at 2). They get no verdict and no interval, only the counts of tasks on which each "
             "method was ahead.")
-    if a.n_tasks < 30:
+    notes.extend(_small_suite_figures(a))
+    if INTERVAL_MIN_TASKS <= a.n_tasks < 30:  # below the minimum no comparison has an interval to read
         notes.append(
             f"With {a.n_tasks} tasks (< 30), intervals are rough: in the coverage simulation (scripts/coverage_sim.py, "
             "2,000 suites) at 10 tasks the bootstrap intervals of paired differences covered 0.76-0.90 instead of "
             "0.95 and the t interval 0.90-0.95; read the t interval of comparisons, and prefer more tasks.")
-    if any(m.pooled for m in a.methods.values()):
+    if any(m.pooled and has_interval(m.n_tasks) for m in a.methods.values()):
         notes.append(
             f"With {a.n_tasks} tasks (< {SMALL_SUITE}) and one repeat each, Wilson and Clopper-Pearson (exact) "
             "intervals over the tasks' outcomes are shown beside the bootstrap (each task is one Bernoulli trial). "

@@ -34,6 +34,10 @@ pass@k over runs is computed only from runs their method declared independent
 (`ctx.begin_run(independent=...)`); a method that declares its runs not independent (code
 at temperature 0) gets no curve and a note that says why.
 
+Below the small-suite minimum (results/bands.py INTERVAL_MIN_TASKS; design invariant 12) a curve
+over fewer tasks has no band: its lo and hi are NaN (results.bands.curve_points_only), so tables,
+figures and their CSVs give the means alone.
+
 Budget curves are drawn against three axes: calls, tokens (prompt + completion) and GPU
 evaluations (visible feedback plus runs of a method's own tests), each event placed at the
 spend recorded with it.
@@ -48,6 +52,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from results.bands import curve_points_only
 from results.readers import UNIT_KEY, RunData
 from stats import (
     RATE_BAND,
@@ -157,8 +162,8 @@ def budget_curves(data: RunData, axis: str = "calls", n_resamples: int = 10_000,
             continue
         bands = {}
         for kind in ("submitted", "oracle"):
-            bands[kind] = aggregate_curves(rows["task"].to_numpy(), np.stack(rows[kind].to_list()),
-                                           n_resamples=n_resamples, method=RATE_BAND, seed=seed)
+            bands[kind] = curve_points_only(aggregate_curves(rows["task"].to_numpy(), np.stack(rows[kind].to_list()),
+                                                             n_resamples=n_resamples, method=RATE_BAND, seed=seed))
         out[method] = MethodCurves(method, axis, grid, bands["submitted"], bands["oracle"], len(rows))
     return out
 
@@ -367,7 +372,8 @@ def independent_runs(data: RunData, method: str, n_resamples: int = 10_000, seed
                 "pass@k over runs is not estimable")
     else:
         success = [g["answer_pass"].to_numpy(bool) for _, g in complete.groupby("task", sort=True)]
-        curve = runs_pass_at_k(success, per_run, n_resamples=n_resamples, method=RATE_BAND, seed=seed)
+        curve = curve_points_only(runs_pass_at_k(success, per_run, n_resamples=n_resamples, method=RATE_BAND,
+                                                 seed=seed))
         dropped = int((~runs["complete"]).sum())
         if dropped:
             note = f"{method}: {dropped} run(s) cut off by the budget left out"

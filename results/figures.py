@@ -12,6 +12,10 @@ How they look and are saved is results/figure_style.py's: camera-ready sizes, 30
 TrueType PDF, optional SVG, titles only when the style has them, one look per method, the
 SIMULATED (and PARTIAL RUN) watermark inside every axes (invariant 7), and the plotted
 numbers as `<name>.csv` beside every figure.
+
+Below the small-suite minimum (results/bands.py INTERVAL_MIN_TASKS; design invariant 12) a curve
+over fewer tasks is drawn without its band (the means only; NaN ends in the CSV), and the
+caption, in the figure's `.caption.txt` too, says so and why.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from results.analysis import Analysis
-from results.bands import band_note
+from results.bands import INTERVAL_MIN_TASKS, band_note, has_interval, too_few_words
 from results.curves import MethodRuns
 from results.figure_style import (
     FigureStyle,
@@ -115,8 +119,19 @@ def _subtitle(a: Analysis) -> str:
     d = a.data
     unit = "calls" if d.budget_unit == "calls" else "tokens"
     reps = d.units.groupby(["method", "task"]).size().max()
-    return (f"{a.n_tasks} tasks x up to {reps} repeats, budget {d.budget} {unit} per unit; "
-            f"bands: 95% Wilson (effective n) over tasks")
+    bands = ("bands: 95% Wilson (effective n) over tasks" if has_interval(a.n_tasks)
+             else f"no bands: fewer than {INTERVAL_MIN_TASKS} tasks")
+    return f"{a.n_tasks} tasks x up to {reps} repeats, budget {d.budget} {unit} per unit; {bands}"
+
+
+def _no_band(unbanded: dict[str, int], a: Analysis) -> str:
+    """The caption's sentence for curves drawn without a band (fewer than INTERVAL_MIN_TASKS tasks)
+    in a figure whose other curves have one; "" when every curve has its band or none has (then
+    band_note(a.n_tasks) says it)."""
+    if not unbanded or not has_interval(a.n_tasks):
+        return ""
+    which = ", ".join(f"{display(m)} ({n} task{'s' if n != 1 else ''})" for m, n in unbanded.items())
+    return f" Drawn without a band (points only): {which}; {too_few_words()}."
 
 
 # ---------------------------------------------------------------------------- budget curves
@@ -131,10 +146,12 @@ def budget_figure(a: Analysis, axis: str, out_dir: Path, look: Look | None = Non
     plt = _plt(look)
     curves = a.curves[axis]
     name = f"budget_{axis}"
-    caption = (f"Submitted pass (left) and oracle pass (right) against {axis} spent, mean over tasks with "
-               "pointwise bands over tasks (hatched, outlined); each curve ends (tick) at the most any "
-               "unit of that method spent, and a unit that stopped earlier keeps its last submission. "
-               + band_note(a.n_tasks))
+    banded = has_interval(a.n_tasks)
+    caption = (f"Submitted pass (left) and oracle pass (right) against {axis} spent, mean over tasks"
+               + (" with pointwise bands over tasks (hatched, outlined)" if banded else " (points only: no band)")
+               + "; each curve ends (tick) at the most any unit of that method spent, and a unit that stopped "
+               "earlier keeps its last submission. " + band_note(a.n_tasks))
+    unbanded: dict[str, int] = {}
     fig, axes = plt.subplots(1, 2, figsize=look.style.size("double", 0.38), sharey=True)
     scale = 1000.0 if axis == "tokens" else 1.0
     rows = []
@@ -148,8 +165,12 @@ def budget_figure(a: Analysis, axis: str, out_dir: Path, look: Look | None = Non
             x = c.grid[:n] / scale
             lk = look.of(m)
             (line,) = ax.step(x, curve.mean[:n], where="post", color=lk.color, ls=lk.line, label=display(m))
-            legend.setdefault(display(m), band_handle(line, lk))
-            band(ax, x, curve.lo[:n], curve.hi[:n], lk, step="post")
+            if np.isfinite(curve.lo[:n]).any():  # no band below the small-suite minimum (results.bands)
+                legend.setdefault(display(m), band_handle(line, lk))
+                band(ax, x, curve.lo[:n], curve.hi[:n], lk, step="post")
+            else:
+                legend.setdefault(display(m), line)
+                unbanded[m] = curve.n_tasks
             ax.plot(x[-1:], curve.mean[n - 1:n], marker="|", ms=9, mew=2, color=lk.color)
             rows += [{"panel": kind, "method": m, axis: float(c.grid[i]), "mean": float(curve.mean[i]),
                       "lo": float(curve.lo[i]), "hi": float(curve.hi[i])} for i in range(n)]
@@ -163,7 +184,8 @@ def budget_figure(a: Analysis, axis: str, out_dir: Path, look: Look | None = Non
     text = title(fig, _t(a, f"Budget curves against {axis}") + f"\n{_subtitle(a)}", look.style, suptitle=True)
     fig.tight_layout(rect=(0, 0.1, 1, 1))
     fig.legend(list(legend.values()), list(legend), loc="lower center", ncol=max(1, len(legend)), handlelength=3)
-    return _done(fig, out_dir, name, caption, look, pd.DataFrame(rows), text, _absent(a, set(curves)))
+    return _done(fig, out_dir, name, caption + _no_band(unbanded, a), look, pd.DataFrame(rows), text,
+                 _absent(a, set(curves)))
 
 
 # ---------------------------------------------------------------------------- parallel scaling
@@ -185,9 +207,12 @@ def parallel_figure(a: Analysis, out_dir: Path, look: Look | None = None) -> Fig
     look = look or make_look(a)
     name = "parallel_scaling"
     caption = ("pass@k over independent runs against the calls k runs actually spent (k x the mean calls of a "
-               "complete run), mean over tasks with bands over tasks; hollow markers: the same k charged at the "
+               "complete run), mean over tasks" + (" with bands over tasks" if has_interval(a.n_tasks) else
+                                                   " (points only: no band)")
+               + "; hollow markers: the same k charged at the "
                "method's cap per run where it is higher (a Reflexion trial's call cap). No method is drawn past the "
                "most calls one of its units spent. " + band_note(a.n_tasks))
+    unbanded: dict[str, int] = {}
     usable = {m: r for m, r in a.runs.items() if r.curve is not None and len(r.curve.k) >= 1}
     if not usable:
         return FigureResult(name, caption, skipped="no method has complete independent runs on every task")
@@ -218,7 +243,9 @@ def parallel_figure(a: Analysis, out_dir: Path, look: Look | None = None) -> Fig
         label = f"{display(m)} ({spent:.3g} call{'s' if spent != 1 else ''}/run" + (
             "; temperature 0: runs not independent)" if temp0 else ")")
         ax.plot(x[keep], c.mean[keep], marker=lk.marker, color=lk.color, ls=lk.line, label=label)
-        if keep.sum() >= 2:
+        if not np.isfinite(c.lo[keep]).any():  # no band below the small-suite minimum (results.bands)
+            unbanded[m] = c.n_tasks
+        elif keep.sum() >= 2:
             band(ax, x[keep], c.lo[keep], c.hi[keep], lk)
         else:  # a band needs two points: show the lone interval as an error bar
             ax.errorbar(x[keep], c.mean[keep], yerr=[c.mean[keep] - c.lo[keep], c.hi[keep] - c.mean[keep]],
@@ -241,7 +268,7 @@ def parallel_figure(a: Analysis, out_dir: Path, look: Look | None = None) -> Fig
     sub = f"not drawn: {', '.join(missing)}" if missing else f"{a.n_tasks} tasks"
     text = title(ax, _t(a, "Parallel scaling over independent runs") + f"\n({sub})", look.style)
     fig.tight_layout()
-    return _done(fig, out_dir, name, caption, look, pd.DataFrame(rows), text, left_out)
+    return _done(fig, out_dir, name, caption + _no_band(unbanded, a), look, pd.DataFrame(rows), text, left_out)
 
 
 # ---------------------------------------------------------------------------- speedups
@@ -258,8 +285,11 @@ def fast_p_figure(a: Analysis, out_dir: Path, look: Look | None = None) -> Figur
     look = look or make_look(a)
     name = "fast_p"
     caption = ("fast_p: share of ALL tasks whose submission is correct and more than p times as fast as the expert "
-               "baseline, against p (failures are never fast; flagged timings left out); 95% bootstrap bands over "
-               "tasks; dotted lines at the tabulated p.")
+               "baseline, against p (failures are never fast; flagged timings left out); "
+               + ("95% bootstrap bands over tasks" if has_interval(a.n_tasks) else "points only: no band")
+               + "; dotted lines at the tabulated p."
+               + ("" if has_interval(a.n_tasks) else f" With {a.n_tasks} tasks, {too_few_words()}."))
+    unbanded: dict[str, int] = {}
     if not a.data.has_timings:
         return FigureResult(name, caption, skipped="no timed evaluations (CPU interpreter)")
     plt = _plt(look)
@@ -284,11 +314,17 @@ def fast_p_figure(a: Analysis, out_dir: Path, look: Look | None = None) -> Figur
                                seed=a.seed)
         lk = look.of(m)
         (line,) = ax.plot(ps, cols.value, color=lk.color, ls=lk.line, label=display(m), drawstyle="steps-post")
-        band(ax, ps, cols.lo, cols.hi, lk, step="post")
-        handles.append(band_handle(line, lk))
+        ends = (cols.lo, cols.hi)
+        if has_interval(len(per_task)):
+            band(ax, ps, cols.lo, cols.hi, lk, step="post")
+            handles.append(band_handle(line, lk))
+        else:  # no band below the small-suite minimum (results.bands): the means only
+            ends = (np.full_like(cols.lo, np.nan), np.full_like(cols.hi, np.nan))
+            handles.append(line)
+            unbanded[m] = len(per_task)
         drawn.append(m)
         rows += [{"method": m, "p": float(p), "fast_p": float(v), "lo": float(lo), "hi": float(hi)}
-                 for p, v, lo, hi in zip(ps, cols.value, cols.lo, cols.hi, strict=True)]
+                 for p, v, lo, hi in zip(ps, cols.value, *ends, strict=True)]
     for p in REPORTED_FAST_PS:
         ax.axvline(p, color="grey", ls=":", lw=0.8)
     ax.set_xlabel("speedup threshold p (vs expert Triton baseline)")
@@ -299,7 +335,7 @@ def fast_p_figure(a: Analysis, out_dir: Path, look: Look | None = None) -> Figur
     ax.legend(handles, [display(m) for m in drawn], loc="upper right", handlelength=3)
     text = title(ax, _t(a, "fast_p against the speedup threshold"), look.style)
     fig.tight_layout()
-    return _done(fig, out_dir, name, caption, look, pd.DataFrame(rows), text,
+    return _done(fig, out_dir, name, caption + _no_band(unbanded, a), look, pd.DataFrame(rows), text,
                  _absent(a, drawn, "no unit whose speed is known"))
 
 

@@ -45,6 +45,11 @@ def range_text(lo: float, hi: float, digits: int = 2, scale: float = 1.0, signed
 #: (stats.fixed_suite_ci: "degenerate (no within-task spread: ...)"): the text in parentheses is the reason.
 DEGENERATE_PREFIX = "degenerate ("
 
+#: The method of an Estimate whose interval was withheld below the small-suite minimum (design
+#: invariant 12; results/bands.py point_only), the count of tasks following in parentheses: "too few
+#: tasks for an interval (2/3 tasks)". interval_text prints the value with that count: "0.67 (2/3 tasks)".
+TOO_FEW = "too few tasks for an interval"
+
 
 def interval_text(value: float | None, lo: float | None, hi: float | None, n_tasks: int, digits: int = 2,
                   suffix: str = "", rate: bool = False, reason: str = "") -> str:
@@ -53,10 +58,13 @@ def interval_text(value: float | None, lo: float | None, hi: float | None, n_tas
     its ends apart ("0.9998 [0.9995, 1.0000]"); "n/a" when there is no value. `reason`: the
     Estimate's method; when it names why the interval has zero width ("degenerate (...)"), that
     reason is said instead of guessing from the value (a fixed-suite interval is zero-width when
-    every task's repeats agree, though the tasks differ)."""
+    every task's repeats agree, though the tasks differ). When `reason` says the interval was
+    withheld (TOO_FEW, below the small-suite minimum), the value with the count it names: "0.67 (2/3 tasks)"."""
     if value is None or not math.isfinite(value):
         return "n/a"
     v = f"{value:.{digits}f}{suffix}"
+    if reason.startswith(f"{TOO_FEW} (") and reason.endswith(")"):
+        return f"{v} ({reason[len(TOO_FEW) + 2:-1]})"
     if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
         return f"{v} (no interval)"
     if lo != hi:

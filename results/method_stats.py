@@ -18,6 +18,11 @@ counts failures as not fast. Both against the expert Triton kernel and against P
 eager. A timing flagged for moving clocks or throttling is left out by default (its unit's
 speed is unknown, so it leaves the fast_p denominator too); a sensitivity line gives the
 figures with those timings included.
+
+Below the small-suite minimum (results/bands.py INTERVAL_MIN_TASKS: 7 tasks at alpha 0.05; design
+invariant 12) a figure gets no interval: each Estimate over fewer tasks keeps its value, has NaN
+ends and names its count of tasks in its method (results.bands.point_only), so every table, the
+summary and the figures print "0.67 (2/3 tasks)" and say why.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from results.bands import point_only
 from stats import (
     RATE_BAND,
     Estimate,
@@ -159,19 +165,20 @@ def method_stats(units: pd.DataFrame, n_resamples: int, seed: int, baselines: tu
     sizes = units.groupby("task").size()
     per_task = units.groupby("task")[["submitted_pass", "oracle_pass"]].mean()
     # The band of a rate over tasks chosen by measured coverage (stats.RATE_BAND; results/bands.py).
-    submitted = mean_band(per_task["submitted_pass"].to_numpy(float), method=RATE_BAND, n_resamples=n_resamples,
-                          seed=seed)
-    oracle = mean_band(per_task["oracle_pass"].to_numpy(float), method=RATE_BAND, n_resamples=n_resamples, seed=seed)
+    # Below the small-suite minimum, the value and its count only (results.bands.point_only).
+    sub_scores, orc_scores = per_task["submitted_pass"].to_numpy(float), per_task["oracle_pass"].to_numpy(float)
+    submitted = point_only(mean_band(sub_scores, method=RATE_BAND, n_resamples=n_resamples, seed=seed), sub_scores)
+    oracle = point_only(mean_band(orc_scores, method=RATE_BAND, n_resamples=n_resamples, seed=seed), orc_scores)
     fixed: Estimate | None = None
     comps: VarianceComponents | None = None
     if len(sizes) >= 2 and sizes.max() >= 2:
         groups = _by_task(units, "submitted_pass")
         comps = variance_components(groups)
-        fixed = _clip_rate(fixed_suite_ci(groups))
+        fixed = point_only(_clip_rate(fixed_suite_ci(groups)), sub_scores)
     pooled: dict[str, Estimate] = {}
     if sizes.max() == 1 and len(sizes) < SMALL_SUITE:
         s, n = int(units["submitted_pass"].sum()), len(units)
-        pooled = {"wilson": wilson_ci(s, n), "exact": exact_ci(s, n)}
+        pooled = {"wilson": point_only(wilson_ci(s, n), sub_scores), "exact": point_only(exact_ci(s, n), sub_scores)}
     vis = units["submitted_visible_pass"]
     known = vis.notna()
     fp = (visible_false_positive_rate(vis[known].astype(bool).to_numpy(), units.loc[known, "submitted_pass"].to_numpy(bool))
@@ -217,7 +224,7 @@ def _speedup_figures(units: pd.DataFrame, col: str, include_flagged: bool, n_res
     if len(ok):
         logs = np.log(ok[col].to_numpy(float))
         per_task = np.exp(pd.Series(logs).groupby(ok["task"].to_numpy()).mean()).to_numpy(float)
-        geo = geomean_ci(per_task, n_resamples=n_resamples, method="BCa", seed=seed)
+        geo = point_only(geomean_ci(per_task, n_resamples=n_resamples, method="BCa", seed=seed))
     else:
         per_task, geo = np.array([]), NO_VALUE
     kn = units[known]
@@ -226,8 +233,8 @@ def _speedup_figures(units: pd.DataFrame, col: str, include_flagged: bool, n_res
     for p in REPORTED_FAST_PS:
         scores = [fast_p(g["submitted_pass"].to_numpy(bool), g[col].where(g["submitted_pass"]).to_numpy(float), p)
                   for _, g in kn.groupby("task")]
-        fast[p] = (mean_ci(np.asarray(scores, float), n_resamples=n_resamples, method="BCa", seed=seed)
-                   if scores else NO_VALUE)
+        fast[p] = (point_only(mean_ci(np.asarray(scores, float), n_resamples=n_resamples, method="BCa", seed=seed),
+                              scores) if scores else NO_VALUE)
     return geo, len(per_task), len(ok), fast, tasks, int((correct & ~usable).sum())
 
 

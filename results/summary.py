@@ -23,6 +23,14 @@ interpreter could not run: not passes, and counted apart from the method's failu
 (budget, implementation temperature, GPU-evaluation cap per unit) and what it did not. The
 per-method entry is built in one place (`method_entry`), so
 fields added later land beside these.
+
+Below the small-suite minimum (design invariant 12; `interval_min_tasks`, 7 tasks at alpha 0.05,
+results/bands.py) no per-method figure has an interval: its `*_ci` field is null (as are
+`ci_method` and `ci_coverage`), `no_interval_reason` says which fields and why (null when every
+interval is given), and `submitted_pass_count` / `oracle_pass_count` give the tasks the value
+rests on ("2/3 tasks" when every per-task score is 0 or 1, else "3 tasks"; null where the
+interval is given); each entry of
+`speedups` has its own `no_interval_reason` (its geometric mean and fast_p rest on their own tasks).
 """
 
 from __future__ import annotations
@@ -33,8 +41,15 @@ from typing import Any
 
 from modelio.ledger import matched_eval_cap
 from results.analysis import Headline, headline
-from results.bands import band_label, coverage_words
-from results.labels import SIMULATED_BANNER, interval_text
+from results.bands import (
+    INTERVAL_MIN_TASKS,
+    band_label,
+    count_words,
+    coverage_words,
+    has_interval,
+    too_few_words,
+)
+from results.labels import SIMULATED_BANNER, TOO_FEW, interval_text
 from results.method_stats import MethodStats, SpeedupStats
 from results.readers import RunData, load_run
 from results.verdicts import Comparison
@@ -52,9 +67,28 @@ def _num(x: float | None) -> float | None:
 
 
 def _ci(e: Estimate | None) -> list[float] | None:
-    if e is None or not math.isfinite(e.value):
+    """[lo, hi]; null when there is no value or no interval (withheld below the small-suite minimum)."""
+    if e is None or not all(math.isfinite(x) for x in (e.value, e.lo, e.hi)):
         return None
     return [float(e.lo), float(e.hi)]
+
+
+def _count(e: Estimate) -> str | None:
+    """The tasks a point value without an interval rests on, as its cells print them: "2/3 tasks"
+    (results.bands.count_words); None when it has its interval."""
+    if e.method.startswith(f"{TOO_FEW} (") and e.method.endswith(")"):
+        return e.method[len(TOO_FEW) + 2:-1]
+    return None
+
+
+def _no_interval(withheld: list[tuple[str, Estimate | None]]) -> str | None:
+    """Which interval fields are null because their figure rests on too few tasks, and why; None
+    when every interval is given."""
+    off = [(name, e) for name, e in withheld if e is not None and e.method.startswith(TOO_FEW)]
+    if not off:
+        return None
+    fields = "; ".join(f"{name} over {count_words(None, e.n)}" for name, e in off)
+    return f"null interval fields ({fields}): {too_few_words()}"
 
 
 def _p_key(p: float) -> str:
@@ -62,6 +96,7 @@ def _p_key(p: float) -> str:
 
 
 def speedup_entry(s: SpeedupStats) -> dict[str, Any]:
+    fast = next(iter(s.fast_p.values()), None)  # every fast_p rests on the same fast_p_tasks
     return {
         "geomean": _num(s.geomean.value), "geomean_ci": _ci(s.geomean), "tasks": s.n_tasks, "units": s.n_units,
         "fast_p": {_p_key(p): _num(e.value) for p, e in s.fast_p.items()},
@@ -69,12 +104,14 @@ def speedup_entry(s: SpeedupStats) -> dict[str, Any]:
         "fast_p_tasks": s.fast_p_tasks, "excluded_units": s.excluded_units, "flagged_units": s.flagged_units,
         "with_flagged": None if s.with_flagged is None else {"geomean": _num(s.with_flagged[0]),
                                                               "fast_1": _num(s.with_flagged[1])},
+        "no_interval_reason": _no_interval([("geomean_ci", s.geomean), ("fast_p_ci", fast)]),
     }
 
 
 def method_entry(m: MethodStats) -> dict[str, Any]:
     """One method's summary.json entry (see the module docstring for the stable fields)."""
     expert = m.speedups.get("expert")
+    banded = has_interval(m.n_tasks)
     return {
         "calls_used": m.calls,
         "tokens_used": m.tokens,
@@ -83,8 +120,14 @@ def method_entry(m: MethodStats) -> dict[str, Any]:
         "oracle_pass": float(m.oracle.value),
         "submitted_pass_ci": _ci(m.submitted),
         "oracle_pass_ci": _ci(m.oracle),
-        "ci_method": f"{band_label()} over {m.n_tasks} tasks ({m.submitted.method})",
-        "ci_coverage": coverage_words(m.n_tasks),
+        "ci_method": f"{band_label()} over {m.n_tasks} tasks ({m.submitted.method})" if banded else None,
+        "ci_coverage": coverage_words(m.n_tasks) if banded else None,
+        "interval_min_tasks": INTERVAL_MIN_TASKS,
+        "no_interval_reason": _no_interval([("submitted_pass_ci", m.submitted), ("oracle_pass_ci", m.oracle),
+                                            ("submitted_pass_fixed_suite_ci", m.submitted_fixed),
+                                            ("speedup_geomean_ci", expert.geomean if expert else None)]),
+        "submitted_pass_count": _count(m.submitted),
+        "oracle_pass_count": _count(m.oracle),
         "submitted_pass_fixed_suite_ci": _ci(m.submitted_fixed),
         "icc": _num(m.variance.icc) if m.variance else None,
         "visible_false_positive_rate": _num(m.visible_fp_rate),
@@ -196,7 +239,10 @@ def format_table(summary: dict[str, Any], interpreter: bool) -> str:
             continue
         n_tasks = len(m["calls_used"])
         ci = m["submitted_pass_ci"] or [None, None]
-        sub = interval_text(m["submitted_pass"], ci[0], ci[1], n_tasks, digits=3, rate=True)
+        # Below the small-suite minimum the value and its count only: "0.667 (2/3 tasks)" (design invariant 12)
+        count = m.get("submitted_pass_count")
+        reason = f"{TOO_FEW} ({count})" if count and m["submitted_pass_ci"] is None else ""
+        sub = interval_text(m["submitted_pass"], ci[0], ci[1], n_tasks, digits=3, rate=True, reason=reason)
         calls = sum(m["calls_used"].values())
         tokens = sum(m["tokens_used"].values())
         evals = sum(m.get("gpu_evals", {}).values())
@@ -220,6 +266,11 @@ def format_table(summary: dict[str, Any], interpreter: bool) -> str:
         name, sub, oracle, calls_s, tokens_s, evals_s, errors, speed = r
         lines.append(f"{name:<12} {sub:<{width}} {oracle:>7} {calls_s:>7} {tokens_s:>9} {evals_s:>9} "
                      f"{errors:>14}  {speed:<24}")
+    fewest = min((len(m["calls_used"]) for m in summary["methods"].values() if m["submitted_pass"] is not None),
+                 default=INTERVAL_MIN_TASKS)
+    if fewest < INTERVAL_MIN_TASKS:
+        lines.append(f"A pass rate given with its count of tasks, e.g. 0.667 (2/3 tasks), has no interval: "
+                     f"{too_few_words()}.")
     lines.append("submitted: the method's own pick passes the hidden tests; oracle: any candidate it generated does. "
                  "speedup: geometric mean over correct submissions vs the expert Triton kernel (failures are not "
                  "counted as 1x; `report` gives fast_p, which counts them). errored/failed: units that ended on a "

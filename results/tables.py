@@ -23,9 +23,9 @@ import numpy as np
 import pandas as pd
 
 from results.analysis import Analysis, Headline
-from results.bands import band_note
+from results.bands import band_note, point_only, too_few_words
 from results.curves import checkpoints, spend_at, unit_curves
-from results.labels import SIMULATED_BANNER, interval_text, range_text
+from results.labels import SIMULATED_BANNER, TOO_FEW, interval_text, range_text
 from results.latency import summarise
 from results.method_stats import MethodStats, method_stats, timed_baselines
 from results.phases import PHASE_COLUMNS, phase_seconds, phase_seconds_by_kind
@@ -73,13 +73,29 @@ def _put(num: dict, txt: dict, label: str, key: str, e: Estimate | None, digits:
 
 
 def _band(scores: np.ndarray, a: Analysis) -> Estimate:
-    """A rate's band over tasks (stats.RATE_BAND, chosen by measured coverage; results/bands.py)."""
-    return mean_band(scores, method=RATE_BAND, n_resamples=a.n_resamples, seed=a.seed)
+    """A rate's band over tasks (stats.RATE_BAND, chosen by measured coverage; results/bands.py), or
+    below the small-suite minimum its value and count only (results.bands.point_only)."""
+    return point_only(mean_band(scores, method=RATE_BAND, n_resamples=a.n_resamples, seed=a.seed), scores)
+
+
+def _withheld(rows: list[tuple[dict, dict]]) -> bool:
+    """Whether a row holds a figure whose interval was withheld (a value with NaN ends: point_only)."""
+    for num, _ in rows:
+        for key, v in num.items():
+            lo = num.get(f"{key}_lo")
+            if lo is not None and isinstance(v, (int, float)) and math.isfinite(v) and not math.isfinite(lo):
+                return True
+    return False
 
 
 def _table(name: str, title: str, rows: list[tuple[dict, dict]], a: Headline, notes: list[str] | None = None) -> Table:
+    notes = list(notes or [])
+    why = too_few_words()
+    if _withheld(rows) and not any(why in n for n in notes):  # design invariant 12: the reason, where the cell is
+        notes.append(f"A figure given as its value with a count of tasks, e.g. 0.67 (2/3 tasks), has no interval: "
+                     f"{why}.")
     return Table(name, title, pd.DataFrame([r[0] for r in rows]), pd.DataFrame([r[1] for r in rows]),
-                 notes or [], a.data.simulated)
+                 notes, a.data.simulated)
 
 
 def _budget_cols(num: dict, txt: dict, m: MethodStats) -> None:
@@ -104,7 +120,8 @@ def _speedup_cells(num: dict, txt: dict, m: MethodStats, timed: bool) -> None:
         return
     _put(num, txt, "speedup (correct only)", "speedup_correct", s.geomean if s.n_tasks else None, suffix="x")
     num["speedup_tasks"] = s.n_tasks
-    txt["speedup (correct only)"] += f", {s.n_tasks} task" + ("s" if s.n_tasks != 1 else "")
+    if not s.geomean.method.startswith(TOO_FEW):  # a withheld interval's cell already names its tasks
+        txt["speedup (correct only)"] += f", {s.n_tasks} task" + ("s" if s.n_tasks != 1 else "")
 
 
 def _method_units(a: Headline) -> list[tuple[str, pd.DataFrame]]:
@@ -197,7 +214,8 @@ def parallel_table(a: Analysis) -> Table:
         min_runs = int(complete.groupby("task").size().min())
         for k in _ks(int(c.k[-1])):
             j = k - 1
-            est = Estimate(float(c.mean[j]), float(c.lo[j]), float(c.hi[j]), c.method, c.n_tasks)
+            est = point_only(Estimate(float(c.mean[j]), float(c.lo[j]), float(c.hi[j]), c.method, c.n_tasks),
+                             c.per_task[:, j])
             num = {"method": m, "k": k, "runs_derived_as": r.derivation, "min_runs_per_task": min_runs,
                    "calls": float(c.cost[j]), "tokens": k * r.tokens_per_run, "gpu_evals": k * r.evals_per_run}
             txt = {"method": display(m), "k": str(k)}

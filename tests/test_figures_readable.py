@@ -18,8 +18,9 @@ import pytest
 
 import results.figures as figures_module
 from results.analysis import analyse
+from results.bands import INTERVAL_MIN_TASKS
 from results.figure_outcomes import share_colour
-from results.figure_style import FigureStyle, log_ticks, method_looks
+from results.figure_style import FigureStyle, log_ticks
 from results.readers import load_run
 from results.verdicts import display
 from tests.helpers import ROOT
@@ -106,20 +107,16 @@ def test_the_watermark_is_above_everything_in_every_axes_of_every_style(drawn: d
 
 
 def test_bands_are_outlined_in_their_methods_colour_and_legends_show_them(drawn: dict[str, Any]) -> None:
-    from matplotlib.colors import to_rgba
-
+    """The shipped run has 3 tasks, below the small-suite minimum (design invariant 12): its curves
+    are drawn without bands, and each method is in the legend once. Outlines in each method's colour
+    where there are bands: tests/test_small_suite_figures.py, on 10 tasks."""
     a = drawn["analysis"]
-    looks = method_looks(a.data.methods)
-    colours = {m: list(to_rgba(lk.color)) for m, lk in looks.items()}
-    for key in ("paper/budget_calls", "default/budget_tokens", "paper/budget_evaluations"):
+    assert a.n_tasks < INTERVAL_MIN_TASKS
+    for key in ("paper/budget_calls", "default/budget_tokens", "paper/budget_evaluations", "paper/fast_p"):
         fig = drawn["seen"][key]
-        for ax in fig["axes"]:
-            outlined = [c for c, width in ax["outlines"] if width >= 1.0]
-            assert sorted(map(tuple, outlined)) == sorted(tuple(colours[m]) for m in a.curves["calls"]), key
-        assert fig["legends"] == [[display(m) for m in a.data.methods]], key  # each method once
-    fast = drawn["seen"]["paper/fast_p"]
-    (ax,) = fast["axes"]
-    assert ax["outlines"] and all(width >= 1.0 for _, width in ax["outlines"])
+        assert all(not ax["outlines"] for ax in fig["axes"]), key
+        if key != "paper/fast_p":
+            assert fig["legends"] == [[display(m) for m in a.data.methods]], key  # each method once
 
 
 def test_the_outcome_heatmap_is_shaded_by_the_share_of_repeats_passed(drawn: dict[str, Any]) -> None:

@@ -20,6 +20,7 @@ from results.curves import budget_curves, independent_runs, spend_at, unit_curve
 from results.readers import RunError, load_run, load_runs
 from results.tables import build_tables, to_csv, to_latex, to_markdown, write_tables
 from results.verdicts import paired_comparisons, verdict_sentence
+from stats import exact_ci, fixed_suite_ci, wilson_ci
 from tests.fixtures.synthetic_run import SPEC, TASKS, Cand, UnitSpec, make_synthetic_run, write_run
 from tests.helpers import run_cli
 
@@ -75,7 +76,8 @@ def test_budget_curves_by_hand(run_dir: Path, method: str, submitted: list, orac
     assert c.grid.tolist() == [0, 1, 2, 3, 4]
     np.testing.assert_allclose(c.submitted.mean, submitted)
     np.testing.assert_allclose(c.oracle.mean, oracle)
-    assert np.all(c.submitted.lo <= c.submitted.mean + 1e-12) and np.all(c.submitted.mean <= c.submitted.hi + 1e-12)
+    # 4 tasks, below the small-suite minimum (design invariant 12): the means without a band
+    assert np.isnan(c.submitted.lo).all() and np.isnan(c.oracle.hi).all()
     # against tokens (100 per call): an event counts at x iff its tokens <= x
     t = budget_curves(d, "tokens", n_resamples=RES)[method]
     grid = t.grid.tolist()
@@ -145,17 +147,20 @@ def test_accuracy_table_by_hand(tables) -> None:
     assert r["speedup_correct"] == pytest.approx(1.32 ** 0.5) and r["speedup_tasks"] == 2
     assert not any("speedup_all" in c for c in t.numeric.columns)  # no figure counts a failure as 1x
     text = t.text.set_index("method")
-    assert text.loc["GEAK", "speedup (correct only)"] == "1.20x (1 task; no interval), 1 task"
+    assert text.loc["GEAK", "speedup (correct only)"] == "1.20x (1 task)"  # a value and its count, no interval
     assert d["visible_fp_rate"] == pytest.approx(0.25) and g["visible_fp_rate"] == pytest.approx(1 / 3)
     assert (d["calls"], d["tokens"], d["gpu_evals"], g["gpu_evals"]) == (4, 400, 4, 2)
-    # Wilson score interval for 3 of 4, by its formula
+    # 4 tasks, below the small-suite minimum (design invariant 12): 3 of 4 with no interval, and why
+    assert text.loc["direct prompting", "submitted pass wilson (tasks as trials)"] == "0.75 (3/4 tasks)"
+    assert math.isnan(d["submitted_pass_wilson_lo"]) and math.isnan(d["submitted_pass_exact_hi"])
+    assert any("no interval is given over fewer than 7 tasks" in n for n in t.notes)
+    # the Wilson score interval for 3 of 4 it would be, by its formula
     z = sps.norm.ppf(0.975)
     p, n = 0.75, 4
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    assert d["submitted_pass_wilson_lo"] == pytest.approx(centre - half)
-    assert d["submitted_pass_wilson_hi"] == pytest.approx(centre + half)
-    assert d["submitted_pass_exact_lo"] == pytest.approx(sps.beta.ppf(0.025, 3, 2))
+    assert (wilson_ci(3, 4).lo, wilson_ci(3, 4).hi) == (pytest.approx(centre - half), pytest.approx(centre + half))
+    assert exact_ci(3, 4).lo == pytest.approx(sps.beta.ppf(0.025, 3, 2))
 
 
 def test_speedup_fast_p_false_positive_and_latency_tables(tables) -> None:
@@ -521,8 +526,12 @@ def test_fixed_suite_interval_and_variance_with_repeats(tmp_path: Path) -> None:
     m = method_stats(units, 500, 0, ())
     assert m.submitted.value == 0.5 and m.repeats == (2, 2) and not m.pooled  # repeats: no Wilson/exact
     assert m.variance is not None and m.variance.between == 0.0 and m.variance.within == pytest.approx(0.5)
-    assert m.submitted_fixed is not None and (m.submitted_fixed.lo, m.submitted_fixed.hi) == (0.0, 1.0)
-    assert m.submitted_fixed.method.endswith("(clipped to [0, 1])")
+    # two tasks are below the small-suite minimum (design invariant 12): the value, no interval
+    assert m.submitted_fixed is not None and m.submitted_fixed.value == 0.5 and math.isnan(m.submitted_fixed.lo)
+    from results.method_stats import _by_task, _clip_rate
+
+    fixed = _clip_rate(fixed_suite_ci(_by_task(units, "submitted_pass")))
+    assert (fixed.lo, fixed.hi) == (0.0, 1.0) and fixed.method.endswith("(clipped to [0, 1])")
 
 
 # ---------------------------------------------------------------------------- issue 13: resources, independence, failures
