@@ -45,7 +45,15 @@ from judge.candidate.allocations import (  # noqa: F401 - re-exported: the judge
     poisoned_allocations,
 )
 from judge.candidate.bit_equality import same_bits, tensor_bytes, unchanged
-from judge.candidate.launches import PARTLY_STORED, UNRECORDED, UNRECORDED_WHY, add_inputs, alias_text
+from judge.candidate.kernel_trace import TraceFindings, judged_findings
+from judge.candidate.launches import (
+    ALLOWED_OPS,
+    PARTLY_STORED,
+    UNRECORDED,
+    UNRECORDED_WHY,
+    add_inputs,
+    alias_text,
+)
 from judge.candidate.loading import (  # noqa: F401 - re-exported: the judge's callers name them here
     CandidateLoadError,
     classify_exception,
@@ -362,6 +370,7 @@ class CallReport:
     modified: list[int] = field(default_factory=list)  # inputs the call changed (numbered among tensors)
     inputs_after: tuple = ()  # the arguments after the call: output arguments as written, the rest as given
     output: Any = None  # as it was when the call returned
+    trace: TraceFindings | None = None  # on a GPU, what the device's trace showed (judge/candidate/kernel_trace.py)
 
     @classmethod
     def from_reply(cls, reply: dict[str, Any], inputs_after: tuple = (), output: Any = None) -> CallReport:
@@ -375,7 +384,8 @@ class CallReport:
                    traceback=capped_traceback(reply.get("traceback")), launched=int(reply.get("launched") or 0),
                    fallback={str(k)[:80]: int(v) for k, v in fallback.items() if isinstance(v, int)},
                    unwritten=strings(reply.get("unwritten")), aliased=strings(reply.get("aliased")),
-                   modified=_ints(reply.get("modified")), inputs_after=inputs_after, output=output)
+                   modified=_ints(reply.get("modified")), inputs_after=inputs_after, output=output,
+                   trace=TraceFindings.from_wire(reply["trace"]) if reply.get("trace") is not None else None)
 
 
 def _ints(v: Any) -> list[int]:
@@ -745,6 +755,11 @@ def _judge_call(task: Task, r: _Ran, report: CallReport, outputs: OutputArgs, de
         why = f" ({UNRECORDED_WHY})" if UNRECORDED in fallback else ""
         return fail("torch_fallback", f"the entry point computed with PyTorch outside Triton kernels: {ops}{why}",
                     a_err, r_err)
+    if report.trace is not None:
+        allowed = ALLOWED_OPS | set(task.allowed_torch_ops) | reference_ops(task)
+        traced_why = judged_findings(report.trace, frozenset(allowed))
+        if traced_why:
+            return fail("torch_fallback", traced_why, a_err, r_err)
     unwritten = [] if reference_finishes_in_torch(task) else report.unwritten
     # An output where the task's reference returns its input (layer_norm_fwd's residual when
     # there is none) is that input, not a kernel's product, when the candidate's is too.

@@ -100,6 +100,7 @@ class CandidateProcess:
         self.source_cache: Path | None = None  # the source's shared cache, filled from `cache` at close
         self.contained = ""
         self.ready = False
+        self.trace_problem = ""  # on a GPU: why the device's trace of calls is not had (judge/candidate/kernel_trace.py)
         self.device_started = False  # told to make its device context (`start_device`)
         self.deadline = float("inf")
         self.stopped_allowance = 0.0  # how much longer the judge's own work may still stop the clock
@@ -123,6 +124,7 @@ class CandidateProcess:
             if header.get("ready") is not True:
                 why = str(header.get("error") or "")[:500]
                 raise wire.WireError(why or "the candidate process did not say it was ready")
+            self.trace_problem = str(header.get("trace_problem") or "")[:300]
             self.ready = True
 
     def start_clock(self, seconds: float) -> None:

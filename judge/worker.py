@@ -318,6 +318,9 @@ class Worker:
                     raise RuntimeError(proc.start_error or "its GPU context was not made in time")
             else:
                 proc.wait_ready(60.0)
+            if getattr(proc, "trace_problem", ""):
+                # judged without the device's trace: the launch and dispatch records alone
+                print(f"judge worker: warning: {proc.trace_problem}; calls are judged without it", file=sys.stderr)
         except Exception as exc:  # noqa: BLE001 - any failure here stops the worker, said in one line
             why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             print(f"judge worker: a candidate process could not start: {why}", file=sys.stderr)

@@ -120,6 +120,13 @@ CORPUS: tuple[Hostile, ...] = (
                                                                else ("torch_fallback", "unrecorded_memory")),
             case_set="visible"),
     Hostile("custom_op_named_clone.py", "vector_add", "torch_fallback", "kmc_hostile::clone", case_set="visible"),
+    # What the GPU actually ran (its activity trace) against the launch record: a CuPy kernel
+    # computing the sum beside a token Triton launch, and a CUDA graph replaying the candidate's
+    # own kernel outside the recorder.
+    Hostile("cupy_kernel_beside_token_launch.py", "vector_add", "torch_fallback", "kmc_hostile_add",
+            case_set="visible", gpu_only=True),
+    Hostile("graph_replays_unrecorded_kernel.py", "vector_add", "torch_fallback", "the GPU", case_set="visible",
+            gpu_only=True),
     # Its correct control: memory filled through numpy at import, and a buffer kernels rewrite across calls.
     Hostile("numpy_table_at_import.py", "vector_add", "correct"),
     # Tampering with the judge from inside the candidate's process: none of it is there.

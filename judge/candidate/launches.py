@@ -97,6 +97,7 @@ class CallRecord:
     """Everything recorded during one call of the entry point."""
 
     launches: int = 0
+    kernels: dict[str, int] = field(default_factory=dict)  # launches by compiled kernel name (judge/candidate/kernel_trace.py)
     ops: list[str] = field(default_factory=list)
     fallback: dict[str, int] = field(default_factory=dict)
     derived: dict[tuple[str, int], _Derived] = field(default_factory=dict)
@@ -185,7 +186,10 @@ def install_launch_recorder() -> None:
             before = len(rec.stored) if rec is not None else 0
             _S.in_launch += 1
             try:
-                return __original(self, *args, **kwargs)
+                kernel = __original(self, *args, **kwargs)
+                if rec is not None and _S.in_launch == 1 and not kwargs.get("warmup"):
+                    _count_kernel(rec, kernel)
+                return kernel
             finally:
                 try:  # still inside the launch: the recorder's own snapshots are not recorded operations
                     if rec is not None and _S.in_launch == 1:
@@ -195,6 +199,14 @@ def install_launch_recorder() -> None:
 
         cls.run = run
     _install_store_recorder()
+
+
+def _count_kernel(rec: CallRecord, kernel: Any) -> None:
+    """One launch of `kernel` (what Triton's `run` returned: the compiled kernel, whose name
+    is the one the device's trace shows), counted by name for the trace's check."""
+    name = getattr(kernel, "name", None)
+    if isinstance(name, str):
+        rec.kernels[name] = rec.kernels.get(name, 0) + 1
 
 
 def _install_store_recorder() -> None:

@@ -41,6 +41,7 @@ from judge.candidate.bit_equality import (
     tensor_bytes,
     unchanged,
 )
+from judge.candidate.kernel_trace import CallTracer
 from judge.candidate.loading import (
     CandidateLoadError,
     classify_exception,
@@ -68,6 +69,7 @@ class CandidateServer:
         self.held = HeldOutputs()
         self.kept: list[Any] = []  # spacers of judge/candidate/reruns.py, alive for the process's life
         self.timer: Any = None
+        self.tracer: CallTracer | None = None  # on a GPU: the device's trace of each judged call
         self.path: Path | None = None  # the candidate's file, whose frames its tracebacks show
         self.spent: dict[str, float] = {}  # seconds per step of this process's work, sent with `collect`
         self.call_steps: dict[str, list[float]] = {}  # each call's seconds per `call:` step (`steady_and_slow`)
@@ -92,11 +94,13 @@ class CandidateServer:
             try:
                 torch.cuda.init()
                 torch.empty(1, device=self.device)
+                self.tracer = CallTracer()
+                self.tracer.prepare()  # CUPTI warmed before any candidate code runs
             except Exception as exc:  # noqa: BLE001 - said to the judge, which stops with this line
                 where = f" inside its sandbox ({self.plan.sandbox[:80]})" if getattr(self.plan, "sandbox", "") else ""
                 self.link.send({"ready": False, "error": f"the GPU could not be used{where}: {format_exception(exc)}"})
                 return False
-        self.link.send({"ready": True, "pid": os.getpid()})
+        self.link.send({"ready": True, "pid": os.getpid(), "trace_problem": self.tracer.problem if self.tracer else ""})
         return True
 
     def serve(self) -> None:
@@ -182,7 +186,7 @@ class CandidateServer:
         started = self._spend("call:decode", started)
         report, out = run_call(self.entry, args, self.device, self.interpreter,
                                seed=int(seed) if seed is not None else None, written=written, source_path=self.path,
-                               guard=self.guard)
+                               guard=self.guard, tracer=self.tracer)
         started = self._spend("call:run_and_record", started)
         if not report["ok"]:
             return report, []
@@ -378,22 +382,28 @@ def held_output(out: Any, args: tuple, written: tuple[int, ...]) -> Any:
 
 def run_call(entry: Any, args: tuple, device: str, interpreter: bool, seed: int | None = None,
              written: tuple[int, ...] = (), source_path: Path | None = None,
-             guard: bool = True) -> tuple[dict[str, Any], Any]:
+             guard: bool = True, tracer: CallTracer | None = None) -> tuple[dict[str, Any], Any]:
     """One call of the entry point, recorded: (report, output). Shared with the in-process
     runner (judge/oracle.py LocalRunner), so both judge a candidate the same way. `seed`:
     torch's generators seeded first (an entry point that draws random numbers, seeded as the
     reference is); `written`: the output arguments it writes into (judge/oracle.py);
     `source_path`: the candidate's file, whose frames a failure's traceback shows
-    (judge/candidate/tracebacks.py; None: no traceback)."""
+    (judge/candidate/tracebacks.py; None: no traceback); `tracer`: on a GPU, the device's trace
+    of the call, checked against the launch record (judge/candidate/kernel_trace.py)."""
     launched = 0
     try:
         if seed is not None:
             torch.manual_seed(seed)
         with launches.recording(args) as rec:
-            with poisoned_allocations(guard):
-                out = entry(*args)
-            if device != "cpu":
-                torch.cuda.synchronize()
+            traced = tracer is not None and tracer.start()
+            try:
+                with poisoned_allocations(guard):
+                    out = entry(*args)
+                if device != "cpu":
+                    torch.cuda.synchronize()
+            finally:
+                # stopped also when the call raised (the next call starts a trace of its own)
+                found = tracer.stop(dict(rec.kernels)) if traced and tracer is not None else None
             launched = rec.launches
         overrun = overruns()
         if overrun:
@@ -406,7 +416,8 @@ def run_call(entry: Any, args: tuple, device: str, interpreter: bool, seed: int 
     return {"ok": True, "launched": rec.launches, "fallback": dict(rec.fallback),
             "unwritten": launches.unwritten_outputs(out, rec, interpreter, exempt=_storages(args, written))
             + launches.unreceived_outputs(args, written, rec),
-            "aliased": launches.aliased_inputs(out, args, written)}, out
+            "aliased": launches.aliased_inputs(out, args, written),
+            "trace": found.to_wire() if found is not None else None}, out
 
 
 def _storages(args: tuple, indices: tuple[int, ...]) -> set[tuple[str, int]]:
