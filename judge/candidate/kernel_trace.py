@@ -61,12 +61,15 @@ class TraceFindings:
         return cls(foreign, miscounted)
 
 
-def findings(traced: list[TracedKernel], launched: dict[str, int]) -> TraceFindings:
+def findings(traced: list[TracedKernel], launched: dict[str, int], sure: dict[str, int] | None = None) -> TraceFindings:
     """Compare the kernels a call's trace holds with the launches its record counted by kernel
-    name. Pure: events in, findings out."""
+    name: `launched`, every launch (the most each kernel may run); `sure`, those that must have
+    run (a grid given and not empty; all of `launched` when None). Pure: events in, findings out."""
+    sure = launched if sure is None else sure
     own = collections.Counter(k.name for k in traced if k.name in launched)
     foreign = tuple(dict.fromkeys((k.name, k.op) for k in traced if k.name not in launched))
-    miscounted = tuple((name, n, own.get(name, 0)) for name, n in sorted(launched.items()) if own.get(name, 0) != n)
+    miscounted = tuple((name, n, own.get(name, 0)) for name, n in sorted(launched.items())
+                       if own.get(name, 0) > n or own.get(name, 0) < sure.get(name, 0))
     return TraceFindings(foreign, miscounted)
 
 
@@ -170,6 +173,6 @@ class CallTracer:
         self.kineto.start()
         return True
 
-    def stop(self, launched: dict[str, int]) -> TraceFindings:
+    def stop(self, launched: dict[str, int], sure: dict[str, int]) -> TraceFindings:
         assert self.kineto is not None
-        return findings(self.kineto.stop(), launched)
+        return findings(self.kineto.stop(), launched, sure)

@@ -98,6 +98,7 @@ class CallRecord:
 
     launches: int = 0
     kernels: dict[str, int] = field(default_factory=dict)  # launches by compiled kernel name (judge/candidate/kernel_trace.py)
+    kernels_sure: dict[str, int] = field(default_factory=dict)  # those of them whose grid was given and not empty
     ops: list[str] = field(default_factory=list)
     fallback: dict[str, int] = field(default_factory=dict)
     derived: dict[tuple[str, int], _Derived] = field(default_factory=dict)
@@ -188,7 +189,7 @@ def install_launch_recorder() -> None:
             try:
                 kernel = __original(self, *args, **kwargs)
                 if rec is not None and _S.in_launch == 1 and not kwargs.get("warmup"):
-                    _count_kernel(rec, kernel)
+                    _count_kernel(rec, kernel, kwargs.get("grid"))
                 return kernel
             finally:
                 try:  # still inside the launch: the recorder's own snapshots are not recorded operations
@@ -201,12 +202,18 @@ def install_launch_recorder() -> None:
     _install_store_recorder()
 
 
-def _count_kernel(rec: CallRecord, kernel: Any) -> None:
+def _count_kernel(rec: CallRecord, kernel: Any, grid: Any) -> None:
     """One launch of `kernel` (what Triton's `run` returned: the compiled kernel, whose name
-    is the one the device's trace shows), counted by name for the trace's check."""
+    is the one the device's trace shows), counted by name for the trace's check. A launch over
+    an empty grid runs nothing (Triton's launcher skips it), and a grid given as a function is
+    only known inside Triton: such launches count towards the most the trace may show, not
+    towards what it must."""
     name = getattr(kernel, "name", None)
-    if isinstance(name, str):
-        rec.kernels[name] = rec.kernels.get(name, 0) + 1
+    if not isinstance(name, str):
+        return
+    rec.kernels[name] = rec.kernels.get(name, 0) + 1
+    if isinstance(grid, (tuple, list)) and grid and all(isinstance(g, int) and g > 0 for g in grid):
+        rec.kernels_sure[name] = rec.kernels_sure.get(name, 0) + 1
 
 
 def _install_store_recorder() -> None:

@@ -403,7 +403,7 @@ def run_call(entry: Any, args: tuple, device: str, interpreter: bool, seed: int 
                     torch.cuda.synchronize()
             finally:
                 # stopped also when the call raised (the next call starts a trace of its own)
-                found = tracer.stop(dict(rec.kernels)) if traced and tracer is not None else None
+                found = tracer.stop(dict(rec.kernels), dict(rec.kernels_sure)) if traced and tracer is not None else None
             launched = rec.launches
         overrun = overruns()
         if overrun:
