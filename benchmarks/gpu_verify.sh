@@ -7,9 +7,9 @@
 # by `timeout`, every log kept under $OUT (default /tmp/kmc-gpu-out) and a one-line status per
 # step printed last.
 #
-#   bash benchmarks/gpu_verify.sh boundary   # sandbox smoke, sandbox + hostile + judge GPU tests, sandbox cost
+#   bash benchmarks/gpu_verify.sh boundary   # sandbox smoke, device-trace probe, sandbox + hostile + judge GPU tests, sandbox cost
 #   bash benchmarks/gpu_verify.sh runs       # bench check of every expert, the shipped small run re-recorded, the 7-task command
-#   bash benchmarks/gpu_verify.sh strength DATA_DIR   # bench strength on GEAK-eval's TritonBench-revised files
+#   bash benchmarks/gpu_verify.sh strength DATA_DIR [MINUTES]   # bench strength on GEAK-eval's TritonBench-revised files
 #
 # Wheels for packages the image lacks (openai and its needs, tenacity, rank-bm25, pyseccomp) are
 # installed from .whl/ when it exists (see the device tool's README).
@@ -43,10 +43,10 @@ boundary)
     step diagnose 120 python3 -m pytest -q -x -p no:cacheprovider tests/test_sandbox.py -k gpu
     exit 1
   fi
-  step sandbox_tests 240 python3 -m pytest -q -p no:cacheprovider tests/test_sandbox.py tests/test_sandbox_hostile.py \
-    tests/test_sandbox_refusal.py
-  step gpu_tests 330 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_hostile.py tests/test_judge_gpu.py \
-    tests/test_hidden_gaps.py tests/test_candidate_checks.py
+  step trace_probe 90 python3 scripts/gpu_trace_probe.py --json "$OUT/trace-probe.json"
+  # the whole hostile corpus on the GPU (not only its gpu-marked files), the sandbox's own tests
+  step tests 420 python3 -m pytest -q -p no:cacheprovider tests/test_kernel_trace.py tests/test_sandbox.py \
+    tests/test_sandbox_hostile.py tests/test_sandbox_refusal.py tests/test_hostile.py tests/test_judge_gpu.py
   step sandbox_cost 150 python3 benchmarks/bench_sandbox.py --json "$OUT/sandbox-cost.json"
   ;;
 runs)
@@ -54,12 +54,15 @@ runs)
   rm -rf /tmp/kmc-runs
   step small_run 200 python3 cli.py compare --budget 6 --tasks vector_add,softmax,layer_norm --repeats 2 --seed 0 \
     --out /tmp/kmc-runs \
-    && step ship 60 python3 scripts/ship_run.py "$(ls -d /tmp/kmc-runs/*/ | head -n 1)" "$OUT/gpu_run_small"
+    && step ship 60 python3 scripts/ship_run.py "$(ls -d /tmp/kmc-runs/*/ | head -n 1)" /tmp/gpu_run_small \
+    && tar -C /tmp -czf "$OUT/gpu_run_small.tgz" gpu_run_small  # one file: at most 8 come back from a device call
   step seven 200 python3 benchmarks/bench_compare_gpu.py --skip-full --json "$OUT/seven.json"
   ;;
 strength)
-  step strength 560 python3 scripts/strength_suite.py --source "geak-eval:$2" --suite tritonbench --mutants 3 \
-    --minutes 8 --out "$OUT/strength"
+  # chunks of tasks until --minutes, every finished chunk kept; then one tarball
+  step strength 560 python3 scripts/strength_suite.py --source "geak-eval:$2" --suite tritonbench --device auto \
+    --mutants 3 --minutes "${3:-8}" --out /tmp/strength
+  tar -C /tmp -czf "$OUT/strength.tgz" strength
   ;;
 *)
   echo "unknown part: $part (boundary, runs or strength)"; exit 2 ;;
