@@ -9,7 +9,9 @@ names it, with the reason, in the caption file beside it.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +47,81 @@ def test_log_ticks_put_three_or_more_in_any_range(lo: float, hi: float, expected
         log_ticks(0.0, 1.0)
 
 
+def look_at(fig: Any) -> dict[str, Any]:
+    """What a figure shows, as drawn: per axes its watermark, the highest z-order of the rest, the
+    labelled ticks in view on each log axis, its band outlines, y label and patches; every legend's text."""
+    fig.canvas.draw()
+    axes = []
+    for ax in fig.axes:
+        mark = [t for t in ax.texts if t.get_gid() == "watermark"]
+        others = [c for c in ax.get_children() if c is not ax.patch and c not in mark]
+        log = {w: _labelled_ticks(getattr(ax, f"{w}axis"), *sorted(getattr(ax, f"get_{w}lim")()))
+               for w in ("x", "y") if getattr(ax, f"get_{w}scale")() == "log"}
+        outlines = [(c.get_edgecolor()[0].tolist(), float(c.get_linewidth()[0])) for c in ax.collections
+                    if c.get_gid() == "band-outline"]
+        axes.append({"label": ax.get_label(), "mark": mark, "top": max(c.get_zorder() for c in others),
+                     "log": log, "outlines": outlines, "ylabel": ax.get_ylabel(),
+                     "patches": [(p.get_gid(), p.get_facecolor()) for p in ax.patches]})
+    legends = [[t.get_text() for t in lg.get_texts()] for lg in fig.legends + [ax.get_legend() for ax in fig.axes
+                                                                               if ax.get_legend() is not None]]
+    return {"axes": axes, "legends": legends}
+
+
+@contextlib.contextmanager
+def looking(seen: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """While in force, every figure saved (results/figures.py `save`) is looked at as drawn
+    (`look_at`) and put in `seen` under "<style>/<name>"; then saved as ever."""
+    original = figures_module.save
+
+    def inspect(fig: Any, out_dir: Path, name: str, style: FigureStyle, *args: Any, **kwargs: Any) -> list[Path]:
+        seen[f"{style.name}/{name}"] = look_at(fig)
+        return original(fig, out_dir, name, style, *args, **kwargs)
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(figures_module, "save", inspect)
+    try:
+        yield seen
+    finally:
+        patch.undo()
+
+
+def check_log_ticks(seen: dict[str, Any]) -> dict[tuple[str, str], list[str]]:
+    """Every log axis of every figure in `seen` has at least three labelled ticks in view; returns
+    them by (figure, axis)."""
+    logs = {(key, w): ticks for key, fig in seen.items() for ax in fig["axes"] for w, ticks in ax["log"].items()}
+    for where, ticks in logs.items():
+        assert len(ticks) >= 3, (where, ticks)
+    return logs
+
+
+def check_watermarks(seen: dict[str, Any], text: str = "SIMULATED MODEL") -> None:
+    """Every axes of every figure in `seen` but a colour bar has the watermark, above all else."""
+    for key, fig in seen.items():
+        for ax in fig["axes"]:
+            if ax["label"] == "<colorbar>":
+                continue
+            (mark,) = ax["mark"]
+            assert mark.get_text() == text, key
+            assert mark.get_zorder() > ax["top"], (key, mark.get_zorder(), ax["top"])
+
+
+def check_no_bands_and_legend(fig: Any, methods: Sequence[str] | None, key: str) -> None:
+    """A figure of a run below the small-suite minimum: no band outline in any axes; with `methods`,
+    its one legend names each method once, in order."""
+    assert all(not ax["outlines"] for ax in fig["axes"]), key
+    if methods is not None:
+        assert fig["legends"] == [[display(m) for m in methods]], key
+
+
+def check_outcome_legend(fig: Any) -> None:
+    """The outcome heatmap's colour bar and legend say the shade is the share of repeats passed."""
+    bar = next(ax for ax in fig["axes"] if ax["label"] == "<colorbar>")
+    assert bar["ylabel"] == "share of repeats passed"
+    (legend,) = fig["legends"]
+    assert legend[0] == "passed: shade = share of repeats passed"
+    assert {"failed (ran, wrong)", "error (did not run)"} <= set(legend)
+
+
 @pytest.fixture(scope="module")
 def drawn(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Every figure of (a copy of) the shipped GPU run in both styles, inspected as drawn."""
@@ -53,29 +130,7 @@ def drawn(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     shutil.copytree(SHIPPED, copy)
     a = analyse(load_run(copy), n_resamples=200)
     seen: dict[str, Any] = {}
-    original = figures_module.save
-
-    def inspect(fig: Any, out_dir: Path, name: str, style: FigureStyle, *args: Any, **kwargs: Any) -> list[Path]:
-        fig.canvas.draw()
-        axes = []
-        for ax in fig.axes:
-            mark = [t for t in ax.texts if t.get_gid() == "watermark"]
-            others = [c for c in ax.get_children() if c is not ax.patch and c not in mark]
-            log = {w: _labelled_ticks(getattr(ax, f"{w}axis"), *sorted(getattr(ax, f"get_{w}lim")()))
-                   for w in ("x", "y") if getattr(ax, f"get_{w}scale")() == "log"}
-            outlines = [(c.get_edgecolor()[0].tolist(), float(c.get_linewidth()[0])) for c in ax.collections
-                        if c.get_gid() == "band-outline"]
-            axes.append({"label": ax.get_label(), "mark": mark, "top": max(c.get_zorder() for c in others),
-                         "log": log, "outlines": outlines, "ylabel": ax.get_ylabel(),
-                         "patches": [(p.get_gid(), p.get_facecolor()) for p in ax.patches]})
-        legends = [[t.get_text() for t in lg.get_texts()] for lg in fig.legends + [ax.get_legend() for ax in fig.axes
-                                                                                   if ax.get_legend() is not None]]
-        seen[f"{style.name}/{name}"] = {"axes": axes, "legends": legends}
-        return original(fig, out_dir, name, style, *args, **kwargs)
-
-    patch = pytest.MonkeyPatch()
-    patch.setattr(figures_module, "save", inspect)
-    try:
+    with looking(seen):
         results = {f"paper/{f.name}": f
                    for f in figures_module.write_figures(a, folder / "paper", FigureStyle.make("paper", ["png"]))}
         look = figures_module.make_look(a, FigureStyle.make("default", ["png"]))  # a few in the other style
@@ -83,27 +138,17 @@ def drawn(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                   figures_module.speedup_figure(a, folder / "default", look),
                   figures_module.outcome_figure(a, folder / "default", look)):
             results[f"default/{f.name}"] = f
-    finally:
-        patch.undo()
     return {"seen": seen, "results": results, "analysis": a}
 
 
 def test_every_log_axis_has_three_labelled_ticks(drawn: dict[str, Any]) -> None:
-    logs = {(key, w): ticks for key, fig in drawn["seen"].items() for ax in fig["axes"] for w, ticks in ax["log"].items()}
+    logs = check_log_ticks(drawn["seen"])
     assert {("paper/speedups", "y"), ("paper/parallel_scaling", "x")} <= set(logs)
-    for where, ticks in logs.items():
-        assert len(ticks) >= 3, (where, ticks)
     assert logs[("paper/speedups", "y")] == ["0.7x", "1x", "1.5x"]  # the shipped run's speedups lie in 0.85-1.01x
 
 
 def test_the_watermark_is_above_everything_in_every_axes_of_every_style(drawn: dict[str, Any]) -> None:
-    for key, fig in drawn["seen"].items():
-        for ax in fig["axes"]:
-            if ax["label"] == "<colorbar>":
-                continue
-            (mark,) = ax["mark"]
-            assert mark.get_text() == "SIMULATED MODEL", key
-            assert mark.get_zorder() > ax["top"], (key, mark.get_zorder(), ax["top"])
+    check_watermarks(drawn["seen"])
 
 
 def test_bands_are_outlined_in_their_methods_colour_and_legends_show_them(drawn: dict[str, Any]) -> None:
@@ -113,10 +158,8 @@ def test_bands_are_outlined_in_their_methods_colour_and_legends_show_them(drawn:
     a = drawn["analysis"]
     assert a.n_tasks < INTERVAL_MIN_TASKS
     for key in ("paper/budget_calls", "default/budget_tokens", "paper/budget_evaluations", "paper/fast_p"):
-        fig = drawn["seen"][key]
-        assert all(not ax["outlines"] for ax in fig["axes"]), key
-        if key != "paper/fast_p":
-            assert fig["legends"] == [[display(m) for m in a.data.methods]], key  # each method once
+        # each method once in the legend
+        check_no_bands_and_legend(drawn["seen"][key], None if key == "paper/fast_p" else a.data.methods, key)
 
 
 def test_the_outcome_heatmap_is_shaded_by_the_share_of_repeats_passed(drawn: dict[str, Any]) -> None:
@@ -127,11 +170,7 @@ def test_the_outcome_heatmap_is_shaded_by_the_share_of_repeats_passed(drawn: dic
     assert cells["cell:geak:softmax"] == pytest.approx(share_colour(1.0))
     assert cells["cell:direct:vector_add"] == pytest.approx(share_colour(0.5))
     assert len({cells["cell:geak:layer_norm"], cells["cell:geak:softmax"], share_colour(0.0)}) == 3
-    bar = next(ax for ax in fig["axes"] if ax["label"] == "<colorbar>")
-    assert bar["ylabel"] == "share of repeats passed"
-    (legend,) = fig["legends"]
-    assert legend[0] == "passed: shade = share of repeats passed"
-    assert {"failed (ran, wrong)", "error (did not run)"} <= set(legend)
+    check_outcome_legend(fig)
     assert np.mean(share_colour(0.5)[:3]) < np.mean(share_colour(0.0)[:3])  # darker with more passes
 
 
