@@ -143,7 +143,7 @@ def _load_source(adapter: str, path: str, vendor: str | None) -> object:
         clash = next((t for t in report.tasks if t.id in _TASKS and _TASKS[t.id] is not t), None)
         if clash is not None:
             known = _TASKS[clash.id]
-            if getattr(known, "origin", None) == getattr(clash, "origin", None):
+            if any(loaded[:2] == (adapter, path) for loaded in _SOURCE_REPORTS):
                 raise TaskSourceError(f"task id {clash.id!r} is already loaded from {adapter}:{path} for another "
                                       f"target than {vendor or 'this machine'}; load a source for one target per process")
             raise TaskSourceError(f"task id {clash.id!r} comes from two sources: {_where(known)} and {_where(clash)} "

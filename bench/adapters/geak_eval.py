@@ -25,10 +25,11 @@ import re
 from pathlib import Path
 from typing import Any
 
-from bench.adapters import AdapterError, AdapterReport, Skipped
 from bench.adapters._adapted import ADAPTED_TOLERANCES, AdaptedTask, interpreter_autotune_first_config
+from bench.adapters.base import AdapterError, AdapterReport, Skipped
 from bench.adapters.geak_parse import SuiteFile, parse_file
 from bench.adapters.geak_record import PERF_SLOTS, SHAPE_SLOTS_CPU, SHAPE_SLOTS_GPU, GeakSuite
+from bench.adapters.registry import register_adapter
 from bench.task import case
 
 LAYOUTS = {"TritonBench_G_v1": "tritonbench", "ROCm_v1": "rocm"}
@@ -214,44 +215,48 @@ def find_layout_folders(root: Path) -> list[tuple[Path, str]]:
     return found
 
 
-def load(root: Path, vendor: str) -> AdapterReport:
-    folders = find_layout_folders(root)
-    if not folders:
-        raise AdapterError(f"{root} holds no TritonBench_G_v1/ or ROCm_v1/ folder (the GEAK-eval layout)")
-    report = AdapterReport("geak-eval", str(root), vendor)
-    if vendor == "cpu":
-        interpreter_autotune_first_config()
-    note = triton_version_note()
-    if note:
-        report.notes.append(note)
-    block_pointer_files: list[str] = []
-    for folder, kind in folders:
-        records, used = instruction_records(folder)
-        report.notes.append(f"{kind}: {folder}" + (f"; instructions from {', '.join(used)}" if used
-                                                     else "; no instruction JSON: tasks are code-to-code"))
-        prefix = "tb" if kind == "tritonbench" else "rocm"
-        for path in sorted(folder.glob("*.py")):
-            if path.name == "__init__.py":
-                continue  # the package marker of the data folder, not a task
-            text = path.read_text(errors="replace")
-            amd = amd_only_constructs(text)
-            if amd and vendor != "amd":
-                report.skipped.append(Skipped(str(path), f"AMD-only construct(s): {', '.join(amd)}; runs on ROCm only "
-                                                         f"(this machine: {vendor})"))
-                continue
-            parsed = parse_file(path, kind)
-            if isinstance(parsed, str):
-                report.skipped.append(Skipped(str(path), parsed))
-                continue
-            if _BLOCK_POINTERS.search(parsed.code):
-                block_pointer_files.append(path.name)
-            perf = perf_script_for(folder, path.stem) if kind == "tritonbench" else None
-            report.tasks.append(_make_task(parsed, records.get(path.name), vendor == "cpu", perf, prefix))
-    if block_pointer_files and not block_pointers_supported():
-        report.notes.append(f"warning: {len(block_pointer_files)} adapted files use block pointers (tl.make_block_ptr), "
-                            f"which the Triton installed here removed: their references fail here and run with the "
-                            f"Triton GEAK-eval pins ({', '.join(block_pointer_files)})")
-    return report
+@register_adapter("geak-eval")
+class GeakEvalAdapter:
+    """`geak-eval:PATH`: the layout folders found under PATH (or PATH itself), one task per suite file."""
+
+    def load(self, root: Path, vendor: str) -> AdapterReport:
+        folders = find_layout_folders(root)
+        if not folders:
+            raise AdapterError(f"{root} holds no TritonBench_G_v1/ or ROCm_v1/ folder (the GEAK-eval layout)")
+        report = AdapterReport("geak-eval", str(root), vendor)
+        if vendor == "cpu":
+            interpreter_autotune_first_config()
+        note = triton_version_note()
+        if note:
+            report.notes.append(note)
+        block_pointer_files: list[str] = []
+        for folder, kind in folders:
+            records, used = instruction_records(folder)
+            report.notes.append(f"{kind}: {folder}" + (f"; instructions from {', '.join(used)}" if used
+                                                         else "; no instruction JSON: tasks are code-to-code"))
+            prefix = "tb" if kind == "tritonbench" else "rocm"
+            for path in sorted(folder.glob("*.py")):
+                if path.name == "__init__.py":
+                    continue  # the package marker of the data folder, not a task
+                text = path.read_text(errors="replace")
+                amd = amd_only_constructs(text)
+                if amd and vendor != "amd":
+                    report.skipped.append(Skipped(str(path), f"AMD-only construct(s): {', '.join(amd)}; runs on ROCm only "
+                                                             f"(this machine: {vendor})"))
+                    continue
+                parsed = parse_file(path, kind)
+                if isinstance(parsed, str):
+                    report.skipped.append(Skipped(str(path), parsed))
+                    continue
+                if _BLOCK_POINTERS.search(parsed.code):
+                    block_pointer_files.append(path.name)
+                perf = perf_script_for(folder, path.stem) if kind == "tritonbench" else None
+                report.tasks.append(_make_task(parsed, records.get(path.name), vendor == "cpu", perf, prefix))
+        if block_pointer_files and not block_pointers_supported():
+            report.notes.append(f"warning: {len(block_pointer_files)} adapted files use block pointers (tl.make_block_ptr), "
+                                f"which the Triton installed here removed: their references fail here and run with the "
+                                f"Triton GEAK-eval pins ({', '.join(block_pointer_files)})")
+        return report
 
 
 _BLOCK_POINTERS = re.compile(r"\btl\.(make_block_ptr|advance)\b")

@@ -30,8 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.adapters import AdapterError, AdapterReport, Skipped
 from bench.adapters._adapted import AdaptedTask, import_text, module_name
+from bench.adapters.base import AdapterError, AdapterReport, Skipped
+from bench.adapters.registry import register_adapter
 from bench.task import DEFAULT_TOLERANCES, Case, Tolerance, case
 
 SEEDS = range(5)
@@ -321,47 +322,51 @@ def _make_task(problem: KernelBenchProblem, tree: ast.Module, variants: list[dic
     )
 
 
-def load(root: Path, vendor: str) -> AdapterReport:
-    folder = next((f for f in (root / "level1", root / "KernelBench" / "level1") if f.is_dir()), root)
-    files = sorted(folder.glob("*.py"), key=lambda p: (int(m.group(1)) if (m := re.match(r"(\d+)_", p.name)) else 10**9,
-                                                        p.name))
-    if not files:
-        raise AdapterError(f"{root} holds no level1/*.py files (the KernelBench layout)")
-    report = AdapterReport("kernelbench", str(root), vendor)
-    report.notes.append(f"level1: {folder}")
-    for path in files:
-        try:
-            tree = ast.parse(path.read_text())
-        except SyntaxError as exc:
-            report.skipped.append(Skipped(str(path), f"does not parse: {exc.msg}"))
-            continue
-        defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-        missing = [n for n in _REQUIRED if n not in defined]
-        if missing:
-            report.skipped.append(Skipped(str(path), f"not in the KernelBench layout: no {', '.join(missing)}"))
-            continue
-        model_src = next(ast.get_source_segment(path.read_text(), n) or "" for n in tree.body
-                         if isinstance(n, ast.ClassDef) and n.name == "Model")
-        if _RANDOM_FORWARD.search(model_src):
-            report.skipped.append(Skipped(str(path), "the module draws random numbers (dropout or sampling): "
-                                                     "no deterministic reference"))
-            continue
-        problem = KernelBenchProblem(path, size_constants(tree))
-        try:
-            problem.module  # noqa: B018 - import now: a file that fails to import is skipped with its error
-        except Exception as exc:  # noqa: BLE001
-            report.skipped.append(Skipped(str(path), f"import failed: {type(exc).__name__}: {str(exc)[:200]}"))
-            continue
-        variants, why = [], []
-        for v in _variants(problem.sizes):
-            err = problem.probe(v)
-            if err:
-                why.append(err)
-            else:
-                variants.append(v)
-                break
-        if not variants:
-            report.skipped.append(Skipped(str(path), f"no shrunk size variant runs on the reference: {why[-1]}"))
-            continue
-        report.tasks.append(_make_task(problem, tree, variants, "l1"))
-    return report
+@register_adapter("kernelbench")
+class KernelBenchAdapter:
+    """`kernelbench:PATH`: one task per level-1 file whose reference runs at a shrunk size."""
+
+    def load(self, root: Path, vendor: str) -> AdapterReport:
+        folder = next((f for f in (root / "level1", root / "KernelBench" / "level1") if f.is_dir()), root)
+        files = sorted(folder.glob("*.py"), key=lambda p: (int(m.group(1)) if (m := re.match(r"(\d+)_", p.name)) else 10**9,
+                                                            p.name))
+        if not files:
+            raise AdapterError(f"{root} holds no level1/*.py files (the KernelBench layout)")
+        report = AdapterReport("kernelbench", str(root), vendor)
+        report.notes.append(f"level1: {folder}")
+        for path in files:
+            try:
+                tree = ast.parse(path.read_text())
+            except SyntaxError as exc:
+                report.skipped.append(Skipped(str(path), f"does not parse: {exc.msg}"))
+                continue
+            defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+            missing = [n for n in _REQUIRED if n not in defined]
+            if missing:
+                report.skipped.append(Skipped(str(path), f"not in the KernelBench layout: no {', '.join(missing)}"))
+                continue
+            model_src = next(ast.get_source_segment(path.read_text(), n) or "" for n in tree.body
+                             if isinstance(n, ast.ClassDef) and n.name == "Model")
+            if _RANDOM_FORWARD.search(model_src):
+                report.skipped.append(Skipped(str(path), "the module draws random numbers (dropout or sampling): "
+                                                         "no deterministic reference"))
+                continue
+            problem = KernelBenchProblem(path, size_constants(tree))
+            try:
+                problem.module  # noqa: B018 - import now: a file that fails to import is skipped with its error
+            except Exception as exc:  # noqa: BLE001
+                report.skipped.append(Skipped(str(path), f"import failed: {type(exc).__name__}: {str(exc)[:200]}"))
+                continue
+            variants, why = [], []
+            for v in _variants(problem.sizes):
+                err = problem.probe(v)
+                if err:
+                    why.append(err)
+                else:
+                    variants.append(v)
+                    break
+            if not variants:
+                report.skipped.append(Skipped(str(path), f"no shrunk size variant runs on the reference: {why[-1]}"))
+                continue
+            report.tasks.append(_make_task(problem, tree, variants, "l1"))
+        return report
