@@ -239,12 +239,6 @@ def compare(budget: int | None, budget_unit: str | None, methods: str | None, ta
     )
     from runners.config import compose_config
 
-    if replay is not None and resume is not None:
-        raise BadInput("--replay and --resume cannot be combined")
-    if retry_errors and resume is None:
-        raise BadInput("--retry-errors goes with --resume RUN_DIR")
-    if rejudge and replay is None:
-        raise BadInput("--rejudge goes with --replay RUN_DIR")
     flags = {"budget": budget, "budget_unit": budget_unit, "methods": _names(methods, "--methods"),
              "tasks": _names(tasks, "--tasks"),
              "suite": suite, "repeats": repeats, "seed": seed, "device": device, "workers": workers,
@@ -253,12 +247,14 @@ def compare(budget: int | None, budget_unit: str | None, methods: str | None, ta
              "oneshot_corpus": str(oneshot_corpus) if oneshot_corpus else None}
     endpoint = {"base_url": base_url, "model": model, "api_key_env": api_key_env, "max_concurrency": max_concurrency}
     config = compose_config({**flags, **endpoint}, config_path, recorded_options(replay) if replay else None)
+    # Which options go together is settled by the library (runners/plan.py plan_run), once.
+    options = CompareOptions(out=out, resume=resume, replay=replay, lock_clocks=_parse_lock_spec(lock_spec),
+                             command_line=list(sys.argv), on_message=_say, retry_errors=retry_errors,
+                             resume_with={"workers": workers} if resume is not None and workers is not None else {},
+                             rejudge=rejudge)
     if dry_run:
-        if resume is not None:
-            raise BadInput("--dry-run estimates a new run; it cannot be combined with --resume")
-        click.echo(estimate_compare(config).format())
+        click.echo(estimate_compare(config, options).format())
         return
-    resume_with = {"workers": workers} if resume is not None and workers is not None else {}
     if resume is not None and (config_path or any(v is not None for k, v in flags.items() if k != "workers")):
         _say("note: --resume uses the run's recorded config (it may change only --workers); other run options "
              "are ignored")
@@ -266,11 +262,8 @@ def compare(budget: int | None, budget_unit: str | None, methods: str | None, ta
 
     # A live bar on a terminal; with stderr redirected, one line per finished unit.
     display = ProgressDisplay(sys.stderr, live=False if quiet else None)
-    options = CompareOptions(out=out, resume=resume, replay=replay, lock_clocks=_parse_lock_spec(lock_spec),
-                             command_line=list(sys.argv), on_message=_say,
-                             on_start=(lambda _s: None) if quiet else display.start,
-                             on_progress=None if quiet else display.update,
-                             retry_errors=retry_errors, resume_with=resume_with, rejudge=rejudge)
+    if not quiet:
+        options.on_start, options.on_progress = display.start, display.update
     try:
         result = run_compare(config, options)
     except CompareInterrupted as stop:

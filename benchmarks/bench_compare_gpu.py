@@ -402,9 +402,9 @@ def main(argv: list[str] | None = None) -> int:
                              concurrency=args.concurrency, task_sources=[], method_modules=[])
 
     from judge.device import environment_info
-    from runners.compare import start_target
+    from runners.plan import detect
 
-    environment = environment_info(start_target(config(1, None)))
+    environment = environment_info(detect(config(1, None)))
     seven: list[Measured] = []
     full: Measured | None = None
 

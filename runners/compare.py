@@ -11,36 +11,43 @@ skips done units and replays the rest from the store, so nothing is paid for twi
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import shutil
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.oneshot import CorpusError, OneShotLibrary, open_library
-from bench.registry import get_task, load_sources, profile_id, suite_tasks
+from bench.oneshot import OneShotLibrary
+from bench.registry import get_task, profile_id
 from bench.task import GEAK_EVAL_PROFILE, Task
-from judge.device import Target, detect_target, environment_info
-from judge.sandbox import require as require_sandbox
-from methods.registry import create_method, load_method_modules, method_class, method_options
+from judge.device import Target, environment_info
+from methods.registry import create_method
 from modelio.dryrun import DryRunEstimate
 from modelio.ledger import BudgetExhausted, Charge, Ledger, ModelCallFailed, ReplayDiverged
 from modelio.replay import ReplayClient, ReplayMiss
 from modelio.types import ModelClient
-from results.provenance import recorded_version, this_version
 from results.run_folder import ResolvedRun, RunFolder, RunFolderError
 from results.store import RecordedEvaluations, Store
-from runners.config import RESUMABLE_OPTIONS, CompareConfig, ConfigError
+from runners.config import CompareConfig, ConfigError
 from runners.context import UnitContext
 from runners.evaluator import Evaluator
 from runners.executor import Executor, NothingRuns
 from runners.logs import get_logger, run_log
+from runners.plan import (
+    CompareOptions,
+    Message,
+    RunMode,
+    RunPlan,
+    open_oneshot,
+    plan_run,
+    resolve_methods,
+    resolve_tasks,
+)
 from runners.pool import LocalPool, WorkerStartError
 
 log = get_logger("runners.compare")
@@ -53,45 +60,12 @@ class Unit:
     repeat: int
 
 
-def resolve_tasks(config: CompareConfig, target: Target) -> list[Task]:
-    """Explicit --tasks win; else --suite; else `quick` without a GPU and `full` with one."""
-    if config.tasks:
-        return [get_task(t) for t in config.tasks]
-    suite = config.suite or ("quick" if target.interpreter else "full")
-    return suite_tasks(suite)
-
-
-def resolve_methods(config: CompareConfig) -> dict[str, dict[str, Any]]:
-    """Each method's options with defaults filled in (unknown names and options fail here)."""
-    load_method_modules(config.method_modules)
-    resolved = {}
-    for name in config.methods:
-        method_class(name)
-        options = config.method_options.get(name, {})
-        try:
-            instance = create_method(name, options)
-        except (TypeError, ValueError) as exc:
-            raise ConfigError(f"method {name}: {exc}") from None
-        resolved[name] = method_options(instance)
-    extra = sorted(set(config.method_options) - set(config.methods))
-    if extra:
-        raise ConfigError(f"options given for method(s) not being run: {', '.join(extra)}")
-    return resolved
-
-
-def open_oneshot(config: CompareConfig) -> OneShotLibrary:
-    """The run's one-shot corpus behind its leak guard (bench/oneshot.py)."""
-    try:
-        return open_library(config.oneshot_corpus, config.oneshot_threshold)
-    except (CorpusError, ValueError) as exc:
-        raise ConfigError(str(exc)) from None
-
-
-def run_executor(config: CompareConfig, target: Target, clocks_locked: bool = False) -> Executor:
+def run_executor(config: CompareConfig, target: Target, clocks_locked: bool = False,
+                 tasks: Sequence[Task] | None = None) -> Executor:
     """The run's executor: the local pool, or Ray actors when the config names a Ray address
     (`--ray ADDRESS`; both keep the two lanes). Ray missing is a one-line ConfigError."""
     if config.ray_address is None:
-        return local_executor(config, target, clocks_locked)
+        return local_executor(config, target, clocks_locked, tasks)
     try:
         from runners.ray_executor import RayExecutor
 
@@ -105,10 +79,12 @@ def run_executor(config: CompareConfig, target: Target, clocks_locked: bool = Fa
         raise ConfigError(f"the Ray executor could not start: {exc}") from None
 
 
-def local_executor(config: CompareConfig, target: Target, clocks_locked: bool = False) -> LocalPool:
-    """The run's worker pool, its workers told the run's task sources (and whether clocks are locked)."""
+def local_executor(config: CompareConfig, target: Target, clocks_locked: bool = False,
+                   tasks: Sequence[Task] | None = None) -> LocalPool:
+    """The run's worker pool, its workers told the run's task sources (and whether clocks are locked)
+    and the run's tasks (`tasks`, resolved from the config when not given), whose inputs they draw early."""
     try:
-        prepare = tuple(t.id for t in resolve_tasks(config, target))
+        prepare = tuple(t.id for t in (resolve_tasks(config, target) if tasks is None else tasks))
     except KeyError:
         prepare = ()  # an unknown task is reported where the run resolves its tasks
     return LocalPool(target, workers=config.workers, job_timeout=config.job_timeout_s, worker_user=config.worker_user,
@@ -178,13 +154,17 @@ RUN_ERRORS: tuple[type[BaseException], ...] = (ReplayMiss, ReplayDiverged, Worke
 class CompareRun:
     def __init__(self, config: CompareConfig, run_dir: Path, client: ModelClient, target: Target,
                  progress: Callable[[Progress], None] | None = None, executor: Executor | None = None,
-                 retry_errors: bool = False, recorded_evaluations: RecordedEvaluations | None = None):
+                 retry_errors: bool = False, recorded_evaluations: RecordedEvaluations | None = None,
+                 tasks: Sequence[Task] | None = None, method_opts: dict[str, dict[str, Any]] | None = None,
+                 oneshot: OneShotLibrary | None = None):
+        """`tasks`, `method_opts` and `oneshot`: as a RunPlan resolved them (runners/plan.py);
+        resolved from `config` here when not given."""
         self.config = config
         self.run_dir = run_dir
         self.client = client
         self.target = target
-        self.tasks = resolve_tasks(config, target)
-        self.method_opts = resolve_methods(config)
+        self.tasks = list(tasks) if tasks is not None else resolve_tasks(config, target)
+        self.method_opts = method_opts if method_opts is not None else resolve_methods(config)
         self.store = Store(RunFolder(run_dir).store_path)
         # Task by task, every method's units of a task together: they share the judge workers'
         # cached inputs and the evaluations of code they both proposed, and a run cut short (a
@@ -195,13 +175,13 @@ class CompareRun:
         self.ledger = Ledger(client, self.store, config.budget, config.budget_unit, config.seed,
                              charge_failed_calls=config.charge_failed_calls, on_charge=self._charged)
         self.progress.unit = self.ledger.unit
-        self.executor: Executor = executor or local_executor(config, target)
+        self.executor: Executor = executor or local_executor(config, target, tasks=self.tasks)
         self._closed = False
         self.stopping = threading.Event()
         self.evaluator = Evaluator(self.executor, self.store, target, config.timing_policy, self.stopping,
                                    recorded=recorded_evaluations, on_executed=self._evaluated,
                                    sanitize=config.sanitize)
-        self.oneshot = open_oneshot(config)
+        self.oneshot = oneshot if oneshot is not None else open_oneshot(config)
         self.retry_errors = retry_errors
 
     def run(self) -> None:
@@ -329,81 +309,6 @@ class CompareRun:
         self.store.close()
 
 
-@dataclass(frozen=True)
-class PreparedRun:
-    config: CompareConfig
-    run_dir: Path
-    resumed: bool
-    changed: dict[str, dict[str, Any]] = field(default_factory=dict)  # resumable options a --resume changed
-
-
-def prepare_run(config: CompareConfig, out: Path | None, resume: Path | None,
-                resume_with: dict[str, Any] | None = None) -> PreparedRun:
-    """Validate, pick or reopen the run folder. A resume takes the recorded configuration, with
-    the options in `resume_with` (only RESUMABLE_OPTIONS: how to run, never what is compared)
-    changed, validated, and written back to config.json."""
-    if resume is not None:
-        folder = RunFolder(resume)
-        try:
-            recorded = folder.read_config()
-        except RunFolderError as exc:
-            raise ConfigError(str(exc)) from None
-        changes = {k: v for k, v in (resume_with or {}).items() if v is not None}
-        refused = sorted(set(changes) - set(RESUMABLE_OPTIONS))
-        if refused:
-            raise ConfigError(f"--resume cannot change {', '.join(refused)} (it may change only "
-                              f"{', '.join(RESUMABLE_OPTIONS)})")
-        changed = {k: {"from": recorded.config.get(k), "to": v} for k, v in changes.items()
-                   if recorded.config.get(k) != v}
-        config = CompareConfig.from_json({**recorded.config, **changes})
-        try:
-            config.validate()
-        except ConfigError as exc:
-            if any(str(exc).startswith(k) for k in changes):
-                raise  # the new value itself is bad
-            hint = "; pass --workers N with --resume to change it" if str(exc).startswith("workers") else ""
-            raise ConfigError(f"{resume}: recorded {exc}{hint}") from None
-        _check_same_corpus(config, recorded.resolved.oneshot)
-        if changed:
-            folder.update_options({k: c["to"] for k, c in changed.items()})
-        return PreparedRun(config, Path(resume), True, changed)
-    config.validate()
-    _check_names(config)
-    try:
-        folder = RunFolder.create(out or "runs", config.to_json())
-    except RunFolderError as exc:
-        raise ConfigError(str(exc)) from None
-    return PreparedRun(config, folder.path, False)
-
-
-def _check_same_corpus(config: CompareConfig, recorded: dict[str, Any]) -> None:
-    """A resumed run must show the examples the interrupted one showed: same corpus file."""
-    from bench.oneshot import file_digest
-
-    if config.oneshot_corpus and recorded.get("sha256") and file_digest(config.oneshot_corpus) != recorded["sha256"]:
-        raise ConfigError(f"the one-shot corpus {config.oneshot_corpus} changed since this run started "
-                          "(its sha256 differs from config.json's); restore it to resume")
-
-
-def _check_names(config: CompareConfig) -> None:
-    """Unknown methods, options, tasks or suites fail before a run folder is made."""
-    resolve_methods(config)
-    if config.oneshot_corpus is not None:
-        open_oneshot(config)  # a malformed corpus file fails before a run folder exists
-    for task_id in config.tasks or []:
-        get_task(task_id)
-    if config.suite and not config.tasks:
-        suite_tasks(config.suite)
-
-
-def start_target(config: CompareConfig) -> Target:
-    """The run's device (the CPU interpreter for --device cpu), with the run's task sources
-    loaded for it, so their tasks can be looked up. Sets nothing in the environment."""
-    target = detect_target(force_cpu=config.device == "cpu")
-    load_sources(config.task_sources, target.vendor)
-    return target
-
-
 def record_run_files(run: CompareRun, resumed: bool, command_line: list[str] | None = None,
                      changed: dict[str, dict[str, Any]] | None = None, machine: Target | None = None) -> None:
     """config.json and env.json for a new run; a resumed run adds its resumption (and the
@@ -439,9 +344,6 @@ def oneshot_record(run: CompareRun) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------- the `compare` command as a library call
-Message = Callable[[str], None]
-
-
 @dataclass(frozen=True)
 class RunStarted:
     """Told to `CompareOptions.on_start` once the run folder is ready, before any unit runs."""
@@ -450,28 +352,6 @@ class RunStarted:
     resumed: bool
     total_units: int
     budget_unit: str
-
-
-@dataclass
-class CompareOptions:
-    """How to run a comparison, beside what it compares (CompareConfig): where, whether it resumes
-    or replays a recorded run, clock locking, and who hears about progress."""
-
-    out: Path | None = None  # folder for new run folders [runs/]
-    resume: Path | None = None  # finish this interrupted run folder, with its recorded config
-    replay: Path | None = None  # answer model calls from this recorded run folder, with no network
-    lock_clocks: tuple[int | None, int | None] | None = None  # (SM, memory) MHz, None each for auto; None: unlocked
-    command_line: list[str] | None = None  # recorded in env.json [this process's argv]
-    on_message: Message = lambda _m: None  # one line for the user (the CLI prints them on stderr)
-    on_start: Callable[[RunStarted], None] = lambda _s: None
-    on_progress: Callable[[Progress], None] | None = None
-    retry_errors: bool = False  # with resume: run the units that ended on a failed model call again
-    # With replay: judge every candidate anew on this machine instead of replaying the recorded
-    # evaluations (an exact replay runs nothing: no worker, no GPU, no network).
-    rejudge: bool = False
-    # With resume: new values of options that say how to run (runners.config.RESUMABLE_OPTIONS,
-    # e.g. {"workers": 4}); validated and recorded in config.json and env.json.
-    resume_with: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -551,183 +431,68 @@ def _pin_recorded_defaults(data: dict[str, Any], recorded: dict[str, dict[str, A
     return {**data, "method_options": options} if options != (data.get("method_options") or {}) else data
 
 
-def make_run_client(config: CompareConfig) -> ModelClient:
-    """The configured endpoint (checked reachable) or the simulated model; ConfigError otherwise."""
-    from modelio.clients import EndpointUnreachable, make_client
-
-    ep = config.endpoint
-    try:
-        return make_client(ep.base_url, ep.model, ep.api_key_env, ep.timeout_s, ep.max_retries, config.sim_params,
-                           max_concurrency=ep.max_concurrency)
-    except (EndpointUnreachable, ValueError) as exc:
-        raise ConfigError(str(exc)) from None
-
-
-def _recorded_evaluations(run_dir: Path) -> RecordedEvaluations:
-    try:
-        return RecordedEvaluations(RunFolder(run_dir).store_path)
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"cannot replay {run_dir}: {exc}") from None
-
-
-def recorded_target(resolved: ResolvedRun, machine: Target) -> Target:
-    """The device a recorded run was judged on (config.json `resolved.target`); a run recorded
-    before the target was kept is taken to have run on this machine's kind of device."""
-    t = resolved.target
-    if not t.get("vendor"):
-        return machine
-    vendor = str(t["vendor"])
-    return Target(vendor, bool(t.get("interpreter", vendor == "cpu")), str(t.get("device_name", "")),
-                  int(t.get("device_count", 0)))
-
-
-def resumed_replay(run_dir: Path) -> tuple[Path, bool] | None:
-    """What an interrupted run folder was replaying (its store's meta `replay_of` and
-    `replay_mode`, written before its first unit): (the recorded run, rejudge), or None for a
-    run that was not a replay. Its resume keeps replaying, never falls back to the model."""
-    folder = RunFolder(run_dir)
-    if not folder.has_store():
-        return None
-    try:
-        store = Store.for_reading(folder.store_path)
-    except RunFolderError as exc:
-        raise ConfigError(f"cannot resume {run_dir}: {exc}") from None
-    try:
-        source, mode = store.get_meta("replay_of"), store.get_meta("replay_mode", "exact")
-    finally:
-        store.close()
-    return (Path(source), mode == "rejudge") if source else None
-
-
-def _recorded_config(run_dir: Path) -> CompareConfig:
-    try:
-        return CompareConfig.from_json(RunFolder(run_dir).read_config().config)
-    except RunFolderError as exc:
-        raise ConfigError(str(exc)) from None
-
-
-def _replay_client(run_dir: Path, positional: bool) -> ReplayClient:
-    """The recorded run's calls as a client. `positional` (an exact replay): a prompt whose text
-    this version words otherwise is answered by its unit and call index (modelio/replay.py);
-    every miss names the version that recorded the run (its env.json) and this one."""
-    folder = RunFolder(run_dir)
-    try:
-        resolved = folder.read_config().resolved
-        versions = (recorded_version(folder.read_env()), this_version())
-        return ReplayClient(folder.store_path, model=resolved.model or None, simulated=resolved.simulated,
-                            positional=positional, versions=versions)
-    except (OSError, ValueError, RunFolderError) as exc:
-        raise ConfigError(f"cannot replay {run_dir}: {exc}") from None
-
-
-def _clock_lock(target: Target, clocks: tuple[int | None, int | None] | None, on_message: Message) -> Any:
-    """A context that locks clocks for the run when asked, and does nothing otherwise."""
-    if clocks is None:
-        return contextlib.nullcontext()
-    if target.interpreter:
-        raise ConfigError("--lock-clocks needs a GPU; this run uses the CPU interpreter")
-    from runners.clock_lock import ClockLockError, lock_clocks
-    from runners.pool import visible_devices
-
-    try:
-        return lock_clocks(target.vendor, tuple(int(d) for d in visible_devices(target)), *clocks,
-                           on_message=on_message)
-    except (ClockLockError, ValueError) as exc:
-        raise ConfigError(f"cannot lock clocks: {exc}") from None
-
-
 def run_compare(config: CompareConfig, options: CompareOptions | None = None) -> RunResult:
-    """Run (or resume, or replay) a comparison to its end and write summary.json. A resumed run
-    uses the configuration its folder recorded (`config` is then ignored, as the CLI notes).
+    """Run (or resume, or replay) a comparison to its end and write summary.json: `plan_run`
+    settles the run (runners/plan.py), then `run_plan` runs it. A resumed run uses the
+    configuration its folder recorded (`config` is then ignored, as the CLI notes).
 
-    Bad input (ConfigError and the registries' errors) is raised before any run folder exists
-    where it can be: an unreachable endpoint, a clock lock refused, an unknown name. Ctrl-C
-    raises CompareInterrupted after every unit stopped, leaving a run that `--resume` finishes.
+    Bad input is a ConfigError raised before any run folder exists: an unreachable endpoint, a
+    clock lock refused, an unknown name, an option that goes with another. Ctrl-C raises
+    CompareInterrupted after every unit stopped, leaving a run that `--resume` finishes.
     """
     opts = options or CompareOptions()
-    if opts.replay is not None and opts.resume is not None:
-        raise ConfigError("--replay and --resume cannot be combined")
-    if opts.resume_with and opts.resume is None:
-        raise ConfigError("resume_with changes a resumed run's options; it goes with resume")
-    if opts.rejudge and opts.replay is None:
-        raise ConfigError("--rejudge goes with --replay RUN_DIR")
-    resume = opts.resume
-    if resume is not None and opts.replay is None:
-        replayed = resumed_replay(resume)  # an interrupted replay resumes as the replay it was
-        if replayed is not None:
-            opts = dataclasses.replace(opts, replay=replayed[0], rejudge=replayed[1])
-            config = _recorded_config(resume)
-    exact_replay = opts.replay is not None and not opts.rejudge
-    client: ModelClient | None = None
-    clock_lock = None
-    recorded_evaluations = None
-    replayed_target = None
-    if opts.replay is not None:
-        client = _replay_client(opts.replay, positional=exact_replay)
-        if exact_replay:
-            recorded_evaluations = _recorded_evaluations(opts.replay)
-            # Judged as the recorded run was, on its device: the same evaluation keys and timing rule.
-            replayed_target = recorded_target(RunFolder(opts.replay).read_config().resolved,
-                                              detect_target(force_cpu=config.device == "cpu"))
-    elif opts.resume is None:
-        config.validate()
-        client = make_run_client(config)  # before any run folder: an unreachable endpoint leaves nothing behind
-    if exact_replay and opts.lock_clocks is not None:
-        raise ConfigError("an exact replay times nothing, so --lock-clocks has nothing to lock (add --rejudge to "
-                          "judge anew)")
-    if replayed_target is not None:
-        # The task sources as the recorded device saw them (one target per process), before the
-        # run folder is made, so the recorded names resolve.
-        load_sources(config.task_sources, replayed_target.vendor)
-        clock_lock = contextlib.nullcontext()
-    elif opts.resume is None:
-        clock_lock = _clock_lock(start_target(config), opts.lock_clocks, opts.on_message)  # likewise
-    if not exact_replay and opts.resume is None:
-        require_sandbox(config.unsandboxed)  # refused before a run folder exists
-    out_made = opts.resume is None and not Path(opts.out or "runs").exists()
-    prepared = prepare_run(config, opts.out, opts.resume, opts.resume_with)
-    config, run_dir, resumed = prepared.config, prepared.run_dir, prepared.resumed
-    if resumed:
-        finished = finished_run(run_dir, config, opts)
-        if finished is not None:
-            return finished
+    return run_plan(plan_run(config, opts), opts)
+
+
+def run_plan(plan: RunPlan, options: CompareOptions | None = None) -> RunResult:
+    """Run a plan that `plan_run` made from the same options (their hooks are told what happens).
+    The run folder is made (or, on a resume, changed) only here, once the executor could start."""
+    opts = options or CompareOptions()
+    if plan.mode is RunMode.DRY_RUN:
+        raise ValueError("a dry run's plan is estimated (estimate_compare), never run")
+    if plan.finished is not None:
+        return finished_run(plan, opts)
+    assert plan.client is not None
+    executor = NothingRuns() if plan.exact_replay else run_executor(
+        plan.config, plan.target, clocks_locked=plan.lock_clocks is not None, tasks=plan.tasks)
+    try:
+        run_dir, out_made = _run_folder(plan)
+    except BaseException:
+        executor.close()
+        raise
     # A replay that fails (calls that part from the record, a task this version lacks) leaves
     # nothing behind: the folder it made is removed; an interrupted one stays for --resume.
-    with _discarded_on_failure(run_dir, out_made, opts.replay is not None and not resumed):
-        if not exact_replay and resumed:
-            require_sandbox(config.unsandboxed)  # as the run was started: its recorded choice
-        if replayed_target is not None:
-            machine, target = detect_target(force_cpu=config.device == "cpu"), replayed_target
-        else:
-            machine = target = start_target(config)
-        if resumed:
-            recorded = RunFolder(run_dir).read_config().resolved
-            if recorded.vendor != target.vendor:
-                raise ConfigError(f"{run_dir} ran on {recorded.vendor}; this machine is {target.vendor}")
-            config.tasks = list(recorded.tasks)
-        if client is None:
-            client = make_run_client(config)
-        if clock_lock is None:
-            clock_lock = _clock_lock(target, opts.lock_clocks, opts.on_message)
+    with _discarded_on_failure(run_dir, out_made, plan.replay_of is not None and not plan.resumed):
         started = time.perf_counter()
-        if opts.retry_errors and not resumed:
-            raise ConfigError("--retry-errors goes with --resume RUN_DIR")
-        executor = NothingRuns() if exact_replay else run_executor(config, target,
-                                                                     clocks_locked=opts.lock_clocks is not None)
-        run = CompareRun(config, run_dir, client, target, progress=opts.on_progress, executor=executor,
-                         retry_errors=opts.retry_errors, recorded_evaluations=recorded_evaluations)
+        run = CompareRun(plan.config, run_dir, plan.client, plan.target, progress=opts.on_progress,
+                         executor=executor, retry_errors=plan.retry_errors,
+                         recorded_evaluations=plan.recorded_evaluations, tasks=plan.tasks,
+                         method_opts=plan.method_options, oneshot=plan.oneshot)
         try:
             with run_log(RunFolder(run_dir).log_path):
                 try:
-                    summary, errored = _run_logged(run, opts, resumed, exact_replay, prepared.changed, machine,
-                                                   clock_lock)
+                    summary, errored = _run_logged(run, plan, opts)
                 finally:
                     run.close()
         finally:
             run.close()
-        stats = getattr(client, "stats", None)
-        return RunResult(run_dir, resumed, summary, target, stats() if callable(stats) else None,
+        stats = getattr(plan.client, "stats", None)
+        return RunResult(run_dir, plan.resumed, summary, plan.target, stats() if callable(stats) else None,
                          time.perf_counter() - started, errored)
+
+
+def _run_folder(plan: RunPlan) -> tuple[Path, bool]:
+    """The plan's run folder: a resume's, its changed options written to config.json, or a new
+    one under `plan.out`; and whether this made the output folder."""
+    if plan.run_dir is not None:
+        if plan.changed:
+            RunFolder(plan.run_dir).update_options({k: c["to"] for k, c in plan.changed.items()})
+        return plan.run_dir, False
+    out_made = not plan.out.exists()
+    try:
+        return RunFolder.create(plan.out, plan.config.to_json()).path, out_made
+    except RunFolderError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 @contextlib.contextmanager
@@ -745,38 +510,28 @@ def _discarded_on_failure(run_dir: Path, out_made: bool, active: bool) -> Iterat
         raise
 
 
-def finished_run(run_dir: Path, config: CompareConfig, opts: CompareOptions) -> RunResult | None:
+def finished_run(plan: RunPlan, opts: CompareOptions) -> RunResult:
     """A `--resume` of a run whose every unit is finished (and, with --retry-errors, none ended on
-    an error): it says so and returns the recorded result, starting no worker and changing no
-    file but a missing summary.json (a run stopped between its last unit and its summary). None
-    when there is something to run."""
-    from results.completeness import run_progress
+    an error; `RunPlan.finished`): it says so and returns the recorded result, starting no worker
+    and changing no file but a missing summary.json (a run stopped between its last unit and its
+    summary)."""
     from results.summary import build_summary
 
-    progress = run_progress(run_dir)
-    if not progress.complete:
-        return None
-    store = Store.for_reading(RunFolder(run_dir).store_path)
-    try:
-        errored = store.errored_units()
-    finally:
-        store.close()
-    if opts.retry_errors and errored:
-        return None
+    assert plan.finished is not None and plan.run_dir is not None
+    run_dir, errored = plan.run_dir, plan.finished.errored
     folder = RunFolder(run_dir)
     summary = folder.read_summary()
     if summary is None:
         summary = build_summary(run_dir)
         folder.write_summary(summary)
-    opts.on_message(f"{run_dir} is complete: all {progress.units_done} units finished; nothing to resume"
+    opts.on_message(f"{run_dir} is complete: all {plan.finished.units_done} units finished; nothing to resume"
                     + (f" ({len(errored)} ended on an error: add --retry-errors to run them again)" if errored
                        else ""))
-    target = recorded_target(folder.read_config().resolved, start_target(config))
-    return RunResult(run_dir, True, summary, target, None, 0.0, errored)
+    return RunResult(run_dir, True, summary, plan.target, None, 0.0, errored)
 
 
-def _run_logged(run: CompareRun, opts: CompareOptions, resumed: bool, exact_replay: bool, changed: Any,
-                machine: Target, clock_lock: Any) -> tuple[dict[str, Any], list[tuple[str, str, int]]]:
+def _run_logged(run: CompareRun, plan: RunPlan,
+                opts: CompareOptions) -> tuple[dict[str, Any], list[tuple[str, str, int]]]:
     """The run itself, with its run folder's log open: every line the user is told goes there too.
     Returns summary.json's content and the units that ended on an error."""
     from results.summary import build_summary
@@ -787,26 +542,27 @@ def _run_logged(run: CompareRun, opts: CompareOptions, resumed: bool, exact_repl
         log.info(message)
         opts.on_message(message)
 
+    resumed = plan.resumed
     log.info("%s %s; command line: %s", "resumed" if resumed else "started", run_dir,
              " ".join(opts.command_line or []) or "(library call)")
     log.info("budget %d %s; methods %s; tasks %s; repeats %d; seed %d; model %s%s", config.budget, config.budget_unit,
              ",".join(config.methods), ",".join(config.tasks or []) or config.suite or "(default suite)",
              config.repeats, config.seed, client.model, " (simulated)" if client.simulated else "")
-    record_run_files(run, resumed, opts.command_line, changed, machine)
+    record_run_files(run, resumed, opts.command_line, plan.changed, plan.machine)
     say(f"run folder: {run_dir}" + (" (resumed)" if resumed else ""))
-    if opts.replay is not None:
-        run.store.set_meta("replay_of", str(opts.replay))
-        run.store.set_meta("replay_mode", "exact" if exact_replay else "rejudge")
-        what = ("recorded responses and evaluations, no network, no GPU" if exact_replay
+    if plan.replay_of is not None:
+        run.store.set_meta("replay_of", str(plan.replay_of))
+        run.store.set_meta("replay_mode", "exact" if plan.exact_replay else "rejudge")
+        what = ("recorded responses and evaluations, no network, no GPU" if plan.exact_replay
                 else "recorded responses, no network; evaluations judged anew")
-        say(f"model: REPLAY of {opts.replay} ({what})")
+        say(f"model: REPLAY of {plan.replay_of} ({what})")
     elif client.simulated:
         where = getattr(client, "base_url", None)
         say("model: built-in SIMULATED model " + (f"served by {where}" if where else "(no endpoint configured)"))
     opts.on_start(RunStarted(run_dir, resumed, len(config.methods) * len(run.tasks) * config.repeats,
                              config.budget_unit))
     try:
-        with clock_lock:  # entered before the workers start, so their timings say clocks were locked
+        with plan.clock_lock:  # entered before the workers start, so their timings say clocks were locked
             run.run()
     except KeyboardInterrupt:
         log.warning("interrupted: %d of %d units finished and recorded", run.progress.units_done, len(run.units))
@@ -838,19 +594,19 @@ def _say_replayed(client: ReplayClient, store: Store, say: Message) -> None:
             f"{client.first_differed}")
 
 
-def estimate_compare(config: CompareConfig) -> DryRunEstimate:
-    """`compare --dry-run`: the calls, tokens and cost the run would spend; nothing is spent or made."""
+def estimate_compare(config: CompareConfig, options: CompareOptions | None = None) -> DryRunEstimate:
+    """`compare --dry-run`: the calls, tokens and cost the run would spend, planned as the run
+    would be (`plan_run(dry_run=True)`: every option applied); nothing is spent, started or made."""
     from modelio.dryrun import estimate
 
-    config.validate()
-    target = start_target(config)
-    tasks = resolve_tasks(config, target)
-    methods = {name: create_method(name, opts) for name, opts in resolve_methods(config).items()}
-    library = open_oneshot(config)
+    plan = plan_run(config, options, dry_run=True)
+    config, tasks, library = plan.config, plan.tasks, plan.oneshot
+    assert library is not None
+    methods = {name: create_method(name, opts) for name, opts in plan.method_options.items()}
     by_id = {t.id: t for t in tasks}
     try:
         return estimate(config.budget, config.budget_unit, methods, [t.view() for t in tasks], config.repeats,
-                        target.vendor, config.endpoint.model or "", config.endpoint.simulated,
+                        plan.target.vendor, config.endpoint.model or "", config.endpoint.simulated,
                         answer_format=config.answer_format, retrievers=lambda tid: library.for_task(by_id[tid]))
     except ValueError as exc:
         raise ConfigError(str(exc)) from None

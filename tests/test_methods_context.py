@@ -316,8 +316,8 @@ def test_a_resume_refuses_a_changed_oneshot_corpus(tmp_path: Path) -> None:
 
     from bench.oneshot import file_digest
     from results.run_folder import ResolvedRun, RunFolder
-    from runners.compare import prepare_run
     from runners.config import CompareConfig, ConfigError
+    from runners.plan import CompareOptions, plan_run
 
     corpus = tmp_path / "crawl.json"
     corpus.write_text(json.dumps([{"code": "def f(x):\n    return x\n", "description_1": "identity"}]))
@@ -328,11 +328,11 @@ def test_a_resume_refuses_a_changed_oneshot_corpus(tmp_path: Path) -> None:
     RunFolder(run).write_config(config.to_json(), ResolvedRun(
         tasks=("vector_add",), method_options={}, budget_unit="calls", model="m", simulated=True,
         target={"vendor": "cpu"}, oneshot={"sha256": file_digest(corpus)}))
-    prepared = prepare_run(CompareConfig(), None, run)
-    assert prepared.resumed and prepared.config.oneshot_corpus == str(corpus.resolve())
+    plan = plan_run(CompareConfig(), CompareOptions(resume=run))
+    assert plan.resumed and plan.config.oneshot_corpus == str(corpus.resolve())
     corpus.write_text(json.dumps([{"code": "def g(x):\n    return -x\n"}]))
     with pytest.raises(ConfigError, match="changed since this run started"):
-        prepare_run(CompareConfig(), None, run)
+        plan_run(CompareConfig(), CompareOptions(resume=run))
     with pytest.raises(ConfigError, match="oneshot_threshold"):
         CompareConfig(oneshot_threshold=1.5).validate()
     with pytest.raises(ConfigError, match="needs answer_format: json"):

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import runners.compare
+import runners.plan
 from modelio.replay import ReplayMiss
 from results.analysis import analyse
 from results.readers import load_run
@@ -193,7 +194,7 @@ def test_an_interrupted_replay_resumes_as_the_replay_it_was(recorded: RunResult,
     def no_model(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("the resumed replay asked the model instead of the record")
 
-    monkeypatch.setattr(runners.compare, "make_run_client", no_model)
+    monkeypatch.setattr(runners.plan, "make_run_client", no_model)
     if not rejudge:
         monkeypatch.setattr(runners.compare, "local_executor", no_model)  # an exact replay runs nothing
     messages: list[str] = []
