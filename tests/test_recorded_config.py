@@ -136,8 +136,8 @@ def _environment_writes(path: Path) -> list[str]:
 def test_no_module_of_the_toolkit_writes_the_process_environment() -> None:
     """Targets, task sources, plugins and locked clocks reach workers through their own
     environment or command line, built by the pool, never through this process's."""
-    sources = [ROOT / "cli.py", *[p for pkg in ("bench", "judge", "methods", "modelio", "results", "runners", "stats")
-                                  for p in (ROOT / pkg).rglob("*.py")]]
+    packages = ("bench", "commands", "judge", "methods", "modelio", "record", "results", "runners", "stats")
+    sources = [ROOT / "cli.py", *[p for pkg in packages for p in (ROOT / pkg).rglob("*.py")]]
     assert [w for p in sources for w in _environment_writes(p)] == []
 
 
