@@ -43,7 +43,7 @@ from commands.serve import serve_sim
 def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
     if not value or ctx.resilient_parsing:
         return
-    from results.provenance import this_version
+    from record.provenance import this_version
 
     click.echo(this_version())
     ctx.exit()
@@ -76,7 +76,7 @@ logging_options(cli)  # --verbose and --log-file on every command
 # imported, since an error class from a module nobody imported cannot have been raised (and
 # importing them all up front would pull pandas and torch into `--help`).
 _BAD_INPUT_ERRORS = (("bench.registry", "UnknownTaskError"), ("methods.registry", "UnknownMethodError"),
-                     ("modelio.replay", "ReplayMiss"), ("results.run_folder", "RunFolderError"),
+                     ("modelio.replay", "ReplayMiss"), ("record.run_folder", "RunFolderError"),
                      ("results.planning", "PlanError"), ("runners.config", "ConfigError"),
                      ("judge.sandbox", "SandboxRefused"))
 

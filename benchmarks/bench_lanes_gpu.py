@@ -49,7 +49,7 @@ from bench_compare_gpu import SEVEN_TASKS, measure, print_measured, write_record
 
 from judge.device import Target  # noqa: E402
 from judge.worker import CONTEXT_GATE_ENV  # noqa: E402
-from results.run_folder import RunFolder  # noqa: E402
+from record.run_folder import RunFolder  # noqa: E402
 from runners.config import CompareConfig  # noqa: E402
 
 LOAD_TASKS = ("matmul", "layer_norm", "rms_norm", "cumsum", "softmax", "vector_add")

@@ -30,7 +30,7 @@ from modelio.ledger import BudgetExhausted, Ledger  # noqa: E402
 from modelio.openai_client import OpenAIClient  # noqa: E402
 from modelio.server import ServerOptions, SimServer  # noqa: E402
 from modelio.types import Message  # noqa: E402
-from results.store import Store  # noqa: E402
+from record.store import Store  # noqa: E402
 
 GOAL = 25.0
 

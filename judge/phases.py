@@ -10,7 +10,7 @@ attempt lost to a GPU out-of-memory error beside other workers, judged again alo
 runners/pool.py) and `other` (the seconds the worker had the job beyond its named phases:
 messages, bookkeeping; `PhaseClock.step` names parts of a job apart from the phases, for
 diagnosis). A phase entered inside another is counted in the inner one only, so the phases add
-up to the job. The parent stores them beside the evaluation (results/store.py, one column each),
+up to the job. The parent stores them beside the evaluation (record/store.py, one column each),
 and `report` sums them per method and phase, so a slow run can be told apart: judging, timing or
 waiting.
 """

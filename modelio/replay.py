@@ -7,7 +7,8 @@ distinct (a key of messages and temperature alone would hand every sample the fi
 answer), and max_tokens is, because a token budget caps it and a capped answer differs.
 
 `ReplayClient` is a ModelClient that answers each Request from a recorded run's store
-(`calls` table) by that key and never opens a connection. It is given to an ordinary
+(its `calls`, read once through record/recorded.py `recorded_calls`) by that key and never
+opens a connection. It is given to an ordinary
 Ledger, so a replayed response is charged exactly as a live one (its recorded tokens), and a
 replay's budget accounting, candidates, verdicts and summary equal the original's. A request
 the recorded run never made is a `ReplayMiss`: replay is exact or it stops, it does not guess.
@@ -31,15 +32,14 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from modelio.read_only import read_only_uri
 from modelio.tokens import count_tokens
 from modelio.types import Completion, Message, Request
+from record.recorded import CallRow, recorded_calls
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ def call_key(model: str, request: Request) -> CallKey:
                    request.sample_index)
 
 
-def _row_key(row: sqlite3.Row) -> CallKey:
+def _row_key(row: CallRow) -> CallKey:
     temperature = row["temperature"]
     return CallKey(row["model"] or "", row["messages_hash"], None if temperature is None else float(temperature),
                    row["max_tokens"], row["seed"], row["sample_index"])
@@ -83,12 +83,6 @@ class ReplayedFailure(RuntimeError):
         self.completion_tokens = completion_tokens
         self.retries = retries
         self.cached = True
-
-
-def _open_read_only(path: Path) -> sqlite3.Connection:
-    db = sqlite3.connect(read_only_uri(path), uri=True)
-    db.row_factory = sqlite3.Row
-    return db
 
 
 @dataclass(frozen=True)
@@ -135,7 +129,7 @@ def _messages(request: Request) -> list[dict[str, Any]]:
     return [{"role": m.role, "content": m.content} for m in request.messages]
 
 
-def _recorded_messages(row: sqlite3.Row) -> list[dict[str, Any]]:
+def _recorded_messages(row: CallRow) -> list[dict[str, Any]]:
     try:
         messages = json.loads(row["messages"] or "[]")
     except (TypeError, ValueError):
@@ -148,32 +142,22 @@ class ReplayClient:
 
     `positional`: match a request whose text differs by its unit and call index (module
     docstring); otherwise by key only. `versions`: (the recorded run's version, this one's), as
-    results.provenance labels them, named by every miss."""
+    record.provenance labels them, named by every miss."""
 
     def __init__(self, store_path: str | Path, model: str | None = None, simulated: bool | None = None,
                  positional: bool = False, versions: tuple[str, str] | None = None):
         self.store_path = Path(store_path)
-        if not self.store_path.is_file():
-            raise FileNotFoundError(f"no recorded run store at {self.store_path}")
-        db = _open_read_only(self.store_path)
-        try:
-            rows = db.execute("SELECT * FROM calls ORDER BY method, task, repeat, call_index").fetchall()
-            submitted = db.execute("SELECT method, task, repeat, source_hash, calls_used FROM submissions "
-                                   "ORDER BY method, task, repeat, submission_index").fetchall()
-            meta = {r["key"]: json.loads(r["value"]) for r in db.execute("SELECT key, value FROM meta")}
-        except sqlite3.DatabaseError as exc:
-            raise ValueError(f"{self.store_path} is not a run store: {exc}") from None
-        finally:
-            db.close()
+        recorded = recorded_calls(self.store_path)
+        rows, submitted, meta = recorded.calls, recorded.submissions, recorded.meta
         models = [r["model"] for r in rows if r["model"]]
-        # The caller passes what the run folder's config.json recorded (results/run_folder.py);
+        # The caller passes what the run folder's config.json recorded (record/run_folder.py);
         # a bare store falls back to its most frequent model and its own `simulated` flag.
         self.model = model or (max(set(models), key=models.count) if models else "")
         self.simulated = bool(simulated if simulated is not None else meta.get("simulated", False))
         self.positional = positional
         self.versions = versions
-        self._rows: dict[CallKey, sqlite3.Row] = {}
-        self._at: dict[tuple[str, str, int, int], sqlite3.Row] = {}  # (method, task, repeat, call index)
+        self._rows: dict[CallKey, CallRow] = {}
+        self._at: dict[tuple[str, str, int, int], CallRow] = {}  # (method, task, repeat, call index)
         self._unit_calls: dict[tuple[str, str, int], int] = {}
         for r in rows:  # first row wins: a cache answers one key with one response
             self._rows.setdefault(_row_key(r), r)
@@ -199,14 +183,14 @@ class ReplayClient:
 
     def complete(self, request: Request) -> Completion:
         row = self._match(request)
-        retries = int(row["retries"]) if "retries" in row.keys() else 0
+        retries = int(row.get("retries", 0))
         if row["error"]:
             raise ReplayedFailure(row["error"], int(row["completion_tokens"]), retries)
         return Completion(text=row["response"], prompt_tokens=int(row["prompt_tokens"]),
                           completion_tokens=int(row["completion_tokens"]), latency_s=0.0, cached=True,
                           model=self.model, retries=0)
 
-    def _match(self, request: Request) -> sqlite3.Row:
+    def _match(self, request: Request) -> CallRow:
         key = call_key(self.model, request)
         if self.positional and request.unit is not None:
             return self._by_position(request, key)
@@ -229,7 +213,7 @@ class ReplayClient:
                          f"{self._versions_text()}{where}; replay needs the same tasks, methods, options, budget "
                          "and seed")
 
-    def _by_position(self, request: Request, key: CallKey) -> sqlite3.Row:
+    def _by_position(self, request: Request, key: CallKey) -> CallRow:
         assert request.unit is not None
         index = request.sample_index
         row = self._at.get((*request.unit, index))

@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from record.store import FULL_PROTOCOL
 from results.bands import INTERVAL_MIN_TASKS, band_note, has_interval, too_few_words
 from results.curves import AXES, MethodCurves, MethodRuns, budget_curves, parallel_scaling
 from results.labels import TOO_FEW
 from results.latency import CASE_COLS, case_frame
 from results.method_stats import SMALL_SUITE, MethodStats, method_stats, timed_baselines
 from results.readers import RunData
-from results.store import FULL_PROTOCOL
 from results.verdicts import SIGN_FLIP_BELOW, Comparison, display, paired_comparisons, uncompared_speedups
 from stats import ALPHA
 

@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from results.completeness import RunProgress, run_progress
+from record.progress import RunProgress, run_progress
+from record.run_folder import RunFolder, ensure_writable, output_folder
+from record.store import Store
 from results.readers import RunData, RunError, load_run, task_difficulty
-from results.run_folder import RunFolder, ensure_writable, output_folder
-from results.store import Store
 
 FORMATS = ("csv", "parquet", "jsonl")
 SIDECAR = "export.json"

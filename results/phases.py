@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from results.store import PHASES
+from record.store import PHASES
 
 PHASE_COLUMNS = tuple(f"{p}_s" for p in PHASES)
 PROFILE_MARK = "@"  # `<task>@<profile>`: the suite's own check of a task's submission (bench.registry)

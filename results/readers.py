@@ -26,9 +26,9 @@ import numpy as np
 import pandas as pd
 
 from modelio.ledger import stable_seed
+from record.run_folder import RunFolder, RunFolderError
+from record.store import FULL_PROTOCOL, PROTOCOL_COLUMNS, Store
 from results.phases import PHASE_COLUMNS
-from results.run_folder import RunFolder, RunFolderError
-from results.store import FULL_PROTOCOL, PROTOCOL_COLUMNS, Store
 
 UNIT_KEY = ["method", "task", "repeat"]
 TEST_RUN_COLS = UNIT_KEY + ["test_run_index", "calls_used", "source_hash", "tests_hash", "verdict", "tests_passed",
@@ -179,7 +179,7 @@ class RunData:
 
 # ---------------------------------------------------------------------------- run info
 def read_run_info(path: Path) -> RunInfo:
-    """A run folder's identity from its config.json (results/run_folder.py reads and validates
+    """A run folder's identity from its config.json (record/run_folder.py reads and validates
     it); RunError (one line) when it is not a run folder."""
     folder = RunFolder(path)
     if not folder.path.is_dir():
@@ -551,23 +551,15 @@ def unit_index(df: pd.DataFrame) -> pd.MultiIndex:
 
 
 def task_difficulty(data: RunData, task_ids: list[str] | tuple[str, ...]) -> dict[str, int | None]:
-    """Difficulty of each task as the run recorded it (config.json), so a report needs only the
-    run folder: no torch, and adapted suites need not be loadable where the report is made.
-    Runs recorded before that fall back to the bench registry (None for a task it does not know)."""
+    """Difficulty of each task as the run recorded it (config.json's `resolved.task_difficulty`,
+    written when the run starts), so a report needs only the run folder: no torch, no task registry,
+    and adapted suites need not be loadable where the report is made. None for a task no run
+    recorded it for (runs recorded before it was, or a task a run did not resolve): reported as
+    unknown, never guessed."""
     recorded: dict[str, int] = {}
     for info in data.infos:
         recorded.update(info.task_difficulty)
-    out: dict[str, int | None] = {t: recorded.get(t) for t in task_ids}
-    missing = [t for t in task_ids if out[t] is None]
-    if missing:
-        from bench.registry import UnknownTaskError, get_task  # lazily: the registry loads torch
-
-        for t in missing:
-            try:
-                out[t] = int(get_task(t).difficulty)
-            except UnknownTaskError:
-                out[t] = None
-    return out
+    return {t: recorded.get(t) for t in task_ids}
 
 
 def finite(x: Any) -> bool:

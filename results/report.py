@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from record.progress import RunProgress, runs_progress
+from record.run_folder import RunFolder, ensure_writable, output_folder
 from results.analysis import Analysis, analyse
-from results.completeness import RunProgress, runs_progress
 from results.figure_style import FigureStyle
 from results.figures import FigureResult, write_figures
 from results.labels import SIMULATED_BANNER
 from results.readers import RunData, RunError, load_runs
-from results.run_folder import RunFolder, ensure_writable, output_folder
 from results.tables import Table, build_tables, to_markdown, write_tables
 from results.verdicts import display, verdict_sentence
 
@@ -38,7 +38,7 @@ class ReportFiles:
     report: Path
     tables: list[Path]
     figures: list[FigureResult]
-    banner: str | None = None  # the partial-run banner (results/completeness.py), None for a finished run
+    banner: str | None = None  # the partial-run banner (record/progress.py), None for a finished run
 
 
 def _run_lines(data: RunData, progress: RunProgress | None = None) -> list[str]:
@@ -210,7 +210,7 @@ def render_html(blocks: list[Block], title: str) -> str:
 
 def default_out(paths: list[Path], leaf: str) -> Path:
     """RUN-report (or RUN-figures) beside the run folder for one run, RUN-<leaf>-combined-N beside
-    the first for several (results.run_folder.output_folder): never inside a run folder."""
+    the first for several (record.run_folder.output_folder): never inside a run folder."""
     return output_folder(paths, leaf)
 
 

@@ -13,9 +13,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from results.completeness import run_progress
-from results.run_folder import RunFolder, RunFolderError
-from results.store import Store
+from record.progress import run_progress
+from record.run_folder import RunFolder, RunFolderError
+from record.store import Store
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,9 @@ from typing import Any
 
 import pandas as pd
 
+from record.run_folder import RunFolder
+from record.store import Store
 from results.readers import RunData, RunError, deciding_evaluation, load_run
-from results.run_folder import RunFolder
-from results.store import Store
 
 
 @dataclass(frozen=True)

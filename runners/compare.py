@@ -31,8 +31,9 @@ from modelio.dryrun import DryRunEstimate
 from modelio.ledger import BudgetExhausted, Charge, Ledger, ModelCallFailed, ReplayDiverged
 from modelio.replay import ReplayClient, ReplayMiss
 from modelio.types import ModelClient
-from results.run_folder import ResolvedRun, RunFolder, RunFolderError
-from results.store import RecordedEvaluations, Store
+from record.recorded import RecordedEvaluations
+from record.run_folder import ResolvedRun, RunFolder, RunFolderError
+from record.store import Store
 from runners.config import CompareConfig, ConfigError
 from runners.context import UnitContext
 from runners.evaluator import Evaluator

@@ -41,7 +41,7 @@ from judge.policy import FEEDBACK_SHORT
 from methods.base import Candidate, Feedback, TestResult
 from modelio.ledger import Account, BudgetExhausted
 from modelio.types import Completion, Message
-from results.store import Store
+from record.store import Store
 from runners.evaluator import Evaluator, RunInterrupted
 
 FEEDBACK_TEXT_CAP = 2000  # characters of error text (and of traceback) a method is shown per feedback and per test

@@ -15,7 +15,7 @@ from judge.candidate.internal_tests import InternalTestReport, case_set_for
 from judge.candidate.verdict import Evaluation
 from judge.device import Target
 from judge.policy import FINAL_FULL, TimingPolicy
-from results.store import source_hash
+from record.store import source_hash
 from runners.executor import Executor
 from runners.savings import carried_failure, untimed_from_timed
 

@@ -34,9 +34,10 @@ from methods.registry import (
 )
 from modelio.replay import ReplayClient
 from modelio.types import ModelClient
-from results.provenance import recorded_version, this_version
-from results.run_folder import RecordedConfig, ResolvedRun, RunFolder, RunFolderError
-from results.store import RecordedEvaluations, Store
+from record.provenance import recorded_version, this_version
+from record.recorded import RecordedEvaluations
+from record.run_folder import RecordedConfig, ResolvedRun, RunFolder, RunFolderError
+from record.store import Store
 from runners.config import RESUMABLE_OPTIONS, CompareConfig, ConfigError
 
 if TYPE_CHECKING:
@@ -302,7 +303,7 @@ def _check_same_corpus(config: CompareConfig, recorded: dict[str, Any]) -> None:
 def _finished(run_dir: Path, retry_errors: bool) -> FinishedRun | None:
     """A resumed run whose every unit is finished (and, with retry_errors, none ended on an
     error): there is nothing to run. None when there is."""
-    from results.completeness import run_progress
+    from record.progress import run_progress
 
     progress = run_progress(run_dir)
     if not progress.complete:

@@ -37,9 +37,9 @@ from judge.candidate.verdict import Evaluation
 from judge.device import Target, default_device, detect_target
 from judge.policy import FINAL_FULL, TimingPolicy
 from judge.privileges import PrivilegeError
+from record.run_folder import RunFolder
+from record.store import Store
 from results.readers import RunData, deciding_evaluation, load_run
-from results.run_folder import RunFolder
-from results.store import Store
 from runners.config import ConfigError
 from runners.evaluator import judged_source
 from runners.pool import LocalPool

@@ -22,8 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from results.completeness import run_progress  # noqa: E402
-from results.run_folder import RunFolder  # noqa: E402
+from record.progress import run_progress  # noqa: E402
+from record.run_folder import RunFolder  # noqa: E402
 
 
 def ship(src: Path, dest: Path, max_mb: float) -> int:

@@ -38,7 +38,7 @@ def run(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
 
 
 def shipped_copy(tmp_path: Path) -> Path:
-    """A copy of the shipped run: readers no longer change a store (results/store.py
+    """A copy of the shipped run: readers no longer change a store (record/store.py
     `Store.for_reading`), but a test must never be able to change a file the repository tracks."""
     copy = tmp_path / "shipped"
     shutil.copytree(SHIPPED, copy)
@@ -46,8 +46,8 @@ def shipped_copy(tmp_path: Path) -> Path:
 
 
 def test_the_shipped_run_is_a_small_finished_gpu_run(tmp_path: Path) -> None:
-    from results.completeness import run_progress
-    from results.run_folder import RunFolder
+    from record.progress import run_progress
+    from record.run_folder import RunFolder
 
     assert sum(p.stat().st_size for p in SHIPPED.iterdir()) < 4e6  # small enough to live in the repository
     assert not list(SHIPPED.glob("*-wal")) and not list(SHIPPED.glob("*-shm"))

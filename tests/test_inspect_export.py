@@ -10,10 +10,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from results.completeness import run_progress
+from record.progress import run_progress
+from record.run_folder import RunFolder
 from results.export import ExportError, export_run
 from results.readers import RunError
-from results.run_folder import RunFolder
 from results.run_list import format_rows, list_runs
 from results.unit_view import show_unit
 from tests.fixtures.synthetic_run import SPEC, make_synthetic_run

@@ -13,7 +13,7 @@ import pytest
 from bench.registry import get_task
 from judge.candidate.verdict import Evaluation, Timing, Verdict
 from judge.device import Target
-from results.store import Store
+from record.store import Store
 from runners.evaluator import Evaluator
 from runners.savings import carried_failure, untimed_from_timed
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from bench.listing import list_tasks
-from results.run_folder import RunFolder
+from record.run_folder import RunFolder
 from runners.compare import (
     CompareInterrupted,
     CompareOptions,
@@ -155,7 +155,7 @@ def test_resume_takes_a_new_worker_count_and_records_it(tmp_path: Path) -> None:
     config = _config()
     config.validate()
     folder = RunFolder.create(tmp_path / "runs", {})
-    from results.run_folder import ResolvedRun
+    from record.run_folder import ResolvedRun
 
     folder.write_config({**config.to_json(), "workers": 0}, ResolvedRun(
         tasks=("vector_add",), method_options={"direct": {}}, budget_unit="calls", model="m", simulated=True,

@@ -17,7 +17,7 @@ import tests.raising_plugin  # noqa: F401 - registers raises_on_a_task
 from judge.device import Target
 from modelio.replay import ReplayMiss
 from modelio.simulated import SimulatedModel
-from results.store import Store
+from record.store import Store
 from runners.config import CompareConfig
 from tests.test_methods_context import ScriptedExecutor
 

@@ -24,7 +24,7 @@ from methods.base import Candidate
 from modelio.ledger import BudgetExhausted, Ledger
 from modelio.simulated import SimulatedModel
 from modelio.types import Message
-from results.store import Store
+from record.store import Store
 from runners.context import FEEDBACK_TEXT_CAP, SealedContext, UnitContext
 from runners.evaluator import Evaluator
 
@@ -315,7 +315,7 @@ def test_a_resume_refuses_a_changed_oneshot_corpus(tmp_path: Path) -> None:
     import json
 
     from bench.oneshot import file_digest
-    from results.run_folder import ResolvedRun, RunFolder
+    from record.run_folder import ResolvedRun, RunFolder
     from runners.config import CompareConfig, ConfigError
     from runners.plan import CompareOptions, plan_run
 

@@ -12,7 +12,7 @@ import pytest
 
 import runners.compare
 from modelio.simulated import SimulatedModel
-from results.store import Store
+from record.store import Store
 from runners.config import CompareConfig
 
 

@@ -17,7 +17,7 @@ from modelio.server import ServerOptions, SimServer, request_from_body
 from modelio.simulated import SimulatedModel
 from modelio.tokens import count_tokens
 from modelio.types import Message, Request
-from results.store import Store
+from record.store import Store
 
 
 def direct_prompt(task_id: str = "vector_add") -> tuple[Message, ...]:

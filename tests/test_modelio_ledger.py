@@ -16,7 +16,7 @@ from modelio.server import ServerOptions, SimServer
 from modelio.simulated import SimulatedModel
 from modelio.tokens import count_tokens
 from modelio.types import Completion, Message, Request
-from results.store import Store
+from record.store import Store
 from tests.test_modelio_client import direct_prompt
 
 
@@ -221,7 +221,7 @@ def test_a_recorded_failure_replays_as_the_same_failure(tmp_path: Path) -> None:
 def test_a_store_from_before_the_retries_column_gains_it_and_still_records(tmp_path: Path) -> None:
     import sqlite3
 
-    from results.store import SCHEMA
+    from record.store import SCHEMA
 
     old = tmp_path / "old.sqlite"
     con = sqlite3.connect(old)

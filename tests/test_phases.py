@@ -13,9 +13,9 @@ import pytest
 
 from judge.candidate.verdict import Evaluation, Verdict
 from judge.phases import PHASES, PhaseClock
-from results import store as store_module
+from record import store as store_module
+from record.store import Store
 from results.phases import phase_seconds, phase_seconds_by_kind, steps_by_kind
-from results.store import Store
 
 EVALUATION = Evaluation(Verdict("correct")).to_json()
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from results.run_folder import RunFolder
+from record.run_folder import RunFolder
 from runners.compare import CompareOptions, run_compare
 from runners.config import CompareConfig, ConfigError
 

@@ -17,9 +17,9 @@ import pytest
 import runners.compare
 import runners.plan
 from modelio.replay import ReplayMiss
+from record.run_folder import RunFolder
 from results.analysis import analyse
 from results.readers import load_run
-from results.run_folder import RunFolder
 from results.tables import phase_table
 from runners.compare import CompareOptions, RunResult, recorded_options, run_compare
 from runners.config import CompareConfig, compose_config

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from modelio.replay import ReplayMiss
-from results.provenance import this_version
-from results.run_folder import RunFolder
+from record.provenance import this_version
+from record.run_folder import RunFolder
 from runners.compare import CompareOptions, RunResult, recorded_options, run_compare
 from runners.config import CompareConfig, compose_config
 

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from judge.candidate.verdict import CaseTiming, Evaluation, Timing, Verdict
+from record.store import Store
 from results.latency import case_frame, summarise
 from results.readers import load_run
-from results.store import Store
 from stats import latency_stats, median_ci
 from tests.fixtures.synthetic_run import DEVICE, make_synthetic_run
 from tests.helpers import ROOT, run_cli

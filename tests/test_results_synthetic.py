@@ -549,7 +549,7 @@ def test_budget_curves_against_gpu_evaluations(run_dir: Path) -> None:
 
 
 def test_runs_declared_not_independent_get_no_pass_at_k(tmp_path: Path) -> None:
-    from results.store import Store
+    from record.store import Store
 
     run = make_synthetic_run(tmp_path / "run")
     store = Store(run / "store.sqlite")
@@ -580,8 +580,8 @@ def test_a_failing_hidden_evaluation_wins_over_a_correct_one() -> None:
 
 @pytest.mark.slow
 def test_errored_units_and_failed_calls_reach_summary_table_and_report(tmp_path: Path) -> None:
+    from record.store import Store
     from results.report import write_report
-    from results.store import Store
     from results.summary import build_summary, format_table
 
     run = make_synthetic_run(tmp_path / "run")

@@ -19,9 +19,9 @@ from pathlib import Path
 import click
 import pytest
 
+from record.provenance import launcher
+from record.run_folder import RunFolder, output_folder
 from results.export import export_run
-from results.provenance import launcher
-from results.run_folder import RunFolder, output_folder
 from tests.fixtures.synthetic_run import make_synthetic_run
 from tests.helpers import ROOT, cli_env
 from tests.test_cli_usability import invoke

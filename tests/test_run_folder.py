@@ -1,4 +1,4 @@
-"""results/run_folder.py: the one owner of a run folder's config.json, env.json and summary.json."""
+"""record/run_folder.py: the one owner of a run folder's config.json, env.json and summary.json."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from results.provenance import PROJECT_ROOT, git_revision
+from record.provenance import PROJECT_ROOT, git_revision
+from record.run_folder import FORMAT_VERSION, ResolvedRun, RunFolder, RunFolderError
 from results.readers import RunError, read_run_info
-from results.run_folder import FORMAT_VERSION, ResolvedRun, RunFolder, RunFolderError
 
 CONFIG = {"budget": 4, "budget_unit": "calls", "methods": ["direct"], "method_options": {}, "suite": None,
           "tasks": ["vector_add"], "repeats": 1, "seed": 0, "device": "cpu"}
@@ -153,8 +153,8 @@ def _code_strings(path: Path) -> set[str]:
 def test_no_module_but_run_folder_names_the_run_files() -> None:
     """The files are opened through RunFolder only: no other module of the toolkit spells their names."""
     root = Path(__file__).resolve().parent.parent
-    sources = [root / "cli.py", *[p for pkg in ("bench", "judge", "methods", "modelio", "results", "runners", "stats")
-                                  for p in (root / pkg).rglob("*.py")]]
+    packages = ("bench", "commands", "judge", "methods", "modelio", "record", "results", "runners", "stats")
+    sources = [root / "cli.py", *[p for pkg in packages for p in (root / pkg).rglob("*.py")]]
     offenders = {str(p.relative_to(root)): sorted(RUN_FILES & _code_strings(p)) for p in sources
                  if p.name != "run_folder.py"}
     assert {k: v for k, v in offenders.items() if v} == {}

@@ -22,7 +22,7 @@ import pytest
 import judge.device
 import runners.compare
 from modelio.replay import ReplayClient
-from results.run_folder import RunFolder
+from record.run_folder import RunFolder
 from runners.compare import RunResult, estimate_compare, recorded_options, run_compare
 from runners.config import CompareConfig, ConfigError, EndpointConfig, compose_config
 from runners.plan import CompareOptions, RunMode, plan_run

@@ -5,7 +5,7 @@ GPU hidden, so a change that breaks the replay of the published run fails here w
 
 An exact replay runs no candidate at all (`NothingRuns`: no worker, no GPU, no interpreter): every
 model reply and every evaluation, GPU timings included, is read from the recorded store
-(modelio/replay.py, results/store.py `RecordedEvaluations`), and every decision (candidates,
+(modelio/replay.py, record/recorded.py), and every decision (candidates,
 verdicts, the speed-based picks between candidates, submissions, calls, budgets) is remade by
 this version's code from them. So the timing figures (speedups, fast_p) are not left out: they
 are the H200's measurements carried through the replay, not re-measured, and they must match.
@@ -30,7 +30,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from results.run_folder import RunFolder
+from record.run_folder import RunFolder
 from tests.helpers import ROOT, cli_env, run_cli
 
 SHIPPED = ROOT / "benchmarks" / "results" / "gpu_run_small"

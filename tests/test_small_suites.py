@@ -98,7 +98,7 @@ def test_a_large_enough_suite_gets_a_verdict_decided_by_the_t_test(tmp_path: Pat
 
 # ---------------------------------------------------------------------------- item 6: errored units
 def test_verdicts_count_errored_units_and_give_the_verdict_without_them(tmp_path: Path) -> None:
-    from results.store import Store
+    from record.store import Store
 
     n = 12
     run = _run(tmp_path / "r", [[True]] * n, [[i < 2] for i in range(n)])

@@ -27,8 +27,8 @@ from judge.baselines import BaselineCache, BaselineKey, ReferenceTiming, clock_s
 from judge.candidate.verdict import CaseTiming, Evaluation, Timing, Verdict
 from judge.policy import FEEDBACK_SHORT, FINAL_FULL, TimingPolicy
 from judge.timing import launch_mode, measure_references, recheck_references, time_case, time_case_short
+from record.store import Store
 from results.protocols import protocol_summary
-from results.store import Store
 from stats.sequential import (
     EQUIVALENT,
     FASTER,

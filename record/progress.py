@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from results.run_folder import RunFolder
-from results.store import Store
+from record.run_folder import RunFolder
+from record.store import Store
 
 
 @dataclass(frozen=True)

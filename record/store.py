@@ -7,13 +7,13 @@ invariant 5): a resumed unit replays its recorded calls and evaluations by key, 
 keys make a duplicate row impossible rather than merely unlikely. Each write commits at
 once; WAL keeps committed rows through a SIGKILL of the writer.
 
-All SQL of the project lives here: the scheduler writes through the recording methods, and
-results/readers.py reads through the named reading methods below (plain dict rows, so this
-module needs no pandas). Stores written by older versions are brought up to date (`_migrate`)
+All SQL of the project lives in record/: here, where the scheduler writes through the recording
+methods and results/readers.py reads through the named reading methods below (plain dict rows, so
+this module needs no pandas), and record/recorded.py, which reads a recorded run back for a replay. Stores written by older versions are brought up to date (`_migrate`)
 when a writer opens them (`Store(path)`: `compare`, `--resume`), so old run folders resume.
 
 Reading never changes a store (`Store.for_reading`: report, figures, verify, runs list, show,
-export): the file is opened read-only (modelio/read_only.py: no `-wal`/`-shm` files appear
+export): the file is opened read-only (record/read_only.py: no `-wal`/`-shm` files appear
 beside it either) and, when its schema is older than this code's, copied into memory and
 migrated there, so a shipped or archived run folder keeps its bytes.
 """
@@ -28,7 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from modelio.read_only import read_only_uri
+from record.read_only import read_only_uri
+from record.run_folder import RunFolderError
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -159,8 +160,6 @@ class Store:
     def for_reading(cls, path: Path) -> Store:
         """`path` opened without changing it: read-only, and migrated in memory when its schema
         is older (a copy of the whole store, made only then). Every write raises."""
-        from results.run_folder import RunFolderError
-
         path = Path(path)
         if not path.is_file():
             raise RunFolderError(f"no run store at {path}")
@@ -451,36 +450,3 @@ class Store:
         row = self.query("SELECT MAX(t) FROM (SELECT MAX(created) AS t FROM calls "
                          "UNION ALL SELECT MAX(created) FROM evaluations)")
         return float(row[0][0]) if row and row[0][0] is not None else None
-
-
-class RecordedEvaluations:
-    """A recorded run's evaluations, read once and held in memory, for `compare --replay`: the
-    replay answers every evaluation from them instead of running a worker (exact replay,
-    design invariant 8). Opened read-only; a store written before `timed` was a column (a
-    `|timed` suffix on the device key) is read as if migrated."""
-
-    def __init__(self, path: Path):
-        self.path = Path(path)
-        if not self.path.is_file():
-            raise FileNotFoundError(f"no recorded run store at {self.path}")
-        db = sqlite3.connect(read_only_uri(self.path), uri=True)
-        try:
-            columns = {r[1] for r in db.execute("PRAGMA table_info(evaluations)")}
-            timed = "timed" if "timed" in columns else "0"
-            rows = db.execute(f"SELECT source_hash, task, case_set, device_key, {timed}, evaluation FROM evaluations")
-            self._rows: dict[tuple[str, str, str, str, bool], str] = {}
-            for h, task, case_set, device_key, is_timed, evaluation in rows:
-                if device_key.endswith(LEGACY_TIMED_SUFFIX):
-                    device_key, is_timed = device_key[:-len(LEGACY_TIMED_SUFFIX)], 1
-                self._rows[(h, task, case_set, device_key, bool(is_timed))] = evaluation
-        except sqlite3.DatabaseError as exc:
-            raise ValueError(f"{self.path} is not a run store: {exc}") from None
-        finally:
-            db.close()
-
-    def __len__(self) -> int:
-        return len(self._rows)
-
-    def evaluation(self, h: str, task: str, case_set: str, device_key: str, timed: bool = False) -> dict[str, Any] | None:
-        text = self._rows.get((h, task, case_set, device_key, bool(timed)))
-        return json.loads(text) if text is not None else None

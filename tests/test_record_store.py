@@ -1,6 +1,7 @@
 """The run store: the timed flag is a column (stores that glued `|timed` onto the device key
 are migrated when a writer opens them, and read as if migrated by readers, which never change
-the file), and SQL lives in results/store.py only."""
+the file), and SQL lives in record/ only (the store, and record/recorded.py, which reads a
+recorded run back for a replay)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from record.store import Store
 from results.readers import load_run
-from results.store import Store
 from tests.fixtures.synthetic_run import DEVICE, make_synthetic_run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -123,9 +124,9 @@ def test_show_export_and_runs_list_never_change_an_old_store(tmp_path: Path) -> 
 
 def test_replays_read_a_recorded_store_without_adding_files_beside_it(tmp_path: Path) -> None:
     """The store is in WAL mode: a plain `mode=ro` connection would leave -wal and -shm files
-    in the recorded folder (modelio/read_only.py)."""
+    in the recorded folder (record/read_only.py)."""
     from modelio.replay import ReplayClient
-    from results.store import RecordedEvaluations
+    from record.recorded import RecordedEvaluations
 
     run, before = _legacy_run(tmp_path)
     assert len(ReplayClient(run / "store.sqlite")._rows) > 0 and len(RecordedEvaluations(run / "store.sqlite")) > 0
@@ -146,7 +147,7 @@ def test_report_figures_and_verify_never_change_an_old_store(tmp_path: Path) -> 
 
 
 def test_a_store_opened_for_reading_refuses_writes_and_missing_files(tmp_path: Path) -> None:
-    from results.run_folder import RunFolderError
+    from record.run_folder import RunFolderError
 
     run = make_synthetic_run(tmp_path / "r")
     store = Store.for_reading(run / "store.sqlite")
@@ -163,15 +164,15 @@ def test_a_store_opened_for_reading_refuses_writes_and_missing_files(tmp_path: P
 
 
 SQL = re.compile(r"""["'f](SELECT|INSERT|UPDATE|DELETE|CREATE TABLE|ALTER TABLE|DROP TABLE)\b""")
-# modelio/replay.py reads a recorded store read-only from below the results layer (it may not import it).
-SQL_ALLOWED = {"results/store.py", "modelio/replay.py"}
+# The replay client (modelio/replay.py) reads recorded calls through record/recorded.py.
+SQL_ALLOWED = {"record/store.py", "record/recorded.py"}
 
 
-def test_sql_lives_in_the_store_module() -> None:
+def test_sql_lives_in_record() -> None:
     offenders = []
     packages = [d for d in sorted(ROOT.iterdir()) if (d / "__init__.py").is_file() and d.name != "tests"]
     files = sorted(ROOT.glob("*.py")) + [f for d in packages for f in sorted(d.rglob("*.py"))]
-    assert {"results", "runners", "modelio", "stats"} <= {d.name for d in packages}
+    assert {"record", "results", "runners", "modelio", "stats"} <= {d.name for d in packages}
     for path in files:
         rel = path.relative_to(ROOT).as_posix()
         if rel in SQL_ALLOWED:
@@ -179,7 +180,7 @@ def test_sql_lives_in_the_store_module() -> None:
         for i, line in enumerate(path.read_text().splitlines(), 1):
             if SQL.search(line):
                 offenders.append(f"{rel}:{i}: {line.strip()}")
-    assert not offenders, "SQL outside results/store.py:\n" + "\n".join(offenders)
+    assert not offenders, "SQL outside record/:\n" + "\n".join(offenders)
 
 
 def test_the_sql_check_finds_sql() -> None:

@@ -8,8 +8,8 @@ read), and `immutable=1` otherwise (nothing is created, no lock is taken). A wri
 on the store while such a reader still holds it may change pages under that reader, which then
 fails with a database error rather than reading a mix: run the reader again.
 
-Used by every reader of a store: results/store.py (`Store.for_reading`,
-`RecordedEvaluations`) and the replay client (modelio/replay.py), which sits below results/.
+Used by every reader of a store: record/store.py (`Store.for_reading`) and record/recorded.py
+(a recorded run's calls and evaluations, read for a replay).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The run folder, and the one type that reads and writes its JSON files.
 
-A run folder holds `store.sqlite` (results/store.py: every call, candidate and verdict),
+A run folder holds `store.sqlite` (record/store.py: every call, candidate and verdict),
 `run.log` (runners/logs.py: the story of the run, one line per event) and three JSON files
 that only `RunFolder` opens:
 
@@ -10,7 +10,7 @@ that only `RunFolder` opens:
   with defaults, model, whether it was simulated, the device).
 - `env.json`: the machine (device, driver, clocks, Python, torch, triton), the code (git
   commit and dirty flag, package versions, the toolkit's version) and the command line
-  (results/provenance.py), when it started, and one entry per later `--resume`.
+  (record/provenance.py), when it started, and one entry per later `--resume`.
 - `summary.json`: the end-of-run summary; its content is results/summary.py's, this type only
   writes it (byte for byte as before: sorted keys, two-space indent) and reads it back.
 
@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from results.provenance import launcher, provenance
+from record.provenance import launcher, provenance
 
 FORMAT_VERSION = 2
 CONFIG_FILE, ENV_FILE, SUMMARY_FILE, STORE_FILE = "config.json", "env.json", "summary.json", "store.sqlite"
@@ -253,7 +253,7 @@ class RunFolder:
 
     def launcher(self) -> str:
         """The command this run was started with, for hints that repeat it (`kmc`, `python cli.py`):
-        the first word of env.json's recorded command line (results.provenance.launcher)."""
+        the first word of env.json's recorded command line (record.provenance.launcher)."""
         try:
             command_line = self.read_env().get("command_line")
         except RunFolderError:
