@@ -22,7 +22,17 @@ is computed only when true), unsupported_on_interpreter (units whose final submi
 interpreter could not run: not passes, and counted apart from the method's failures). Top level `matched` says what the run matched across methods
 (budget, implementation temperature, GPU-evaluation cap per unit) and what it did not. The
 per-method entry is built in one place (`method_entry`), so
-fields added later land beside these.
+fields added later land beside these. Beside the stable fields, per method: oracle_pass_ci,
+ci_method, ci_coverage, gpu_evals, submitted_pass_fixed_suite_ci and icc (with repeats),
+speedup_geomean_ci, speedup_tasks, speedups (per baseline, `expert` and `eager`: geometric mean
+with its interval, tasks and units, fast_p and fast_p_ci at 0/1/1.5/2, units left out, flagged
+units, the figures with them included); top level: `bootstrap` and `comparisons` (per method pair
+and metric: estimate, t interval, test, p, Holm-adjusted p, minimum detectable difference). An
+undefined figure is null, never NaN. Two meanings were corrected: speedup_geomean used to pool
+every correct unit, repeats and flagged timings included, so a task with more correct repeats
+weighed more (with one repeat and no flagged timing the two agree); visible_false_positive_rate
+used to pick up another unit's verdict for a shared source, and now reads the unit's own visible
+feedback only.
 
 Below the small-suite minimum (design invariant 12; `interval_min_tasks`, 7 tasks at alpha 0.05,
 results/bands.py) no per-method figure has an interval: its `*_ci` field is null (as are
