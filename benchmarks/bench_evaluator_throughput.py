@@ -341,8 +341,8 @@ def reuse_ceiling(naive_phases: dict[str, float] | None) -> float | None:
     """The ratio a pool would reach if it judged a candidate as fast as a naive process judges it
     in its own process: what reusing processes can save is the rest of a naive process (its
     imports, its interpreter's start and exit). None without the naive side's phases. Why: on
-    an H200 in session 19 this was 3.0x against a 10x goal, so the goal asked for judging
-    itself to be faster, not for process reuse."""
+    an H200 this was about 3x against a 10x goal (benchmarks/results/README.md), so the goal
+    asked for judging itself to be faster, not for process reuse."""
     if not naive_phases or not naive_phases.get("judge"):
         return None
     return sum(naive_phases.values()) / naive_phases["judge"]

@@ -203,8 +203,8 @@ def compare(out: Any, expected: Any, task: Task, path: str = "output") -> tuple[
 class _Summary:
     """What `compare` reads of one output, fetched from the device in one copy: each `.any()`,
     `.max()` or boolean-mask index read on its own waits for the GPU, and a hidden case set
-    compares hundreds of outputs (measured on an H200: 1.3 ms per compare, 0.2 s of a 1.25 s
-    warm vector_add evaluation, with about ten such waits each)."""
+    compares hundreds of outputs (measured, about ten such waits per compare added up to a sixth of
+    a warm evaluation)."""
 
     nonfinite_missing: float
     special_missing: float
@@ -548,8 +548,8 @@ class _Judging:
 
     The next call is submitted as soon as the last one's report is read, and the last one is
     judged while the runner runs the next: a candidate process computes while the judge
-    compares (measured on an H200 host: the judge's side of a call, about 1.8 ms, was paid on
-    top of the candidate's 2.7 ms). A report that already says the call failed (it raised,
+    compares (measured: the judge's side of a call, nearly as long as the candidate's, was paid
+    on top of it). A report that already says the call failed (it raised,
     crashed) sends nothing more."""
 
     def __init__(self, task: Task, runner: Runner, device: str, races: bool = False) -> None:

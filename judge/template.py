@@ -111,8 +111,8 @@ class Launched:
 def launch(device: str, env: dict[str, str] | None = None, prefix: tuple[str, ...] = ()) -> Launched:
     """Start `python -m judge.template` for candidates on `device`, without waiting for it.
     Needs neither torch nor the judge's modules, so a judge worker calls it first thing: the
-    template's import of torch and its warm-up (about 6 s on an H200 host) then overlap the
-    worker's own import of torch (about 2.6 s) instead of following it."""
+    template's import of torch and its warm-up (several seconds) then overlap the worker's own
+    import of torch instead of following it."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     environment = {**(env or os.environ), "KMC_CANDIDATE_DEVICE": device}
     proc = subprocess.Popen([*prefix, sys.executable, "-m", "judge.template", str(theirs.fileno())],
@@ -261,10 +261,11 @@ def _reap(ended: dict[int, int]) -> None:
 
 PROFILE_STARTUP_ENV = "KMC_PROFILE_TEMPLATE"
 """Set by scripts/judge_profile.py --cold: the template's warm-up runs under cProfile and its
-top lines travel with the ready message. On a 2-core CPU box 2.75 of its 2.9 s were PyTorch
-importing torch._dynamo the first time an allocation ran under the recorder's dispatch mode
-(on an H200 host the warm-up took 7.4 s); the recorder no longer lets torch wrap its mode in
-Dynamo's guard (judge/candidate/launches.py `_OpRecorder._should_skip_dynamo`): 0.04 s on that box."""
+top lines travel with the ready message. Nearly all of the warm-up was PyTorch importing
+torch._dynamo the first time an allocation ran under the recorder's dispatch mode; the recorder
+no longer lets torch wrap its mode in Dynamo's guard (judge/candidate/launches.py
+`_OpRecorder._should_skip_dynamo`), and the warm-up is now a small fraction of what it was
+(benchmarks/results/README.md)."""
 
 
 def main() -> None:

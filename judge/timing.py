@@ -241,7 +241,7 @@ def prime_references(task: Task, baseline: Callable[..., Any], cases: tuple[Case
 
 def _timed_args(task: Task, case: Case) -> tuple:
     """A perf case's inputs on the GPU from the judge worker's cache (as the perf-case check drew
-    them: drawing a 16M-element input on the CPU took 0.17 s on an H200 host, inside the
+    them: drawing a large input on the CPU took a noticeable fraction of a second, inside the
     exclusive ticket), output arguments poisoned, every tensor a copy of its own (what is timed
     may write into it). `CaseUnavailable` for a case the task cannot build."""
     from judge.oracle import cached_inputs, poisoned_outputs
@@ -415,10 +415,10 @@ def time_candidate(task: Task, candidate: Any, baseline: Callable[..., Any], cas
 
     The judge worker calls this holding the GPU alone (judge/gate.py), so every second spent
     here pauses the judging on that GPU: each case's inputs and expected output come from the
-    worker's cache, as the perf-case check just drew them (drawing a 16M-element input on the
-    CPU took 0.17 s per case on an H200 host; a suite's Triton reference runs three times for
+    worker's cache, as the perf-case check just drew them (drawing a large input on the CPU took
+    a noticeable fraction of a second per case; a suite's Triton reference runs three times for
     its expected output). Holding the gate only around each case's samples was tried and
-    measured slower on an H200 (176 s against 124-140 s for the 7-task command): each
+    measured slower on the 7-task command: each
     exclusive ticket first waits for every judging case in flight, and there were then several
     per job instead of one."""
     from judge.candidate.sampling import Side

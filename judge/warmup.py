@@ -42,8 +42,8 @@ def warm_up(interpreter: bool) -> None:
 
 def triton_hashes() -> None:
     """Triton's hashes of its own files, in the template: the first launch in a process hashes
-    Triton's sources and its ~500 MB library to key its cache (0.4 s per candidate process on
-    an H200 host, measured with scripts/judge_profile.py). They are cached per process, and
+    Triton's sources and its ~500 MB library to key its cache (a noticeable part of a fresh
+    process's first launch; scripts/judge_profile.py measures it). They are cached per process, and
     forked children inherit them; no GPU is touched. Best effort: where a Triton keeps them
     elsewhere, each process pays the cost again."""
     import contextlib
@@ -105,9 +105,9 @@ def triton_host_lookups(lookups: tuple[tuple[str, str], ...] | None = None) -> l
 
 LAZY_TRITON_MODULES = ("triton.experimental.gluon",)
 """Modules Triton imports on a process's first kernel launch, not at `import triton`: Triton 3.6
-imports its Gluon front end while it specialises the first call's arguments. Measured on an H200
-host with scripts/judge_profile.py: 0.11-0.16 s of every candidate process's first launch (39
-modules, compiled from source each time where no bytecode cache can be written)."""
+imports its Gluon front end while it specialises the first call's arguments. scripts/judge_profile.py
+showed it in every candidate process's first launch (dozens of modules, compiled from source each
+time where no bytecode cache can be written)."""
 
 
 def lazy_triton_imports() -> list[str]:

@@ -52,15 +52,14 @@ over a run's jobs, the busy time of the GPU's one timing lane, which no number o
 workers shortens (benchmarks/bench_compare_gpu.py --steps prints it against the wall time)."""
 CONTEXT_GATE_ENV = "KMC_GATE_CONTEXTS"
 """0: a candidate process makes its GPU context without a ticket at the GPU's gate (an
-experiment; default 1, a shared ticket). Why try it: on an H200 under a full run's load a
-context took 0.6-0.7 s to make (0.16 s on an idle GPU), held a shared ticket all that time, so
-every timer queued behind it waited, and every spare waited behind those timers (0.2-0.35 s
-of `start` per job). What it risks: a context made while a timer measures
-(benchmarks/bench_lanes_gpu.py --ungated-contexts measures exactly that). Measured on an H200
-(session 16, benchmarks/results/2026-12-03-h200-session16-held-copies-ungated-determinism.json):
-the timer's medians did not move, but neither did throughput (the full suite's first 160 s:
-290 evaluations ungated, 294 gated), since judging jobs wait behind the timers themselves, not
-behind contexts; so the default stays gated, and this stays a switch for that measurement."""
+experiment; default 1, a shared ticket). Why try it: under a full run's load a context took
+several times as long to make as on an idle GPU, held a shared ticket all that time, so every
+timer queued behind it waited, and every spare waited behind those timers. What it risks: a
+context made while a timer measures (benchmarks/bench_lanes_gpu.py --ungated-contexts measures
+exactly that). Measured on a GPU (benchmarks/results/README.md, "Two lanes"): the timer's
+medians did not move, but neither did throughput, since judging jobs wait behind the timers
+themselves, not behind contexts; so the default stays gated, and this stays a switch for that
+measurement."""
 
 
 def contexts_gated() -> bool:
@@ -226,9 +225,9 @@ class Worker:
 
     def _prepare_cases(self, stop: Callable[[], bool]) -> int:
         """The hidden inputs of the run's built-in tasks (`PREPARE_ENV`), drawn into the
-        oracle's cache as its first evaluation of each task would draw them (0.8-2.1 s per task
-        on an H200 host while they were drawn on the CPU; far less since a GPU judge draws them on
-        the GPU, bench/builtin/_common.py), until `stop()` says so: first while the template
+        oracle's cache as its first evaluation of each task would draw them (seconds per task
+        while they were drawn on the CPU; far less since a GPU judge draws them on the GPU,
+        bench/builtin/_common.py), until `stop()` says so: first while the template
         starts (`stop`: it is ready), then on a GPU in the background (`_prepare_rest`). Cases
         already drawn cost nothing. Suite tasks are left to their first job (drawing their
         inputs runs the suite's code, which can fault the GPU). Returns how many cases."""
@@ -257,9 +256,9 @@ class Worker:
 
     def _prepare_rest(self) -> None:
         """The run's remaining hidden inputs, drawn beside the first jobs rather than in each
-        worker's first job of each task (on an H200 host `_prepare_cases` had about two of the
-        five P1 tasks drawn when the template was ready; the first evaluation of a new source
-        was 2.3 s against 0.84 s for a repeat): torch draws without the GIL, and a key a job
+        worker's first job of each task (`_prepare_cases` had only some of a run's tasks drawn
+        when the template was ready, and a new source's first evaluation took several times a
+        repeat's): torch draws without the GIL, and a key a job
         asks for while it is being drawn is waited for, not drawn twice (judge/oracle.py
         `_InputCache`). Stops when the worker closes or the input cache is nearly full."""
         from judge.oracle import input_cache_full
@@ -331,8 +330,7 @@ class Worker:
         """A fresh candidate process makes its GPU context while this worker holds the GPU's gate
         for judging, as every other use of the GPU by judging does: making a context touches
         the GPU, and before, spares made theirs whenever they were forked, timings in progress
-        or not (on an H200 with eight workers some feedback samples read up to ten times the
-        kernel's time; judge/candidate/sampling.py `hold_gpu` names the other cause that fits). With
+        or not (with eight workers some feedback samples read many times the kernel's time; judge/candidate/sampling.py `hold_gpu` names the other cause that fits). With
         `KMC_GATE_CONTEXTS=0` it holds no ticket (an experiment, `CONTEXT_GATE_ENV`). Failures
         are left to whoever uses the process next (it finds it dead or not ready)."""
         asked = time.perf_counter()

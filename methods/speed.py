@@ -9,9 +9,9 @@ a tie, and a tie goes to the earlier candidate.
 
 Why a margin and not bare non-overlap: an interval covers the noise of the samples taken in
 one process, not what differs between runs (the worker that timed it, its cached baseline,
-the clock state). On an H200 three same-seed runs of the 7-task command, with bare
-non-overlap, picked the same final submission in only 12 of 21 units (direct's visible-best
-differed in 5 of 7). The margin is the short protocol's own equivalence margin
+the clock state). On a GPU, same-seed runs of the 7-task command with bare non-overlap picked
+the same final submission in little more than half the units, direct's visible-best most often
+differing (benchmarks/results/README.md, "Same-seed determinism"). The margin is the short protocol's own equivalence margin
 (judge/policy.py `feedback_equivalence`, 5%): that protocol stops sampling once a speedup is
 known to lie within it, so it never resolves a smaller difference, and a choice should not
 pretend to. A candidate with no timing (the CPU interpreter times

@@ -170,7 +170,7 @@ class CompareRun:
         # Task by task, every method's units of a task together: they share the judge workers'
         # cached inputs and the evaluations of code they both proposed, and a run cut short (a
         # time limit, Ctrl-C) has every method as far along rather than the first method alone
-        # (on an H200, a full-suite run cut at 568 s had finished 22 units, all of them direct's).
+        # (a full-suite run cut short by a time limit had finished direct's units and no other's).
         self.units = [Unit(m, t.id, r) for t in self.tasks for m in config.methods for r in range(config.repeats)]
         self.progress = Progress(len(self.units), len(self.units) * config.budget, progress, config.budget_unit)
         self.ledger = Ledger(client, self.store, config.budget, config.budget_unit, config.seed,

@@ -172,8 +172,9 @@ def out_of_memory(verdict: Verdict) -> bool:
 def _with_other(pool_phases: dict[str, float], worker_phases: dict[str, float], ran: float) -> dict[str, float]:
     """All of a job's phases: the pool's, the worker's, and `other`, the seconds the worker had
     the job beyond its named phases (messages both ways, the worker's own bookkeeping; the
-    candidate process's start is a phase of its own). Why: on an H200's full-suite run the named phases
-    covered 1,520 of 2,236 worker-seconds, and the rest could not be told apart from idling."""
+    candidate process's start is a phase of its own). Why: in a full-suite GPU run the named phases
+    left about a third of the workers' seconds unaccounted for, which could not be told apart
+    from idling."""
     named = sum(worker_phases.values())
     return {**pool_phases, **worker_phases, "other": max(0.0, ran - named)}
 
@@ -465,9 +466,9 @@ class LocalPool:
 
         try:
             # A worker still starting (the pool's warm-up, a restart in the background) is not
-            # idle yet: waiting for it is queue time. Before, it was the job's `other`: on an
-            # H200 the first job of each worker carried its ~8 s start-up, which read as half
-            # a second of `other` per timed feedback in the 7-task run. A failed start is
+            # idle yet: waiting for it is queue time. Before, it was the job's `other`: the first
+            # job of each worker carried the worker's whole start-up, which read as a large
+            # `other` per timed feedback in a short run. A failed start is
             # raised again, with its message, by the job itself below.
             with contextlib.suppress(WorkerStartError):
                 worker.ensure_started()
@@ -554,8 +555,8 @@ class LocalPool:
     def _restart(self, worker: WorkerProcess, job: dict[str, Any], why: str, counted: str = "") -> None:
         """Kill now; start the replacement in the background so its imports overlap; `counted`:
         the failure it is counted as (`PoolStats` field). The log (run.log in a run) says why:
-        a worker out of service while it restarts costs a full run seconds of capacity, and an
-        H200 full-suite run counted 8 restarts with no reason kept. Nothing, neither counted nor
+        a worker out of service while it restarts costs a full run seconds of capacity, and a
+        full-suite GPU run once counted restarts with no reason kept. Nothing, neither counted nor
         restarted, for a worker the pool has closed or aborted: a stopping run killed its job."""
         if worker.closed:
             return

@@ -32,11 +32,11 @@ HOST_MIB_PER_WORKER = 1536
 """Host memory of one worker: the judge, its template and its candidate processes (torch and
 triton imported in each)."""
 MAX_WORKERS_PER_GPU = 4
-"""The most judging workers the default puts on one GPU: 4 per H200 was measured (2026-11-30,
-about 20% faster judging than 2). 6 was worse (2026-12-03, the full suite at budget 100 for ~570 s:
-68 units against 72 with 4; GPU memory reached 140 GiB and out-of-memory retries cost 78 s: in a
-task-by-task run every worker holds the same big task's case set at once). `--workers N`
-overrides it."""
+"""The most judging workers the default puts on one GPU: on an H200, 4 judged faster than 2, and
+6 finished fewer units of the full suite than 4 in the same time: its memory filled and
+out-of-memory retries cost more than the extra workers gained (in a task-by-task run every worker
+holds the same big task's case set at once; benchmarks/results/README.md, "Workers per GPU").
+`--workers N` overrides it."""
 INPUT_CACHE_MIB = 4096
 """The most device memory a GPU worker keeps for cached case inputs and reference outputs."""
 

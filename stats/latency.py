@@ -1,8 +1,8 @@
 """Latency noise summaries: median (with a bootstrap interval), IQR, MAD and coefficient of
 variation of repeated timings.
 
-Why: kernel timings are noisy (measured with triton.testing.do_bench medians on an H200: CV about
-10% for a 4K-element add, 0.2% at 64M elements). The median, IQR/median and MAD/median are robust
+Why: kernel timings are noisy, a small kernel's far more than a large one's (measured with
+triton.testing.do_bench: benchmarks/results/README.md, "Timing"). The median, IQR/median and MAD/median are robust
 to outliers (preemption, a clock change) and are what is reported; the CV is not (one outlier in
 100 samples can make it several hundred percent), so it is shown only beside them.
 """

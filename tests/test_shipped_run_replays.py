@@ -1,5 +1,5 @@
 """The shipped GPU run replays on a CPU (issue 46, Done-when 1): `compare --replay` of a copy of
-benchmarks/results/gpu_run_small (recorded on an H200, 2026-12-05: `compare --budget 6 --tasks
+benchmarks/results/gpu_run_small (recorded on an H200: `compare --budget 6 --tasks
 vector_add,softmax,layer_norm --repeats 2 --seed 0`) reproduces its summary.json, here, with the
 GPU hidden, so a change that breaks the replay of the published run fails here when it is made.
 

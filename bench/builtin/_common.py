@@ -22,8 +22,8 @@ def generator(case: Case, salt: int = 0, device: str = "cpu") -> torch.Generator
 
     Why on the target device: the CPU draws about 0.5 GB/s per thread, and a GPU judge's
     hidden inputs run to gigabytes per task (embedding 7.8 GiB, swiglu 4.4 GiB); drawn on the
-    CPU they took most of a correct candidate's 52 s hidden judging on an H200 (2.7 s once drawn
-    on the GPU). The values are a deterministic function of the case, the salt and where they
+    CPU they took most of a correct candidate's hidden judging, about twenty times as long as it
+    took once drawn on the GPU. The values are a deterministic function of the case, the salt and where they
     are drawn: reruns on one machine see the same inputs, but a CPU and a GPU judge of the same
     case see different draws of the same distribution (and GPU models may differ: torch's
     counter offsets follow the launch grid)."""

@@ -74,7 +74,7 @@ def bits_digest(value: Any) -> Digest:
     Why a fingerprint and not a copy: the candidate process keeps every output of a case set
     until the set's end, to see whether a later call changed it (a buffer reused across
     calls); a copy of each doubled that memory, and four judge workers' candidate processes
-    filled an H200's 140 GiB on the hidden sets. Any change of a single element, and any swap
+    filled an H200's memory on the hidden sets. Any change of a single element, and any swap
     of two unequal elements, changes the sums; a change built on purpose to keep all three
     could pass, but it buys a candidate nothing, as every output was judged when its call
     returned."""

@@ -1,9 +1,9 @@
 """Triton's C launchers: noted where candidates use them, built once by the judge for the next ones.
 
-On Triton 3.6 (the H200 image) the first launch of a kernel whose argument signature is new to
-the process's Triton cache builds a small C module with the system compiler, 0.2-0.3 s each on
-an H200 host; a first evaluation of vector_add's expert built two (its sizes take 32 and 64
-bits over the hidden cases), about 0.55 s of its 1.4 s in the candidate's process. Each
+On Triton 3.6 the first launch of a kernel whose argument signature is new to the process's
+Triton cache builds a small C module with the system compiler, a noticeable fraction of a second
+each; a first evaluation of vector_add's expert built two (its sizes take 32 and 64 bits over the
+hidden cases), over a third of its time in the candidate's process. Each
 candidate source has a Triton cache of its own (judge/worker.py `_plan`: no candidate may plant
 a binary another one loads), so every new source paid for them again, although a launcher
 depends only on the kinds of the kernel's arguments (pointer, integer width, float, constexpr),

@@ -60,11 +60,11 @@ def hold_gpu() -> None:
 
     The start event and the timed launches are enqueued behind this spin, so the time the host
     takes to get from the start event to the launch (a Triton wrapper's Python, its launcher)
-    is spent while the GPU still spins, not between the events. Before, only the L2 flush
-    (about 0.1 ms on an H200) stood in front: a host slowed down by other work (eight workers
+    is spent while the GPU still spins, not between the events. Before, only the L2 flush (a
+    fraction of a millisecond) stood in front: a host slowed down by other work (eight workers
     compiling candidates beside the timing) that takes longer than that puts GPU idle time
-    inside the sample. On an H200 one 37 us kernel's feedback samples read 0.08 to 0.37 ms in
-    one run and 0.037 ms in the next; a late host is one cause that fits (a GPU context made
+    inside the sample. One small kernel's feedback samples read several times its time in one
+    run and its own time in the next; a late host is one cause that fits (a GPU context made
     by another process meanwhile is another, judge/worker.py `_start_on_device`). Where the
     spin is not available (`torch.cuda._sleep` missing), the flush alone stands."""
     sleep = getattr(torch.cuda, "_sleep", None)

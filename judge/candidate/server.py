@@ -256,8 +256,8 @@ def steady_and_slow(call_steps: dict[str, list[float]]) -> dict[str, float]:
     """Per `call:` step, its seconds split in two: `STEP:steady` (the median call's, times the
     calls) and `STEP:slow` (summed over the calls that took over `SLOW_CALL` times the median:
     on a GPU, mostly a kernel variant's first launch in this fresh process, which loads it from
-    the Triton cache). Measured on an H200 with scripts/judge_profile.py --spans: softmax's
-    expert loads 27 variants over a hidden set, 4.2 ms each, a third of its calls' run time."""
+    the Triton cache). scripts/judge_profile.py --spans showed softmax's expert loading dozens of
+    variants over a hidden set, a third of its calls' run time."""
     import statistics
 
     out = {}

@@ -51,7 +51,7 @@ class _Arena:
     """Shared memory one side writes its messages' tensors into, reused for the link's life.
 
     Why reused: a fresh memfd per message pays a page fault and a zeroed page for every 4 KiB
-    it carries (measured on an H200 host: 6.5 ms per 16 MiB fresh, 0.55 ms reused), and a
+    it carries (measured, about ten times the cost of writing into a reused one), and a
     hidden case set moves gigabytes per candidate. An arena lives as long as one candidate
     process's link, so nothing written into it reaches another candidate."""
 
@@ -198,8 +198,8 @@ def pin_host_memory(t: torch.Tensor) -> int:
     """Page-locks a CPU tensor's memory for the GPU's copy engines (cudaHostRegister, or HIP's
     through the same binding) and returns its address, or 0 where that is not possible (no
     GPU in this process, an old driver). Why: copies between a GPU and pageable memory go
-    through the driver's staging buffers; measured on an H200 host, 1.5 ms per 16 MiB against
-    0.33 ms page-locked, and a hidden case set moves gigabytes through the arenas."""
+    through the driver's staging buffers, measured several times slower than page-locked ones,
+    and a hidden case set moves gigabytes through the arenas."""
     if t.numel() == 0 or not torch.cuda.is_available() or not torch.cuda.is_initialized():
         return 0
     try:
