@@ -69,13 +69,13 @@ def test_the_reference_is_probed_on_the_device_the_cases_run_on(monkeypatch: pyt
     every probe (which arguments it writes, which new shapes it runs on) must first move the
     call to the GPU, or the probes fail and the adapter learns nothing (seen on an H200: 21
     TritonBench references rejected as 'input N was modified in place')."""
-    from bench.adapters import geak_record
+    from bench.adapters import geak_calls, geak_record
 
     devices: list[str] = []
 
     def record_device(value: Any, device: str) -> Any:
         devices.append(device)
-        return geak_record._to_cpu(value).clone() if hasattr(value, "clone") else value
+        return geak_calls.to_cpu(value).clone() if hasattr(value, "clone") else value
 
     monkeypatch.setattr(geak_record, "_to_device", record_device)
     monkeypatch.setattr(GeakSuite, "run_device", lambda self: "cuda")  # as on a GPU

@@ -120,7 +120,7 @@ def test_two_perturbations_with_the_same_shapes_are_decided_apart(monkeypatch: p
 
 def _with_perf_inputs(monkeypatch: pytest.MonkeyPatch, suite: GeakSuite) -> list[tuple]:
     perf = [(torch.randn(1000),), (torch.randn(5000),)]
-    monkeypatch.setattr(suite, "_suite_perf_inputs", lambda: perf)  # the interpreter reads none
+    monkeypatch.setattr(suite.recorded, "suite_perf_inputs", lambda: perf)  # the interpreter reads none
     return perf
 
 

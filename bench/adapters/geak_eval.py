@@ -4,8 +4,8 @@ TritonBench repository. A folder pointed at directly may also be a variant of th
 (`ROCm_v1_autotune/`, `ROCm_v1.1/`).
 
 Each file is reference code, a line of 146 '#', then the suite's test section; geak_parse.py
-finds the entry point (a wrapper, an autograd Function, or a kernel the test launches itself)
-and geak_record.py records the suite's calls and builds the cases from them. Instruction
+finds the entry point (a wrapper, an autograd Function, or a kernel the test launches itself),
+geak_calls.py records the suite's calls and geak_record.py builds the cases from them. Instruction
 records come from a JSON beside the folders when one is present (GEAK-eval's
 `TritonBench_G_comp_alpac_v1_fixed_with_difficulty.json` and
 `ROCm_eval_complex_instruct_v1.json`, or TritonBench's own `TritonBench_G_v1.json`, whose

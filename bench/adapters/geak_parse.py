@@ -16,7 +16,8 @@ is what the correctness test calls that leads to a kernel of the reference code,
 4. a wrapper only the performance test calls (ROCm `test_performance`).
 
 Whether the entry writes into arguments, draws random numbers or returns anything is learnt
-when the calls are recorded (geak_record.py), not guessed from the text.
+when the calls are recorded (geak_calls.py) and the reference is run on them (geak_record.py),
+not guessed from the text.
 """
 
 from __future__ import annotations

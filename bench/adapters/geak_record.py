@@ -1,8 +1,9 @@
-"""Recording a GEAK-eval file's calls and turning them into the task's cases.
+"""A GEAK-eval file's task: its recorded calls turned into the task's cases, the reference that
+answers them, new shapes and perf inputs probed on it.
 
 Hidden cases are differential: the suite's test runs once per process (in the evaluation
 worker, on the device the cases run on) with the entry point wrapped so its arguments are
-recorded. The reference is the suite's own code on the same inputs. Cases come in four
+recorded (geak_calls.py). The reference is the suite's own code on the same inputs. Cases come in four
 kinds, each named so a failure says which:
 
 - `visible-call<i>`, `hidden-call<i>-suite`: the suite's recorded calls, replayed;
@@ -20,7 +21,6 @@ those the judge may poison is learnt by running the reference on the recorded ca
 
 from __future__ import annotations
 
-import inspect
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,17 +28,16 @@ from pathlib import Path
 from typing import Any
 
 from bench.adapters import _outputs, _shapes
-from bench.adapters._adapted import PerformanceMetricsStub, import_text, module_name, run_in_namespace
+from bench.adapters._adapted import import_text, module_name
 from bench.adapters._glue import complete, missing_imports
-from bench.adapters.geak_parse import MAX_CALLS, SuiteFile
+from bench.adapters.geak_calls import SuiteCalls
+from bench.adapters.geak_parse import SuiteFile
 from bench.faults import mentions_device_error
 from bench.sequences import same_kind
 from bench.task import Case, CaseUnavailable, NothingToCompare, OutputArgs
 
-CPU_MAX_ELEMENTS = 1 << 18
 CPU_SHAPE_ELEMENTS = 1 << 14
 GPU_SHAPE_ELEMENTS = 1 << 26
-GPU_PERF_ELEMENTS = 1 << 27
 SHAPE_SLOTS_GPU = 8
 SHAPE_SLOTS_CPU = 4
 PERF_SLOTS = 3
@@ -50,47 +49,6 @@ class ReferenceFault(RuntimeError):
     """The suite's reference ended the GPU context while the adapter probed it."""
 
 
-class _Captured(Exception):
-    """Raised by the recorder to stop a pytest-style test once its inputs are captured."""
-
-
-class _Request:
-    """Stands in for pytest's `request` fixture (tests read request.node.name)."""
-
-    def __init__(self, name: str):
-        self.node = type("Node", (), {"name": name, "nodeid": name})()
-
-
-def _param_sets(fn: Callable[..., Any]) -> list[dict[str, Any]]:
-    sets: list[dict[str, Any]] = [{}]
-    for mark in reversed(getattr(fn, "pytestmark", [])):
-        if getattr(mark, "name", "") != "parametrize" or len(mark.args) < 2:
-            continue
-        names = mark.args[0] if not isinstance(mark.args[0], str) else [n.strip() for n in mark.args[0].split(",")]
-        combos = []
-        for value in mark.args[1]:
-            if hasattr(value, "values") and hasattr(value, "marks"):  # pytest.param(...)
-                values = tuple(value.values)
-            else:
-                values = tuple(value) if len(names) > 1 else (value,)
-            if len(values) == len(names):
-                combos.append(dict(zip(names, values, strict=True)))
-        sets = [{**a, **b} for a, b in itertools.product(sets, combos)]
-    return sets
-
-
-def _to_cpu(value: Any) -> Any:
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return value.detach().to("cpu").clone()
-    if isinstance(value, (list, tuple)):
-        return same_kind(value, (_to_cpu(v) for v in value))
-    if isinstance(value, dict):
-        return {k: _to_cpu(v) for k, v in value.items()}
-    return value
-
-
 def _to_device(value: Any, device: str) -> Any:
     import torch
 
@@ -99,86 +57,6 @@ def _to_device(value: Any, device: str) -> Any:
     if isinstance(value, (list, tuple)):
         return same_kind(value, (_to_device(v, device) for v in value))
     return value
-
-
-def _python_function(kernel: Any) -> Any:
-    """The Python function under a JITFunction / Autotuner / Heuristics chain."""
-    fn = kernel
-    for _ in range(8):
-        inner = getattr(fn, "fn", None)
-        if inner is None or inner is fn:
-            break
-        fn = inner
-    return fn
-
-
-class _ApplyRecorder:
-    """Stands in for an autograd Function class whose `.apply` the test calls directly."""
-
-    def __init__(self, cls: Any, record: Callable[[tuple, dict], None]):
-        self._cls = cls
-        self._record = record
-
-    def apply(self, *args: Any, **kwargs: Any) -> Any:
-        self._record(args, kwargs)
-        return self._cls.apply(*args, **kwargs)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._cls, name)
-
-
-def _frozen_grid(grid: Any, kernel: Any, sig: inspect.Signature, bound: dict[str, Any], kwargs: dict) -> Any:
-    """A grid the test wrote as a function of the launch's meta-parameters (`lambda meta:
-    (cdiv(n, meta['BLOCK_SIZE']),)`), evaluated now on the launch's own arguments. The replayed
-    launch's values cross to the candidate's process as data (judge/candidate/wire.py), where a function
-    cannot go; for a kernel that is not autotuned the meta-parameters are exactly the launch's
-    arguments, so the tuple is the grid Triton would have computed. An autotuned kernel's grid
-    is evaluated under each of its configurations: when all give the same tuple (a grid the test
-    computes from its own block sizes) that tuple is the grid; when they differ it depends on the
-    configuration the autotuner picks and stays a function (such a launch cannot be replayed in a
-    candidate's process)."""
-    if not callable(grid):
-        return grid
-    meta = {name: p.default for name, p in sig.parameters.items() if p.default is not inspect.Parameter.empty}
-    meta.update(bound)
-    meta.update(kwargs)
-    configs = getattr(kernel, "configs", None)
-    metas = [meta] if configs is None else [{**meta, **_config_meta(c)} for c in configs]
-    frozen: set[tuple[int, ...]] = set()
-    for one in metas:
-        try:
-            value = grid(one)
-        except Exception:  # noqa: BLE001 - a grid needing what the launch does not say stays a function
-            return grid
-        if not isinstance(value, (tuple, list)):
-            return grid
-        frozen.add(tuple(int(g) for g in value))
-    return frozen.pop() if len(frozen) == 1 else grid
-
-
-def _config_meta(config: Any) -> dict[str, Any]:
-    """The meta-parameters a `triton.Config` adds to a launch (its block sizes and launch options)."""
-    every = getattr(config, "all_kwargs", None)
-    return dict(every()) if callable(every) else dict(getattr(config, "kwargs", {}) or {})
-
-
-class _LaunchRecorder:
-    """Stands in for a kernel the test launches itself: `kernel[grid](...)` is recorded, then
-    launched for real (a TritonBench test goes on using its result)."""
-
-    def __init__(self, kernel: Any, record: Callable[[Any, tuple, dict], None]):
-        self._kernel = kernel
-        self._record = record
-
-    def __getitem__(self, grid: Any) -> Callable[..., Any]:
-        def launch(*args: Any, **kwargs: Any) -> Any:
-            self._record(grid, args, kwargs)
-            return self._kernel[grid](*args, **kwargs)
-
-        return launch
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._kernel, name)
 
 
 @dataclass(frozen=True)
@@ -204,8 +82,6 @@ class GeakSuite:
         self.code, self.test, self.appended = fix(sf.code), fix(sf.test), fix(sf.appended)
         self.test_imports = missing_imports(self.code, self.test)
         self._reference: Any = None
-        self._calls: list[tuple] | None = None
-        self._recording: tuple[dict[str, Any], dict[str, Any]] | None = None
         self._outputs: OutputArgs | None = None
         self._child: tuple[dict[str, bool], Callable[[str, str], None]] | None = None  # in a probing child
         self._decided: dict[str, bool] | None = None  # the probing children's decisions, once made
@@ -213,7 +89,7 @@ class GeakSuite:
         self._learn_failures: list[str] = []  # what the reference raised on recorded calls while its outputs were learnt
         self._shape_calls: list[ShapeCall] | None = None
         self._perf_calls: list[tuple] | None = None
-        self.failure = ""
+        self.recorded = SuiteCalls(sf, self.code, self.test, interpreter, perf_script)  # the suite's calls
 
     # ------------------------------------------------------------ the reference
 
@@ -242,228 +118,19 @@ class GeakSuite:
         torch.manual_seed(seed)
         return self.reference_fn()(*values)
 
-    # ------------------------------------------------------------ recording
+    # ------------------------------------------------------------ the suite's calls (geak_calls.py)
 
     def calls(self) -> list[tuple]:
-        if self._calls is None:
-            self._calls = self._record()
-        return self._calls
+        return self.recorded.calls()
 
-    def _flatten(self, original: Any) -> Callable[[tuple, dict], tuple | None]:
-        """How a call's (args, kwargs) become the positional values the judge passes."""
-        sf = self.sf
-        if sf.entry_kind in ("apply", "class_apply"):
-            return lambda args, kwargs: (*args, *kwargs.values())
-        sig = inspect.signature(inspect.unwrap(original))
-        packed = not sf.order and any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in sig.parameters.values())
-
-        def bind(args: tuple, kwargs: dict) -> tuple | None:
-            if packed:  # a decorator that hides the signature: the values as passed
-                return (*args, *kwargs.values())
-            try:
-                bound = sig.bind(*args, **kwargs)
-            except TypeError:
-                return None
-            bound.apply_defaults()
-            if not sf.order:
-                return tuple(bound.arguments.values())
-            return tuple(bound.arguments[name] for name in sf.order)
-
-        return bind
-
-    def _launch_values(self, kernel: Any, grid: Any, args: tuple, kwargs: dict) -> tuple | None:
-        shape = self.sf.launch
-        assert shape is not None
-        sig = inspect.signature(_python_function(kernel))
-        params = {k: v for k, v in kwargs.items() if k in sig.parameters}
-        try:
-            bound = sig.bind_partial(*args, **params)
-        except TypeError:
-            return None
-        values = []
-        for name in shape.positional + shape.keywords:
-            if name in bound.arguments:
-                values.append(bound.arguments[name])
-            elif sig.parameters[name].default is not inspect.Parameter.empty:
-                values.append(sig.parameters[name].default)
-            else:
-                return None
-        if shape.options:
-            values.append({k: v for k, v in kwargs.items() if k not in sig.parameters})
-        values.append(_frozen_grid(grid, kernel, sig, bound.arguments, kwargs))
-        return tuple(values)
-
-    def _install(self, ns: dict[str, Any], originals: dict[str, Any], sink: list[tuple], stop: bool) -> None:
-        """Replace the entry's target in `ns` with a recorder appending to `sink` (raising
-        `_Captured` after each call when `stop`, which ends a pytest-style test early)."""
-        sf = self.sf
-        original = originals.setdefault(sf.target, ns[sf.target])
-
-        def keep(values: tuple | None) -> None:
-            if values is not None and len(sink) < MAX_CALLS:
-                sink.append(tuple(_to_cpu(v) for v in values))
-                if stop:
-                    raise _Captured()
-
-        if sf.entry_kind == "launch":
-            ns[sf.target] = _LaunchRecorder(original, lambda grid, a, k: keep(self._launch_values(original, grid, a, k)))
-            return
-        if sf.entry_kind == "class_apply":
-            ns[sf.target] = _ApplyRecorder(original, lambda a, k: keep((*a, *k.values())))
-            return
-        flatten = self._flatten(original)
-
-        def recorder(*args: Any, **kwargs: Any) -> Any:
-            keep(flatten(args, kwargs))
-            return original(*args, **kwargs)
-
-        ns[sf.target] = recorder
-
-    def _run_pytest_functions(self, ns: dict[str, Any], names: tuple[str, ...], sink: list[tuple],
-                              limit: int, spread: bool = False) -> str:
-        """Call pytest-style test functions, parameter set by parameter set, until `limit` calls
-        are recorded (with `spread`, parameter sets evenly spaced over the whole list: a
-        performance test sweeps sizes upward). Returns the first failure met (the suite's own
-        test may fail)."""
-        failure = ""
-        for name in names:
-            fn = ns.get(name)
-            if not callable(fn):
-                continue
-            params = inspect.signature(fn).parameters
-            # ROCm tests take `request` and often `device='cuda'`: a parameter with a default is
-            # not a fixture we must provide.
-            required = {n for n, p in params.items()
-                        if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
-            sets = _param_sets(fn)
-            if spread and len(sets) > limit:
-                sets = [sets[i] for i in sorted({round(k * (len(sets) - 1) / (limit - 1)) for k in range(limit)})]
-            for kwargs in sets:
-                if len(sink) >= limit:
-                    return failure
-                if "request" in params:
-                    kwargs = {**kwargs, "request": _Request(name)}
-                if required - set(kwargs):
-                    break  # a fixture we cannot provide
-                try:
-                    fn(**kwargs)
-                except _Captured:
-                    pass
-                except (KeyboardInterrupt, SystemExit):
-                    raise
-                except BaseException as exc:  # noqa: BLE001 - pytest.skip/fail raise BaseExceptions; inputs are what we need
-                    failure = failure or f"{type(exc).__name__}: {exc}"
-        return failure
-
-    def _record(self) -> list[tuple]:
-        import torch
-
-        sf = self.sf
-        module = import_text(self.code, module_name("rec", str(sf.path), self.code))
-        ns = module.__dict__
-        originals: dict[str, Any] = {}
-        recorded: list[tuple] = []
-        # A TritonBench test runs at import and goes on using each result: let it. A pytest-style
-        # test (ROCm) is called per parameter set and stopped once its call is recorded.
-        stop_each = sf.entry_in_test or sf.kind == "rocm"
-        defined_by_test = sf.entry_in_test or sf.from_perf_only
-        torch.manual_seed(0)
-        failure = ""
-        if not defined_by_test:
-            self._install(ns, originals, recorded, stop_each)
-        try:
-            failures = run_in_namespace(self.test, module_name("test", str(sf.path), self.test), ns, (_Captured,))
-            failure = failures[0] if failures else ""
-        except _Captured:
-            pass
-        if defined_by_test:
-            self._install(ns, originals, recorded, True)
-        if not recorded:
-            names = sf.perf_callers if sf.from_perf_only else sf.test_callers
-            failure = self._run_pytest_functions(ns, names, recorded, MAX_CALLS) or failure
-        self._recording = (ns, originals)
-        self.failure = failure
-        if not recorded:
-            raise RuntimeError(f"the suite's test recorded no call of {sf.target}" + (f" ({failure})" if failure else ""))
-        replayable = [c for c in recorded if not any(_holds_raw_address(v) for v in c)]
-        if not replayable:
-            raise RuntimeError(f"every call the suite's test makes of {sf.target} passes an object holding a raw "
-                               "device address (not a tensor), which no copy or other process can replay")
-        recorded = replayable
-        if self.interpreter:
-            small = [c for c in recorded if _shapes.elements(c) <= CPU_MAX_ELEMENTS]
-            recorded = small or [min(recorded, key=_shapes.elements)]
-        return recorded
-
-    def _suite_perf_inputs(self) -> list[tuple]:
-        """The calls the suite's performance test (ROCm) or perf script (TritonBench) makes, read
-        only when timing needs them (never on the interpreter): they are large."""
-        sf = self.sf
-        self.calls()
-        if self.interpreter or sf.from_perf_only or self._recording is None:
-            return []
-        ns, originals = self._recording
-        perf: list[tuple] = []
-        if sf.perf_callers:
-            self._install(ns, originals, perf, True)
-            self._run_pytest_functions(ns, sf.perf_callers, perf, MAX_CALLS, spread=True)
-        elif self.perf_script is not None:
-            self._install(ns, originals, perf, True)
-            perf = self._record_perf_script(ns, perf, GPU_PERF_ELEMENTS)
-        return [c for c in perf if _shapes.elements(c) <= GPU_PERF_ELEMENTS]
+    @property
+    def failure(self) -> str:
+        """The first failure the suite's own test met while its calls were recorded."""
+        return self.recorded.failure
 
     def perf_script_calls(self, max_elements: int) -> list[tuple]:
-        """The calls this file's TritonBench perf script makes, read on their own (on a GPU
-        `calls()` reads them with the rest; the interpreter never times, so it skips them)."""
-        module = import_text(self.code, module_name("perfrec", str(self.sf.path), self.code))
-        sink: list[tuple] = []
-        self._install(module.__dict__, {}, sink, True)
-        return self._record_perf_script(module.__dict__, sink, max_elements)
-
-    def _record_perf_script(self, ns: dict[str, Any], sink: list[tuple], max_elements: int) -> list[tuple]:
-        """TritonBench's perf script for this file: its `get_input_tensors()` inputs, up to
-        three spread over the sizes it sweeps (the largest that fits first), each passed through
-        its own `call_op` once with the entry recorded."""
-        from bench.adapters._adapted import for_interpreter
-
-        if self.perf_script is None:
-            return []
-        text = self.perf_script.read_text(errors="replace")
-        if self.interpreter:
-            text = for_interpreter(text)
-        lines = []
-        names: list[str] = []
-        for line in text.splitlines():
-            stripped = line.strip()
-            if stripped.startswith("from TritonBench_v1.") and " import " in stripped:
-                names += [n.strip() for n in stripped.split(" import ", 1)[1].split(",")]
-                line = line[: len(line) - len(line.lstrip())] + "pass"
-            elif stripped.startswith("from performance_utils import") or stripped.startswith("sys.path.append"):
-                line = line[: len(line) - len(line.lstrip())] + "pass"
-            lines.append(line)
-        script_ns: dict[str, Any] = {"__name__": "kmc_perf_script", "Performance_Metrics": PerformanceMetricsStub,
-                                     "do_bench_config": lambda *a, **k: None}
-        for n in names:
-            if n in ns:
-                script_ns[n] = ns[n]
-        try:
-            run_in_namespace("\n".join(lines), module_name("perf", str(self.perf_script), text), script_ns, (_Captured,))
-            metrics = script_ns["performance_metrics"]()
-            metrics.get_input_tensors()
-            inputs = list(metrics.input_tensors)
-        except Exception:  # noqa: BLE001 - no perf inputs: speedups fall back to the largest hidden shapes
-            return []
-        sized = sorted(((i, _perf_elements(x)) for i, x in enumerate(inputs)), key=lambda p: p[1])
-        fitting = [i for i, n in sized if n <= max_elements]
-        picks = sorted({fitting[int(len(fitting) * f)] for f in (0.99, 0.66, 0.33)} if fitting else set(), reverse=True)
-        for i in picks:
-            try:
-                metrics.call_op(metrics.to_cuda(inputs[i]))
-            except _Captured:
-                pass
-            except Exception:  # noqa: BLE001 - an input the op refuses is not a perf input
-                continue
-        return sink
+        """The calls this file's TritonBench perf script makes (SuiteCalls.perf_script_calls)."""
+        return self.recorded.perf_script_calls(max_elements)
 
     # ------------------------------------------------------------ what the judge needs
 
@@ -603,7 +270,7 @@ class GeakSuite:
         within a factor PERF_SPREAD of the largest, so a five-element call never dilutes them)."""
         if self._perf_calls is None:
             calls = self.calls()
-            largest_first = sorted(self._suite_perf_inputs(), key=_shapes.elements, reverse=True)
+            largest_first = sorted(self.recorded.suite_perf_inputs(), key=_shapes.elements, reverse=True)
             runs_on = self._prober()
             suite = [c for k, c in enumerate(largest_first)
                      if runs_on(c, f"perf input {k}: {_shapes.describe_shapes(c)}")][:PERF_SLOTS]
@@ -644,23 +311,6 @@ class GeakSuite:
         return result
 
 
-def _holds_raw_address(value: Any, depth: int = 0) -> bool:
-    """A tensor-like object that is not a tensor but hands Triton a `data_ptr()` of its own
-    (FlagGems' StridedBuffer: a base tensor plus an address computed from it). The address is
-    this process's, of the test's own tensor: a copy of the call, or the same call replayed in
-    a candidate's process, would still point there (on an H200 the candidate's launch was
-    refused: "cannot be accessed from Triton"). Such calls are not replayed."""
-    import torch
-
-    if isinstance(value, torch.Tensor) or depth > 4:
-        return False
-    if isinstance(value, (list, tuple)):
-        return any(_holds_raw_address(v, depth + 1) for v in value)
-    if isinstance(value, dict):
-        return any(_holds_raw_address(v, depth + 1) for v in value.values())
-    return callable(getattr(type(value), "data_ptr", None))
-
-
 def _release_probe_memory() -> None:
     """Hand the GPU memory the probes reserved back to the driver. Probes run the reference on
     shapes up to 2**26 elements; PyTorch's caching allocator would keep that peak reserved in
@@ -670,18 +320,6 @@ def _release_probe_memory() -> None:
 
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         torch.cuda.empty_cache()
-
-
-def _perf_elements(x: Any) -> int:
-    import torch
-
-    if isinstance(x, torch.Tensor):
-        return x.numel()
-    if isinstance(x, (list, tuple)):
-        return sum(_perf_elements(v) for v in x)
-    if isinstance(x, dict):
-        return sum(_perf_elements(v) for v in x.values())
-    return 0
 
 
 SHUFFLE_LIMIT = 1 << 20
