@@ -56,8 +56,9 @@ sys.path.insert(0, str(ROOT))
 
 from bench.registry import get_task, suite_tasks  # noqa: E402
 from judge.device import Target, default_device, detect_target  # noqa: E402
-from runners.pool import LocalPool, scrubbed_env, visible_devices  # noqa: E402
+from runners.pool import LocalPool, visible_devices  # noqa: E402
 from runners.sizing import plan_workers  # noqa: E402
+from runners.worker_process import scrubbed_env  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -233,7 +234,7 @@ def run_pool(cands: list[Candidate], case_set: str, target: Target, workers: int
 
 PRIMED_IMPORTS = ("torch", "triton", "bench.registry", "judge.oracle", "judge.worker", "judge.template",
                   "judge.candidate.server", "judge.containment", "judge.candidate.launchers",
-                  "judge.candidate.sampling", "runners.pool")
+                  "judge.candidate.sampling", "runners.pool", "runners.worker_process")
 """What both sides' processes import: compiled to bytecode once by `prime_bytecode`."""
 
 

@@ -17,7 +17,7 @@ import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bench.oneshot import CorpusError, OneShotLibrary, open_library
 from bench.registry import UnknownTaskError, get_task, load_sources, suite_tasks
@@ -39,9 +39,7 @@ from record.recorded import RecordedEvaluations
 from record.run_folder import RecordedConfig, ResolvedRun, RunFolder, RunFolderError
 from record.store import Store
 from runners.config import RESUMABLE_OPTIONS, CompareConfig, ConfigError
-
-if TYPE_CHECKING:
-    from runners.compare import Progress, RunStarted
+from runners.progress import Progress, RunStarted
 
 Message = Callable[[str], None]
 

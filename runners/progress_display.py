@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from typing import Any, TextIO
 
-from runners.compare import Progress, RunStarted
+from runners.progress import Progress, RunStarted
 
 
 def is_terminal(stream: Any) -> bool:

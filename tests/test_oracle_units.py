@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from judge.oracle import Mismatch, classify_exception, compare, poisoned_allocations
-from runners.pool import scrubbed_env
+from runners.worker_process import scrubbed_env
 
 
 def test_scrubbed_env_keeps_no_secret(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -25,7 +25,7 @@ def test_workers_import_from_the_project_then_the_callers_python_path(monkeypatc
     the workers; the project comes first, and nothing else of the caller's environment does."""
     import os
 
-    from runners.pool import PROJECT_ROOT
+    from runners.worker_process import PROJECT_ROOT
 
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(["/opt/site", "", str(PROJECT_ROOT), "/opt/more"]))
     assert scrubbed_env()["PYTHONPATH"].split(os.pathsep) == [str(PROJECT_ROOT), "/opt/site", "/opt/more"]

@@ -22,7 +22,7 @@ from bench.registry import (
 )
 from judge.device import FORCE_CPU_ENV, default_device, detect_target
 from runners.config import CompareConfig, ConfigError
-from runners.pool import worker_command
+from runners.worker_process import worker_command
 from tests.helpers import ROOT, cli_env, run_cli
 
 GEAK = ROOT / "tests" / "fixtures" / "geak_eval"

@@ -113,7 +113,7 @@ class _Terminal(io.StringIO):
 def _drive(stream: io.StringIO) -> None:
     """Two units of 3 calls each, charged call by call, as a run reports them."""
     from modelio.ledger import Charge
-    from runners.compare import Progress, RunStarted
+    from runners.progress import Progress, RunStarted
     from runners.progress_display import ProgressDisplay
 
     display = ProgressDisplay(stream)
