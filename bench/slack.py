@@ -1,5 +1,5 @@
 """Copies of tensors followed by known bytes ("slack"): what every run of a suite's reference
-gets, in the judge (judge/oracle.py `expected_output`, the adapter's probes of new shapes and
+gets, in the judge (judge/comparison.py `expected_output`, the adapter's probes of new shapes and
 output arguments) and in a candidate's process (judge/candidate/wire.py receives inputs this way). A
 reference that reads or writes a few rows past an input's end then reads the same known
 bytes everywhere and writes harmlessly; unpadded, such a read can leave a GPU allocation and

@@ -45,7 +45,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from judge.phases import STEPS_ENV  # noqa: E402
-from judge.worker import ALONE_STEP, CONTEXT_GATE_ENV, MAX_SPARES, SPARES_ENV, contexts_gated  # noqa: E402
+from judge.spares import CONTEXT_GATE_ENV, MAX_SPARES, SPARES_ENV, contexts_gated  # noqa: E402
+from judge.worker import ALONE_STEP  # noqa: E402
 from record.store import Store  # noqa: E402
 from results.phases import PHASE_COLUMNS, phase_seconds, phase_seconds_by_kind, steps_by_kind  # noqa: E402
 from results.readers import load_run  # noqa: E402

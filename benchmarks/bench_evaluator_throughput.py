@@ -92,7 +92,8 @@ TEST_SCRIPT = textwrap.dedent('''
     sys.path.insert(0, {root!r})
     from pathlib import Path
     from bench.registry import get_task
-    from judge.oracle import CandidateLoadError, LocalRunner, judge_cases, load_module, prepare_process
+    from judge.candidate.loading import CandidateLoadError, load_module, prepare_process
+    from judge.oracle import LocalRunner, judge_cases
     task = get_task({task!r})
     interpreter = {interpreter!r}
     device = "cpu" if interpreter else "cuda"

@@ -14,7 +14,7 @@ Issue 15 item 1 (runners/pool.py, judge/gate.py). Two measurements, one command:
    ran meanwhile and the seconds the timer waited at the gate. The fair gate should make the
    loaded median indistinguishable from the alone one (intervals overlap, ratio within noise).
    With `--ungated-contexts`, the same once more with candidate processes making their GPU
-   contexts without a ticket at the gate (judge/worker.py `CONTEXT_GATE_ENV`): the timer's
+   contexts without a ticket at the gate (judge/spares.py `CONTEXT_GATE_ENV`): the timer's
    own spare then makes its context while the timer measures, and so do the judging
    workers' spares. Whether that moves the medians decides whether contexts may leave the gate.
 2. **The 7-task command** (`compare --budget 20 --tasks vector_add,softmax,layer_norm,rms_norm,
@@ -48,7 +48,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_compare_gpu import SEVEN_TASKS, measure, print_measured, write_record  # noqa: E402
 
 from judge.device import Target  # noqa: E402
-from judge.worker import CONTEXT_GATE_ENV  # noqa: E402
+from judge.spares import CONTEXT_GATE_ENV  # noqa: E402
 from record.run_folder import RunFolder  # noqa: E402
 from runners.config import CompareConfig  # noqa: E402
 
@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--skip-seven", action="store_true", help="leave the 7-task command out")
     p.add_argument("--ungated-contexts", action="store_true",
                    help="part 1 once more with candidate processes making their GPU contexts without a ticket "
-                        "(KMC_GATE_CONTEXTS=0, judge/worker.py): does that move the timer's medians?")
+                        "(KMC_GATE_CONTEXTS=0, judge/spares.py): does that move the timer's medians?")
     p.add_argument("--device", choices=["auto", "cpu"], default="auto")
     p.add_argument("--sample-s", type=float, default=0.5)
     p.add_argument("--json", type=Path, default=None, help="write the figures here")

@@ -69,16 +69,17 @@ def measure_fork(rounds: int, gpu: bool) -> dict[str, Any]:
     import torch  # noqa: F401 - the forked process is as large as a template's
     import triton  # noqa: F401
 
-    from judge import sandbox
+    from judge import sandbox, sandbox_layout
 
     global FORKER
     sandbox.Forker.claim()  # as the template does where the toolkit is not root
     FORKER = sandbox.Forker()
-    spec = sandbox.Spec.from_environment(gpu, hidden=[sandbox.PROJECT_ROOT])
+    spec = sandbox_layout.Spec.from_environment(gpu, hidden=[sandbox_layout.PROJECT_ROOT])
     started = time.perf_counter()
     import tempfile
 
-    layout = sandbox.Layout.for_spec(spec, None, sandbox.copy_etc(tempfile.mkdtemp(prefix="kmc-bench-sandbox-")))
+    layout = sandbox_layout.Layout.for_spec(spec, None,
+                                            sandbox_layout.copy_etc(tempfile.mkdtemp(prefix="kmc-bench-sandbox-")))
     layout_s = time.perf_counter() - started
     plain, boxed = [], []
     for _ in range(rounds):

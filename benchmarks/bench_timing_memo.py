@@ -33,8 +33,8 @@ def measure(task_id: str, candidate: Path, policy_json: dict[str, Any]) -> dict[
     import tempfile
 
     from bench.registry import get_task
+    from judge.candidate.loading import load_module, prepare_process
     from judge.device import detect_target
-    from judge.oracle import load_module, prepare_process
     from judge.policy import TimingPolicy
     from judge.timing import time_candidate
     from judge.worker import physical_device

@@ -45,8 +45,8 @@ def child() -> None:
 
     from bench.registry import get_task
     from bench.task import case
+    from judge.candidate.loading import load_module, prepare_process
     from judge.device import detect_target
-    from judge.oracle import load_module, prepare_process
     from judge.timing import TimingPolicy, time_candidate
     from judge.worker import physical_device
 

@@ -107,8 +107,8 @@ class CandidateProcess:
         self.seq = 0
         self.unanswered: int | None = None  # the seq of the request sent and not yet answered
         self.forked = time.perf_counter()
-        self.spare_steps: dict[str, float] = {}  # a spare's gate wait and context seconds (judge/worker.py)
-        self.start_error = ""  # why a spare's device start failed (judge/worker.py `_check_boundary`)
+        self.spare_steps: dict[str, float] = {}  # a spare's gate wait and context seconds (judge/spares.py)
+        self.start_error = ""  # why a spare's device start failed (judge/spares.py `Spares.check_boundary`)
 
     def start_device(self) -> None:
         """Tell a fresh process on a GPU to make its device context (judge/candidate/server.py

@@ -1,6 +1,7 @@
 """A source's Triton cache, lent to one sandboxed candidate process and taken back after it.
 
-Each candidate source has a Triton cache of its own (judge/worker.py), so a source judged again
+Each candidate source has a Triton cache of its own (`SourceCaches`, under the judge worker's
+Triton cache root, judge/worker.py), so a source judged again
 (visible, hidden, timing) compiles nothing twice, and no candidate can plant a binary where
 another source's candidate (or the expert) will look for its own. The sandbox binds exactly one
 writable folder, made for the process when it was forked (judge/sandbox.py), before its
@@ -8,15 +9,105 @@ source is known. So the judge lends the source's cache into that folder when the
 arrives (`fill`: hard links, milliseconds) and takes what the candidate compiled back after it
 (`harvest`: renames). Only plain files and folders move, never a link or a device: a symbolic
 link a candidate left could point anywhere on the host once the judge follows it.
+
+Each source's cache is seeded with copies of Triton's driver helpers, compiled once by the judge
+into its own entries beside `SOURCE_CACHES` (`build_helpers`), and of the launchers the judge
+built for signatures candidates used (judge/candidate/launchers.py): a candidate process does
+not rebuild them, and nothing a candidate wrote is ever taken for one of them.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import stat
+import sys
+import sysconfig
 from pathlib import Path
+from typing import Any
+
+SOURCE_CACHES = "sources"  # under the Triton cache root: one writable cache per candidate source
+
+
+def prebuilt_helpers(root: Path, suffix: str) -> list[Path]:
+    """The judge's own entries in the Triton cache `root` that hold a compiled library (Triton's
+    helpers): never the candidates' caches under `SOURCE_CACHES`, nor a copy still in progress."""
+    return [entry for entry in sorted(root.iterdir())
+            if entry.is_dir() and entry.name != SOURCE_CACHES and not entry.name.startswith(".")
+            and any(f.name.endswith(suffix) for f in entry.iterdir())]
+
+
+def build_helpers(root: Path, interpreter: bool) -> list[Path]:
+    """On a GPU: Triton's driver helpers (its C utilities and launcher, built with the system
+    C compiler on first use and kept in the Triton cache) compiled once here, by the judge,
+    into its own cache `root`. Each source's cache is seeded with copies of them
+    (`SourceCaches.lend`), so a candidate process does not rebuild them (seconds per source) and
+    never writes into what another process loads."""
+    if interpreter:
+        return []
+    try:
+        from judge.candidate.loading import use_triton_cache
+        from judge.warmup import compile_helpers
+
+        # The judge's own kernels and helpers go where the listing below looks (without
+        # this, Triton's default cache: nothing was found, and every candidate process
+        # built the helpers again, seconds per source).
+        root.mkdir(parents=True, exist_ok=True)
+        use_triton_cache(str(root))
+        compile_helpers()
+        return prebuilt_helpers(root, sysconfig.get_config_var("EXT_SUFFIX") or ".so")
+    except Exception as exc:  # noqa: BLE001 - an optimisation: candidates then build the helpers themselves
+        print(f"judge worker: Triton's helpers not prebuilt ({type(exc).__name__}: {exc})", file=sys.stderr)
+        return []
+
+
+class SourceCaches:
+    """A judge worker's Triton cache `root`: its own entries (`helpers`, from `build_helpers`, and
+    the `launchers` it builds for the signatures candidates noted) and, under `SOURCE_CACHES`,
+    one cache per candidate source, lent to the process that judges it (`lend`)."""
+
+    def __init__(self, root: Path, helpers: list[Path], user: tuple[int, int] | None, interpreter: bool) -> None:
+        """`user`: the (uid, gid) candidate processes drop to (judge/privileges.py), or None."""
+        from judge.candidate.launchers import SharedLaunchers
+
+        self.root, self.helpers, self.user, self.interpreter = root, helpers, user, interpreter
+        self.launchers = SharedLaunchers(root)  # built for the signatures candidates noted
+
+    def seed(self, cache: Path) -> None:
+        """Copies of the judge's prebuilt helpers (and the launchers it built for signatures
+        candidates used: judge/candidate/launchers.py) in a source's cache. Each appears whole or not
+        at all (copied beside it, then renamed): the pool's workers share the sources' caches,
+        and a candidate of another worker must never load a helper half copied."""
+        for entry in (*self.helpers, *self.launchers.folders):
+            target = cache / entry.name
+            if target.exists():
+                continue
+            partial = cache / f".{entry.name}.{os.getpid()}.partial"
+            try:
+                shutil.copytree(entry, partial)
+                os.rename(partial, target)  # fails when another worker's copy landed first
+            except OSError:
+                shutil.rmtree(partial, ignore_errors=True)
+
+    def lend(self, proc: Any, source: str) -> None:
+        """On a GPU, the source's own Triton cache lent to the process that judges it (`fill`):
+        duplicates reuse their kernels, and no candidate can plant a
+        binary where another source's candidate (or the expert) will look for its own. The
+        pool's workers share the sources' caches (runners/pool.py): a duplicate judged by another
+        worker compiles nothing. They live apart from the judge's own entries, which
+        `build_helpers` lists: nothing a candidate wrote is ever taken for a helper."""
+        if self.interpreter or not proc.cache:
+            return
+        cache = self.root / SOURCE_CACHES / hashlib.sha256(source.encode()).hexdigest()[:24]
+        cache.mkdir(parents=True, exist_ok=True)
+        self.seed(cache)
+        fill(cache, Path(proc.cache), self.user)
+        proc.source_cache = cache
+
+    def close(self) -> None:
+        self.launchers.close()
 
 
 def fill(source_cache: Path, cache: Path, owner: tuple[int, int] | None = None) -> int:

@@ -31,17 +31,17 @@ from pathlib import Path
 from typing import Any
 
 import judge.candidate
-from judge import sandbox
+from judge import sandbox, sandbox_layout
 from judge.relay import StderrRelay
 
-PROJECT_ROOT = sandbox.PROJECT_ROOT
+PROJECT_ROOT = sandbox_layout.PROJECT_ROOT
 # Importable from a candidate process: what it runs on, every module of judge/candidate/, and the
 # modules that build its boundary from outside or that bench/ shares with it (pyproject.toml's
 # last import-linter contract holds them all to importing nothing of the judge side). Everything
 # else of the project is not.
 _CANDIDATE_SIDE = ("judge.candidate",
                    *(f"judge.candidate.{m.name}" for m in pkgutil.iter_modules(judge.candidate.__path__)),
-                   "judge.containment", "judge.sandbox", "judge.relay",
+                   "judge.containment", "judge.sandbox", "judge.sandbox_layout", "judge.relay",
                    "bench.modules", "bench.poison", "bench.sequences", "bench.slack", "bench.faults")
 
 
@@ -187,8 +187,8 @@ class CandidateSetting:
 
     folder: str
     cache: str | None
-    spec: sandbox.Spec | None
-    layout: sandbox.Layout | None
+    spec: sandbox_layout.Spec | None
+    layout: sandbox_layout.Layout | None
     tmp_cap_mb: int
     uid: int | None
     gid: int | None
@@ -199,7 +199,7 @@ class CandidateSetting:
         if self.spec is not None:
             return containment.Plan(folder=sandbox.CANDIDATE_FOLDER, tmp_cap_mb=self.tmp_cap_mb,
                                     allow_exec=not interpreter,
-                                    writable=(sandbox.TRITON_CACHE,) if self.cache else ())
+                                    writable=(sandbox_layout.TRITON_CACHE,) if self.cache else ())
         return containment.Plan(folder=os.path.join(self.folder, "work"), tmp_cap_mb=self.tmp_cap_mb,
                                 allow_exec=not interpreter, uid=self.uid, gid=self.gid,
                                 writable=(self.cache,) if self.cache else ())
@@ -213,11 +213,11 @@ class Spawner:
 
         self.gpu = device != "cpu"
         self.root = tempfile.mkdtemp(prefix="kmc-candidates-")
-        self.spec = None if sandbox.unsandboxed() else sandbox.Spec.from_environment(
+        self.spec = None if sandbox.unsandboxed() else sandbox_layout.Spec.from_environment(
             self.gpu, hidden=[PROJECT_ROOT, self.root])
         self.forker = sandbox.Forker() if self.spec is not None else None
         # The allow-list is read once: the same for every candidate but for its own cache.
-        self.layout = sandbox.Layout.for_spec(self.spec, None, sandbox.copy_etc(self.root)) \
+        self.layout = sandbox_layout.Layout.for_spec(self.spec, None, sandbox_layout.copy_etc(self.root)) \
             if self.spec is not None else None
         uid, gid = os.environ.get(UID_ENV), os.environ.get(GID_ENV)
         self.uid: int | None = int(uid) if uid and gid else None

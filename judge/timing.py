@@ -244,7 +244,7 @@ def _timed_args(task: Task, case: Case) -> tuple:
     them: drawing a large input on the CPU took a noticeable fraction of a second, inside the
     exclusive ticket), output arguments poisoned, every tensor a copy of its own (what is timed
     may write into it). `CaseUnavailable` for a case the task cannot build."""
-    from judge.oracle import cached_inputs, poisoned_outputs
+    from judge.case_inputs import cached_inputs, poisoned_outputs
 
     drawn = poisoned_outputs(cached_inputs(task, case, "cuda", refill=False), task.output_args(case))
     return tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in drawn)
@@ -421,18 +421,11 @@ def time_candidate(task: Task, candidate: Any, baseline: Callable[..., Any], cas
     measured slower on the 7-task command: each
     exclusive ticket first waits for every judging case in flight, and there were then several
     per job instead of one."""
+    from judge.candidate.allocations import poison_tensor
     from judge.candidate.sampling import Side
-    from judge.oracle import (
-        FIRST,
-        Mismatch,
-        _to_device,
-        accept_unwritten,
-        cached_expected,
-        call_seeded,
-        compare,
-        modified_inputs,
-        poison_tensor,
-    )
+    from judge.case_inputs import cached_expected
+    from judge.comparison import Mismatch, accept_unwritten, call_seeded, compare, to_device
+    from judge.oracle import FIRST, modified_inputs
 
     # Locked clocks (`--lock-clocks`) show up in NVML as an applications-clocks "throttle".
     locked = os.environ.get(CLOCKS_LOCKED_ENV) == "1"
@@ -495,7 +488,7 @@ def time_candidate(task: Task, candidate: Any, baseline: Callable[..., Any], cas
         changed = modified_inputs(pristine, inputs_after, outputs)
         if changed:
             raise OutputChangedDuringTiming(c.name, f"input {changed[0]} was modified during timing")
-        out = task.judged_output(_to_device(returned, "cuda"), _to_device(tuple(inputs_after), "cuda"), c)
+        out = task.judged_output(to_device(returned, "cuda"), to_device(tuple(inputs_after), "cuda"), c)
         try:
             compare(accept_unwritten(out, expected, unwritten), expected, task)
         except Mismatch as m:

@@ -10,7 +10,7 @@ from about 40 s to 135 s). Only the judge's own tiny kernel runs here, before an
 exists; the record is dropped and nothing it allocated survives. On a GPU no kernel is
 launched (the template must not create a GPU context before it forks); the judge instead
 launches the same kernel once itself (`compile_helpers`), which builds Triton's driver helpers
-into its own cache for judge/worker.py to seed each candidate's cache with.
+into its own cache for judge/source_caches.py to seed each candidate's cache with.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import torch
 import triton
 import triton.language as tl
 
-from judge.candidate import launches
+from judge.candidate import call_record, launches
 
 
 @triton.jit
@@ -36,8 +36,8 @@ def warm_up(interpreter: bool) -> None:
         (y * 2).sum()  # an operation outside the allow-list: the fallback path is warm too
         if interpreter:
             _double_plus_one[(1,)](y, 8, BLOCK=8)
-    launches.unwritten_outputs(y, rec, interpreter)
-    launches.aliased_inputs(y, (x,))
+    call_record.unwritten_outputs(y, rec, interpreter)
+    call_record.aliased_inputs(y, (x,))
 
 
 def triton_hashes() -> None:

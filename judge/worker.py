@@ -6,7 +6,8 @@ judge/remote.py) and contained (judge/containment.py); this worker sends it inpu
 plain output tensors back (judge/candidate/server.py) and enforces the job's time limit itself, so a
 hang, a crash or a forged message costs that candidate its verdict and its process, never
 this worker. A spare candidate process is forked ahead of need, so its start (and on a GPU
-its context) overlaps with the current job.
+its context) overlaps with the current job (judge/spares.py); each source's Triton cache is lent
+to the process that judges it (judge/source_caches.py).
 
 The protocol with the parent runs on private duplicates of the original stdin and stdout, and
 every reply carries the job's nonce plus a digest confirmation: candidate code never runs in
@@ -15,7 +16,6 @@ this process, but the channel stays strict.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import dataclasses
 import hashlib
@@ -24,7 +24,6 @@ import os
 import shutil
 import signal
 import sys
-import sysconfig
 import tempfile
 import threading
 import time
@@ -33,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from judge.gate import gpu_gate, holds_exclusive
+from judge.gate import gpu_gate
 
 if TYPE_CHECKING:
     from judge.template import Launched
@@ -41,60 +40,11 @@ if TYPE_CHECKING:
 THREADS_ENV = "KMC_TORCH_THREADS"
 INPUT_CACHE_ENV = "KMC_INPUT_CACHE_MB"  # device memory kept for cached case inputs and reference outputs
 PREPARE_ENV = "KMC_PREPARE_TASKS"  # the run's task ids: their hidden inputs drawn while the template starts
-SOURCE_CACHES = "sources"  # under the Triton cache root: one writable cache per candidate source
 TMP_CAP_ENV = "KMC_CANDIDATE_TMP_MB"  # size cap of a candidate's private /tmp and folder
-SPARE_START_S = 120.0  # how long a spare may take to make its GPU context before the gate is let go
-SPARES_ENV = "KMC_SPARES"  # candidate processes forked ahead of need (default 1; each holds a GPU context)
-MAX_SPARES = 4
 ALONE_STEP = "gpu:alone"
 """The step (`$KMC_JOB_STEPS`) of a job's seconds holding the GPU exclusively to time: summed
 over a run's jobs, the busy time of the GPU's one timing lane, which no number of judging
 workers shortens (benchmarks/bench_compare_gpu.py --steps prints it against the wall time)."""
-CONTEXT_GATE_ENV = "KMC_GATE_CONTEXTS"
-"""0: a candidate process makes its GPU context without a ticket at the GPU's gate (an
-experiment; default 1, a shared ticket). Why try it: under a full run's load a context took
-several times as long to make as on an idle GPU, held a shared ticket all that time, so every
-timer queued behind it waited, and every spare waited behind those timers. What it risks: a
-context made while a timer measures (benchmarks/bench_lanes_gpu.py --ungated-contexts measures
-exactly that). Measured on a GPU (benchmarks/results/README.md, "Two lanes"): the timer's
-medians did not move, but neither did throughput, since judging jobs wait behind the timers
-themselves, not behind contexts; so the default stays gated, and this stays a switch for that
-measurement."""
-
-
-def contexts_gated() -> bool:
-    return os.environ.get(CONTEXT_GATE_ENV, "1").strip() != "0"
-
-
-def _context_ticket(clock: Any = None) -> Any:
-    """The ticket a candidate process's context is made under (`CONTEXT_GATE_ENV`)."""
-    return gpu_gate(exclusive=False, clock=clock) if contexts_gated() else contextlib.nullcontext()
-
-
-def _spare_count(value: str) -> int:
-    """`KMC_SPARES` read: 1 to `MAX_SPARES`, 1 when unset; anything else is 1 with a line on
-    stderr (the worker's log), never a worker that fails to start."""
-    if not value.strip():
-        return 1
-    try:
-        count = int(value)
-    except ValueError:
-        count = 0
-    if not 1 <= count <= MAX_SPARES:
-        print(f"judge worker: {SPARES_ENV}={value!r} is not a whole number from 1 to {MAX_SPARES}; using 1",
-              file=sys.stderr)
-        return 1
-    return count
-
-
-def prebuilt_helpers(root: Path, suffix: str) -> list[Path]:
-    """The judge's own entries in the Triton cache `root` that hold a compiled library (Triton's
-    helpers): never the candidates' caches under `SOURCE_CACHES`, nor a copy still in progress."""
-    return [entry for entry in sorted(root.iterdir())
-            if entry.is_dir() and entry.name != SOURCE_CACHES and not entry.name.startswith(".")
-            and any(f.name.endswith(suffix) for f in entry.iterdir())]
-
-
 _dumps = json.dumps  # bound at start: a candidate replacing json.dumps cannot rewrite replies
 _loads = json.loads
 _sha256 = hashlib.sha256
@@ -140,6 +90,9 @@ def candidate_device_guess() -> str:
 
 
 class Worker:
+    """One judge worker: its template and the candidate processes forked ahead of need (`spares`),
+    its Triton caches (`caches`), the run's inputs drawn ahead, and the jobs it judges (`handle`)."""
+
     def __init__(self, task_sources: list[str] | tuple[str, ...] = (), launched: Launched | None = None) -> None:
         """`launched`: the template already started (judge/template.py `launch`, by `main` before
         anything imports torch); None: started here."""
@@ -151,10 +104,12 @@ class Worker:
             # against itself and the other workers (measured: 300x slower small ops).
             torch.set_num_threads(threads)
         import bench.registry
+        from judge.case_inputs import set_input_cache_bytes
         from judge.device import detect_target
-        from judge.oracle import set_input_cache_bytes
         from judge.privileges import check_worker_user
         from judge.remote import TemplateProcess
+        from judge.source_caches import SourceCaches, build_helpers
+        from judge.spares import Spares
 
         self.target = detect_target()  # TRITON_INTERPRET=1 in this worker's environment: the interpreter
         self.device = "cpu" if self.target.interpreter else "cuda"
@@ -168,25 +123,19 @@ class Worker:
         set_input_cache_bytes(int(os.environ.get(INPUT_CACHE_ENV, default_mb)) << 20)
         self.user = check_worker_user()  # (uid, gid) the candidate processes drop to, or None
         self.tmp = Path(tempfile.mkdtemp(prefix="kmc-worker-"))
-        self.triton_cache = Path(os.environ.get("TRITON_CACHE_DIR") or self.tmp / "triton-cache")
-        self.helpers = self._compile_helpers()
-        from judge.candidate.launchers import SharedLaunchers
-
-        self.launchers = SharedLaunchers(self.triton_cache)  # built for the signatures candidates noted
+        triton_cache = Path(os.environ.get("TRITON_CACHE_DIR") or self.tmp / "triton-cache")
+        # Triton's helpers, the launchers built for signatures candidates noted, the sources' caches
+        self.caches = SourceCaches(triton_cache, build_helpers(triton_cache, self.target.interpreter), self.user,
+                                   self.target.interpreter)
         self.prepared = self._prepare_cases(template.done)
-        self.template = template.result()
+        # Candidate processes forked ahead of need (judge/spares.py), and the template they fork from.
+        self.spares = Spares(template.result(), self.device, self.target.interpreter)
         self.closing = False
         self.preparing: threading.Thread | None = None
         if not self.target.interpreter:  # an interpreter worker's few cores are the candidates'
             self.preparing = threading.Thread(target=self._prepare_rest, name="prepare-rest", daemon=True)
             self.preparing.start()
-        # Candidate processes forked ahead of need, oldest first: each with the thread making its
-        # GPU context (None on the interpreter). More than one (`KMC_SPARES`) lets a short job
-        # find its process ready although the one before it was short too (`_candidate`).
-        self.spares: collections.deque[tuple[Any, threading.Thread | None]] = collections.deque()
-        self.spare_count = _spare_count(os.environ.get(SPARES_ENV, ""))
         self.counter = 0
-        self.spawn_error = ""  # why the template could not fork a candidate's process, when it could not
         self.baselines: dict[str, Any] = {}
         # Reference timings (expert baseline, eager PyTorch) for the short feedback protocol,
         # measured once per (case, clock state) and kept for this worker's life: in the judge,
@@ -197,31 +146,14 @@ class Worker:
         from judge.phases import PhaseClock
 
         self.clock = PhaseClock()
-        self._refill_spares()
-        self._check_boundary()
+        self.spares.refill()
+        self.spares.check_boundary()
 
-    def _compile_helpers(self) -> list[Path]:
-        """On a GPU: Triton's driver helpers (its C utilities and launcher, built with the system
-        C compiler on first use and kept in the Triton cache) compiled once here, by the judge,
-        into its own cache. Each source's cache is seeded with copies of them (`_lend_cache`), so a
-        candidate process does not rebuild them (seconds per source) and never writes into what
-        another process loads."""
-        if self.target.interpreter:
-            return []
-        try:
-            from judge.candidate.loading import use_triton_cache
-            from judge.warmup import compile_helpers
-
-            # The judge's own kernels and helpers go where the listing below looks (without
-            # this, Triton's default cache: nothing was found, and every candidate process
-            # built the helpers again, seconds per source).
-            self.triton_cache.mkdir(parents=True, exist_ok=True)
-            use_triton_cache(str(self.triton_cache))
-            compile_helpers()
-            return prebuilt_helpers(self.triton_cache, sysconfig.get_config_var("EXT_SUFFIX") or ".so")
-        except Exception as exc:  # noqa: BLE001 - an optimisation: candidates then build the helpers themselves
-            print(f"judge worker: Triton's helpers not prebuilt ({type(exc).__name__}: {exc})", file=sys.stderr)
-            return []
+    @property
+    def template(self) -> Any:
+        """The template this worker's candidate processes are forked from (judge/remote.py
+        `TemplateProcess`; replaced when it dies: `Spares.restart_template`)."""
+        return self.spares.template
 
     def _prepare_cases(self, stop: Callable[[], bool]) -> int:
         """The hidden inputs of the run's built-in tasks (`PREPARE_ENV`), drawn into the
@@ -232,7 +164,7 @@ class Worker:
         already drawn cost nothing. Suite tasks are left to their first job (drawing their
         inputs runs the suite's code, which can fault the GPU). Returns how many cases."""
         from bench.registry import get_task
-        from judge.oracle import prepare_inputs
+        from judge.case_inputs import prepare_inputs
 
         done = 0
         for task_id in filter(None, os.environ.get(PREPARE_ENV, "").split(",")):
@@ -259,158 +191,11 @@ class Worker:
         worker's first job of each task (`_prepare_cases` had only some of a run's tasks drawn
         when the template was ready, and a new source's first evaluation took several times a
         repeat's): torch draws without the GIL, and a key a job
-        asks for while it is being drawn is waited for, not drawn twice (judge/oracle.py
+        asks for while it is being drawn is waited for, not drawn twice (judge/case_inputs.py
         `_InputCache`). Stops when the worker closes or the input cache is nearly full."""
-        from judge.oracle import input_cache_full
+        from judge.case_inputs import input_cache_full
 
         self._prepare_cases(lambda: self.closing or input_cache_full())
-
-    def _seed(self, cache: Path) -> None:
-        """Copies of the judge's prebuilt helpers (and the launchers it built for signatures
-        candidates used: judge/candidate/launchers.py) in a source's cache. Each appears whole or not
-        at all (copied beside it, then renamed): the pool's workers share the sources' caches,
-        and a candidate of another worker must never load a helper half copied."""
-        for entry in (*self.helpers, *self.launchers.folders):
-            target = cache / entry.name
-            if target.exists():
-                continue
-            partial = cache / f".{entry.name}.{os.getpid()}.partial"
-            try:
-                shutil.copytree(entry, partial)
-                os.rename(partial, target)  # fails when another worker's copy landed first
-            except OSError:
-                shutil.rmtree(partial, ignore_errors=True)
-
-    def _refill_spares(self) -> None:
-        """Fork the next candidates' processes now, up to `spare_count`; on a GPU each makes its
-        device context in the background (`_start_on_device`), so that overlaps the current
-        candidate's judging. Forked here only, never in those threads: the template's control
-        socket serves one request at a time."""
-        while len(self.spares) < self.spare_count:
-            try:
-                proc = self.template.spawn()
-            except (OSError, EOFError) as exc:
-                self.spawn_error = str(exc)
-                print(f"judge worker: could not fork a spare candidate process: {exc}", file=sys.stderr)
-                return
-            started = None
-            if not self.target.interpreter:
-                started = threading.Thread(target=self._start_on_device, args=(proc, SPARE_START_S),
-                                           name="spare-start", daemon=True)
-                started.start()
-            self.spares.append((proc, started))
-
-    def _check_boundary(self) -> None:
-        """The first spare must come up inside its boundary (judge/sandbox.py), on a GPU with
-        its device context made there: where it cannot, no candidate could be judged, and the
-        worker stops with one line saying why (runners/pool.py reports it) instead of judging
-        every candidate a crash."""
-        if not self.spares:
-            why = self.spawn_error or "no reason given"
-            print(f"judge worker: no candidate process could be forked: {why}", file=sys.stderr)
-            raise SystemExit(f"judge worker: no candidate process could be forked: {why}")
-        proc, started = self.spares[0]
-        try:
-            if started is not None:
-                started.join(SPARE_START_S)
-                if not proc.ready:
-                    raise RuntimeError(proc.start_error or "its GPU context was not made in time")
-            else:
-                proc.wait_ready(60.0)
-            if getattr(proc, "trace_problem", ""):
-                # judged without the device's trace: the launch and dispatch records alone
-                print(f"judge worker: warning: {proc.trace_problem}; calls are judged without it", file=sys.stderr)
-        except Exception as exc:  # noqa: BLE001 - any failure here stops the worker, said in one line
-            why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            print(f"judge worker: a candidate process could not start: {why}", file=sys.stderr)
-            raise SystemExit(f"judge worker: a candidate process could not start: {why}") from None
-
-    @staticmethod
-    def _start_on_device(proc: Any, timeout: float) -> None:
-        """A fresh candidate process makes its GPU context while this worker holds the GPU's gate
-        for judging, as every other use of the GPU by judging does: making a context touches
-        the GPU, and before, spares made theirs whenever they were forked, timings in progress
-        or not (with eight workers some feedback samples read many times the kernel's time; judge/candidate/sampling.py `hold_gpu` names the other cause that fits). With
-        `KMC_GATE_CONTEXTS=0` it holds no ticket (an experiment, `CONTEXT_GATE_ENV`). Failures
-        are left to whoever uses the process next (it finds it dead or not ready)."""
-        asked = time.perf_counter()
-        try:
-            with _context_ticket():
-                entered = time.perf_counter()
-                proc.start_device()
-                proc.wait_ready(timeout)
-                # Read into the job's steps by `_candidate` (`$KMC_JOB_STEPS`): the spare's own wait.
-                proc.spare_steps = {"spare:gate": entered - asked, "spare:context": time.perf_counter() - entered}
-        except Exception as exc:  # noqa: BLE001 - kept for `_check_boundary`; the next user finds it not ready
-            proc.start_error = f"{type(exc).__name__}: {exc}"
-
-    def _restart_template(self) -> None:
-        """A template that died (a candidate that reached it, where no seccomp filter stops
-        signals) is replaced; the judge worker itself goes on."""
-        from judge.remote import TemplateProcess
-
-        self.template.close()
-        self.template = TemplateProcess(self.device)
-
-    def _lend_cache(self, proc: Any, source: str) -> None:
-        """On a GPU, the source's own Triton cache lent to the process that judges it
-        (judge/source_caches.py): duplicates reuse their kernels, and no candidate can plant a
-        binary where another source's candidate (or the expert) will look for its own. The
-        pool's workers share the sources' caches (runners/pool.py): a duplicate judged by another
-        worker compiles nothing. They live apart from the judge's own entries, which
-        `_compile_helpers` lists: nothing a candidate wrote is ever taken for a helper."""
-        if self.target.interpreter or not proc.cache:
-            return
-        from judge.source_caches import fill
-
-        cache = self.triton_cache / SOURCE_CACHES / hashlib.sha256(source.encode()).hexdigest()[:24]
-        cache.mkdir(parents=True, exist_ok=True)
-        self._seed(cache)
-        fill(cache, Path(proc.cache), self.user)
-        proc.source_cache = cache
-
-    def _candidate(self, limit: float) -> Any:
-        """A ready candidate process, its clock started: the spare when it is alive (it can
-        have died with a template that the previous candidate killed, where no seccomp filter
-        stops signals), else a fresh one. The next spare is forked at once, so it makes its
-        GPU context while this candidate is judged."""
-        from judge.candidate.wire import WireError
-        from judge.remote import CandidateDied, CandidateTimeout
-
-        proc, started = self.spares.popleft() if self.spares else (None, None)
-        if started is not None:
-            # In a job alone this thread holds the GPU exclusively, and the spare's start waits
-            # behind it: that spare is given up, and a fresh process starts under this ticket.
-            with self.clock.step("start:spare_join"):
-                started.join(timeout=0 if holds_exclusive() else None)
-            if proc is not None and (started.is_alive() or not proc.device_started):  # or its start failed
-                proc.close()
-                proc = None
-        if proc is not None:
-            self.clock.steps.update(proc.spare_steps)
-            self.clock.steps["spare:age"] = time.perf_counter() - proc.forked
-            proc.start_clock(limit)
-            try:
-                with self.clock.step("start:spare_ready"):
-                    proc.wait_ready(max(1.0, proc.deadline - time.monotonic()))
-                    proc.request({"op": "reset"})  # alive now, not only when it said it was ready
-            except (CandidateDied, CandidateTimeout, WireError, OSError):
-                proc.close()
-                proc = None
-        if proc is None:
-            with self.clock.step("start:fresh"):
-                try:
-                    proc = self.template.spawn()
-                except (OSError, EOFError):
-                    self._restart_template()
-                    proc = self.template.spawn()
-                proc.start_clock(limit)
-                with _context_ticket(self.clock):
-                    proc.start_device()
-                    proc.wait_ready(max(1.0, proc.deadline - time.monotonic()))
-        with self.clock.step("start:refill"):
-            self._refill_spares()
-        return proc
 
     def handle(self, job: dict[str, Any]) -> dict[str, Any]:
         from judge.candidate.verdict import Evaluation
@@ -454,9 +239,9 @@ class Worker:
         """Fork-fresh candidate process, load the source, run `body`; every failure of the
         candidate's process becomes the verdict, and the process is gone afterwards."""
         from bench.registry import get_task
+        from judge.candidate.loading import format_exception, is_device_error
         from judge.candidate.verdict import Verdict, capped_traceback
         from judge.candidate.wire import WireError
-        from judge.oracle import format_exception, is_device_error
         from judge.remote import CandidateDied, CandidateTimeout
 
         task = get_task(job["task"])
@@ -464,8 +249,8 @@ class Worker:
         proc = None
         try:
             with self.clock("start"):
-                proc = self._candidate(limit)
-            self._lend_cache(proc, job["source"])
+                proc = self.spares.take(limit, self.clock)
+            self.caches.lend(proc, job["source"])
             with self.clock("compile"):  # writing and importing the candidate, in its process
                 reply, _ = proc.request({"op": "load", "source": job["source"], "entry_point": task.entry_point,
                                          "allowed_ops": list(task.allowed_torch_ops),
@@ -523,7 +308,7 @@ class Worker:
             # Memory is disturbed where the candidate runs, in its process, before each re-run.
             verdict = steady_verdict(verdict, alone, self.device, disturb=disturb)
         if not self.target.interpreter:
-            self.launchers.learn(runner.launchers)  # built in the background, for the next sources
+            self.caches.launchers.learn(runner.launchers)  # built in the background, for the next sources
         timing = None
         if verdict.correct and job.get("timing") and not self.target.interpreter:
             with self.clock("timing"):  # the perf-case check, then the timing protocol
@@ -568,7 +353,7 @@ class Worker:
                 with gpu_gate(exclusive=False, clock=self.clock):
                     proc.start_device()
                     proc.wait_ready(600.0)
-                self._lend_cache(proc, job["source"])
+                self.caches.lend(proc, job["source"])
                 reply, _ = proc.request({"op": "load", "source": job["source"], "entry_point": task.entry_point,
                                          "allowed_ops": list(task.allowed_torch_ops),
                                          "judges_overruns": task.judges_overruns})
@@ -604,7 +389,7 @@ class Worker:
 
     def _baseline(self, task: Any) -> Any:
         """The expert baseline, imported here in the judge: trusted code, timed by the judge."""
-        from judge.oracle import load_module
+        from judge.candidate.loading import load_module
 
         if task.id not in self.baselines:
             folder = Path(tempfile.mkdtemp(prefix=f"baseline-{task.id}-", dir=self.tmp))
@@ -653,7 +438,7 @@ class Worker:
         timings that need the references measure them."""
         from bench.registry import get_task
         from judge.baselines import BaselineCache
-        from judge.oracle import is_device_error
+        from judge.candidate.loading import is_device_error
         from judge.timing import TimingPolicy, prime_references
 
         try:
@@ -673,10 +458,8 @@ class Worker:
         self.closing = True
         if self.preparing is not None:
             self.preparing.join(timeout=10)
-        self.launchers.close()
-        for proc, _ in self.spares:
-            proc.close()
-        self.template.close()
+        self.caches.close()
+        self.spares.close()
         os.chdir("/")
         shutil.rmtree(self.tmp, ignore_errors=True)
 

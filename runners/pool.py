@@ -179,7 +179,7 @@ class LocalPool:
         # What the workers must know goes into their own environment or command line, never this process's.
         extra_env = {**(extra_env or {}), **(worker_environment(hand_over(self.workdir, user), user) if user else {})}
         if not target.interpreter and not os.environ.get("TRITON_CACHE_DIR"):
-            # One Triton cache root for all the workers (judge/worker.py keeps a cache per
+            # One Triton cache root for all the workers (judge/source_caches.py keeps a cache per
             # candidate source under it): a source judged again by another worker compiles nothing.
             extra_env.setdefault("TRITON_CACHE_DIR", str(self.workdir / "triton-cache"))
         extra_env[CLOCKS_LOCKED_ENV] = "1" if clocks_locked else "0"  # never a value inherited from our shell

@@ -86,7 +86,7 @@ class _Judging:
         import warnings
 
         from bench.registry import load_sources
-        from judge.oracle import prepare_process
+        from judge.candidate.loading import prepare_process
 
         warnings.simplefilter("ignore")
         self.interpreter = interpreter
@@ -99,7 +99,7 @@ class _Judging:
         self.expert_out: dict[tuple[str, str], Any] = {}
 
     def entry(self, task: Any, source: str) -> Any:
-        from judge.oracle import load_module
+        from judge.candidate.loading import load_module
 
         self.loaded += 1
         path = self.folder / f"m{self.loaded}.py"
@@ -108,7 +108,8 @@ class _Judging:
 
     def runner(self, task: Any, source: str) -> Any:
         """A `LocalRunner` over `source`'s entry point, or the verdict of a source that does not import."""
-        from judge.oracle import CandidateLoadError, LocalRunner
+        from judge.candidate.loading import CandidateLoadError
+        from judge.oracle import LocalRunner
 
         try:
             fn, path = self.entry(task, source)

@@ -38,7 +38,7 @@ def probe_twice(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 def _events(prof_result: object) -> list[dict[str, object]]:
     rows = []
     for e in prof_result.events():  # type: ignore[attr-defined]
-        rows.append({"name": e.name()[:160], "device_type": str(e.device_type()), "activity": str(e.activity_type()),
+        rows.append({"name": e.name()[:160], "device_type": str(e.device_type()), "activity": str(e.activity_type()) if hasattr(e, "activity_type") else "",
                      "corr": e.correlation_id(), "linked": e.linked_correlation_id(), "ext": e.external_id(),
                      "start_ns": e.start_ns(), "dur_ns": e.duration_ns(), "thread": e.start_thread_id(),
                      "user_annotation": e.is_user_annotation()})
@@ -102,7 +102,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--json", type=Path, required=True)
     args = parser.parse_args()
-    from judge import sandbox
+    from judge import sandbox, sandbox_layout
 
     forker = sandbox.Forker()
     read_fd, write_fd = os.pipe()
@@ -110,8 +110,8 @@ def main() -> None:
     if pid == 0:
         try:
             os.close(read_fd)
-            entered = sandbox.enter(sandbox.Spec.from_environment(True, hidden=[sandbox.PROJECT_ROOT]), write_fd,
-                                    write_fd, "/tmp/kmc-probe-cache")
+            spec = sandbox_layout.Spec.from_environment(True, hidden=[sandbox_layout.PROJECT_ROOT])
+            entered = sandbox.enter(spec, write_fd, write_fd, "/tmp/kmc-probe-cache")
             try:
                 answer: dict[str, object] = {"ok": probe()}
             except BaseException:  # noqa: BLE001 - reported

@@ -34,7 +34,7 @@ def _say(started: float, text: str) -> None:
 def _describe(out: Any) -> str:
     import torch
 
-    from judge.candidate.launches import flatten
+    from judge.candidate.call_record import flatten
 
     parts = []
     for path, t in flatten(out):
@@ -52,7 +52,7 @@ def diagnose(task_id: str, case_set: str) -> int:
     import torch
 
     from bench.registry import get_task, load_sources, resolve_sources
-    from judge.candidate import launches
+    from judge.candidate import call_record, launches
     from judge.candidate.bit_equality import same_bits
     from judge.device import detect_target
 
@@ -67,7 +67,7 @@ def diagnose(task_id: str, case_set: str) -> int:
         cases = task.cases(case_set, target.interpreter)
         _say(started, f"{len(cases)} {case_set} cases")
         launches.install_launch_recorder()
-        from judge.oracle import expected_and_unwritten
+        from judge.reference_habits import expected_and_unwritten
 
         step = "learning which arguments are outputs (the reference on the recorded calls, poisoned trials)"
         if cases:
@@ -86,7 +86,7 @@ def diagnose(task_id: str, case_set: str) -> int:
                 out = task.reference(*args)
             if device == "cuda":
                 torch.cuda.synchronize()
-            missing = launches.unwritten_outputs(out, rec, target.interpreter)
+            missing = call_record.unwritten_outputs(out, rec, target.interpreter)
             _say(started, f"{c.name}: reference ran: {_describe(out)}"
                  + (f"; NOT KERNEL-WRITTEN: {missing}" if missing else ""))
             step = f"{c.name}: the reference again on fresh inputs"

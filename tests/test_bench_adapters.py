@@ -269,7 +269,7 @@ def test_geak_eval_baselines_pass_their_differential_cases_in_a_worker(adapted_p
         v = adapted_pool.evaluate(task.id, task.baseline_source(), "hidden").verdict
         assert v.correct, f"{task.id}: {v.one_line()}"
         assert v.cases_run + v.cases_skipped == len(task.visible) + len(task.hidden_cpu)
-        from judge.oracle import NO_ANSWER
+        from judge.reference_habits import NO_ANSWER
 
         unanswered = sum(NO_ANSWER in reason for reason in v.skip_reasons)
         assert v.cases_skipped - unanswered <= 4, "only new-shape slots the reference rejects are skipped"

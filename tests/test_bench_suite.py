@@ -146,7 +146,7 @@ def test_hidden_inputs_are_finite_in_their_dtype(task: Task) -> None:
     """Every CPU hidden case's inputs, first draw and in-place refill (another value profile),
     hold no infinity or NaN: a stressed value past its dtype's range was an infinity, and the
     NaN of inf - inf is behaviour no instruction specifies (bench/builtin/_common.py `stressed`)."""
-    from judge.oracle import cached_inputs
+    from judge.case_inputs import cached_inputs
 
     for c in task.hidden_cpu:
         for refill in (False, True):
@@ -157,7 +157,7 @@ def test_add_relus_largest_half_precision_inputs_stay_finite_and_their_sums_stil
     """The H200's false reject: add_relu's expert failed its 4M-element float16 hidden case after
     the in-place refill (values scaled by 2e4: infinities in the inputs, NaN in their sum)."""
     from bench.registry import get_task
-    from judge.oracle import cached_inputs
+    from judge.case_inputs import cached_inputs
 
     task = get_task("add_relu")
     c = next(c for c in task.hidden_gpu if c.dtype == "float16" and c.size("n") > 1_000_000)

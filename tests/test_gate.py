@@ -255,10 +255,10 @@ class _FakeSpare:
 @pytest.mark.parametrize("gated", ["1", "0"])
 def test_a_spares_context_waits_for_a_timer_unless_contexts_are_ungated(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gated: str) -> None:
-    """judge/worker.py `KMC_GATE_CONTEXTS`: by default a spare makes its GPU context under a
+    """judge/spares.py `KMC_GATE_CONTEXTS`: by default a spare makes its GPU context under a
     shared ticket, so not while a timer holds the GPU; set to 0 it takes no ticket (the
     experiment bench_lanes_gpu.py --ungated-contexts measures)."""
-    from judge.worker import CONTEXT_GATE_ENV, Worker
+    from judge.spares import CONTEXT_GATE_ENV, start_on_device
 
     folder = tmp_path / "gate"
     monkeypatch.setenv(GATE_ENV, str(folder))
@@ -266,7 +266,7 @@ def test_a_spares_context_waits_for_a_timer_unless_contexts_are_ungated(
     gate, log = FairGate(folder), Log()
     timer = hold(gate, log, "timer", exclusive=True, seconds=1.0)  # far longer than a thread start on a busy box
     spare = _FakeSpare()
-    starting = threading.Thread(target=Worker._start_on_device, args=(spare, 5.0))
+    starting = threading.Thread(target=start_on_device, args=(spare, 5.0))
     starting.start()
     starting.join(timeout=10)
     timer.join(timeout=10)

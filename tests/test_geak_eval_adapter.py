@@ -42,7 +42,8 @@ def tasks() -> dict[str, Any]:
 
 def _judge(task: Any, source: str) -> Any:
     """The oracle on the interpreter, in-process, on the task's hidden cases."""
-    from judge.oracle import LocalRunner, judge_cases, load_module, prepare_process
+    from judge.candidate.loading import load_module, prepare_process
+    from judge.oracle import LocalRunner, judge_cases
 
     prepare_process()
     with tempfile.TemporaryDirectory(prefix="kmc-test-cand-") as folder:
@@ -649,6 +650,7 @@ def test_the_judges_copies_of_a_references_inputs_are_its_inputs() -> None:
     """Recorded on a GPU (no store addresses), a launch taking a tensor marks it written unless
     it is one of the call's inputs; the judge's copies for the reference count as inputs."""
     from judge.candidate import launches
+    from judge.candidate.call_record import storage_key
 
     x = torch.randn(8)
     out = torch.empty(8)
@@ -656,8 +658,8 @@ def test_the_judges_copies_of_a_references_inputs_are_its_inputs() -> None:
         copy = x.clone()
         launches.add_inputs((copy,))
         launches._after_launch(rec, [copy, out], 0, interpreter=False)
-    assert launches.storage_key(out) in rec.derived
-    assert launches.storage_key(copy) not in rec.derived
+    assert storage_key(out) in rec.derived
+    assert storage_key(copy) not in rec.derived
     launches.add_inputs((out,))  # outside a recording: nothing to note, no error
 
 
@@ -667,7 +669,7 @@ def test_a_call_the_suite_makes_in_float64_is_judged_in_float64() -> None:
     reference's answer there is float64. The judge once took such inputs for its own widened
     run and cast them to the previous call's float32, so the reference 'answered' float32 and
     failed its own hidden cases."""
-    from judge.oracle import expected_output
+    from judge.comparison import expected_output
 
     task = {t.id: t for t in load_source("geak-eval", GEAK.parent / "geak_eval_extra", vendor="cpu").tasks}[
         "tb-twice_any_float"]
@@ -748,7 +750,7 @@ def test_a_case_the_reference_answers_differently_each_run_is_skipped_with_why(t
     the input differs between the judge's runs of the reference on the same values. Such a case
     has no answer: it is skipped, with the reason, instead of failing every candidate (the
     reference included, as it did on an H200); the cases the reference answers still judge."""
-    from judge.oracle import NO_ANSWER
+    from judge.reference_habits import NO_ANSWER
 
     task = tasks["tb-mean_past_end"]
     verdict = _judge(task, task.baseline_source())
@@ -769,15 +771,17 @@ def test_output_computed_from_scratch_the_reference_never_wrote_is_not_judged(
     answer, even when its disturbed run gets the marked run's memory back (a GPU's caching
     allocator handing out the block just freed: on an H200 such references failed their own
     upstream call). The reference and a rewrite that writes all of it pass; a wrong one fails."""
-    from judge import oracle
+    from judge import reference_habits
+    from judge.candidate.allocations import allocations
+    from judge.comparison import expected_output
 
     def as_marked(task: Any, args: tuple, case: Any) -> Any:
-        with oracle.allocations("marker"):
-            return oracle.expected_output(task, args, case, slack="zero")
+        with allocations("marker"):
+            return expected_output(task, args, case, slack="zero")
 
-    monkeypatch.setattr(oracle, "_disturbed_reference", as_marked)
+    monkeypatch.setattr(reference_habits, "_disturbed_reference", as_marked)
     task = tasks["tb-scratch_reader"]
-    expected, masks = oracle.expected_and_unwritten(task, task.inputs(task.visible[0], "cpu"), task.visible[0])
+    expected, masks = reference_habits.expected_and_unwritten(task, task.inputs(task.visible[0], "cpu"), task.visible[0])
     (mask,) = masks
     assert mask.tolist() == [False] * 96 + [True] * 4
     assert _judge(task, task.baseline_source()).correct
@@ -795,16 +799,18 @@ def test_elements_the_reference_never_writes_do_not_count_towards_no_answer(
     excluded from judging already, and not a disagreement about the answer: the case is
     answered, whatever the disturbed run got (before, it was skipped as unanswered or not by the
     luck of the allocator, and the suite's own check flaked)."""
-    from judge import oracle
+    from judge import reference_habits
+    from judge.candidate.allocations import allocations
+    from judge.comparison import expected_output
 
     def elsewhere(task: Any, args: tuple, case: Any) -> Any:
-        with oracle.allocations("poison"):  # other memory than the marked run's
-            return oracle.expected_output(task, args, case, slack="nan")
+        with allocations("poison"):  # other memory than the marked run's
+            return expected_output(task, args, case, slack="nan")
 
-    monkeypatch.setattr(oracle, "_disturbed_reference", elsewhere)
+    monkeypatch.setattr(reference_habits, "_disturbed_reference", elsewhere)
     task = tasks["tb-partial_store"]
     x = torch.randn(4, 64)
-    expected, masks = oracle.expected_and_unwritten(task, (x,), task.visible[0])
+    expected, masks = reference_habits.expected_and_unwritten(task, (x,), task.visible[0])
     (answer,), (mask,) = expected, masks
     assert int(mask.sum()) == 256 - 96
     assert torch.equal(answer[~mask], (2 * x.flatten()[:128].reshape(4, 32)[:, :24]).flatten())

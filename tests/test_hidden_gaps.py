@@ -27,7 +27,7 @@ from bench.builtin._common import TALL_ROWS
 from bench.builtin.quantization import TIE_AMAX
 from bench.registry import get_task
 from bench.task import STRIDED_LAYOUTS, Case, Task
-from judge import oracle
+from judge import comparison, oracle
 from judge.candidate.verdict import Verdict
 from tests.helpers import in_process_runner
 
@@ -114,14 +114,14 @@ def test_the_strided_and_wide_row_kernels_pass_every_other_hidden_case(
     assert verdict.cases_run == len(rest)
 
 
-def _quantize_judged(q: torch.Tensor, x: torch.Tensor) -> oracle.Mismatch | None:
+def _quantize_judged(q: torch.Tensor, x: torch.Tensor) -> comparison.Mismatch | None:
     """The comparison's complaint about a candidate returning q (and the right scales) for x, if any."""
     task = get_task("quantize_int8")
-    expected = oracle.expected_output(task, (x,))
+    expected = comparison.expected_output(task, (x,))
     case = task.hidden_cpu[0]
     try:
-        oracle.compare(task.judged_output((q, expected[1].clone()), (x,), case), expected, task)
-    except oracle.Mismatch as m:
+        comparison.compare(task.judged_output((q, expected[1].clone()), (x,), case), expected, task)
+    except comparison.Mismatch as m:
         return m
     return None
 
@@ -176,7 +176,8 @@ def _builtin_ids() -> list[str]:
 
 @pytest.mark.gpu
 def test_on_a_gpu_rows_on_grid_axis_1_fail_the_tall_case_and_every_expert_passes_its_own(tmp_path: Path) -> None:
-    from judge.oracle import LocalRunner, load_module, prepare_process
+    from judge.candidate.loading import load_module, prepare_process
+    from judge.oracle import LocalRunner
 
     prepare_process()
 

@@ -1,4 +1,4 @@
-"""The judge worker's input cache (judge/oracle.py `_InputCache`) evicts whole tasks, least
+"""The judge worker's input cache (judge/case_inputs.py `_InputCache`) evicts whole tasks, least
 recently used first: a full-suite run's first tasks no longer hold it while every later task
 redraws its inputs and re-runs its float64 reference at every job."""
 
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import torch
 
-from judge import oracle
+from judge import case_inputs
 from judge.candidate.bit_equality import tensor_bytes
 
 KIB = 1024
@@ -19,13 +19,13 @@ def _value(kib: int) -> tuple[torch.Tensor]:
     return (torch.zeros(kib * KIB, dtype=torch.uint8),)
 
 
-def _fill(cache: oracle._InputCache, task: str, cases: int, kib: int = 1) -> None:
+def _fill(cache: case_inputs._InputCache, task: str, cases: int, kib: int = 1) -> None:
     for i in range(cases):
         cache.get((task, i), lambda: _value(kib))
 
 
 def test_a_new_task_evicts_the_least_recently_used_whole() -> None:
-    cache = oracle._InputCache(6 * KIB)
+    cache = case_inputs._InputCache(6 * KIB)
     _fill(cache, "a", 2)
     _fill(cache, "b", 2)
     _fill(cache, "c", 2)
@@ -39,7 +39,7 @@ def test_a_new_task_evicts_the_least_recently_used_whole() -> None:
 def test_a_task_larger_than_the_bound_keeps_its_first_cases() -> None:
     """Its own entries never evict each other: a set larger than the bound does not push itself
     out case by case (each job would redraw all of it); what fits of it stays."""
-    cache = oracle._InputCache(4 * KIB)
+    cache = case_inputs._InputCache(4 * KIB)
     _fill(cache, "small", 1)
     _fill(cache, "big", 6)
     assert sorted(cache.entries) == [("big", 0), ("big", 1), ("big", 2), ("big", 3)]  # small went for big's fourth
@@ -48,7 +48,7 @@ def test_a_task_larger_than_the_bound_keeps_its_first_cases() -> None:
 
 
 def test_an_entry_too_big_even_for_its_task_alone_evicts_nothing() -> None:
-    cache = oracle._InputCache(4 * KIB)
+    cache = case_inputs._InputCache(4 * KIB)
     _fill(cache, "a", 2)
     _fill(cache, "b", 2)
     made = cache.get(("huge", 0), lambda: _value(5))
@@ -59,7 +59,7 @@ def test_an_entry_too_big_even_for_its_task_alone_evicts_nothing() -> None:
 def test_inputs_drawn_ahead_never_evict() -> None:
     """`prepare_inputs` (a worker drawing the run's inputs before their first jobs) keeps only
     what fits: a task judged now is worth more than one that may come."""
-    cache = oracle._InputCache(4 * KIB)
+    cache = case_inputs._InputCache(4 * KIB)
     _fill(cache, "judged", 3)
     cache.get(("ahead", 0), lambda: _value(1), evict=False)
     cache.get(("ahead", 1), lambda: _value(1), evict=False)
@@ -74,14 +74,14 @@ def test_the_oracle_gets_the_same_values_after_an_eviction(monkeypatch: pytest.M
 
     task, other = get_task("vector_add"), get_task("softmax")
     case = task.cases("visible", True)[0]
-    cache = oracle._InputCache(1 << 40)
-    monkeypatch.setattr(oracle, "_CACHE", cache)
-    first = oracle.cached_inputs(task, case, "cpu", refill=False)
+    cache = case_inputs._InputCache(1 << 40)
+    monkeypatch.setattr(case_inputs, "_CACHE", cache)
+    first = case_inputs.cached_inputs(task, case, "cpu", refill=False)
     other_case = other.cases("visible", True)[0]
     other_size = tensor_bytes(other.inputs(other_case, "cpu"))
     cache.max_bytes = max(cache.used, other_size)  # room for either task, not both
-    oracle.cached_inputs(other, other_case, "cpu", refill=False)
+    case_inputs.cached_inputs(other, other_case, "cpu", refill=False)
     assert other.id in cache.task_bytes
     assert not any(k[0] == task.id for k in cache.entries)
-    again: Any = oracle.cached_inputs(task, case, "cpu", refill=False)
+    again: Any = case_inputs.cached_inputs(task, case, "cpu", refill=False)
     assert again is not first and all(a.equal(b) for a, b in zip(first, again, strict=True))

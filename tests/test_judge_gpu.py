@@ -170,7 +170,7 @@ def test_each_sources_cache_is_seeded_with_the_judges_helpers(tmp_path: Any, mon
     helpers = {d.name for d in tmp_path.iterdir()
                if d.is_dir() and d.name != "sources" and any(f.suffix == ".so" for f in d.iterdir())}
     assert helpers, "the judge built no helper module"
-    from judge.worker import SOURCE_CACHES
+    from judge.source_caches import SOURCE_CACHES
 
     own = tmp_path / SOURCE_CACHES / hashlib.sha256(src.encode()).hexdigest()[:24]
     assert helpers <= {d.name for d in own.iterdir()}
@@ -206,7 +206,8 @@ def test_a_new_source_of_a_task_loads_the_launchers_the_judge_built_for_the_last
     import hashlib
 
     from bench.registry import get_task
-    from judge.worker import SOURCE_CACHES, Worker
+    from judge.source_caches import SOURCE_CACHES
+    from judge.worker import Worker
 
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
     monkeypatch.chdir(Path.cwd())  # Worker.close changes directory to /: the next test gets this one back
@@ -217,9 +218,9 @@ def test_a_new_source_of_a_task_loads_the_launchers_the_judge_built_for_the_last
     try:
         job = {"task": "vector_add", "case_set": "hidden", "timeout": 300}
         assert worker.handle({**job, "id": 1, "source": first})["evaluation"]["verdict"]["kind"] == "correct"
-        worker.launchers.wait(120)
-        built = {folder.name for folder in worker.launchers.folders}
-        seeded = built | {helper.name for helper in worker.helpers}  # Triton's helpers, the judge's own launcher among them
+        worker.caches.launchers.wait(120)
+        built = {folder.name for folder in worker.caches.launchers.folders}
+        seeded = built | {helper.name for helper in worker.caches.helpers}  # Triton's helpers, the judge's own launcher among them
         assert worker.handle({**job, "id": 2, "source": second})["evaluation"]["verdict"]["kind"] == "correct"
     finally:
         worker.close()

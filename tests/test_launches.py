@@ -8,7 +8,7 @@ import importlib
 import pytest
 import torch
 
-from judge.candidate import launches
+from judge.candidate import call_record, known_memory, launches
 from judge.candidate.loading import prepare_process
 from judge.candidate.server import run_call
 from tests.conftest import HAS_GPU
@@ -89,7 +89,7 @@ def test_a_kernel_given_memory_pytorch_filled_out_of_the_recorders_sight_is_a_fa
     entry = getattr(_memory_fixture(), name)
     x = torch.randn(100, device=DEVICE)
     report, out = run_call(entry, (x,), DEVICE, not HAS_GPU)
-    assert report["ok"] and report["fallback"] == {launches.UNRECORDED: 1}, report
+    assert report["ok"] and report["fallback"] == {known_memory.UNRECORDED: 1}, report
     assert torch.equal(out, x + 1.0)  # the values are right: only who computed them is wrong
 
 
@@ -103,7 +103,7 @@ def test_known_memory_written_out_of_the_records_sight_loses_its_standing(name: 
     entry = getattr(_memory_fixture(), name)
     x = torch.randn(100)
     report, out = run_call(entry, (x,), "cpu", True)
-    assert report["ok"] and report["fallback"] == {launches.UNRECORDED: 1}, report
+    assert report["ok"] and report["fallback"] == {known_memory.UNRECORDED: 1}, report
     assert torch.equal(out, x + 1.0)
 
 
@@ -131,9 +131,9 @@ def _plus_one(t: torch.Tensor) -> torch.Tensor:
 def test_given_storages_reach_into_sequences_mappings_and_modules() -> None:
     a, b, c = torch.ones(2), torch.ones(3), torch.ones(4)
     module = torch.nn.Linear(2, 2)
-    found = launches.given_storages(([a], {"k": b}, module, 3, "s"))
-    assert {launches.storage_key(t) for t in (a, b, module.weight, module.bias)} <= found
-    assert launches.storage_key(c) not in found
+    found = known_memory.given_storages(([a], {"k": b}, module, 3, "s"))
+    assert {call_record.storage_key(t) for t in (a, b, module.weight, module.bias)} <= found
+    assert call_record.storage_key(c) not in found
 
 
 @pytest.mark.slow  # starts processes: a few seconds on 2 cores

@@ -615,7 +615,7 @@ def test_simulated_tests_pass_or_fail_the_expert_kernel_at_the_documented_rate(
     in-process on the interpreter, with the worker's own test runner)."""
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     from judge.candidate.internal_tests import run_test_functions
-    from judge.oracle import load_module
+    from judge.candidate.loading import load_module
 
     task = get_task(task_id)
     prompt = render("reflexion_tests", task=task_block(task.view(), True), n="3", entry_point=task.entry_point,

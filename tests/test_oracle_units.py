@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from judge.oracle import Mismatch, classify_exception, compare, poisoned_allocations
+from judge.candidate.allocations import poisoned_allocations
+from judge.candidate.loading import classify_exception
+from judge.comparison import Mismatch, compare
 from runners.worker_process import scrubbed_env
 
 
@@ -34,7 +36,7 @@ def test_workers_import_from_the_project_then_the_callers_python_path(monkeypatc
 
 
 def test_poisoning_reaches_an_allocator_bound_before_it_started() -> None:
-    from judge.oracle import install_poisoned_allocations
+    from judge.candidate.allocations import install_poisoned_allocations
 
     install_poisoned_allocations()
     bound = torch.empty_like  # what `from torch import empty_like` at a candidate's import gets

@@ -1,5 +1,5 @@
 """What the pool's workers share: one Triton cache root on a GPU, with a cache per candidate source
-under it (judge/worker.py), lent to the candidate's sandbox by links and taken back by renames
+under it (judge/source_caches.py `SourceCaches`), lent to the candidate's sandbox by links and taken back by renames
 (judge/source_caches.py): a source judged again by another worker compiles nothing,
 no candidate's files are ever taken for the judge's prebuilt helpers, and a helper copied into
 a source's cache appears whole or not at all. No worker or GPU is started here."""
@@ -13,9 +13,8 @@ from typing import Any
 
 import pytest
 
-from judge.candidate.launchers import SharedLaunchers
 from judge.device import Target
-from judge.worker import SOURCE_CACHES, Worker, prebuilt_helpers
+from judge.source_caches import SOURCE_CACHES, SourceCaches, prebuilt_helpers
 from runners.pool import LocalPool
 from runners.sizing import WorkerPlan
 
@@ -66,16 +65,13 @@ def test_only_the_judges_own_entries_are_taken_for_helpers(tmp_path: Path) -> No
     assert prebuilt_helpers(tmp_path, SUFFIX) == [helper]
 
 
-def _bare_worker(root: Path, helpers: list[Path]) -> Any:
-    worker = Worker.__new__(Worker)  # no template, no GPU: only what `_lend_cache` reads
-    worker.target, worker.user, worker.counter = GPU, None, 0
-    worker.tmp, worker.triton_cache, worker.helpers = root / "tmp", root / "cache", helpers
-    worker.launchers = SharedLaunchers(root / "cache")
-    return worker
+def _worker_caches(root: Path, helpers: list[Path]) -> SourceCaches:
+    """A GPU worker's Triton caches (judge/worker.py), with no template and no GPU: only what `lend` reads."""
+    return SourceCaches(root / "cache", helpers, None, interpreter=False)
 
 
 def _process(root: Path, name: str) -> Any:
-    """What `_lend_cache` reads of a candidate process: the folder bound into its sandbox."""
+    """What `lend` reads of a candidate process: the folder bound into its sandbox."""
     cache = root / "candidates" / name
     cache.mkdir(parents=True)
     return SimpleNamespace(cache=str(cache), source_cache=None)
@@ -83,12 +79,12 @@ def _process(root: Path, name: str) -> Any:
 
 def test_a_sources_cache_is_the_same_for_every_worker_and_seeded_whole(tmp_path: Path) -> None:
     helper = _helper(tmp_path / "built", "HELPERHASH")
-    first, second = _bare_worker(tmp_path, [helper]), _bare_worker(tmp_path, [helper])
+    first, second = _worker_caches(tmp_path, [helper]), _worker_caches(tmp_path, [helper])
     # Built by the judge (judge/candidate/launchers.py).
     first.launchers.folders = [_helper(tmp_path / "cache", "LAUNCHERHASH")]
     procs = [_process(tmp_path, "a"), _process(tmp_path, "b")]
-    for worker, proc in zip((first, second), procs, strict=True):
-        worker._lend_cache(proc, "def kernel(): pass\n")
+    for caches, proc in zip((first, second), procs, strict=True):
+        caches.lend(proc, "def kernel(): pass\n")
     assert procs[0].source_cache == procs[1].source_cache
     cache = procs[0].source_cache
     assert cache.parent == tmp_path / "cache" / SOURCE_CACHES
@@ -98,7 +94,7 @@ def test_a_sources_cache_is_the_same_for_every_worker_and_seeded_whole(tmp_path:
     assert sorted(p.name for p in lent.iterdir()) == ["HELPERHASH", "LAUNCHERHASH"]
     assert os.path.samefile(lent / "HELPERHASH" / f"launcher{SUFFIX}", cache / "HELPERHASH" / f"launcher{SUFFIX}")
     other = _process(tmp_path, "c")
-    second._lend_cache(other, "def other(): pass\n")
+    second.lend(other, "def other(): pass\n")
     assert other.source_cache != cache
 
 
@@ -127,7 +123,7 @@ def test_what_a_candidate_compiled_goes_back_to_its_sources_cache_and_links_neve
 
 def test_a_copy_that_lost_the_race_leaves_the_winners_helper(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     helper = _helper(tmp_path / "built", "HELPERHASH")
-    worker = _bare_worker(tmp_path, [helper])
+    caches = _worker_caches(tmp_path, [helper])
     cache = tmp_path / "cache" / SOURCE_CACHES / "abc"
     cache.mkdir(parents=True)
     real_rename = os.rename
@@ -138,7 +134,7 @@ def test_a_copy_that_lost_the_race_leaves_the_winners_helper(tmp_path: Path, mon
         real_rename(src, dst)
 
     monkeypatch.setattr(os, "rename", another_worker_first)
-    worker._seed(cache)
+    caches.seed(cache)
     assert sorted(p.name for p in cache.iterdir()) == ["HELPERHASH"]
     assert (cache / "HELPERHASH" / "winner").exists()
 

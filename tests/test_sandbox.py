@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from judge import containment, sandbox
+from judge import containment, sandbox, sandbox_layout
 
 PROBLEM = sandbox.probe()
 needs_sandbox = pytest.mark.skipif(PROBLEM is not None or os.geteuid() != 0,
@@ -31,7 +31,7 @@ BASIC_DEV = {"null", "zero", "full", "random", "urandom", "shm", "fd", "stdin", 
 FORKER = sandbox.Forker() if PROBLEM is None and os.geteuid() == 0 else None
 
 
-def in_sandbox(body: Callable[[], object], spec: sandbox.Spec | None = None, cache: str | None = None,
+def in_sandbox(body: Callable[[], object], spec: sandbox_layout.Spec | None = None, cache: str | None = None,
                timeout: float = 30.0) -> object:
     """`body()`'s JSON-able result, run in a freshly sandboxed child; raises what it raised."""
     read_fd, write_fd = os.pipe()
@@ -40,7 +40,7 @@ def in_sandbox(body: Callable[[], object], spec: sandbox.Spec | None = None, cac
         code = 0
         try:
             os.close(read_fd)
-            entered = sandbox.enter(spec or sandbox.Spec.from_environment(False, hidden=[sandbox.PROJECT_ROOT]),
+            entered = sandbox.enter(spec or sandbox_layout.Spec.from_environment(False, hidden=[sandbox_layout.PROJECT_ROOT]),
                                     write_fd, write_fd, cache)
             try:
                 answer = {"ok": body(), "statement": entered.statement}
@@ -95,7 +95,7 @@ def test_the_candidate_is_pid_1_of_its_namespace_without_privilege_or_descriptor
     assert seen["hostname"] == "kmc-sandbox"
     # its own folder, and the mount points of the interpreter's folders that live under /tmp
     # (packages installed with pip --target /tmp/site, say)
-    bound = {Path(p).relative_to("/tmp").parts[0] for p in sandbox.python_paths() if p.startswith("/tmp/")}
+    bound = {Path(p).relative_to("/tmp").parts[0] for p in sandbox_layout.python_paths() if p.startswith("/tmp/")}
     assert set(seen["tmp"]) == {os.path.basename(sandbox.CANDIDATE_FOLDER)} | bound, seen["tmp"]
     assert set(seen["dev"]) <= BASIC_DEV
 
@@ -106,7 +106,7 @@ def test_the_project_the_host_tmp_and_the_judges_proc_files_are_out_of_reach(tmp
     judge_pid = os.getpid()
     try:
         def look() -> dict[str, object]:
-            project = Path(sandbox.PROJECT_ROOT)
+            project = Path(sandbox_layout.PROJECT_ROOT)
             reached: dict[str, object] = {}
             for path in (project / "bench" / "kernels", project / "judge", project / "cli.py", marker, tmp_path,
                          f"/proc/{judge_pid}/mem", f"/proc/{judge_pid}/environ", f"/proc/{judge_pid}/fd",
@@ -147,7 +147,7 @@ def test_every_host_file_in_view_is_read_only_and_tmp_is_private_and_capped() ->
             outcome["/tmp past its cap"] = errno.errorcode.get(exc.errno or 0, "?")
         return outcome
 
-    outcome = in_sandbox(write_everywhere, sandbox.Spec(tmp_cap_mb=16, hidden=(sandbox.PROJECT_ROOT,)))
+    outcome = in_sandbox(write_everywhere, sandbox_layout.Spec(tmp_cap_mb=16, hidden=(sandbox_layout.PROJECT_ROOT,)))
     assert isinstance(outcome, dict)
     assert "written" not in outcome.values(), outcome
     assert outcome["/tmp past its cap"] == "ENOSPC"
@@ -249,9 +249,9 @@ def test_the_triton_cache_is_its_one_writable_folder(tmp_path: Path) -> None:
     cache.mkdir()
 
     def write_cache() -> list[str]:
-        Path(sandbox.TRITON_CACHE, "entry").mkdir()
-        Path(sandbox.TRITON_CACHE, "entry", "kernel.bin").write_bytes(b"k")
-        return sorted(os.listdir(sandbox.TRITON_CACHE))
+        Path(sandbox_layout.TRITON_CACHE, "entry").mkdir()
+        Path(sandbox_layout.TRITON_CACHE, "entry", "kernel.bin").write_bytes(b"k")
+        return sorted(os.listdir(sandbox_layout.TRITON_CACHE))
 
     assert in_sandbox(write_cache, cache=str(cache)) == ["entry"]
     assert (cache / "entry" / "kernel.bin").read_bytes() == b"k"
@@ -266,8 +266,8 @@ def test_a_project_inside_a_bound_folder_is_hidden_and_a_venv_inside_the_project
     (tree / "project" / ".venv" / "lib").mkdir(parents=True)
     (tree / "project" / ".venv" / "lib" / "module.py").write_text("library")
     (tree / "other.txt").write_text("shown")
-    layout = sandbox.Layout.for_spec(sandbox.Spec(hidden=(str(tree / "project"),)), None)
-    layout = sandbox.Layout(list(layout.binds), dict(layout.symlinks), [str(tree / "project")])
+    layout = sandbox_layout.Layout.for_spec(sandbox_layout.Spec(hidden=(str(tree / "project"),)), None)
+    layout = sandbox_layout.Layout(list(layout.binds), dict(layout.symlinks), [str(tree / "project")])
     layout.add(str(tree))
     layout.add(str(tree / "project" / ".venv"))
 
@@ -281,7 +281,7 @@ def test_a_project_inside_a_bound_folder_is_hidden_and_a_venv_inside_the_project
     if pid == 0:
         try:
             os.close(read_fd)
-            entered = sandbox.enter(sandbox.Spec(), write_fd, write_fd, None, layout)
+            entered = sandbox.enter(sandbox_layout.Spec(), write_fd, write_fd, None, layout)
             os.write(entered.channel, json.dumps(look()).encode())
         finally:
             os._exit(0)
@@ -325,7 +325,7 @@ def test_on_a_gpu_the_candidate_compiles_and_runs_triton_and_sees_only_gpu_devic
         import importlib.util
         import subprocess
 
-        os.environ["TRITON_CACHE_DIR"] = sandbox.TRITON_CACHE
+        os.environ["TRITON_CACHE_DIR"] = sandbox_layout.TRITON_CACHE
         os.environ["HOME"] = os.environ["TMPDIR"] = "/tmp"
         import shutil
 
@@ -347,9 +347,9 @@ def test_on_a_gpu_the_candidate_compiles_and_runs_triton_and_sees_only_gpu_devic
         module.twice[(4,)](x, out, 1000, BLOCK=256)
         torch.cuda.synchronize()
         return {"sum": float(out.sum().item()), "dev": sorted(os.listdir("/dev")), "cc": cc.returncode,
-                "cc_err": cc.stderr[-2000:], "cache": sorted(os.listdir(sandbox.TRITON_CACHE))}
+                "cc_err": cc.stderr[-2000:], "cache": sorted(os.listdir(sandbox_layout.TRITON_CACHE))}
 
-    got = in_sandbox(use_the_gpu, spec=sandbox.Spec.from_environment(True, hidden=[sandbox.PROJECT_ROOT]),
+    got = in_sandbox(use_the_gpu, spec=sandbox_layout.Spec.from_environment(True, hidden=[sandbox_layout.PROJECT_ROOT]),
                      cache=str(cache), timeout=120.0)
     assert isinstance(got, dict), got
     assert got["cc"] == 0, got["cc_err"]

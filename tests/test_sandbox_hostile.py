@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from judge import sandbox
+from judge import sandbox, sandbox_layout
 
 PROBLEM = sandbox.probe()
 HERE = Path(__file__).parent / "hostile_sandbox"
@@ -70,5 +70,5 @@ def test_the_host_shows_no_trace(judged: dict[str, Any]) -> None:
     assert judged["segments_after"] == judged["segments_before"]
     assert not (Path(tempfile.gettempdir()) / "kmc-sandbox-escape-marker").exists()
     assert not Path("/tmp/kmc-sandbox-escape-marker").exists()
-    assert not (Path(sandbox.PROJECT_ROOT) / "sitecustomize.py").exists()
+    assert not (Path(sandbox_layout.PROJECT_ROOT) / "sitecustomize.py").exists()
     assert not Path("/dev/kmc-sandbox-escape-marker").exists()

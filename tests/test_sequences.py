@@ -10,7 +10,7 @@ import torch
 
 from bench.sequences import same_kind
 from judge.candidate.server import held_output
-from judge.oracle import _to_device
+from judge.comparison import to_device
 
 Max = namedtuple("Max", ["values", "indices"])
 
@@ -27,11 +27,11 @@ def test_every_kind_of_sequence_is_rebuilt_as_itself() -> None:
 
 def test_a_namedtuple_output_is_held_and_moved_whole() -> None:
     """The candidate process keeps each call's output (`held_output`, copying the parts that
-    are the judge's own memory) and the judge moves outputs between devices (`_to_device`)."""
+    are the judge's own memory) and the judge moves outputs between devices (`to_device`)."""
     x = torch.arange(6.0).reshape(2, 3)
     out = Max(x, torch.zeros(2, dtype=torch.int64))  # `values` is the input itself: held as a copy
     held = held_output(out, (x,), ())
     assert type(held) is Max and torch.equal(held.values, x) and held.values.data_ptr() != x.data_ptr()
     assert held.indices is out.indices
-    moved = _to_device(out, "cpu")
+    moved = to_device(out, "cpu")
     assert type(moved) is Max

@@ -646,7 +646,7 @@ def test_timing_takes_inputs_and_expected_outputs_from_the_judges_cache(monkeypa
     import torch
 
     from bench.task import CaseUnavailable, OutputArgs
-    from judge import oracle, timing
+    from judge import case_inputs, comparison, timing
 
     drawn: list[str] = []
     answered: list[str] = []
@@ -681,9 +681,9 @@ def test_timing_takes_inputs_and_expected_outputs_from_the_judges_cache(monkeypa
     def measure(side: Any, name: str, *args: Any, **kwargs: Any) -> tuple[CaseTiming, list[Any]]:
         return CaseTiming(case=name, candidate_ms=(1.0, 1.0), baseline_ms=(2.0, 2.0), eager_ms=(2.0, 2.0)), []
 
-    monkeypatch.setattr(oracle, "expected_and_unwritten", expected)
-    monkeypatch.setattr(oracle, "_to_device", lambda out, device: out)
-    monkeypatch.setattr(oracle, "_CACHE", oracle._InputCache(1 << 20))
+    monkeypatch.setattr(case_inputs, "expected_and_unwritten", expected)
+    monkeypatch.setattr(comparison, "to_device", lambda out, device: out)
+    monkeypatch.setattr(case_inputs, "_CACHE", case_inputs._InputCache(1 << 20))
     monkeypatch.setattr(timing, "time_case_short", measure)
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
     cases = tuple(type("C", (), {"name": n, "seed": 0})() for n in ("c0", "gone", "c1"))

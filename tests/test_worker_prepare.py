@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from bench.registry import get_task
-from judge import oracle
+from judge import case_inputs
 from judge.device import detect_target
 from judge.worker import PREPARE_ENV, Worker
 
@@ -28,8 +28,8 @@ def test_the_runs_tasks_inputs_are_drawn_while_the_template_starts(monkeypatch: 
         task = get_task("vector_add")
         first = task.cases("hidden", w.target.interpreter)[0]
         key = (task.id, first, w.device, False)
-        assert key in oracle._CACHE.entries
-        drawn = oracle._CACHE.entries[key]
+        assert key in case_inputs._CACHE.entries
+        drawn = case_inputs._CACHE.entries[key]
         assert all(a.equal(b) for a, b in zip(drawn, task.inputs(first, w.device), strict=True))  # the oracle's values
         job = {"id": 1, "task": "vector_add", "source": task.baseline_source(), "case_set": "visible", "timeout": 300}
         assert w.handle(job)["evaluation"]["verdict"]["kind"] == "correct"
@@ -49,7 +49,7 @@ def test_the_rest_is_drawn_until_told_to_stop_and_drawn_cases_cost_nothing(monke
     """What `_prepare_rest` runs in the background on a GPU: the remaining cases, until the
     worker closes or the cache is nearly full; a case already drawn is not drawn again."""
     monkeypatch.setenv(PREPARE_ENV, "cumsum")
-    monkeypatch.setattr(oracle, "_CACHE", oracle._InputCache(1 << 30))
+    monkeypatch.setattr(case_inputs, "_CACHE", case_inputs._InputCache(1 << 30))
     fake = SimpleNamespace(target=detect_target(), device="cpu")
     cases = get_task("cumsum").cases("hidden", fake.target.interpreter)
     asked: list[int] = []
@@ -59,26 +59,26 @@ def test_the_rest_is_drawn_until_told_to_stop_and_drawn_cases_cost_nothing(monke
         return len(asked) > 3
 
     assert Worker._prepare_cases(fake, stop_after_three) == 3  # type: ignore[arg-type]
-    drawn = dict(oracle._CACHE.entries)
+    drawn = dict(case_inputs._CACHE.entries)
     calls: list[Any] = []
     real = get_task("cumsum").inputs
     monkeypatch.setattr(type(get_task("cumsum")), "inputs", lambda self, c, d: calls.append(c) or real(c, d))
     assert Worker._prepare_cases(fake, lambda: False) == len(cases)  # type: ignore[arg-type]
     assert len(calls) == 2 * (len(cases) - 3)  # two attempts per case; the three drawn before are not drawn again
-    assert all(oracle._CACHE.entries[k] is v for k, v in drawn.items())
+    assert all(case_inputs._CACHE.entries[k] is v for k, v in drawn.items())
 
 
 def test_a_key_being_made_by_one_thread_is_waited_for_by_another() -> None:
     import threading
     import time
 
-    cache = oracle._InputCache(1 << 20)
+    cache = case_inputs._InputCache(1 << 20)
     made: list[str] = []
 
     def slow() -> Any:
         made.append(threading.current_thread().name)
         time.sleep(0.2)
-        return (oracle.torch.zeros(4),)
+        return (case_inputs.torch.zeros(4),)
 
     got: list[Any] = []
     threads = [threading.Thread(target=lambda: got.append(cache.get(("k",), slow)), name=f"t{i}") for i in range(3)]
@@ -88,7 +88,7 @@ def test_a_key_being_made_by_one_thread_is_waited_for_by_another() -> None:
         t.join()
     assert len(made) == 1 and len(got) == 3 and all(g is got[0] for g in got)
     assert cache.used == 16
-    tiny = oracle._InputCache(0)  # nothing kept: a waiter makes its own once the first is done
+    tiny = case_inputs._InputCache(0)  # nothing kept: a waiter makes its own once the first is done
     got.clear()
     threads = [threading.Thread(target=lambda: got.append(tiny.get(("k",), slow))) for _ in range(2)]
     for t in threads:

@@ -32,7 +32,7 @@ def _judge(worker: Worker, job_id: int) -> dict[str, Any]:
 
 @pytest.mark.slow
 def test_a_dead_spare_is_replaced_and_the_next_candidate_is_judged(worker: Worker) -> None:
-    (spare, started), = worker.spares
+    (spare, started), = worker.spares.waiting
     if started is not None:  # on a GPU a thread starts it and reads its ready message
         started.join(120)
     else:
@@ -42,7 +42,7 @@ def test_a_dead_spare_is_replaced_and_the_next_candidate_is_judged(worker: Worke
     verdict = _judge(worker, 1)
     assert verdict["kind"] == "correct", verdict
     # The spare was refilled when the dead one was set aside: the next job takes it.
-    assert len(worker.spares) == 1
+    assert len(worker.spares.waiting) == 1
     assert _judge(worker, 2)["kind"] == "correct"
 
 
@@ -52,7 +52,7 @@ def test_the_next_spare_exists_while_a_candidate_is_judged(worker: Worker) -> No
     body = worker._judge_job
 
     def watching(task: Any, job: dict[str, Any], proc: Any) -> Any:
-        seen.append((proc.pid, worker.spares[0][0].pid if worker.spares else None))
+        seen.append((proc.pid, worker.spares.waiting[0][0].pid if worker.spares.waiting else None))
         return body(task, job, proc)
 
     worker._judge_job = watching  # type: ignore[method-assign]
@@ -66,13 +66,13 @@ def test_the_next_spare_exists_while_a_candidate_is_judged(worker: Worker) -> No
 def test_with_two_spares_each_job_takes_the_oldest_and_two_wait(monkeypatch: pytest.MonkeyPatch) -> None:
     """`KMC_SPARES=2`: two candidate processes forked ahead; a job takes the one forked first
     (on a GPU its context has had the longest to be made) and the worker forks one more."""
-    from judge.worker import SPARES_ENV
+    from judge.spares import SPARES_ENV
 
     monkeypatch.chdir(Path.cwd())
     monkeypatch.setenv(SPARES_ENV, "2")
     w = Worker()
     try:
-        first, second = (proc.pid for proc, _ in w.spares)
+        first, second = (proc.pid for proc, _ in w.spares.waiting)
         taken: list[int] = []
         body = w._judge_job
 
@@ -83,7 +83,7 @@ def test_with_two_spares_each_job_takes_the_oldest_and_two_wait(monkeypatch: pyt
         w._judge_job = watching  # type: ignore[method-assign]
         assert _judge(w, 1)["kind"] == "correct"
         assert taken == [first]
-        assert [proc.pid for proc, _ in w.spares][0] == second and len(w.spares) == 2
+        assert [proc.pid for proc, _ in w.spares.waiting][0] == second and len(w.spares.waiting) == 2
         assert _judge(w, 2)["kind"] == "correct" and taken == [first, second]
     finally:
         w.close()
@@ -91,6 +91,6 @@ def test_with_two_spares_each_job_takes_the_oldest_and_two_wait(monkeypatch: pyt
 
 @pytest.mark.parametrize(("value", "count"), [("", 1), ("2", 2), ("4", 4), ("0", 1), ("9", 1), ("two", 1)])
 def test_the_spare_count_is_read_safely(value: str, count: int) -> None:
-    from judge.worker import _spare_count
+    from judge.spares import _spare_count
 
     assert _spare_count(value) == count

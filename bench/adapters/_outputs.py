@@ -113,7 +113,7 @@ def clone_call(values: Sequence[Any]) -> tuple:
 
 def returned_views(returned: Any, args: Sequence[Any], path: str = "output") -> set[tuple[str, int]]:
     """(output path, argument position) where the returned value shares memory with an argument;
-    paths name tuple and list positions as the judge's aliasing check does (judge/candidate/launches.py)."""
+    paths name tuple and list positions as the judge's aliasing check does (judge/candidate/call_record.py)."""
     import torch
 
     if isinstance(returned, (tuple, list)):

@@ -299,7 +299,7 @@ class GeakSuite:
     def reference(self, *args: Any) -> tuple:
         """The suite's entry point on `args`, in the judged form (return value, then written
         arguments). Called on the dtypes the case has: the judge makes no widened float64 run
-        of a suite's Triton reference (judge/oracle.py `expected_output`)."""
+        of a suite's Triton reference (judge/comparison.py `expected_output`)."""
         returned = self.reference_fn()(*args)
         result = self.judged(returned, args)
         if not result:

@@ -123,7 +123,7 @@ def poisoned_allocations(guard: bool = True) -> Iterator[None]:
 @contextlib.contextmanager
 def allocations(mode: str) -> Iterator[None]:
     """`poison` or `marker`: what every `torch.empty*` returns meanwhile (the judge's runs of a
-    Triton reference, judge/oracle.py)."""
+    Triton reference, judge/reference_habits.py)."""
     install_poisoned_allocations()
     _PoisonState.on, _PoisonState.marker = mode == "poison", mode == "marker"
     try:

@@ -4,7 +4,7 @@ On Triton 3.6 the first launch of a kernel whose argument signature is new to th
 Triton cache builds a small C module with the system compiler, a noticeable fraction of a second
 each; a first evaluation of vector_add's expert built two (its sizes take 32 and 64 bits over the
 hidden cases), over a third of its time in the candidate's process. Each
-candidate source has a Triton cache of its own (judge/worker.py `_plan`: no candidate may plant
+candidate source has a Triton cache of its own (judge/source_caches.py: no candidate may plant
 a binary another one loads), so every new source paid for them again, although a launcher
 depends only on the kinds of the kernel's arguments (pointer, integer width, float, constexpr),
 never on the kernel: a run of many sources of a few tasks rebuilt the same few launchers.
@@ -15,7 +15,7 @@ with its `collect` reply. The judge takes them as a hint only: each must be a li
 names (`valid_signature`), and the judge builds the launcher itself, in its own Triton cache,
 with Triton's own generator (`build_launcher`). What a later candidate loads is therefore what
 Triton builds for that signature, never bytes a candidate wrote; the worker seeds it into each new
-source's cache beside Triton's other helpers (judge/worker.py `_seed`). A candidate that lies
+source's cache beside Triton's other helpers (judge/source_caches.py `SourceCaches.seed`). A candidate that lies
 costs the judge at most `MAX_PER_JOB` builds per job, in the background. A Triton that builds
 no C launcher (3.9 launches through one generic module) makes this a no-op.
 """

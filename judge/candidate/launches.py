@@ -22,8 +22,13 @@ it; counting launches cannot tell. Three records answer it:
   the modes off or on another thread `copy_`ing into a buffer a recorded op made, numpy writing
   through `tensor.numpy()`): on the CPU each known storage carries a seal, the checksum of what
   recorded operations and kernel stores last left in it, checked whenever an operation or a
-  launch reads it (`_intact`). Operations are matched by qualified name: only `aten` ops can be
-  allowed, so a custom op named `clone` in a candidate's namespace is not `aten::clone`.
+  launch reads it (judge/candidate/known_memory.py). Operations are matched by qualified name:
+  only `aten` ops can be allowed, so a custom op named `clone` in a candidate's namespace is not
+  `aten::clone`.
+
+This module holds the recorders (the launch and store recorders, the dispatch mode) and the
+switches around a call (`recording`, `registering`); what one call recorded, and what is read
+from it once the call returned, is judge/candidate/call_record.py.
 
 These records are self-reported by the process that runs candidate code: a candidate that
 sets out to disable them (pops the dispatch mode, patches this module) can pass a correct
@@ -33,19 +38,28 @@ from outside is who computed them (docs/ARCHITECTURE.md, threat model).
 
 from __future__ import annotations
 
-import ctypes
-import types
-import weakref
-import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from judge.candidate.bit_equality import same_bits
+from judge.candidate.call_record import CallRecord, Derived, storage_key
+from judge.candidate.known_memory import (
+    KNOWN,
+    SEALS,
+    all_known,
+    check_provenance,
+    covers_storage,
+    has_standing,
+    keyed_storage,
+    mark_standing,
+    seal_known,
+    seal_storage,
+    take_given,
+)
 
 # Operations any wrapper may run: allocation, views and reshapes, copies and casts, scalar
 # reads, fills. Names are aten overload packets (`aten.add.Tensor` -> "add").
@@ -65,48 +79,8 @@ _FRESH_OPS = frozenset({"empty", "empty_like", "empty_strided", "new_empty", "ne
                         "zeros_like", "new_zeros", "ones", "ones_like", "new_ones", "full", "full_like", "new_full",
                         "arange"})
 _OVERWRITE_OPS = frozenset({"fill_", "zero_"})
-PARTLY_STORED = "(some elements were written by no kernel store)"
 HOST_COPY_LIMIT = 64  # elements: a bigger host->device copy inside the entry point is host-side compute
-UNRECORDED = "unrecorded_memory"
-"""The fallback a launch given memory of unknown making reports (module docstring)."""
-UNRECORDED_WHY = ("a kernel was given memory that no recorded operation made, or that was written outside one: "
-                  "PyTorch run with its dispatch modes off or on another thread, or numpy")
 _LIFTED = frozenset({"lift_fresh", "lift_fresh_copy"})  # torch.tensor(data) / from_numpy: Python's values made a tensor
-_KNOWN: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
-"""Storages that recorded operations made from known memory, by `storage_key`; an entry goes
-with its storage, so memory later reused at the same address is not taken for it."""
-_SEALS: dict[tuple[str, int], int] = {}
-"""CPU storages' checksums (`_digest`) as recorded operations or kernel stores last left them,
-by `storage_key`: known memory whose bytes differ was written out of the records' sight. Only
-trusted while the key is known (`_KNOWN` or the call's own arguments); stale ones are pruned
-when a call starts. Device memory has none: reading it back would cost a host sync per check."""
-
-
-def storage_key(t: torch.Tensor) -> tuple[str, int]:
-    return t.device.type, t.untyped_storage().data_ptr()
-
-
-@dataclass
-class _Derived:
-    how: str  # "launch" or "op"
-    snapshot: torch.UntypedStorage | None = None  # the storage's bytes right after the launch
-
-
-@dataclass
-class CallRecord:
-    """Everything recorded during one call of the entry point."""
-
-    launches: int = 0
-    kernels: dict[str, int] = field(default_factory=dict)  # launches by compiled kernel name (judge/candidate/kernel_trace.py)
-    kernels_sure: dict[str, int] = field(default_factory=dict)  # those of them whose grid was given and not empty
-    ops: list[str] = field(default_factory=list)
-    fallback: dict[str, int] = field(default_factory=dict)
-    derived: dict[tuple[str, int], _Derived] = field(default_factory=dict)
-    stored: list[Any] = field(default_factory=list)  # numpy arrays of byte addresses (interpreter only)
-    inputs: set[tuple[str, int]] = field(default_factory=set)
-    tensors: list[torch.Tensor] = field(default_factory=list)  # launch arguments (kept for value matches)
-    given: set[tuple[str, int]] = field(default_factory=set)  # every tensor the call's arguments hold
-    tainted: set[tuple[str, int]] = field(default_factory=set)  # storages unknown memory was copied into
 
 
 class _State:
@@ -141,21 +115,21 @@ def _after_launch(rec: CallRecord, tensors: list[torch.Tensor], stores_before: i
             start = t.untyped_storage().data_ptr()
             end = start + t.untyped_storage().nbytes()
             if addresses.size and bool(((addresses >= start) & (addresses < end)).any()):
-                rec.derived[storage_key(t)] = _Derived("launch", t.untyped_storage().clone())
+                rec.derived[storage_key(t)] = Derived("launch", t.untyped_storage().clone())
                 _reseal(rec, t)
     else:
         for t in tensors:
             key = storage_key(t)
             if key not in rec.inputs:
-                rec.derived[key] = _Derived("launch", t.untyped_storage().clone())
+                rec.derived[key] = Derived("launch", t.untyped_storage().clone())
     rec.tensors.extend(tensors)
 
 
 def _reseal(rec: CallRecord, t: torch.Tensor) -> None:
     """A kernel's stores landed in `t`'s storage: if it is known, its seal is what they left."""
-    keyed = _keyed(t)
-    if keyed is not None and _standing(rec, keyed[0]):
-        _seal(*keyed)
+    keyed = keyed_storage(t)
+    if keyed is not None and has_standing(rec, keyed[0]):
+        seal_storage(*keyed)
 
 
 def install_launch_recorder() -> None:
@@ -183,7 +157,7 @@ def install_launch_recorder() -> None:
             if rec is not None:
                 rec.launches += 1
                 if not _S.in_launch:
-                    _check_provenance(rec, tensors)
+                    check_provenance(rec, tensors)
             before = len(rec.stored) if rec is not None else 0
             _S.in_launch += 1
             try:
@@ -356,7 +330,7 @@ class _OpRecorder(TorchDispatchMode):
         if name == "copy_" and len(tensors_in) >= 2:
             dst, src = tensors_in[0], tensors_in[1]
             if storage_key(src) in rec.derived:
-                rec.derived[storage_key(dst)] = _Derived("op")
+                rec.derived[storage_key(dst)] = Derived("op")
             else:
                 rec.derived.pop(storage_key(dst), None)
             return
@@ -372,7 +346,7 @@ class _OpRecorder(TorchDispatchMode):
             if key in same_storage:
                 continue  # a view: provenance is the storage's own
             if derived_in and (name in _COPY_OPS or name not in ALLOWED_OPS):
-                rec.derived[key] = _Derived("op")
+                rec.derived[key] = Derived("op")
 
 
 def _op_tensors(values: tuple) -> list[torch.Tensor]:
@@ -386,75 +360,6 @@ def _op_tensors(values: tuple) -> list[torch.Tensor]:
     return out
 
 
-def _keyed(t: torch.Tensor) -> tuple[tuple[str, int], torch.UntypedStorage] | None:
-    """`t`'s `storage_key` and storage, or None for a tensor without one (sparse, nested)."""
-    try:
-        storage = t.untyped_storage()
-    except (RuntimeError, NotImplementedError):
-        return None
-    return (t.device.type, storage.data_ptr()), storage
-
-
-def _digest(storage: torch.UntypedStorage) -> int:
-    """CRC-32 of a CPU storage's bytes, read in place (no copy, nothing dispatched): about 2 GB/s."""
-    return zlib.crc32((ctypes.c_char * storage.nbytes()).from_address(storage.data_ptr()))
-
-
-def _seal(key: tuple[str, int], storage: torch.UntypedStorage) -> None:
-    """Remember what a CPU storage holds now, as a recorded operation or kernel store left it."""
-    if key[0] == "cpu" and storage.nbytes():
-        _SEALS[key] = _digest(storage)
-
-
-def _intact(key: tuple[str, int], storage: torch.UntypedStorage) -> bool:
-    """Whether a known storage still holds what the records last left in it. A CPU storage without
-    a seal yet is sealed now (nothing to compare with); device memory is not checked."""
-    if key[0] != "cpu":
-        return True
-    seal = _SEALS.get(key)
-    if seal is None:
-        _seal(key, storage)
-        return True
-    return _digest(storage) == seal
-
-
-def _standing(rec: CallRecord | None, key: tuple[str, int]) -> bool:
-    """Known by the records alone (the call's own argument, or made by recorded operations from
-    known memory), without reading the bytes."""
-    if rec is not None and key in rec.tainted:
-        return False
-    return (rec is not None and key in rec.given) or key in _KNOWN
-
-
-def _known(rec: CallRecord | None, t: torch.Tensor) -> bool:
-    """Whether `t`'s memory is known (module docstring): its standing, and during a call on the
-    CPU its bytes still sealed; memory written out of the records' sight loses its standing
-    here. A tensor without memory of its own is not in question."""
-    keyed = _keyed(t)
-    if keyed is None or keyed[1].nbytes() == 0:
-        return True
-    key, storage = keyed
-    if not _standing(rec, key):
-        return False
-    if rec is not None and not _intact(key, storage):
-        _mark(rec, t, False)
-        return False
-    return True
-
-
-def _all_known(rec: CallRecord | None, tensors: list[torch.Tensor]) -> bool:
-    """`_known` for every tensor, each storage read once (views of one buffer are common)."""
-    seen: set[tuple[str, int]] = set()
-    clean = True
-    for t in tensors:
-        keyed = _keyed(t)
-        if keyed is None or keyed[0] in seen:
-            continue
-        seen.add(keyed[0])
-        clean = _known(rec, t) and clean  # every storage checked: a stale one loses its standing
-    return clean
-
-
 def _clean_before(rec: CallRecord | None, op: _Op, tensors_in: list[torch.Tensor]) -> bool:
     """The standing of what an operation reads, taken before it runs (a write changes the bytes).
     Views and set_ read no values, so their inputs' bytes are not checked; allocations and
@@ -462,33 +367,11 @@ def _clean_before(rec: CallRecord | None, op: _Op, tensors_in: list[torch.Tensor
     if rec is None or op.kind in ("fresh", "lifted"):
         return True
     if op.kind == "view":
-        return all(k is None or not k[1].nbytes() or _standing(rec, k[0]) for k in map(_keyed, tensors_in))
-    if op.name in _OVERWRITE_OPS or (op.name == "copy_" and tensors_in and _covers_storage(tensors_in[0])):
+        return all(k is None or not k[1].nbytes() or has_standing(rec, k[0]) for k in map(keyed_storage, tensors_in))
+    if op.name in _OVERWRITE_OPS or (op.name == "copy_" and tensors_in and covers_storage(tensors_in[0])):
         tensors_in = tensors_in[1:]  # the destination's old bytes are all overwritten: only the source counts
-    return _all_known(rec, tensors_in)
+    return all_known(rec, tensors_in)
 
-
-def _covers_storage(t: torch.Tensor) -> bool:
-    keyed = _keyed(t)
-    return (keyed is not None and t.is_contiguous() and t.storage_offset() == 0
-            and t.numel() * t.element_size() == keyed[1].nbytes())
-
-
-def _mark(rec: CallRecord | None, t: torch.Tensor, known: bool) -> None:
-    keyed = _keyed(t)
-    if keyed is None:
-        return
-    key, storage = keyed
-    if known:
-        _KNOWN[key] = storage
-        if rec is not None:
-            rec.tainted.discard(key)
-            _seal(key, storage)  # outside a call, `registering` seals everything once at its end
-    else:
-        _KNOWN.pop(key, None)
-        _SEALS.pop(key, None)
-        if rec is not None:
-            rec.tainted.add(key)
 
 
 def _vouch(rec: CallRecord | None, op: _Op, clean: bool, tensors_in: list[torch.Tensor],
@@ -501,89 +384,34 @@ def _vouch(rec: CallRecord | None, op: _Op, clean: bool, tensors_in: list[torch.
     (`torch.tensor`, `from_numpy`) is known when small, as a constant is (`HOST_COPY_LIMIT`)."""
     if rec is None:  # no call is running (an import, a method's own tests): nothing can hold an answer yet
         for o in tensors_out:
-            _mark(rec, o, True)
+            mark_standing(rec, o, True)
         return
     if op.kind in ("fresh", "lifted"):  # new memory: only a `*_like`'s shape comes from its input
         for o in tensors_out:
-            _mark(rec, o, op.kind == "fresh" or o.numel() <= HOST_COPY_LIMIT)
+            mark_standing(rec, o, op.kind == "fresh" or o.numel() <= HOST_COPY_LIMIT)
         return
     if op.kind == "view":
         if not clean:
             for o in tensors_out:
-                _mark(rec, o, False)
+                mark_standing(rec, o, False)
         return
     done: set[tuple[str, int]] = set()
     for o in tensors_out:  # an in-place result's too (`resize_` may have moved its memory)
-        keyed = _keyed(o)
+        keyed = keyed_storage(o)
         if keyed is not None and keyed[0] not in done:
             done.add(keyed[0])
-            _mark(rec, o, clean)
-
-
-def _seal_known() -> None:
-    """Seal every known CPU storage as it is now, and forget seals of storages no longer known:
-    at the end of `registering`, where tensors were made and filled freely (numpy included)."""
-    for key in [k for k in _SEALS if k not in _KNOWN]:
-        del _SEALS[key]
-    for key, storage in list(_KNOWN.items()):
-        _seal(key, storage)
-
-
-def _check_provenance(rec: CallRecord, tensors: list[torch.Tensor]) -> None:
-    unknown = sum(1 for t in tensors if not _known(rec, t))
-    if unknown:
-        rec.fallback[UNRECORDED] = rec.fallback.get(UNRECORDED, 0) + unknown
-
-
-_NOT_HOLDERS = (type, str, bytes, int, float, bool, types.ModuleType, types.FunctionType, types.BuiltinFunctionType,
-                types.MethodType)
-
-
-def given_storages(values: Any) -> set[tuple[str, int]]:
-    """The storages of every tensor `values` holds: in sequences, mappings and objects'
-    attributes and slots (a module's parameters, a submodule's included), a few levels deep."""
-    return set(_given(values))
-
-
-def _given(values: Any, depth: int = 0) -> dict[tuple[str, int], torch.UntypedStorage]:
-    """`given_storages` with the storages themselves (to seal them)."""
-    if isinstance(values, torch.Tensor):
-        keyed = _keyed(values)
-        return {} if keyed is None else {keyed[0]: keyed[1]}
-    if depth > 6 or values is None or isinstance(values, _NOT_HOLDERS):
-        return {}
-    if isinstance(values, dict):
-        items: Any = list(values.values())
-    elif isinstance(values, (tuple, list, set, frozenset)):
-        items = values
-    else:
-        items = list(getattr(values, "__dict__", {}).values())
-        items += [getattr(values, name, None) for cls in type(values).__mro__
-                  for name in getattr(cls, "__slots__", ()) if isinstance(name, str)]
-    found: dict[tuple[str, int], torch.UntypedStorage] = {}
-    for v in items:
-        found.update(_given(v, depth + 1))
-    return found
-
-
-def _take_given(rec: CallRecord, values: Any) -> None:
-    """The call's own arguments are known memory, sealed as the judge sent them: an answer
-    written into one out of the records' sight (and the input put back afterwards) is caught."""
-    given = _given(values)
-    rec.given |= set(given)
-    for key, storage in given.items():
-        _seal(key, storage)
+            mark_standing(rec, o, clean)
 
 
 @contextmanager
 def registering() -> Iterator[None]:
-    """Memory that operations make while this is active counts as known (`_KNOWN`): around a
+    """Memory that operations make while this is active counts as known (`KNOWN`): around a
     candidate's import, where module-level tensors (tables, workspaces) are made."""
     try:
         with _OpRecorder():
             yield
     finally:
-        _seal_known()
+        seal_known()
 
 
 def set_allowed_ops(extra: tuple[str, ...]) -> None:
@@ -596,9 +424,9 @@ def set_allowed_ops(extra: tuple[str, ...]) -> None:
 def recording(inputs: tuple) -> Iterator[CallRecord]:
     """Record one call of the entry point."""
     rec = CallRecord(inputs={storage_key(a) for a in inputs if isinstance(a, torch.Tensor)})
-    for key in [k for k in _SEALS if k not in _KNOWN]:  # the last call's arguments, storages gone
-        del _SEALS[key]
-    _take_given(rec, inputs)
+    for key in [k for k in SEALS if k not in KNOWN]:  # the last call's arguments, storages gone
+        del SEALS[key]
+    take_given(rec, inputs)
     _S.record = rec
     try:
         with _OpRecorder():
@@ -616,72 +444,4 @@ def add_inputs(values: tuple) -> None:
     rec = _S.record
     if rec is not None:
         rec.inputs |= {storage_key(a) for a in values if isinstance(a, torch.Tensor)}
-        _take_given(rec, values)
-
-
-def flatten(out: Any, path: str = "output") -> list[tuple[str, Any]]:
-    if isinstance(out, (tuple, list)):
-        return [item for i, o in enumerate(out) for item in flatten(o, f"{path}[{i}]")]
-    return [(path, out)]
-
-
-def _covered(t: torch.Tensor, rec: CallRecord) -> bool:
-    """Every element of `t` was written by a kernel store (interpreter only)."""
-    import numpy as np
-
-    if not rec.stored:
-        return False
-    if t.numel() == 0:
-        return True
-    span = sum((s - 1) * st for s, st in zip(t.shape, t.stride(), strict=True)) + 1
-    offsets = torch.as_strided(torch.arange(span, dtype=torch.int64), t.shape, t.stride()).flatten().numpy()
-    addresses = np.uint64(t.data_ptr()) + offsets.astype(np.uint64) * np.uint64(t.element_size())
-    return bool(np.isin(addresses, np.concatenate(rec.stored)).all())
-
-
-def _matches_snapshot(t: torch.Tensor, snapshot: torch.UntypedStorage) -> bool:
-    view = torch.empty(0, dtype=t.dtype, device=t.device)
-    view.set_(snapshot, t.storage_offset(), t.size(), t.stride())
-    return same_bits(view, t)
-
-
-def unwritten_outputs(out: Any, rec: CallRecord, interpreter: bool,
-                      exempt: set[tuple[str, int]] | frozenset[tuple[str, int]] = frozenset()) -> list[str]:
-    """Returned tensors that are not Triton's work: not written by a kernel nor derived from
-    one, overwritten after the kernel that wrote them, or (interpreter) not covered by stores.
-    `exempt`: storages checked otherwise (output arguments, `unreceived_outputs`)."""
-    missing = []
-    for path, t in flatten(out):
-        if not isinstance(t, torch.Tensor) or t.numel() == 0 or storage_key(t) in exempt:
-            continue
-        d = rec.derived.get(storage_key(t))
-        if d is None:
-            missing.append(f"{path} (no kernel wrote it)")
-        elif d.how == "launch" and d.snapshot is not None and not _matches_snapshot(t, d.snapshot):
-            missing.append(f"{path} (changed after the kernel that wrote it)")
-        elif d.how == "launch" and interpreter and not _covered(t, rec):
-            missing.append(f"{path} {PARTLY_STORED}")
-    return missing
-
-
-def unreceived_outputs(inputs: tuple, written: tuple[int, ...], rec: CallRecord) -> list[str]:
-    """Output arguments (an adapted task's entry point writing into tensors the caller gives)
-    that no launched kernel received: the result was written into them by PyTorch."""
-    received = {storage_key(t) for t in rec.tensors}
-    return [f"output argument {i} (no kernel received it)" for i in written
-            if i < len(inputs) and isinstance(inputs[i], torch.Tensor) and inputs[i].numel()
-            and storage_key(inputs[i]) not in received]
-
-
-def aliased_inputs(out: Any, inputs: tuple, written: tuple[int, ...] = ()) -> list[str]:
-    """Returned tensors sharing memory with an input (a view such as `x.t()`); output
-    arguments (`written`) may be returned."""
-    keys = {storage_key(a): i for i, a in enumerate(inputs) if isinstance(a, torch.Tensor) and i not in written}
-    return [alias_text(path, keys[storage_key(t)]) for path, t in flatten(out)
-            if isinstance(t, torch.Tensor) and t.numel() and storage_key(t) in keys]
-
-
-def alias_text(path: str, index: int) -> str:
-    """How an output sharing memory with argument `index` is reported (and, for a task whose
-    reference returns a view of that argument there, recognised as allowed: judge/oracle.py)."""
-    return f"{path} shares memory with input {index}"
+        take_given(rec, values)

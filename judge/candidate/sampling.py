@@ -65,7 +65,7 @@ def hold_gpu() -> None:
     compiling candidates beside the timing) that takes longer than that puts GPU idle time
     inside the sample. One small kernel's feedback samples read several times its time in one
     run and its own time in the next; a late host is one cause that fits (a GPU context made
-    by another process meanwhile is another, judge/worker.py `_start_on_device`). Where the
+    by another process meanwhile is another, judge/spares.py `start_on_device`). Where the
     spin is not available (`torch.cuda._sleep` missing), the flush alone stands."""
     sleep = getattr(torch.cuda, "_sleep", None)
     if sleep is not None:

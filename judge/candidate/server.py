@@ -30,7 +30,7 @@ from typing import Any
 import torch
 
 from bench.sequences import same_kind
-from judge.candidate import launches, wire
+from judge.candidate import call_record, launches, wire
 from judge.candidate.allocations import overruns, poisoned_allocations
 from judge.candidate.bit_equality import (
     BitCopy,
@@ -150,7 +150,7 @@ class CandidateServer:
 
         plan = self.plan
         if plan.writable:
-            use_triton_cache(plan.writable[0])  # this source's own cache (judge/worker.py)
+            use_triton_cache(plan.writable[0])  # this source's own cache (judge/source_caches.py)
         self.contained = containment.apply(plan)
         self.entry_name = str(header["entry_point"])
         self.guard = header.get("judges_overruns", True) is not False
@@ -374,7 +374,7 @@ def held_output(out: Any, args: tuple, written: tuple[int, ...]) -> Any:
     if not keys:
         return out
     if isinstance(out, torch.Tensor):
-        return out.detach().clone() if launches.storage_key(out) in keys else out
+        return out.detach().clone() if call_record.storage_key(out) in keys else out
     if isinstance(out, (tuple, list)):
         return same_kind(out, (held_output(o, args, written) for o in out))
     return out
@@ -414,14 +414,14 @@ def run_call(entry: Any, args: tuple, device: str, interpreter: bool, seed: int 
         return {"ok": False, "kind": classify_exception(exc), "message": format_exception(exc, path=source_path),
                 "traceback": shown, "launched": launched}, None
     return {"ok": True, "launched": rec.launches, "fallback": dict(rec.fallback),
-            "unwritten": launches.unwritten_outputs(out, rec, interpreter, exempt=_storages(args, written))
-            + launches.unreceived_outputs(args, written, rec),
-            "aliased": launches.aliased_inputs(out, args, written),
+            "unwritten": call_record.unwritten_outputs(out, rec, interpreter, exempt=_storages(args, written))
+            + call_record.unreceived_outputs(args, written, rec),
+            "aliased": call_record.aliased_inputs(out, args, written),
             "trace": found.to_wire() if found is not None else None}, out
 
 
 def _storages(args: tuple, indices: tuple[int, ...]) -> set[tuple[str, int]]:
-    return {launches.storage_key(args[i]) for i in indices if i < len(args) and isinstance(args[i], torch.Tensor)}
+    return {call_record.storage_key(args[i]) for i in indices if i < len(args) and isinstance(args[i], torch.Tensor)}
 
 
 def serve_candidate(sock: socket.socket, device: str, interpreter: bool, plan: Any) -> None:
