@@ -77,7 +77,8 @@ logging_options(cli)  # --verbose and --log-file on every command
 # importing them all up front would pull pandas and torch into `--help`).
 _BAD_INPUT_ERRORS = (("bench.registry", "UnknownTaskError"), ("methods.registry", "UnknownMethodError"),
                      ("modelio.replay", "ReplayMiss"), ("record.run_folder", "RunFolderError"),
-                     ("results.planning", "PlanError"), ("runners.config", "ConfigError"),
+                     ("results.planning", "PlanError"), ("results.plugins", "PluginError"),
+                     ("runners.config", "ConfigError"),
                      ("judge.sandbox", "SandboxRefused"))
 
 

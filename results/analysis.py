@@ -2,8 +2,9 @@
 
 Why: tables, figures and summary.json must agree to the digit, so all read one Analysis
 instead of recomputing (and the bootstrap, seeded once here, is not run twice with different
-draws). `headline` is the part summary.json needs (per-method figures and the paired
-comparisons); `analyse` adds budget curves, parallel scaling and the report's notes.
+draws). `headline` is the part summary.json needs (per-method figures, the registered
+statistics of results/statistics.py and the paired comparisons); `analyse` adds budget curves,
+parallel scaling and the report's notes.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from results.labels import TOO_FEW
 from results.latency import CASE_COLS, case_frame
 from results.method_stats import SMALL_SUITE, MethodStats, method_stats, timed_baselines
 from results.readers import RunData
+from results.statistics import StatisticValues, compute_statistics
 from results.verdicts import SIGN_FLIP_BELOW, Comparison, display, paired_comparisons, uncompared_speedups
 from stats import ALPHA
 
@@ -38,6 +40,7 @@ class Headline:
     seed: int
     methods: dict[str, MethodStats]
     comparisons: list[Comparison]
+    statistics: list[StatisticValues] = field(default_factory=list)  # registered ones (results/statistics.py)
 
     @property
     def n_tasks(self) -> int:
@@ -58,12 +61,13 @@ def headline(data: RunData, n_resamples: int = N_RESAMPLES, seed: int = BOOTSTRA
     methods = {m: method_stats(u[u["method"] == m], n_resamples, seed, baselines,
                                data.examples[data.examples["method"] == m], data.runs[data.runs["method"] == m])
                for m in data.methods if (u["method"] == m).any()}
-    return Headline(data, n_resamples, seed, methods, paired_comparisons(data, n_resamples, seed))
+    return Headline(data, n_resamples, seed, methods, paired_comparisons(data, n_resamples, seed),
+                    compute_statistics(data, methods, n_resamples, seed))
 
 
 def analyse(data: RunData, n_resamples: int = N_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> Analysis:
     h = headline(data, n_resamples, seed)
-    a = Analysis(data, n_resamples, seed, h.methods, h.comparisons,
+    a = Analysis(data, n_resamples, seed, h.methods, h.comparisons, h.statistics,
                  curves={axis: budget_curves(data, axis, n_resamples, seed) for axis in AXES},
                  runs=parallel_scaling(data, n_resamples, seed),
                  # Timing noise is read from full-protocol timings only: a short feedback timing has

@@ -11,7 +11,12 @@ runs) is not drawn, and the reason is returned instead of an empty plot.
 How they look and are saved is results/figure_style.py's: camera-ready sizes, 300 dpi PNG,
 TrueType PDF, optional SVG, titles only when the style has them, one look per method, the
 SIMULATED (and PARTIAL RUN) watermark inside every axes (invariant 7), and the plotted
-numbers as `<name>.csv` beside every figure.
+numbers as `<name>.csv` beside every figure (`finish` does all of it).
+
+Each figure is a class registered by name (results/figure_registry.py, which opens with the
+recipe); `write_figures` draws every registered one: these built-ins (FIGURE_NAMES) first, then
+those of other modules and installed plugins. `pyplot_for`, `finish`, `not_drawn` and
+`drawn_title` are what a plugin figure uses too.
 
 Below the small-suite minimum (results/bands.py INTERVAL_MIN_TASKS; design invariant 12) a curve
 over fewer tasks is drawn without its band (the means only; NaN ends in the CSV), and the
@@ -30,6 +35,7 @@ import pandas as pd
 from results.analysis import Analysis
 from results.bands import INTERVAL_MIN_TASKS, band_note, has_interval, too_few_words
 from results.curves import MethodRuns
+from results.figure_registry import figure_classes, register_figure
 from results.figure_style import (
     FigureStyle,
     MethodLook,
@@ -43,6 +49,7 @@ from results.figure_style import (
     watermark,
 )
 from results.method_stats import REPORTED_FAST_PS
+from results.plugins import PluginError
 from results.verdicts import display
 from stats import fast_p, flagged_share, mean_ci_columns
 
@@ -79,15 +86,15 @@ def make_look(a: Analysis, style: FigureStyle | None = None, partial: bool = Fal
     return Look(chosen, method_looks(a.data.methods), a.data.simulated)
 
 
-def _plt(look: Look) -> Any:
+def pyplot_for(look: Look) -> Any:
     """pyplot with the style's rcParams in force (set globally: drawing and saving both read them)."""
     plt = pyplot()
     plt.rcParams.update(look.style.rc())
     return plt
 
 
-def _done(fig: Any, out_dir: Path, name: str, caption: str, look: Look, plotted: pd.DataFrame,
-          text: str, left_out: dict[str, str] | None = None) -> FigureResult:
+def finish(fig: Any, out_dir: Path, name: str, caption: str, look: Look, plotted: pd.DataFrame,
+           text: str, left_out: dict[str, str] | None = None) -> FigureResult:
     """Watermark every axes, save in the style's formats with the plotted numbers beside, close;
     write the caption beside them (`<name>.caption.txt`), naming every method the figure leaves
     out and why: a paper-style figure has no title to say it in."""
@@ -104,12 +111,12 @@ def _done(fig: Any, out_dir: Path, name: str, caption: str, look: Look, plotted:
                         caption_file=caption_file)
 
 
-def _absent(a: Analysis, drawn: list[str] | set[str], why: str = "no finished units") -> dict[str, str]:
+def not_drawn(a: Analysis, drawn: list[str] | set[str], why: str = "no finished units") -> dict[str, str]:
     """The run's methods a figure did not draw, each with `why`."""
     return {m: why for m in a.data.methods if m not in drawn}
 
 
-def _t(a: Analysis, text: str) -> str:
+def drawn_title(a: Analysis, text: str) -> str:
     """A drawn title of a simulated run starts with the label too (the watermark is the one that
     cannot be cropped away)."""
     return f"SIMULATED MODEL: {text}" if a.data.simulated else text
@@ -143,7 +150,7 @@ CPU_EVALUATIONS_LABEL = "evaluations spent (CPU interpreter)\n(visible feedback 
 
 def budget_figure(a: Analysis, axis: str, out_dir: Path, look: Look | None = None) -> FigureResult:
     look = look or make_look(a)
-    plt = _plt(look)
+    plt = pyplot_for(look)
     curves = a.curves[axis]
     name = f"budget_{axis}"
     banded = has_interval(a.n_tasks)
@@ -181,11 +188,11 @@ def budget_figure(a: Analysis, axis: str, out_dir: Path, look: Look | None = Non
         ax.set_xlim(0, float(next(iter(curves.values())).grid[-1]) / scale)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("share of tasks passing\nhidden tests")
-    text = title(fig, _t(a, f"Budget curves against {axis}") + f"\n{_subtitle(a)}", look.style, suptitle=True)
+    text = title(fig, drawn_title(a, f"Budget curves against {axis}") + f"\n{_subtitle(a)}", look.style, suptitle=True)
     fig.tight_layout(rect=(0, 0.1, 1, 1))
     fig.legend(list(legend.values()), list(legend), loc="lower center", ncol=max(1, len(legend)), handlelength=3)
-    return _done(fig, out_dir, name, caption + _no_band(unbanded, a), look, pd.DataFrame(rows), text,
-                 _absent(a, set(curves)))
+    return finish(fig, out_dir, name, caption + _no_band(unbanded, a), look, pd.DataFrame(rows), text,
+                  not_drawn(a, set(curves)))
 
 
 # ---------------------------------------------------------------------------- parallel scaling
@@ -216,12 +223,12 @@ def parallel_figure(a: Analysis, out_dir: Path, look: Look | None = None) -> Fig
     usable = {m: r for m, r in a.runs.items() if r.curve is not None and len(r.curve.k) >= 1}
     if not usable:
         return FigureResult(name, caption, skipped="no method has complete independent runs on every task")
-    plt = _plt(look)
+    plt = pyplot_for(look)
     fig, ax = plt.subplots(figsize=look.style.size("single", 0.85))
     rows = []
     left_out = {m: r.note.removeprefix(f"{m}: ") or "pass@k over runs not estimable"
                 for m, r in a.runs.items() if m not in usable}
-    left_out.update(_absent(a, set(a.runs)))
+    left_out.update(not_drawn(a, set(a.runs)))
     shown: list[float] = []
     for m, r in usable.items():
         c = r.curve
@@ -266,9 +273,9 @@ def parallel_figure(a: Analysis, out_dir: Path, look: Look | None = None) -> Fig
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=1)
     missing = [display(m) for m in left_out]
     sub = f"not drawn: {', '.join(missing)}" if missing else f"{a.n_tasks} tasks"
-    text = title(ax, _t(a, "Parallel scaling over independent runs") + f"\n({sub})", look.style)
+    text = title(ax, drawn_title(a, "Parallel scaling over independent runs") + f"\n({sub})", look.style)
     fig.tight_layout()
-    return _done(fig, out_dir, name, caption + _no_band(unbanded, a), look, pd.DataFrame(rows), text, left_out)
+    return finish(fig, out_dir, name, caption + _no_band(unbanded, a), look, pd.DataFrame(rows), text, left_out)
 
 
 # ---------------------------------------------------------------------------- speedups
@@ -292,7 +299,7 @@ def fast_p_figure(a: Analysis, out_dir: Path, look: Look | None = None) -> Figur
     unbanded: dict[str, int] = {}
     if not a.data.has_timings:
         return FigureResult(name, caption, skipped="no timed evaluations (CPU interpreter)")
-    plt = _plt(look)
+    plt = pyplot_for(look)
     u = a.data.units
     top = float(np.nanmax(u["speedup"])) if u["speedup"].notna().any() else 2.0
     ps = np.linspace(0, max(2.5, 1.1 * top), 241)
@@ -333,10 +340,10 @@ def fast_p_figure(a: Analysis, out_dir: Path, look: Look | None = None) -> Figur
     ax.set_xlim(0, ps[-1])
     ax.grid(alpha=0.3)
     ax.legend(handles, [display(m) for m in drawn], loc="upper right", handlelength=3)
-    text = title(ax, _t(a, "fast_p against the speedup threshold"), look.style)
+    text = title(ax, drawn_title(a, "fast_p against the speedup threshold"), look.style)
     fig.tight_layout()
-    return _done(fig, out_dir, name, caption + _no_band(unbanded, a), look, pd.DataFrame(rows), text,
-                 _absent(a, drawn, "no unit whose speed is known"))
+    return finish(fig, out_dir, name, caption + _no_band(unbanded, a), look, pd.DataFrame(rows), text,
+                  not_drawn(a, drawn, "no unit whose speed is known"))
 
 
 def speedup_figure(a: Analysis, out_dir: Path, look: Look | None = None) -> FigureResult:
@@ -347,7 +354,7 @@ def speedup_figure(a: Analysis, out_dir: Path, look: Look | None = None) -> Figu
                "timings left out); the label under each method gives correct submissions out of all units.")
     if not a.data.has_timings:
         return FigureResult(name, caption, skipped="no timed evaluations (CPU interpreter)")
-    plt = _plt(look)
+    plt = pyplot_for(look)
     u = a.data.units
     methods = [m for m in a.data.methods if (u["method"] == m).any()]
     fig, ax = plt.subplots(figsize=look.style.size("single", 0.75))
@@ -379,10 +386,10 @@ def speedup_figure(a: Analysis, out_dir: Path, look: Look | None = None) -> Figu
     ax.set_xlim(-0.6, len(methods) - 0.4)
     ax.set_ylabel("speedup vs expert baseline\n(x, log scale)")
     ax.grid(alpha=0.3, axis="y", which="both")
-    text = title(ax, _t(a, "Speedups of correct submissions") + "\n(dashed: geometric mean over correct units)",
+    text = title(ax, drawn_title(a, "Speedups of correct submissions") + "\n(dashed: geometric mean over correct units)",
                  look.style)
     fig.tight_layout()
-    return _done(fig, out_dir, name, caption, look, pd.DataFrame(rows), text, _absent(a, methods))
+    return finish(fig, out_dir, name, caption, look, pd.DataFrame(rows), text, not_drawn(a, methods))
 
 
 # ---------------------------------------------------------------------------- latency noise
@@ -405,7 +412,7 @@ def latency_figure(a: Analysis, out_dir: Path, look: Look | None = None) -> Figu
     lat = a.latency
     if not len(lat):
         return FigureResult(name, caption, skipped="no timed evaluations (CPU interpreter)")
-    plt = _plt(look)
+    plt = pyplot_for(look)
     tasks = sorted(lat["task"].unique())
     states = sorted(lat["clock_state"].unique())
     fig, ax = plt.subplots(figsize=look.style.size("double", 0.38))
@@ -437,11 +444,11 @@ def latency_figure(a: Analysis, out_dir: Path, look: Look | None = None) -> Figu
     ax.grid(alpha=0.3, axis="y")
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), title="clock state")
     share = flagged_share(lat["flagged"].to_numpy(bool))
-    text = title(ax, _t(a, "Latency noise per task and clock state")
+    text = title(ax, drawn_title(a, "Latency noise per task and clock state")
                  + f"\n({len(lat)} timed cases, {100 * share:.0f}% flagged)", look.style)
     fig.tight_layout()
     plotted = lat[["task", "source_hash", "case", "clock_state", "flagged", "median_ms", "rel_iqr"]]
-    return _done(fig, out_dir, name, caption, look, plotted, text)
+    return finish(fig, out_dir, name, caption, look, plotted, text)
 
 
 # ---------------------------------------------------------------------------- outcomes per task
@@ -454,21 +461,76 @@ def outcome_figure(a: Analysis, out_dir: Path, look: Look | None = None) -> Figu
                "the expert baseline, geometric mean over passing repeats with unflagged timings, when timed), failed "
                "(it ran and was wrong; hatched) or error (it did not run: syntax, compile or runtime error, timeout, "
                "crash, missing entry point; cross-hatched); 'k/n' counts passing repeats.")
-    _plt(look)
+    pyplot_for(look)
     fig, plotted, text = draw_outcomes(a.data, look.style, display)
-    return _done(fig, out_dir, name, caption, look, plotted, _t(a, text) if look.style.titles else text)
+    return finish(fig, out_dir, name, caption, look, plotted, drawn_title(a, text) if look.style.titles else text)
 
 
+# ---------------------------------------------------------------------------- the registered built-ins
+@register_figure("budget_calls")
+class BudgetCalls:
+    def draw(self, a: Analysis, out_dir: Path, look: Look) -> FigureResult:
+        return budget_figure(a, "calls", out_dir, look)
+
+
+@register_figure("budget_tokens")
+class BudgetTokens:
+    def draw(self, a: Analysis, out_dir: Path, look: Look) -> FigureResult:
+        return budget_figure(a, "tokens", out_dir, look)
+
+
+@register_figure("budget_evaluations")
+class BudgetEvaluations:
+    def draw(self, a: Analysis, out_dir: Path, look: Look) -> FigureResult:
+        return budget_figure(a, "evaluations", out_dir, look)
+
+
+@register_figure("parallel_scaling")
+class ParallelScaling:
+    def draw(self, a: Analysis, out_dir: Path, look: Look) -> FigureResult:
+        return parallel_figure(a, out_dir, look)
+
+
+@register_figure("fast_p")
+class FastP:
+    def draw(self, a: Analysis, out_dir: Path, look: Look) -> FigureResult:
+        return fast_p_figure(a, out_dir, look)
+
+
+@register_figure("speedups")
+class Speedups:
+    def draw(self, a: Analysis, out_dir: Path, look: Look) -> FigureResult:
+        return speedup_figure(a, out_dir, look)
+
+
+@register_figure("latency_noise")
+class LatencyNoise:
+    def draw(self, a: Analysis, out_dir: Path, look: Look) -> FigureResult:
+        return latency_figure(a, out_dir, look)
+
+
+@register_figure("outcomes")
+class Outcomes:
+    def draw(self, a: Analysis, out_dir: Path, look: Look) -> FigureResult:
+        return outcome_figure(a, out_dir, look)
+
+
+#: The built-in figures, in the order the report shows them (registered figures follow, by name).
 FIGURE_NAMES = ("budget_calls", "budget_tokens", "budget_evaluations", "parallel_scaling", "fast_p", "speedups",
                 "latency_noise", "outcomes")
 
 
 def write_figures(a: Analysis, out_dir: Path, style: FigureStyle | None = None,
                   partial: bool = False) -> list[FigureResult]:
-    """Draw every figure into out_dir in the style's formats, each with its CSV; skipped ones say why.
-    `partial`: the run is unfinished, and every figure's watermark says so."""
+    """Draw every registered figure (results/figure_registry.py) into out_dir in the style's formats,
+    each with its CSV; skipped ones say why. `partial`: the run is unfinished, and every figure's
+    watermark says so."""
     look = make_look(a, style, partial)
-    return [budget_figure(a, "calls", out_dir, look), budget_figure(a, "tokens", out_dir, look),
-            budget_figure(a, "evaluations", out_dir, look), parallel_figure(a, out_dir, look),
-            fast_p_figure(a, out_dir, look), speedup_figure(a, out_dir, look), latency_figure(a, out_dir, look),
-            outcome_figure(a, out_dir, look)]
+    drawn = []
+    for name, cls in figure_classes().items():
+        f = cls().draw(a, out_dir, look)
+        if not isinstance(f, FigureResult) or f.name != name:
+            got = f"FigureResult {f.name!r}" if isinstance(f, FigureResult) else f"a {type(f).__name__}"
+            raise PluginError(f"figure {name!r} ({cls.__module__}) returned {got}, not a FigureResult named {name!r}")
+        drawn.append(f)
+    return drawn

@@ -32,7 +32,9 @@ undefined figure is null, never NaN. Two meanings were corrected: speedup_geomea
 every correct unit, repeats and flagged timings included, so a task with more correct repeats
 weighed more (with one repeat and no flagged timing the two agree); visible_false_positive_rate
 used to pick up another unit's verdict for a shared source, and now reads the unit's own visible
-feedback only.
+feedback only. A registered statistic (results/statistics.py) adds per method `<name>` and, with
+an interval, `<name>_ci` after these, and the top-level `statistics` names each one's class
+(absent when none is registered).
 
 Below the small-suite minimum (design invariant 12; `interval_min_tasks`, 7 tasks at alpha 0.05,
 results/bands.py) no per-method figure has an interval: its `*_ci` field is null (as are
@@ -61,7 +63,9 @@ from results.bands import (
 )
 from results.labels import SIMULATED_BANNER, TOO_FEW, interval_text
 from results.method_stats import MethodStats, SpeedupStats
+from results.plugins import PluginError
 from results.readers import RunData, load_run
+from results.statistics import StatisticValues
 from results.verdicts import Comparison
 from stats import Estimate
 
@@ -118,11 +122,13 @@ def speedup_entry(s: SpeedupStats) -> dict[str, Any]:
     }
 
 
-def method_entry(m: MethodStats) -> dict[str, Any]:
-    """One method's summary.json entry (see the module docstring for the stable fields)."""
+def method_entry(m: MethodStats, registered: list[StatisticValues] | None = None) -> dict[str, Any]:
+    """One method's summary.json entry (see the module docstring for the stable fields), with the
+    fields of the registered statistics (results/statistics.py) last."""
     expert = m.speedups.get("expert")
     banded = has_interval(m.n_tasks)
-    return {
+    extra = registered or []
+    entry = {
         "calls_used": m.calls,
         "tokens_used": m.tokens,
         "gpu_evals": m.gpu_evals,
@@ -135,7 +141,9 @@ def method_entry(m: MethodStats) -> dict[str, Any]:
         "interval_min_tasks": INTERVAL_MIN_TASKS,
         "no_interval_reason": _no_interval([("submitted_pass_ci", m.submitted), ("oracle_pass_ci", m.oracle),
                                             ("submitted_pass_fixed_suite_ci", m.submitted_fixed),
-                                            ("speedup_geomean_ci", expert.geomean if expert else None)]),
+                                            ("speedup_geomean_ci", expert.geomean if expert else None)]
+                                           + [(f"{r.name}_ci", r.values.get(m.method)) for r in extra
+                                              if r.shows.interval]),
         "submitted_pass_count": _count(m.submitted),
         "oracle_pass_count": _count(m.oracle),
         "submitted_pass_fixed_suite_ci": _ci(m.submitted_fixed),
@@ -152,6 +160,20 @@ def method_entry(m: MethodStats) -> dict[str, Any]:
                              "similarity_mean": _num(m.example_similarity_mean)},
         "runs_independent": m.runs_independent,
     }
+    for r in extra:
+        _add_statistic(entry, r, r.values.get(m.method))
+    return entry
+
+
+def _add_statistic(entry: dict[str, Any], r: StatisticValues, e: Estimate | None) -> None:
+    """A registered statistic's fields in a method's entry: `<name>` and, with an interval, `<name>_ci`."""
+    fields: dict[str, Any] = {r.name: None if e is None else _num(e.value)}
+    if r.shows.interval:
+        fields[f"{r.name}_ci"] = _ci(e)
+    taken = [f for f in fields if f in entry]
+    if taken:
+        raise PluginError(f"statistic {r.name!r} ({r.origin}): summary.json already has the field {taken[0]!r}")
+    entry.update(fields)
 
 
 def comparison_entry(c: Comparison) -> dict[str, Any]:
@@ -214,12 +236,17 @@ def summarize(h: Headline) -> dict[str, Any]:
         "comparisons": [comparison_entry(c) for c in h.comparisons],
         "matched": matched_entry(data),
     }
+    if h.statistics:  # registered statistics (results/statistics.py): each one's class
+        summary["statistics"] = {r.name: r.origin for r in h.statistics}
     unsupported = unsupported_counts(data)
     for method in info.methods:
         m = h.methods.get(method)
-        summary["methods"][method] = method_entry(m) if m else {
+        summary["methods"][method] = method_entry(m, h.statistics) if m else {
             "calls_used": {}, "tokens_used": {}, "submitted_pass": None, "oracle_pass": None,
             "submitted_pass_ci": None, "speedup_geomean": None, "errored_units": 0, "failed_calls": 0}
+        if not m:
+            for r in h.statistics:
+                _add_statistic(summary["methods"][method], r, None)
         summary["methods"][method]["unsupported_on_interpreter"] = unsupported.get(method, 0)
     return summary
 

@@ -3,10 +3,11 @@
 Every choice and check a run makes before its first unit is made here, in one pass: which of
 the five modes it is (new, resume, replay, rejudge, dry run), the configuration it runs with
 (validated once; a resume's is the recorded one), the device (detected once), the tasks and
-method options it resolves to, the sandbox and clock-lock checks, and the model client (an
-endpoint is checked reachable last, after every local check). Bad input of any kind is one
-`ConfigError` with a one-line message. Nothing is written: a plan that cannot be made leaves no
-run folder, and `runners.compare.run_plan` creates the folder only from a complete plan.
+method options it resolves to, the sandbox and clock-lock checks, that the registered statistics
+load, and the model client (an endpoint is checked reachable last, after every local check). Bad
+input of any kind is one `ConfigError` with a one-line message. Nothing is written: a plan that
+cannot be made leaves no run folder, and `runners.compare.run_plan` creates the folder only from a
+complete plan.
 """
 
 from __future__ import annotations
@@ -125,6 +126,7 @@ def plan_run(config: CompareConfig, options: CompareOptions | None = None, dry_r
     opts = options or CompareOptions()
     try:
         mode = _mode(opts, dry_run)
+        check_statistics()
         if mode is RunMode.RESUME:
             assert opts.resume is not None
             return _plan_resume(Path(opts.resume), opts)
@@ -134,6 +136,19 @@ def plan_run(config: CompareConfig, options: CompareOptions | None = None, dry_r
         return _completed(mode, config, opts, detect(config), replay_of=replay_of, rejudge=mode is RunMode.REJUDGE)
     except (UnknownTaskError, UnknownMethodError, RunFolderError, SandboxRefused) as exc:
         raise ConfigError(str(exc)) from None  # the registries' and the sandbox's refusals, as one type
+
+
+def check_statistics() -> None:
+    """Every registered statistic loads (results/statistics.py; installed plugins included):
+    summary.json, written when the run ends, computes them all, so a broken plugin is refused
+    before the first unit, not after the last."""
+    from results.plugins import PluginError
+    from results.statistics import statistic_classes
+
+    try:
+        statistic_classes()
+    except PluginError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _mode(opts: CompareOptions, dry_run: bool) -> RunMode:

@@ -12,7 +12,8 @@ CSV (read it with `pandas.read_csv(path, comment="#")`), a line above Markdown t
 
 One module per family: cells.py (`Table` and the shared columns), per_method.py, comparisons.py,
 suites.py (adapted suites), timing.py (latency, phases, job kinds, protocols) and render.py
-(Markdown, LaTeX, CSV, tables.json); `build_tables` here lists them in the report's order.
+(Markdown, LaTeX, CSV, tables.json); `build_tables` here lists them in the report's order, and
+registered.py adds the columns of registered statistics (results/statistics.py).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from results.tables.per_method import (
     speedup_table,
     variance_table,
 )
+from results.tables.registered import statistic_columns
 from results.tables.render import to_csv, to_latex, to_markdown, write_tables
 from results.tables.suites import new_shapes_table, suite_check_table
 from results.tables.timing import (
@@ -51,6 +53,7 @@ def build_tables(a: Analysis) -> list[Table]:
               latency_cases_table(a), phase_table(a), job_kind_table(a), protocol_table(a),
               comparisons_table(a) if a.comparisons else None]
     built = [t for t in tables if t is not None]
+    statistic_columns(built, a)  # registered statistics (results/statistics.py), in the tables they name
     if any(i.interpreter for i in a.data.infos):
         for t in built:
             on_cpu(t)

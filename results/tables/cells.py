@@ -65,12 +65,18 @@ def _withheld(rows: list[tuple[dict, dict]]) -> bool:
     return False
 
 
-def make_table(name: str, title: str, rows: list[tuple[dict, dict]], a: Headline, notes: list[str] | None = None) -> Table:
-    notes = list(notes or [])
+def say_withheld(notes: list[str]) -> None:
+    """Design invariant 12: the reason a cell has no interval, in the notes of its table (once)."""
     why = too_few_words()
-    if _withheld(rows) and not any(why in n for n in notes):  # design invariant 12: the reason, where the cell is
+    if not any(why in n for n in notes):
         notes.append(f"A figure given as its value with a count of tasks, e.g. 0.67 (2/3 tasks), has no interval: "
                      f"{why}.")
+
+
+def make_table(name: str, title: str, rows: list[tuple[dict, dict]], a: Headline, notes: list[str] | None = None) -> Table:
+    notes = list(notes or [])
+    if _withheld(rows):  # design invariant 12: the reason, where the cell is
+        say_withheld(notes)
     return Table(name, title, pd.DataFrame([r[0] for r in rows]), pd.DataFrame([r[1] for r in rows]),
                  notes, a.data.simulated)
 
