@@ -32,7 +32,8 @@ BASIC_DEVICES = ("null", "zero", "full", "random", "urandom")
 GPU_DEVICE_GLOBS = ("/dev/nvidia*", "/dev/nvidia-caps", "/dev/dri", "/dev/kfd")
 GPU_TREE_GLOBS = ("/opt/rocm*", "/usr/local/nvidia", "/usr/local/cuda*", "/run/nvidia-persistenced")
 TOOL_ENVS = ("CUDA_HOME", "CUDA_PATH", "ROCM_PATH", "HIP_PATH", "TRITON_PTXAS_PATH", "TRITON_CUOBJDUMP_PATH",
-             "TRITON_NVDISASM_PATH", "TRITON_HIP_LLD_PATH", "CC")
+             "TRITON_NVDISASM_PATH", "TRITON_HIP_LLD_PATH", "CC", "CXX")
+COMPILER_ENVS = ("CC", "CXX")  # a compiler needs its whole installation (its own headers, cc1, libexec)
 
 
 @dataclass(frozen=True)
@@ -199,5 +200,16 @@ def tool_paths() -> list[str]:
         value = os.environ.get(name, "")
         if value.startswith("/"):
             paths.append(value if os.path.isdir(value) else os.path.dirname(value))
+            if name in COMPILER_ENVS:
+                paths += [p for p in map(_installation, dict.fromkeys([value, os.path.realpath(value)])) if p]
     return paths
+
+
+def _installation(executable: str) -> str:
+    """The folder a compiler is installed in (`/opt/gcc` for `/opt/gcc/bin/gcc`): its headers
+    (stddef.h), cc1 and libraries live beside its bin folder, not in it. A compiler on the
+    device image's $CC outside /usr found none of them in the sandbox."""
+    folder = os.path.dirname(executable)
+    parent = os.path.dirname(folder)
+    return parent if os.path.basename(folder) == "bin" and parent not in ("/", "") else ""
 

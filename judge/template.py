@@ -161,7 +161,9 @@ def _inside_the_sandbox() -> None:
     starts (ptxas, the C compiler, CUDA's caches) use its own /tmp. The one place a module of the
     toolkit writes a process's environment (tests/test_recorded_config.py allows it by name): it is
     the sandboxed candidate's own, which nothing of the toolkit reads."""
-    os.environ.update({"HOME": "/tmp", "TMPDIR": "/tmp", "TRITON_HOME": "/tmp"})
+    # TEARDOWN_CUPTI=0: the device trace's Kineto sessions (judge/candidate/kernel_trace.py) keep
+    # CUPTI set up between calls instead of tearing it down after each
+    os.environ.update({"HOME": "/tmp", "TMPDIR": "/tmp", "TRITON_HOME": "/tmp", "TEARDOWN_CUPTI": "0"})
     tempfile.tempdir = "/tmp"
     import triton
 

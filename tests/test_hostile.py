@@ -53,6 +53,7 @@ class Hostile:
     cpu_only: bool = False  # judged on the interpreter only (device memory is not guarded)
     root_only: bool = False  # needs the private read-only mounts only root can make
     restarted: bool | None = None  # None: not checked
+    device_trace: bool = False  # needs the device trace (KMC_DEVICE_TRACE=1)
 
 
 CORPUS: tuple[Hostile, ...] = (
@@ -112,10 +113,11 @@ CORPUS: tuple[Hostile, ...] = (
     # The same, written into a buffer a recorded op made (so the launch sees known memory): with the
     # modes off, from a helper thread through `.data`, by numpy through `.numpy()`; the buffer's
     # seal no longer matches. And a custom op named `clone` in the candidate's own namespace.
-    Hostile("modes_off_into_recorded_buffer.py", "vector_add", "torch_fallback", "unrecorded_memory",
-            case_set="visible"),
-    Hostile("thread_writes_recorded_buffer.py", "vector_add", "torch_fallback", "unrecorded_memory",
-            case_set="visible"),
+    # The seals are the CPU's; on a GPU only the device trace sees these (it names the aten op).
+    Hostile("modes_off_into_recorded_buffer.py", "vector_add", "torch_fallback",
+            "aten::add" if HAS_GPU else "unrecorded_memory", case_set="visible", device_trace=HAS_GPU),
+    Hostile("thread_writes_recorded_buffer.py", "vector_add", "torch_fallback",
+            "" if HAS_GPU else "unrecorded_memory", case_set="visible", device_trace=HAS_GPU),
     Hostile("numpy_writes_recorded_buffer.py", "vector_add", *(("runtime_error", "numpy") if HAS_GPU
                                                                else ("torch_fallback", "unrecorded_memory")),
             case_set="visible"),
@@ -123,10 +125,11 @@ CORPUS: tuple[Hostile, ...] = (
     # What the GPU actually ran (its activity trace) against the launch record: a CuPy kernel
     # computing the sum beside a token Triton launch, and a CUDA graph replaying the candidate's
     # own kernel outside the recorder.
+    # (opt-in until verified on a GPU: judge/candidate/kernel_trace.py TRACE_ENV)
     Hostile("cupy_kernel_beside_token_launch.py", "vector_add", "torch_fallback", "kmc_hostile_add",
-            case_set="visible", gpu_only=True),
+            case_set="visible", gpu_only=True, device_trace=True),
     Hostile("graph_replays_unrecorded_kernel.py", "vector_add", "torch_fallback", "the GPU", case_set="visible",
-            gpu_only=True),
+            gpu_only=True, device_trace=True),
     # Its correct control: memory filled through numpy at import, and a buffer kernels rewrite across calls.
     Hostile("numpy_table_at_import.py", "vector_add", "correct"),
     # Tampering with the judge from inside the candidate's process: none of it is there.
@@ -216,6 +219,8 @@ def test_corpus_is_large_and_complete() -> None:
 
 def _marks(h: Hostile) -> list[Any]:
     marks: list[Any] = [pytest.mark.gpu] if h.gpu_only else []
+    if h.device_trace and os.environ.get("KMC_DEVICE_TRACE") != "1":
+        marks.append(pytest.mark.skip(reason="needs the device trace (KMC_DEVICE_TRACE=1), opt-in until verified"))
     if h.root_only and not IS_ROOT:
         marks.append(pytest.mark.skip(reason="needs root (private read-only mounts)"))
     if h.cpu_only and HAS_GPU:

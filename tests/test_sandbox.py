@@ -312,48 +312,81 @@ def twice(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 """
 
 
+def _use_the_gpu() -> dict[str, object]:
+    """Inside the sandbox: compile a C file as Triton's launchers are built, import a Triton
+    kernel from a file in the candidate folder, run it, list /dev and the cache."""
+    import importlib.util
+    import shutil
+    import subprocess
+
+    os.environ["TRITON_CACHE_DIR"] = sandbox.TRITON_CACHE
+    os.environ["HOME"] = os.environ["TMPDIR"] = "/tmp"
+    probe = Path(sandbox.CANDIDATE_FOLDER, "probe.c")
+    probe.write_text("#include <stddef.h>\n#include <stdlib.h>\nint f(void) { return (int) sizeof(size_t); }\n")
+    compiler = os.environ.get("CC") or shutil.which("gcc") or shutil.which("clang") or "cc"  # as Triton picks
+    cc = subprocess.run([compiler, "-v", "-c", str(probe), "-o", str(probe.with_suffix(".o"))],
+                        capture_output=True, text=True)
+    path = Path(sandbox.CANDIDATE_FOLDER, "twice.py")
+    path.write_text(TWICE)
+    spec = importlib.util.spec_from_file_location("twice", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    import torch
+
+    x = torch.arange(1000, device="cuda", dtype=torch.float32)
+    out = torch.empty_like(x)
+    module.twice[(4,)](x, out, 1000, BLOCK=256)
+    torch.cuda.synchronize()
+    return {"sum": float(out.sum().item()), "dev": sorted(os.listdir("/dev")), "cc": cc.returncode,
+            "cc_err": cc.stderr[-2000:], "cache": sorted(os.listdir(sandbox.TRITON_CACHE))}
+
+
+def gpu_check(cache: str) -> object:
+    """`_use_the_gpu` in a sandbox forked from this process (which must not have made a CUDA
+    context yet: run from a fresh interpreter)."""
+    return in_sandbox(_use_the_gpu, spec=sandbox.Spec.from_environment(True, hidden=[sandbox.PROJECT_ROOT]),
+                      cache=cache, timeout=120.0)
+
+
 @pytest.mark.gpu
 def test_on_a_gpu_the_candidate_compiles_and_runs_triton_and_sees_only_gpu_device_nodes(tmp_path: Path) -> None:
     """On a GPU the sandbox binds the device nodes and driver files the context needs, the C
     compiler Triton builds its launchers with (and its headers), and the one writable Triton
     cache: a kernel compiles (ptxas runs from the bound package) and runs, and /dev holds
-    nothing but the basic nodes and the GPU's."""
+    nothing but the basic nodes and the GPU's. Forked from a fresh interpreter: a process that
+    already made a CUDA context (this test process, after other GPU tests) cannot fork one."""
+    import subprocess
+
     cache = tmp_path / "cache"
     cache.mkdir()
-
-    def use_the_gpu() -> dict[str, object]:
-        import importlib.util
-        import subprocess
-
-        os.environ["TRITON_CACHE_DIR"] = sandbox_layout.TRITON_CACHE
-        os.environ["HOME"] = os.environ["TMPDIR"] = "/tmp"
-        import shutil
-
-        probe = Path(sandbox.CANDIDATE_FOLDER, "probe.c")
-        probe.write_text("#include <stddef.h>\n#include <stdlib.h>\nint f(void) { return (int) sizeof(size_t); }\n")
-        compiler = os.environ.get("CC") or shutil.which("gcc") or shutil.which("clang") or "cc"  # as Triton picks
-        cc = subprocess.run([compiler, "-v", "-c", str(probe), "-o", str(probe.with_suffix(".o"))],
-                            capture_output=True, text=True)
-        path = Path(sandbox.CANDIDATE_FOLDER, "twice.py")
-        path.write_text(TWICE)
-        spec = importlib.util.spec_from_file_location("twice", path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        import torch
-
-        x = torch.arange(1000, device="cuda", dtype=torch.float32)
-        out = torch.empty_like(x)
-        module.twice[(4,)](x, out, 1000, BLOCK=256)
-        torch.cuda.synchronize()
-        return {"sum": float(out.sum().item()), "dev": sorted(os.listdir("/dev")), "cc": cc.returncode,
-                "cc_err": cc.stderr[-2000:], "cache": sorted(os.listdir(sandbox_layout.TRITON_CACHE))}
-
-    got = in_sandbox(use_the_gpu, spec=sandbox_layout.Spec.from_environment(True, hidden=[sandbox_layout.PROJECT_ROOT]),
-                     cache=str(cache), timeout=120.0)
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-c", "import json, sys; from tests import test_sandbox as t; "
+                           f"print(json.dumps(t.gpu_check({str(cache)!r})))"],
+                          capture_output=True, text=True, cwd=str(root), timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
     assert isinstance(got, dict), got
     assert got["cc"] == 0, got["cc_err"]
     assert got["sum"] == 2 * sum(range(1000))
     unexpected = [n for n in got["dev"] if not (n.startswith(("nvidia", "dri", "kfd")) or n in BASIC_DEV)]
     assert not unexpected, got["dev"]
     assert got["cache"] and any(cache.iterdir())
+
+
+def test_the_c_compiler_named_by_cc_comes_with_its_whole_installation(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Triton builds its launchers with $CC. A compiler installed outside /usr (the H200 image's
+    CC=/opt/gcc/bin/gcc) keeps its own headers and cc1 beside its bin folder: binding the bin
+    folder alone left a launcher build in the sandbox without stddef.h."""
+    from judge.sandbox_layout import tool_paths
+
+    prefix = tmp_path / "opt" / "gcc"
+    (prefix / "bin").mkdir(parents=True)
+    (prefix / "bin" / "gcc").write_text("#!/bin/sh\n")
+    headers = prefix / "lib" / "gcc" / "x86_64-linux-gnu" / "13" / "include"
+    headers.mkdir(parents=True)
+    (headers / "stddef.h").write_text("/* the compiler's own */\n")
+    monkeypatch.setenv("CC", str(prefix / "bin" / "gcc"))
+    assert str(prefix) in tool_paths()
+    assert in_sandbox(lambda: os.path.exists(headers / "stddef.h")) is True

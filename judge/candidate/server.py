@@ -42,6 +42,7 @@ from judge.candidate.bit_equality import (
     unchanged,
 )
 from judge.candidate.kernel_trace import CallTracer
+from judge.candidate.kernel_trace import enabled as kernel_trace_enabled
 from judge.candidate.loading import (
     CandidateLoadError,
     classify_exception,
@@ -94,8 +95,9 @@ class CandidateServer:
             try:
                 torch.cuda.init()
                 torch.empty(1, device=self.device)
-                self.tracer = CallTracer()
-                self.tracer.prepare()  # CUPTI warmed before any candidate code runs
+                if kernel_trace_enabled():
+                    self.tracer = CallTracer()
+                    self.tracer.prepare()  # CUPTI warmed before any candidate code runs
             except Exception as exc:  # noqa: BLE001 - said to the judge, which stops with this line
                 where = f" inside its sandbox ({self.plan.sandbox[:80]})" if getattr(self.plan, "sandbox", "") else ""
                 self.link.send({"ready": False, "error": f"the GPU could not be used{where}: {format_exception(exc)}"})
