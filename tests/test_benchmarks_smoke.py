@@ -354,7 +354,7 @@ def test_primed_bytecode_covers_what_both_sides_import_and_is_only_read_after(
                            detect_target(force_cpu=True), 300.0)
     assert env == {"PYTHONPYCACHEPREFIX": str(folder.resolve())}
     monkeypatch.setattr(sys, "pycache_prefix", str(folder.resolve()))  # where such a process looks
-    for source in (torch.__file__, str(ROOT / "judge" / "oracle.py"), str(ROOT / "judge" / "candidate.py")):
+    for source in (torch.__file__, str(ROOT / "judge" / "oracle.py"), str(ROOT / "judge" / "candidate" / "server.py")):
         assert Path(importlib.util.cache_from_source(source)).exists(), source
 
 
