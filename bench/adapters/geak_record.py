@@ -325,8 +325,8 @@ def _release_probe_memory() -> None:
 SHUFFLE_LIMIT = 1 << 20
 """Above this many elements a permuted case reorders values with a seeded affine map instead of
 a full shuffle: `torch.randperm` runs on the CPU (the same order on every device), and for the
-50M-element caches of TritonBench's copy kernels it took about 9 s per tensor on an H200 host,
-so a 17-case hidden set outlived the 150 s limit in preparing inputs alone."""
+50M-element caches of TritonBench's copy kernels it took seconds per tensor, so a hidden set
+outlived the job's time limit in preparing inputs alone."""
 
 
 def _permuted(t: Any, seed: int, pos: int) -> Any:
