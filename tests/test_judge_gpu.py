@@ -53,8 +53,8 @@ def test_timing_interleaves_the_candidate_process_with_the_judges_baseline(pool:
 
 def test_a_memo_by_input_contents_gains_nothing_in_timing(pool: Any) -> None:
     """tests/hostile/memo_by_content_hash.py: a correct matmul that serves remembered outputs by
-    a checksum of its inputs' contents. On the largest perf case (a 4096-cube product, about
-    0.24 ms for the expert on an H200) a remembered call costs a checksum, a host round trip
+    a checksum of its inputs' contents. On the largest perf case (a 4096-cube product, a fraction
+    of a millisecond for the expert on a GPU) a remembered call costs a checksum, a host round trip
     and a copy. With refreshing off (the policy's switch) it times well ahead of the expert
     there: the cheat is real. With every sample on refreshed inputs it pays its checksum on
     top of the product and is slower than the expert. (On the small bf16 case the round trip

@@ -37,8 +37,7 @@ def test_candidate_side_modules_are_loaded_and_the_registry_is_not() -> None:
 @pytest.mark.slow
 def test_the_template_says_what_its_start_cost(monkeypatch: pytest.MonkeyPatch) -> None:
     """Seconds per start-up step with the ready message, and with KMC_PROFILE_TEMPLATE its
-    warm-up under cProfile: a worker's start-up is mostly the template's (14-17 s on an H200
-    host), and scripts/judge_profile.py --cold prints both."""
+    warm-up under cProfile: a worker's start-up is mostly the template's, and scripts/judge_profile.py --cold prints both."""
     import os
 
     from judge.remote import TemplateProcess

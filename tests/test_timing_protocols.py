@@ -469,7 +469,7 @@ def test_the_protocol_summary_splits_shared_timings_between_methods() -> None:
 
 
 def test_the_report_and_export_show_the_protocol_of_a_real_gpu_run(tmp_path: Path) -> None:
-    """The shipped H200 run (re-recorded 2026-12-05) timed its visible feedback with the short
+    """The shipped H200 run (as re-recorded) timed its visible feedback with the short
     protocol and its final submissions with the full one: the report's table and the export
     show both, each where it belongs."""
     from results.analysis import analyse

@@ -1,6 +1,6 @@
 """A judge worker draws the hidden inputs of the run's built-in tasks while its template starts
-(judge/worker.py `_prepare_cases`): on an H200 host the template takes 14-17 s and a task's
-first evaluation in each worker spent about 4 s drawing inputs on the CPU. Never longer than the
+(judge/worker.py `_prepare_cases`): the template takes seconds to start, and a task's first
+evaluation in each worker spent seconds drawing inputs on the CPU. Never longer than the
 template takes, suite tasks left to their first job, the same values the oracle would draw."""
 
 from __future__ import annotations
