@@ -32,7 +32,7 @@ from modelio.ledger import BudgetExhausted, Charge, Ledger, ModelCallFailed, Rep
 from modelio.replay import ReplayClient, ReplayMiss
 from modelio.types import ModelClient
 from record.recorded import RecordedEvaluations
-from record.run_folder import ResolvedRun, RunFolder, RunFolderError
+from record.run_folder import ResolvedRun, RunFolder, RunFolderError, ensure_writable
 from record.store import Store
 from runners.config import CompareConfig, ConfigError
 from runners.context import UnitContext
@@ -392,6 +392,8 @@ def run_plan(plan: RunPlan, options: CompareOptions | None = None) -> RunResult:
     if plan.finished is not None:
         return finished_run(plan, opts)
     assert plan.client is not None
+    if plan.run_dir is None:
+        _writable_or_refused(plan.out)  # before the executor starts: a refusal is one line, nothing logged
     executor = NothingRuns() if plan.exact_replay else run_executor(
         plan.config, plan.target, clocks_locked=plan.lock_clocks is not None, tasks=plan.tasks)
     try:
@@ -418,6 +420,19 @@ def run_plan(plan: RunPlan, options: CompareOptions | None = None) -> RunResult:
         stats = getattr(plan.client, "stats", None)
         return RunResult(run_dir, plan.resumed, summary, plan.target, stats() if callable(stats) else None,
                          time.perf_counter() - started, errored)
+
+
+def _writable_or_refused(out: Path) -> None:
+    """An output folder that cannot be written is refused before anything starts (the probe
+    leaves nothing: a folder it had to make is removed again)."""
+    made = not out.exists()
+    try:
+        ensure_writable(out)
+    except OSError as exc:
+        raise ConfigError(f"output folder {out} is not writable: {exc.strerror or exc}") from None
+    if made:
+        with contextlib.suppress(OSError):
+            out.rmdir()
 
 
 def _run_folder(plan: RunPlan) -> tuple[Path, bool]:
