@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from results.analysis import analyse
 from results.readers import load_run, task_difficulty
 from results.tables import build_tables
@@ -39,6 +41,7 @@ def test_a_run_recorded_without_difficulty_reports_it_unknown(tmp_path: Path) ->
     assert set(table["difficulty"]) == {"unknown"}
 
 
+@pytest.mark.slow  # seconds: whole reports and figures (the full suite runs it)
 def test_report_and_export_load_no_task_registry(tmp_path: Path) -> None:
     """In a fresh process, the report and the export of a run import neither bench/ nor torch, even
     for a run that recorded no difficulty (where readers once asked the task registry)."""

@@ -43,6 +43,7 @@ def test_eval_is_refused_in_one_line_with_exit_2() -> None:
     assert "--unsandboxed" in lines[0]
 
 
+@pytest.mark.slow  # a CLI process under a filter; the eval refusal stays in the fast subset
 def test_compare_is_refused_before_any_run_folder_exists(tmp_path: Path) -> None:
     out = tmp_path / "runs"
     done = _run("compare", "--budget", "1", "--tasks", "vector_add", "--methods", "direct", "--device", "cpu",
@@ -72,6 +73,7 @@ def test_unsandboxed_accepts_the_risk_and_the_report_says_so(tmp_path: Path) -> 
     assert "UNSANDBOXED: candidates ran without the sandbox" in text
 
 
+@pytest.mark.slow  # a CLI process under a filter; the eval refusal stays in the fast subset
 def test_the_flag_is_not_taken_from_the_environment() -> None:
     """A KMC_UNSANDBOXED=1 inherited from a shell changes nothing: only the flag accepts the risk."""
     env = {**cli_env(), "KMC_UNSANDBOXED": "1"}

@@ -94,6 +94,7 @@ def test_three_tasks_summary_and_end_of_run_table_give_no_interval(tmp_path: Pat
     assert not INTERVAL.search(table)
 
 
+@pytest.mark.slow  # seconds: whole reports and figures (the full suite runs it)
 def test_three_tasks_report_tables_and_figures_give_no_interval(tmp_path: Path) -> None:
     run = _run(tmp_path / "r", [True, True, False], [True, False, False])
     files = write_report([run], tmp_path / "report", n_resamples=RES)
@@ -128,6 +129,7 @@ def test_three_tasks_report_tables_and_figures_give_no_interval(tmp_path: Path) 
         assert "points only: no band" in caption and WHY in caption, name
 
 
+@pytest.mark.slow  # seconds: whole reports and figures (the full suite runs it)
 def test_ten_tasks_keep_every_interval(tmp_path: Path) -> None:
     run = _run(tmp_path / "r", [i < 8 for i in range(10)], [i < 7 for i in range(10)])
     summary = build_summary(run)

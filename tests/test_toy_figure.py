@@ -67,6 +67,7 @@ def test_the_built_in_figures_are_registered_in_their_order() -> None:
     assert all(c.__module__ == "results.figures" and c.name == n for n, c in classes.items())  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow  # seconds: whole reports and figures (the full suite runs it)
 def test_registering_the_toy_draws_it_after_the_built_ins_and_changes_none_of_them(
         synthetic: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     a = analyse(load_run(synthetic), n_resamples=200)
@@ -91,6 +92,7 @@ def test_registering_the_toy_draws_it_after_the_built_ins_and_changes_none_of_th
                                    "mean_calls": [4.0, 4.0, 4.0], "simulated": [True, True, True]}
 
 
+@pytest.mark.slow  # seconds: whole reports and figures (the full suite runs it)
 def test_the_report_and_the_figures_command_draw_the_toy(synthetic: Path, tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     register_toy(monkeypatch)

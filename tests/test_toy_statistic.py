@@ -121,6 +121,7 @@ def test_registering_the_toy_adds_its_field_and_column_and_changes_nothing_else(
     assert acc.notes == old.notes + [toy.FirstTryPass.note]  # the small-suite note was there already, once
 
 
+@pytest.mark.slow  # seconds: whole reports and figures (the full suite runs it)
 def test_the_report_shows_the_toy_column_and_note(synthetic: Path, tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     register_toy(monkeypatch)
