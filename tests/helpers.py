@@ -44,3 +44,15 @@ def in_process_runner(task: Any, source: str, folder: Path, module_name: str) ->
     path.write_text(source)
     module = load_module(path, module_name)
     return LocalRunner(getattr(module, task.entry_point), "cpu", True, task.allowed_torch_ops, source_path=path)
+
+
+def install_entry_points(folder: Path, group: str, distribution: str, **entry_points: str) -> Path:
+    """A distribution's metadata in `folder` declaring `entry_points` in `group`, as `pip install`
+    of a package with `[project.entry-points."<group>"]` leaves it: put `folder` on sys.path and
+    importlib.metadata finds the plugin. Returns `folder`."""
+    dist = folder / f"{distribution.replace('-', '_')}-0.1.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {distribution}\nVersion: 0.1\n")
+    lines = "".join(f"{name} = {value}\n" for name, value in entry_points.items())
+    (dist / "entry_points.txt").write_text(f"[{group}]\n{lines}")
+    return folder

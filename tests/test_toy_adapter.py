@@ -24,21 +24,14 @@ from bench.adapters import (
     registry,
 )
 from bench.registry import TaskSourceError, get_task, load_sources, suite_tasks
-from tests.helpers import ROOT, cli_env, run_cli
+from tests.helpers import ROOT, cli_env, install_entry_points, run_cli
 
 TOY = Path(__file__).resolve().parent / "fixtures" / "toy_suite"
 EXPERT = ROOT / "bench" / "kernels" / "vector_add.py"
 
 
 def _install(folder: Path, **entry_points: str) -> Path:
-    """A distribution's metadata in `folder` declaring `entry_points` in the adapters' group, as
-    `pip install` of a package with `[project.entry-points."kernel_method_compare.adapters"]` leaves it."""
-    dist = folder / "kmc_toy_plugin-0.1.dist-info"
-    dist.mkdir(parents=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: kmc-toy-plugin\nVersion: 0.1\n")
-    lines = "".join(f"{name} = {value}\n" for name, value in entry_points.items())
-    (dist / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\n{lines}")
-    return folder
+    return install_entry_points(folder, ENTRY_POINT_GROUP, "kmc-toy-plugin", **entry_points)
 
 
 def test_the_toy_adapter_loads_through_the_registry_and_load_sources() -> None:

@@ -22,6 +22,7 @@ from results.plugins import PluginError
 from results.readers import load_run
 from results.report import write_report
 from tests.fixtures.synthetic_run import make_synthetic_run
+from tests.helpers import install_entry_points
 from tests.test_cli_usability import invoke
 
 TOY_MODULE = "tests.toy_figure"
@@ -41,14 +42,7 @@ def register_toy(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
 
 
 def install(folder: Path, **entry_points: str) -> Path:
-    """A distribution's metadata declaring `entry_points` in the figures' group, as `pip install`
-    of a package with `[project.entry-points."kernel_method_compare.figures"]` leaves it."""
-    dist = folder / "kmc_toy_figure-0.1.dist-info"
-    dist.mkdir(parents=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: kmc-toy-figure\nVersion: 0.1\n")
-    lines = "".join(f"{name} = {value}\n" for name, value in entry_points.items())
-    (dist / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\n{lines}")
-    return folder
+    return install_entry_points(folder, ENTRY_POINT_GROUP, "kmc-toy-figure", **entry_points)
 
 
 @pytest.fixture(scope="module")

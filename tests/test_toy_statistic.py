@@ -38,7 +38,7 @@ from runners.config import CompareConfig, ConfigError
 from runners.plan import CompareOptions, plan_run
 from stats import RATE_BAND, Estimate, mean_band
 from tests.fixtures.synthetic_run import make_random_run, make_synthetic_run
-from tests.helpers import cli_env, run_cli
+from tests.helpers import cli_env, install_entry_points, run_cli
 from tests.test_cli_usability import invoke
 
 TOY_MODULE = "tests.toy_statistic"
@@ -58,14 +58,7 @@ def register_toy(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
 
 
 def install(folder: Path, **entry_points: str) -> Path:
-    """A distribution's metadata in `folder` declaring `entry_points` in the statistics' group, as
-    `pip install` of a package with `[project.entry-points."kernel_method_compare.statistics"]` leaves it."""
-    dist = folder / "kmc_toy_statistic-0.1.dist-info"
-    dist.mkdir(parents=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: kmc-toy-statistic\nVersion: 0.1\n")
-    lines = "".join(f"{name} = {value}\n" for name, value in entry_points.items())
-    (dist / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\n{lines}")
-    return folder
+    return install_entry_points(folder, ENTRY_POINT_GROUP, "kmc-toy-statistic", **entry_points)
 
 
 @pytest.fixture(scope="module")
