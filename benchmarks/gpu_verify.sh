@@ -9,6 +9,8 @@
 #
 #   bash benchmarks/gpu_verify.sh boundary   # sandbox smoke, device-trace probe, sandbox + hostile + judge GPU tests, sandbox cost
 #   bash benchmarks/gpu_verify.sh runs       # bench check of every expert, the shipped small run re-recorded, the 7-task command
+#   bash benchmarks/gpu_verify.sh speed      # issue 42: the compile pass on the GPU, a job with and without it, the 7-task command
+#                                              (SEVEN_WORKERS=N: once more with N workers; SEVEN_ARGS: more flags)
 #   bash benchmarks/gpu_verify.sh strength DATA_DIR [MINUTES]   # bench strength on GEAK-eval's TritonBench-revised files
 #
 # Wheels for packages the image lacks (openai and its needs, tenacity, rank-bm25, pyseccomp) are
@@ -58,6 +60,21 @@ runs)
     && tar -C /tmp -czf "$OUT/gpu_run_small.tgz" gpu_run_small  # one file: at most 8 come back from a device call
   step seven 200 python3 benchmarks/bench_compare_gpu.py --skip-full --json "$OUT/seven.json"
   ;;
+speed)
+  # Issue 42: the compile pass on the GPU, one job's phases with it and without, the 7-task command.
+  step pass_test 150 python3 -m pytest -q -p no:cacheprovider tests/test_precompile.py -m gpu
+  python3 -c 'from bench.registry import get_task; open("/tmp/sm.py","w").write(get_task("softmax").baseline_source())'
+  for m in 0 1; do
+    mkdir -p "$OUT/steps-pass$m"
+    step "softmax_pass$m" 120 env KMC_PRECOMPILE=$m KMC_JOB_STEPS="$OUT/steps-pass$m" \
+      python3 cli.py eval --task softmax --candidate /tmp/sm.py --hidden --json
+  done
+  step seven 260 python3 benchmarks/bench_compare_gpu.py --skip-full --steps ${SEVEN_ARGS:-} --json "$OUT/seven.json"
+  if [ -n "${SEVEN_WORKERS:-}" ]; then
+    step seven_workers 260 python3 benchmarks/bench_compare_gpu.py --skip-full --steps --workers "$SEVEN_WORKERS" \
+      --json "$OUT/seven-workers.json"
+  fi
+  ;;
 strength)
   # chunks of tasks until --minutes, every finished chunk kept; then one tarball
   step strength 560 python3 scripts/strength_suite.py --source "geak-eval:$2" --suite tritonbench --device auto \
@@ -65,5 +82,5 @@ strength)
   tar -C /tmp -czf "$OUT/strength.tgz" strength
   ;;
 *)
-  echo "unknown part: $part (boundary, runs or strength)"; exit 2 ;;
+  echo "unknown part: $part (boundary, runs, speed or strength)"; exit 2 ;;
 esac

@@ -80,6 +80,11 @@ class _InputCache:
             with self._lock:
                 self._making.pop(key).set()
 
+    def peek(self, key: tuple[Any, ...]) -> Any:
+        """The value of `key` where it is kept, else None; nothing is made."""
+        with self._lock:
+            return self.entries.get(key)
+
     def _touch(self, task: Any) -> None:
         if task in self.task_bytes:
             self.task_bytes[task] = self.task_bytes.pop(task)  # to the most recent end
@@ -146,6 +151,12 @@ def cached_inputs(task: Task, case: Case, device: str, refill: bool, evict: bool
         return task.inputs(c, device)
 
     return _CACHE.get((task.id, case, device, refill), make, evict)
+
+
+def drawn_inputs(task: Task, case: Case, device: str) -> tuple | None:
+    """`cached_inputs` of the case's first attempt where they are already drawn, else None: a
+    look that does no GPU work (judge/precompile.py's descriptions are made without a ticket)."""
+    return _CACHE.peek((task.id, case, device, False))
 
 
 def cached_expected(task: Task, case: Case, device: str, attempt: str, pristine: tuple) -> tuple[Any, Any]:

@@ -146,6 +146,7 @@ class Worker:
         from judge.phases import PhaseClock
 
         self.clock = PhaseClock()
+        self.compile_pass: dict[str, Any] = {}
         self.spares.refill()
         self.spares.check_boundary()
 
@@ -202,6 +203,7 @@ class Worker:
         from judge.phases import PhaseClock
 
         self.clock = PhaseClock()  # seconds per phase of this job, sent back with the evaluation
+        self.compile_pass = {}  # what the compile pass did (judge/precompile.py), for `record`
         tests: list[dict[str, Any]] | None = None
         timing = None
         # A job retried alone (it ran out of GPU memory beside other workers' jobs: runners/pool.py)
@@ -233,7 +235,8 @@ class Worker:
         record_steps({"task": job.get("task"), "kind": job.get("kind") or "evaluation",
                       "case_set": job.get("case_set"), "timing": bool(job.get("timing")), "wall": round(wall, 4),
                       "phases": {k: round(v, 4) for k, v in self.clock.seconds.items()},
-                      "steps": {k: round(v, 4) for k, v in self.clock.steps.items()}})
+                      "steps": {k: round(v, 4) for k, v in self.clock.steps.items()},
+                      "compile_pass": self.compile_pass})
 
     def _run(self, job: dict[str, Any], body: Any) -> tuple[Any, Any]:
         """Fork-fresh candidate process, load the source, run `body`; every failure of the
@@ -276,8 +279,10 @@ class Worker:
                     proc.close()
 
     def _judge_job(self, task: Any, job: dict[str, Any], proc: Any) -> tuple[Any, Any]:
+        from judge.candidate.precompile import enabled as precompile_enabled
         from judge.candidate.reruns import steady_verdict
         from judge.oracle import judge_cases
+        from judge.precompile import precompile
         from judge.remote import RemoteRunner
 
         cases = task.cases(job["case_set"], self.target.interpreter)
@@ -299,11 +304,16 @@ class Worker:
             with shared():
                 runner.disturb(rerun)
 
+        timed = bool(job.get("timing")) and not self.target.interpreter
+        if precompile_enabled(self.target.interpreter):
+            # Every kernel the cases need compiled now, before any ticket (judge/precompile.py).
+            with self.clock("compile"), self.clock.step("compile pass"):
+                self.compile_pass = precompile(proc, task, tuple(cases) + (tuple(task.perf) if timed else ()),
+                                               self.device, self.target.interpreter)
         with self.clock("correctness"):
             # A final submission (timed) on a GPU runs each case a third time on the first inputs.
             # The GPU's gate is held case by case (`hold`), so a timer waits for one case, not the set.
-            races = bool(job.get("timing")) and not self.target.interpreter
-            verdict = judge_cases(task, runner, cases, self.device, self.target.interpreter, repeat_for_races=races,
+            verdict = judge_cases(task, runner, cases, self.device, self.target.interpreter, repeat_for_races=timed,
                                   hold=shared)
             # Memory is disturbed where the candidate runs, in its process, before each re-run.
             verdict = steady_verdict(verdict, alone, self.device, disturb=disturb)

@@ -89,6 +89,7 @@ class _State:
     installed = False
     record: CallRecord | None = None
     in_launch = 0
+    compiling: CompileOnly | None = None  # the compile pass is on (`compile_only`)
     allowed: frozenset[str] = ALLOWED_OPS
 
 
@@ -152,6 +153,8 @@ def install_launch_recorder() -> None:
 
         def run(self: Any, *args: Any, __original: Callable = original, __interp: bool = interpreter,
                 **kwargs: Any) -> Any:
+            if _S.compiling is not None and not _S.in_launch:
+                return _S.compiling.warm(self, __original, args, kwargs)
             rec = _S.record
             tensors = _launch_tensors(args, kwargs)
             if rec is not None:
@@ -174,6 +177,62 @@ def install_launch_recorder() -> None:
 
         cls.run = run
     _install_store_recorder()
+
+
+@dataclass
+class CompileOnly:
+    """The compile pass's switch (judge/candidate/precompile.py): every launch compiled, none run."""
+
+    compiled: list[Any]
+    launches: int = 0
+
+    def warm(self, kernel: Any, run: Callable, args: tuple, kwargs: dict[str, Any]) -> Any:
+        self.launches += 1
+        kwargs["warmup"] = True
+        _S.in_launch += 1
+        try:
+            compiled = run(kernel, *args, **kwargs)
+        finally:
+            _S.in_launch -= 1
+        if compiled is not None:
+            self.compiled.append(compiled)
+        return compiled
+
+
+@contextmanager
+def compile_only(compiled: list[Any]) -> Iterator[CompileOnly]:
+    """Launches compiled and never run while this is active, an autotuner's configurations
+    each compiled instead of benchmarked (its benchmark would run them); `compiled` receives
+    what Triton returned for each."""
+    switch = CompileOnly(compiled)
+    restore = _autotuners_compile_only()
+    _S.compiling = switch
+    try:
+        yield switch
+    finally:
+        _S.compiling = None
+        restore()
+
+
+def _autotuners_compile_only() -> Callable[[], None]:
+    """`Autotuner.run` replaced by its compile-only `warmup` (each pruned configuration compiled
+    through the wrapped `JITFunction.run`); returns what puts it back."""
+    try:
+        from triton.runtime.autotuner import Autotuner
+    except ImportError:  # pragma: no cover - every supported triton has it
+        return lambda: None
+    original = Autotuner.run
+
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        kwargs.pop("warmup", None)
+        return self.warmup(*args, **kwargs)
+
+    Autotuner.run = run
+
+    def restore() -> None:
+        Autotuner.run = original
+
+    return restore
 
 
 def _count_kernel(rec: CallRecord, kernel: Any, grid: Any) -> None:

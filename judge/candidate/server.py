@@ -11,9 +11,9 @@ self-reported checks of honest mistakes, like the launch records: docs/ARCHITECT
 One process serves one candidate: forked fresh from the template, contained
 (judge/containment.py), ended after the job, so nothing it does reaches the next candidate.
 
-Messages (judge/candidate/wire.py frames): `load`, `call`, `collect`, `reset`, `disturb` (a failing
-case judged again, judge/candidate/reruns.py), `tests`, `time` (GPU timing rounds, judge/timing.py) and
-`exit`. Output arguments (the wrapper writing into tensors the
+Messages (judge/candidate/wire.py frames): `load`, `compile` (judge/candidate/precompile.py),
+`call`, `collect`, `reset`, `disturb` (a failing case judged again, judge/candidate/reruns.py),
+`tests`, `time` (GPU timing rounds, judge/timing.py) and `exit`. Output arguments (the wrapper writing into tensors the
 caller provides, `written` in a call) come poisoned among the inputs where the reference
 ignores their contents, and are the only arguments that go back after the call.
 """
@@ -197,6 +197,16 @@ class CandidateServer:
         spec, tensors = wire.encode_values([out, [args[i] for i in written]], objects=False)
         self._spend("call:checks", started)
         return {**report, "values": spec}, tensors
+
+    def _op_compile(self, header: dict[str, Any], _: list[torch.Tensor]) -> tuple[dict[str, Any], list]:
+        """The compile pass (judge/candidate/precompile.py): the cases' kernels compiled on host
+        placeholders before the judge takes a GPU ticket; nothing recorded, nothing judged."""
+        from judge.candidate import precompile
+
+        cases = header.get("cases")
+        if not isinstance(cases, list) or not precompile.enabled(self.interpreter):
+            return precompile.reply(precompile.PassReport(stopped="off")), []
+        return precompile.reply(precompile.compile_cases(self.entry, cases, self.module)), []
 
     def _op_reset(self, header: dict[str, Any], _: list[torch.Tensor]) -> tuple[dict[str, Any], list]:
         """A new case set begins (a failing case judged again on its own): nothing held over."""

@@ -137,9 +137,7 @@ class Link:
                 assert self._out is not None
                 self._out.bytes[offset:offset + r.numel()].copy_(r)  # device-to-host for a GPU tensor
             offset += r.numel()
-            described.append({"dtype": str(t.dtype).removeprefix("torch."), "size": list(t.shape),
-                              "stride": list(t.stride()), "offset": t.storage_offset(), "nbytes": r.numel(),
-                              "device": t.device.type})
+            described.append(describe(t, r.numel()))
         frame = json.dumps({**header, "tensors": described}).encode()
         payload = struct.pack("!I", len(frame)) + frame
         if not total or self._out_shared:
@@ -256,24 +254,43 @@ def _recv_exact(sock: socket.socket, n: int, fds: list[int]) -> bytes:
     return b"".join(chunks)
 
 
+def describe(t: torch.Tensor, nbytes: int | None = None) -> dict[str, Any]:
+    """A tensor as a frame describes it: dtype, size, strides, storage offset and the bytes of
+    its whole storage (`nbytes`, the storage's own size unless given)."""
+    if nbytes is None:
+        nbytes = t.untyped_storage().nbytes()
+    return {"dtype": str(t.dtype).removeprefix("torch."), "size": list(t.shape), "stride": list(t.stride()),
+            "offset": t.storage_offset(), "nbytes": int(nbytes), "device": t.device.type}
+
+
+def description_fields(d: Any) -> tuple[torch.dtype, list[int], list[int], int, int]:
+    """A tensor description's dtype, size, strides, storage offset and bytes, checked: the
+    tensor lies inside its bytes (`WireError` otherwise)."""
+    try:
+        dtype = _DTYPES[d["dtype"]]
+        size, stride, storage_offset, nbytes = (list(map(int, d["size"])), list(map(int, d["stride"])),
+                                                int(d["offset"]), int(d["nbytes"]))
+    except (KeyError, TypeError, ValueError):
+        raise WireError(f"a tensor description that makes no sense: {str(d)[:200]}") from None
+    if nbytes < 0 or len(size) != len(stride) or storage_offset < 0 \
+            or min(size, default=1) < 0 or min(stride, default=0) < 0:
+        raise WireError(f"a tensor description out of bounds: {str(d)[:200]}")
+    itemsize = torch.empty(0, dtype=dtype).element_size()
+    needed = (storage_offset + sum((s - 1) * st for s, st in zip(size, stride, strict=True)) + 1) * itemsize \
+        if all(size) else 0
+    if needed > nbytes:
+        raise WireError(f"a tensor reaching past its bytes: {str(d)[:200]}")
+    return dtype, size, stride, storage_offset, nbytes
+
+
 def _unpack(mem: Any, total: int, described: list[Any], device: str, slack: bool = False) -> list[torch.Tensor]:
     out = []
     offset = 0
     for d in described:
-        try:
-            dtype = _DTYPES[d["dtype"]]
-            size, stride, storage_offset, nbytes = (list(map(int, d["size"])), list(map(int, d["stride"])),
-                                                    int(d["offset"]), int(d["nbytes"]))
-        except (KeyError, TypeError, ValueError):
-            raise WireError(f"a tensor description that makes no sense: {str(d)[:200]}") from None
-        if nbytes < 0 or offset + nbytes > total or len(size) != len(stride) or storage_offset < 0 \
-                or min(size, default=1) < 0 or min(stride, default=0) < 0:
+        dtype, size, stride, storage_offset, nbytes = description_fields(d)
+        if offset + nbytes > total:
             raise WireError(f"a tensor description out of bounds: {str(d)[:200]}")
         itemsize = torch.empty(0, dtype=dtype).element_size()
-        needed = (storage_offset + sum((s - 1) * st for s, st in zip(size, stride, strict=True)) + 1) * itemsize \
-            if all(size) else 0
-        if needed > nbytes:
-            raise WireError(f"a tensor reaching past its bytes: {str(d)[:200]}")
         if nbytes:
             # Copied once, into the receiver's own tensor: the sender may write its arena at
             # any time, so nothing here ever stays a view of it.

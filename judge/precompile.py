@@ -1,0 +1,66 @@
+"""The judge's side of the compile pass (judge/candidate/precompile.py says why): each case's
+arguments described, never sent, so the candidate process compiles its kernels before the
+judge takes a ticket at the GPU's gate.
+
+The descriptions are made from inputs already drawn (judge/case_inputs.py `drawn_inputs`: the
+worker draws the run's hidden inputs ahead of its jobs), so making them does no GPU work either;
+a case not yet drawn is left out and compiles at its first judged launch, as before. An output
+argument the judge poisons travels as a fresh copy (`poisoned_outputs`), so it is described as
+one: the same size and strides, at the start of a storage of its own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from bench.task import Case, Task
+from judge.candidate import wire
+from judge.case_inputs import cached_inputs, drawn_inputs, skipped_here
+
+MAX_CASE_BYTES = 4 << 30
+"""A case whose storages add up to more is left out: its placeholders would be host memory."""
+
+
+def _as_sent(args: tuple, poisoned: frozenset[int] | set[int] | tuple[int, ...]) -> tuple:
+    """`args` as the candidate process receives them, in layout: poisoned outputs as copies."""
+    return tuple(torch.empty_like(a, device="meta") if i in poisoned and isinstance(a, torch.Tensor) else a
+                 for i, a in enumerate(args))
+
+
+def case_descriptions(task: Task, cases: tuple[Case, ...], device: str, interpreter: bool) -> list[dict[str, Any]]:
+    """The compile pass's cases: per case, its arguments' spec (wire.encode_values) and its
+    tensors' descriptions; exact repeats of a layout are sent once. On the CPU (no gate to
+    keep) cases not yet drawn are drawn; on a GPU they are left out."""
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for c in cases:
+        if skipped_here(task, c, interpreter):
+            continue
+        args = cached_inputs(task, c, device, refill=False) if device == "cpu" else drawn_inputs(task, c, device)
+        if args is None:
+            continue
+        try:
+            spec, tensors = wire.encode_values(_as_sent(args, task.output_args(c).poisoned))
+        except Exception:  # noqa: BLE001 - a case this cannot describe is left to its judged call
+            continue
+        described = [wire.describe(t) for t in tensors]
+        if sum(int(d["nbytes"]) for d in described) > MAX_CASE_BYTES:
+            continue
+        key = repr((spec, [(d["dtype"], d["size"], d["stride"], d["offset"]) for d in described]))
+        if key not in seen:
+            seen.add(key)
+            out.append({"args": spec, "tensors": described})
+    return out
+
+
+def precompile(proc: Any, task: Task, cases: tuple[Case, ...], device: str, interpreter: bool) -> dict[str, Any]:
+    """Ask the candidate process `proc` (loaded) to compile for `cases`; its report (counts, for
+    the record), or {} where there was nothing to ask."""
+    described = case_descriptions(task, cases, device, interpreter)
+    if not described:
+        return {}
+    reply, _ = proc.request({"op": "compile", "cases": described})
+    report = reply.get("pass")
+    return report if isinstance(report, dict) else {}

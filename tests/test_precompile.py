@@ -1,0 +1,209 @@
+"""The compile pass (judge/candidate/precompile.py, judge/precompile.py; issue 42 item 1):
+kernels compiled on host placeholders before the judge takes a GPU ticket. On the CPU the
+plumbing is real and Triton's interpreter stands in for the compiler (its warm-up compiles
+nothing); the GPU test shows that a judged launch after the pass compiles nothing more."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from judge.candidate import launches, precompile, wire
+from tests.helpers import ROOT, cli_env, run_cli
+
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
+KERNEL_FILE = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _double(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2, mask=mask)
+
+
+def double(x):
+    y = torch.empty_like(x)
+    _double[(triton.cdiv(x.numel(), 64),)](x, y, x.numel(), BLOCK=64)
+    return y
+'''
+
+
+def _module(tmp_path: Path, source: str = KERNEL_FILE) -> object:
+    from judge.candidate.loading import load_module
+
+    path = tmp_path / "cand.py"
+    path.write_text(source)
+    return load_module(path, f"kmc_precompile_test_{abs(hash(source))}")
+
+
+def _cases(*tensors: torch.Tensor) -> list[dict]:
+    out = []
+    for t in tensors:
+        spec, found = wire.encode_values((t,))
+        out.append({"args": spec, "tensors": [wire.describe(x) for x in found]})
+    return out
+
+
+def test_a_placeholder_has_the_layout_and_alignment_of_the_tensor_it_stands_for() -> None:
+    base = torch.arange(64, dtype=torch.float16).reshape(8, 8)
+    for t in (base, base[1:, 3:], base.t(), base[:, ::2], torch.zeros(0, 4)):
+        p = precompile.placeholder(wire.describe(t))
+        assert (p.shape, p.stride(), p.storage_offset(), p.dtype) == (t.shape, t.stride(), t.storage_offset(), t.dtype)
+        assert p.untyped_storage().nbytes() == t.untyped_storage().nbytes()
+        # Triton specializes a pointer on its 16-byte alignment: the placeholder's is the real one's.
+        assert p.data_ptr() % 16 == t.data_ptr() % 16
+
+
+def test_a_description_reaching_past_its_storage_is_refused() -> None:
+    d = wire.describe(torch.zeros(4, 4))
+    with pytest.raises(wire.WireError):
+        precompile.placeholder({**d, "size": [5, 4]})
+
+
+def test_the_pass_runs_every_launch_compile_only_and_leaves_the_placeholders_unwritten(tmp_path: Path) -> None:
+    module = _module(tmp_path)
+    launches.install_launch_recorder()
+    seen: list[torch.Tensor] = []
+
+    def entry(x: torch.Tensor) -> torch.Tensor:
+        x.fill_(3.0)
+        seen.append(x)
+        y = module.double(x)  # type: ignore[attr-defined]
+        seen.append(y)
+        return y
+
+    report = precompile.compile_cases(entry, _cases(torch.ones(100), torch.ones(7, 9)[:, 1:]), module)
+    assert (report.cases, report.launches, report.failures, report.stopped) == (2, 2, 0, "")
+    assert seen[0].device.type == "cpu" and seen[2].shape == (7, 8) and seen[2].stride() == (9, 1)
+    # Launches were warm-ups, not runs: no store reached the outputs (a run writes 6.0 there).
+    assert not (seen[1] == 6.0).any() and not (seen[3] == 6.0).any()
+    # And the switch is off again afterwards: a launch now runs.
+    x = torch.ones(100)
+    assert torch.equal(module.double(x), x * 2)  # type: ignore[attr-defined]
+
+
+def test_an_autotuner_compiles_each_configuration_during_the_pass_and_benchmarks_again_after(tmp_path: Path) -> None:
+    from triton.runtime.autotuner import Autotuner
+
+    original = Autotuner.run
+    warmed: list[tuple] = []
+
+    class Fake:
+        def warmup(self, *args: object, **kwargs: object) -> list:
+            warmed.append((args, kwargs))
+            return []
+
+    with launches.compile_only([]):
+        assert Autotuner.run is not original
+        Autotuner.run(Fake(), 1, 2, grid=(1,), warmup=False)  # type: ignore[arg-type]
+    assert Autotuner.run is original
+    assert warmed == [((1, 2), {"grid": (1,)})]
+
+
+def test_an_entry_point_that_refuses_host_tensors_stops_the_pass_at_once(tmp_path: Path) -> None:
+    module = _module(tmp_path)
+    calls: list[int] = []
+
+    def entry(x: torch.Tensor) -> torch.Tensor:
+        calls.append(1)
+        if not x.is_cuda:
+            raise ValueError("cuda tensors only")
+        return x
+
+    report = precompile.compile_cases(entry, _cases(torch.ones(4), torch.ones(8)), module)
+    assert (len(calls), report.cases, report.failures) == (1, 0, 1)
+    assert "raised before any launch" in report.stopped
+
+
+def test_a_case_slow_on_host_placeholders_is_cut_short(tmp_path: Path) -> None:
+    module = _module(tmp_path)
+
+    def entry(x: torch.Tensor) -> None:
+        while True:  # a host fallback that would take minutes
+            x.add_(1)
+
+    report = precompile.compile_cases(entry, _cases(torch.ones(4), torch.ones(8)), module, case_limit_s=0.2)
+    assert report.failures == 1 and report.cases == 0 and "over" in report.stopped and report.seconds < 5
+
+
+def test_the_setting_turns_the_pass_off_or_forces_it_under_the_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(precompile.PRECOMPILE_ENV, raising=False)
+    assert precompile.enabled(interpreter=False) and not precompile.enabled(interpreter=True)
+    monkeypatch.setenv(precompile.PRECOMPILE_ENV, "force")
+    assert precompile.enabled(interpreter=True)
+    monkeypatch.setenv(precompile.PRECOMPILE_ENV, "0")
+    assert not precompile.enabled(interpreter=False)
+
+
+def test_the_judge_describes_each_layout_once_and_poisoned_outputs_as_fresh_copies() -> None:
+    from bench.registry import get_task
+    from judge.precompile import case_descriptions
+
+    task = get_task("softmax")
+    cases = task.cases("hidden", True)
+    described = case_descriptions(task, cases, "cpu", True)
+    assert 1 < len(described) <= len(cases)
+    keys = {json.dumps([c["args"], [(d["size"], d["stride"], d["dtype"]) for d in c["tensors"]]]) for c in described}
+    assert len(keys) == len(described)
+    assert all("bytes" not in d for c in described for d in c["tensors"])  # descriptions, never values
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task_id", ["softmax", "vector_add"])
+def test_the_pass_changes_no_verdict_and_reaches_every_layout(tmp_path: Path, task_id: str) -> None:
+    """The expert and a wrong kernel judged with the pass off and forced on (the interpreter)."""
+    from bench.registry import get_task
+
+    expert = tmp_path / "expert.py"
+    expert.write_text(get_task(task_id).baseline_source())
+    wrong = tmp_path / "wrong.py"
+    wrong.write_text((ROOT / "tests" / "hostile" / "off_by_one.py").read_text() if task_id == "vector_add"
+                     else get_task(task_id).baseline_source().replace("tl.exp(", "tl.exp2("))
+    for candidate in (expert, wrong):
+        verdicts = []
+        for setting in ("0", "force"):
+            steps = tmp_path / f"steps-{candidate.stem}-{setting}"
+            steps.mkdir()
+            done = run_cli("eval", "--task", task_id, "--candidate", str(candidate), "--json",
+                           env=cli_env(KMC_PRECOMPILE=setting, KMC_JOB_STEPS=str(steps), KMC_FORCE_CPU="1"))
+            verdict = json.loads(done.stdout.strip().splitlines()[-1])
+            verdicts.append({k: verdict[k] for k in ("verdict", "failing_case", "message", "cases_run")})
+            records = [json.loads(line) for f in steps.iterdir() for line in f.read_text().splitlines()]
+            passes = [r["compile_pass"] for r in records if r.get("compile_pass")]
+            if setting == "force":
+                assert passes and passes[0]["cases"] > 1 and passes[0]["launches"] >= passes[0]["cases"]
+            else:
+                assert not passes
+        assert verdicts[0] == verdicts[1], candidate.name
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_a_launch_after_the_pass_compiles_nothing(tmp_path: Path) -> None:
+    if not torch.cuda.is_available() or os.environ.get("TRITON_INTERPRET") == "1":
+        pytest.skip("needs a GPU and Triton's compiler")
+    from triton import knobs
+
+    module = _module(tmp_path, KERNEL_FILE.replace("_double", "_double_gpu_pass"))
+    launches.install_launch_recorder()
+    layouts = (torch.ones(1000), torch.ones(33, 9)[:, 1:], torch.ones(16, dtype=torch.float16))
+    compiled: list[str] = []
+    knobs.runtime.jit_post_compile_hook = lambda *a, **k: compiled.append("compiled")
+    try:
+        report = precompile.compile_cases(module.double, _cases(*layouts), module)  # type: ignore[attr-defined]
+        assert report.cases == 3 and report.kernels >= 2, report
+        before = len(compiled)
+        for t in layouts:
+            x = t.cuda() if t.is_contiguous() else torch.ones(33, 9, device="cuda")[:, 1:]
+            assert torch.equal(module.double(x).cpu(), (x * 2).cpu())  # type: ignore[attr-defined]
+        assert len(compiled) == before, "a judged launch compiled again after the pass"
+    finally:
+        knobs.runtime.jit_post_compile_hook = None
