@@ -385,10 +385,16 @@ class Worker:
         """A method's own unit tests, run in the candidate's process (where neither hidden
         cases nor references can be imported): judge/candidate/internal_tests.py."""
         from judge.candidate.internal_tests import DEFAULT_TEST_TIMEOUT_S, InternalTestReport
+        from judge.candidate.precompile import enabled as precompile_enabled
         from judge.candidate.verdict import TestOutcome, Verdict
 
         if not str(job["tests"]).strip():
             return Verdict("correct", "no tests to run; the candidate imported"), []
+        if precompile_enabled(self.target.interpreter):
+            # The kernels the tests' inputs need compiled before the ticket (judge/candidate/precompile.py).
+            with self.clock("compile"), self.clock.step("compile pass"):
+                reply, _ = proc.request({"op": "compile_tests", "tests": job["tests"]})
+                self.compile_pass = reply.get("pass") if isinstance(reply.get("pass"), dict) else {}
         with gpu_gate(exclusive=False, clock=self.clock), self.clock("correctness"):  # its tests use the GPU too
             reply, _ = proc.request({"op": "tests", "tests": job["tests"],
                                      "per_test_timeout": job.get("per_test_timeout", DEFAULT_TEST_TIMEOUT_S)})

@@ -186,6 +186,104 @@ def test_the_pass_changes_no_verdict_and_reaches_every_layout(tmp_path: Path, ta
         assert verdicts[0] == verdicts[1], candidate.name
 
 
+OWN_TESTS = """
+import torch
+
+
+def test_small():
+    x = torch.randn(100, device=DEVICE)
+    assert torch.allclose(double(x), x * 2)
+
+
+def test_wrong_on_purpose():
+    x = torch.randn(7, 3, device=DEVICE)[:, 1:]
+    assert torch.equal(double(x), x * 3)
+
+
+def test_names_the_gpu():
+    x = torch.ones(4, device="cuda")
+    assert torch.equal(double(x), x * 2)
+"""
+
+
+def test_the_pass_for_a_methods_own_tests_runs_each_on_the_host(tmp_path: Path) -> None:
+    module = _module(tmp_path)
+    launches.install_launch_recorder()
+    report = precompile.compile_for_tests(module.double, "double", OWN_TESTS)  # type: ignore[attr-defined]
+    # Two tests reach their launch, then fail their asserts (a compile-only launch computes
+    # nothing); the test naming the GPU is refused before any (on a CPU build torch refuses it).
+    assert (report.cases, report.failures, report.launches, report.stopped) == (0, 3, 2, "")
+    assert precompile.compile_for_tests(module.double, "double", "def test_(:").stopped  # type: ignore[attr-defined]
+
+
+@pytest.mark.slow
+def test_the_pass_changes_no_outcome_of_a_methods_own_tests(tmp_path: Path) -> None:
+    from judge.device import detect_target
+    from runners.pool import LocalPool
+
+    source = KERNEL_FILE.replace("def double(x):", "def vector_add(x, y):").replace(
+        "y = torch.empty_like(x)", "out = torch.empty_like(x)").replace("_double[(triton.cdiv(x.numel(), 64),)](x, y,",
+                                                                         "_double[(triton.cdiv(x.numel(), 64),)](x, out,")
+    source = source.replace("    return y", "    return out")
+    tests = OWN_TESTS.replace("double(x)", "vector_add(x, x)").replace("x * 2", "x * 2").replace('device="cuda"',
+                                                                                                 "device=DEVICE")
+    outcomes = []
+    for setting in ("0", "force"):
+        os.environ[precompile.PRECOMPILE_ENV] = setting
+        try:
+            with LocalPool(detect_target(force_cpu=True), workers=1, job_timeout=300) as pool:
+                report = pool.run_tests("vector_add", source, tests)
+        finally:
+            os.environ.pop(precompile.PRECOMPILE_ENV, None)
+        outcomes.append([(t.name, t.passed, t.message) for t in report.tests])
+    assert [passed for _, passed, _ in outcomes[0]] == [True, False, True]
+    assert outcomes[0] == outcomes[1]
+
+
+COUNTS_ITS_CALLS = (ROOT / "bench" / "kernels" / "vector_add.py").read_text().replace(
+    "def vector_add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:\n",
+    "_CALLS = [0]\n\n\ndef vector_add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:\n"
+    "    _CALLS[0] += 1\n    if _CALLS[0] == 3:\n        return x - y\n")
+
+
+@pytest.mark.slow
+def test_what_the_pass_does_to_the_module_never_reaches_a_judged_call(tmp_path: Path) -> None:
+    """A candidate wrong on its third call only: without a fresh import after the pass, the
+    pass would use up that call on placeholders and the judged calls would all pass."""
+    candidate = tmp_path / "third_call_wrong.py"
+    candidate.write_text(COUNTS_ITS_CALLS)
+    verdicts = []
+    for setting in ("0", "force"):
+        done = run_cli("eval", "--task", "vector_add", "--candidate", str(candidate), "--json",
+                       env=cli_env(KMC_PRECOMPILE=setting, KMC_FORCE_CPU="1"))
+        verdicts.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert verdicts[0]["verdict"] == "wrong_result"
+    assert [(v["verdict"], v["failing_case"]) for v in verdicts] == [(verdicts[0]["verdict"], verdicts[0]["failing_case"])] * 2
+
+
+def test_the_pass_refuses_gpu_work_but_not_allocation() -> None:
+    """The guard as torch's dispatcher calls it (a CPU build cannot make a GPU tensor to show it)."""
+    guard = launches._HostOnly()
+    aten = torch.ops.aten
+    with pytest.raises(launches.GPUWorkRefused):
+        guard.__torch_dispatch__(aten.zeros.default, (), ([4],), {"device": torch.device("cuda")})
+    with pytest.raises(launches.GPUWorkRefused):
+        guard.__torch_dispatch__(aten.randn.default, (), ([4],), {"device": "cuda:0"})
+    seen: list[str] = []
+
+    class Allocation:  # stands in for aten.empty: passed through to the allocator, never run here
+        _schema = aten.empty.memory_format._schema
+
+        def __call__(self, *args: object, **kwargs: object) -> str:
+            seen.append("allocated")
+            return "tensor"
+
+    assert guard.__torch_dispatch__(Allocation(), (), ([4],), {"device": torch.device("cuda")}) == "tensor"
+    assert seen == ["allocated"]
+    with launches.compile_only([]):
+        assert torch.ones(4).add(1).sum() == 8  # host work runs under the pass
+
+
 @pytest.mark.gpu
 def test_on_a_gpu_a_launch_after_the_pass_compiles_nothing(tmp_path: Path) -> None:
     if not torch.cuda.is_available() or os.environ.get("TRITON_INTERPRET") == "1":

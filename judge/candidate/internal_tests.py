@@ -114,7 +114,7 @@ def _time_limit(seconds: float | None) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def _test_names(tests: str) -> list[str]:
+def test_names(tests: str) -> list[str]:
     tree = ast.parse(tests)
     return [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")]
 
@@ -266,7 +266,7 @@ def run_test_functions(entry: Callable[..., Any], entry_name: str, tests: str, d
     entry = with_slack(entry)
     namespace: dict[str, Any] = {"__name__": "kmc_internal_tests", entry_name: entry, "DEVICE": device}
     try:
-        names = _test_names(tests)
+        names = test_names(tests)
     except SyntaxError as exc:
         return (TestOutcome("tests", False, f"the tests do not parse: {exc}"),)
     try:

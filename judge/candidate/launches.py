@@ -208,10 +208,45 @@ def compile_only(compiled: list[Any]) -> Iterator[CompileOnly]:
     restore = _autotuners_compile_only()
     _S.compiling = switch
     try:
-        yield switch
+        with _HostOnly():
+            yield switch
     finally:
         _S.compiling = None
         restore()
+
+
+class GPUWorkRefused(RuntimeError):
+    """Raised in the compile pass by an operation that would run on a GPU."""
+
+
+_ALLOCATIONS = frozenset({"empty", "empty_strided", "empty_like", "new_empty", "new_empty_strided"})
+
+
+class _HostOnly(TorchDispatchMode):
+    """No GPU work while the compile pass runs without a ticket at the GPU's gate: an
+    operation on a GPU tensor, or making one, is refused (the code that asked raises, and
+    its kernels compile at their first judged launch instead), bar allocation, which runs no
+    kernel. The placeholders are host tensors, so code that follows its inputs' device never
+    meets this; code that names the GPU itself does."""
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        return False  # as `_OpRecorder`: no torch._dynamo import for a mode's first operation
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        kwargs = kwargs or {}
+        name = func._schema.name.split("::")[-1]
+        if name not in _ALLOCATIONS and (_on_gpu((*args, *kwargs.values())) or _names_gpu(kwargs.get("device"))):
+            raise GPUWorkRefused(f"{name} on a GPU during the compile pass")
+        return func(*args, **kwargs)
+
+
+def _on_gpu(values: tuple) -> bool:
+    return any(t.device.type not in ("cpu", "meta") for t in _op_tensors(values))
+
+
+def _names_gpu(device: Any) -> bool:
+    return device is not None and torch.device(device).type not in ("cpu", "meta")
 
 
 def _autotuners_compile_only() -> Callable[[], None]:

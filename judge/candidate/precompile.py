@@ -19,6 +19,10 @@ launcher is built here too.
 Best effort and never judged: an entry point that refuses host tensors, raises, or takes too
 long just leaves its kernels to be compiled at their first judged launch, as before. What the
 pass sees decides nothing, and the judge reads no more of its reply than counts for the record.
+Afterwards the candidate is imported afresh (judge/candidate/server.py `_import_again`), so
+nothing the pass did to its module reaches a judged call; the compiled kernels are found in
+the process's Triton cache on disk. (The candidate's process may not fork, so the pass cannot
+run in a throwaway child: judge/containment.py.)
 """
 
 from __future__ import annotations
@@ -163,5 +167,56 @@ def compile_cases(entry: Any, cases: list[dict[str, Any]], module: Any,
     return report
 
 
-def reply(report: PassReport) -> dict[str, Any]:
-    return {"ok": True, "pass": asdict(report)}
+def compile_for_tests(entry: Any, entry_name: str, tests: str, test_limit_s: float = CASE_LIMIT_S,
+                      pass_limit_s: float = PASS_LIMIT_S) -> PassReport:
+    """The compile pass for a method's own tests (judge/candidate/internal_tests.py): each test
+    function run once with `DEVICE` the host and launches compiled only, so the kernels its
+    inputs need are built before the judge takes a ticket to run the tests. The tests make
+    their own inputs, so there are no placeholders; a test that names the GPU itself
+    (`device="cuda"`) is refused its first GPU operation (`launches.GPUWorkRefused`) and
+    compiles at its judged run instead. Outcomes here decide nothing."""
+    from judge.candidate.internal_tests import test_names, with_slack
+
+    report = PassReport()
+    started = time.perf_counter()
+    compiled: list[Any] = []
+    try:
+        names = test_names(tests)
+    except SyntaxError:
+        return PassReport(stopped="the tests do not parse")
+    wrapped = with_slack(entry)
+    namespace: dict[str, Any] = {"__name__": "kmc_internal_tests", entry_name: wrapped, "DEVICE": "cpu"}
+    with _concurrent_compiles(), launches.compile_only(compiled) as counter:
+        try:
+            with _limited(test_limit_s):
+                exec(compile(tests, "<internal_tests>", "exec"), namespace)  # noqa: S102 - as the judged run will
+        except BaseException:  # noqa: BLE001 - the judged run reports a broken test file
+            return PassReport(failures=1, stopped="the tests could not be defined")
+        namespace[entry_name] = wrapped
+        for name in names:
+            if time.perf_counter() - started > pass_limit_s:
+                report.stopped = f"over {pass_limit_s:.0f} s"
+                break
+            fn = namespace.get(name)
+            if not callable(fn):
+                continue
+            try:
+                with _limited(test_limit_s):
+                    fn()
+                report.cases += 1
+            except _CaseOverran:
+                report.failures += 1
+                report.stopped = f"a test over {test_limit_s:.0f} s"
+                break
+            except BaseException:  # noqa: BLE001 - a failing test (an assert on placeholders' values) is expected
+                report.failures += 1
+        report.launches = counter.launches
+    report.kernels = _loaded(compiled)
+    report.seconds = round(time.perf_counter() - started, 4)
+    return report
+
+
+def reply(report: PassReport, import_problem: str = "") -> dict[str, Any]:
+    """`import_problem`: why the candidate could not be imported afresh after the pass (the
+    server's `_import_again`), "" when it was."""
+    return {"ok": True, "pass": {**asdict(report), "import_again": import_problem or "ok"}}

@@ -11,7 +11,8 @@ self-reported checks of honest mistakes, like the launch records: docs/ARCHITECT
 One process serves one candidate: forked fresh from the template, contained
 (judge/containment.py), ended after the job, so nothing it does reaches the next candidate.
 
-Messages (judge/candidate/wire.py frames): `load`, `compile` (judge/candidate/precompile.py),
+Messages (judge/candidate/wire.py frames): `load`, `compile` and `compile_tests`
+(judge/candidate/precompile.py),
 `call`, `collect`, `reset`, `disturb` (a failing case judged again, judge/candidate/reruns.py),
 `tests`, `time` (GPU timing rounds, judge/timing.py) and `exit`. Output arguments (the wrapper writing into tensors the
 caller provides, `written` in a call) come poisoned among the inputs where the reference
@@ -206,7 +207,34 @@ class CandidateServer:
         cases = header.get("cases")
         if not isinstance(cases, list) or not precompile.enabled(self.interpreter):
             return precompile.reply(precompile.PassReport(stopped="off")), []
-        return precompile.reply(precompile.compile_cases(self.entry, cases, self.module)), []
+        report = precompile.compile_cases(self.entry, cases, self.module)
+        return precompile.reply(report, self._import_again()), []
+
+    def _op_compile_tests(self, header: dict[str, Any], _: list[torch.Tensor]) -> tuple[dict[str, Any], list]:
+        """The compile pass for a method's own tests (`precompile.compile_for_tests`)."""
+        from judge.candidate import precompile
+
+        if not precompile.enabled(self.interpreter):
+            return precompile.reply(precompile.PassReport(stopped="off")), []
+        report = precompile.compile_for_tests(self.entry, self.entry_name, str(header["tests"]))
+        return precompile.reply(report, self._import_again()), []
+
+    def _import_again(self) -> str:
+        """The candidate imported afresh after a compile pass, under the same name: whatever the
+        pass left in its module (a buffer cached on the host placeholders' device, a counter of
+        calls) is gone, so the judged calls meet the module as a pass-free process would. Its
+        kernels are not compiled again: the pass left them in this process's Triton cache on
+        disk. Where the second import fails, the first module stays, and the reply says why."""
+        assert self.path is not None and self.module is not None
+        try:
+            module = load_module(self.path, self.module.__name__)
+        except CandidateLoadError as exc:
+            return f"{exc.kind}: {str(exc)[:200]}"
+        entry = getattr(module, self.entry_name, None)
+        if not callable(entry):
+            return "the second import has no entry point"
+        self.module, self.entry = module, entry
+        return ""
 
     def _op_reset(self, header: dict[str, Any], _: list[torch.Tensor]) -> tuple[dict[str, Any], list]:
         """A new case set begins (a failing case judged again on its own): nothing held over."""
