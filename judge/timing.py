@@ -18,11 +18,14 @@ between the two flags the timing), and an output remembered by the inputs' conte
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -102,6 +105,19 @@ captured) serve all but the first launch of a sample from its memo. The GPU-side
 the start event (`hold_gpu`) keeps the host's launch time out of a single launch's sample."""
 
 
+@dataclass(frozen=True)
+class Holds:
+    """How the GPU's gate is held while timing (judge/gate.py): `alone` around what is measured
+    (samples, the references' measurement, the clock readings around them), `shared` around the
+    rest (inputs, warm-up, graph capture, the output's re-check), which other judging may
+    overlap. Why split: the judging on a GPU stops for as long as a timer holds it alone, and
+    warm-up plus the re-check were about half of that hold. Both do nothing by default (a
+    caller that holds the GPU alone around the whole timing, or has no gate)."""
+
+    shared: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
+    alone: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
+
+
 def _prepare_sides(sides: dict[str, Any], policy: TimingPolicy, allow_graphs: bool,
                    mode: tuple[int, bool] | None = None) -> tuple[int, dict[str, str], bool]:
     """Warm every side up and prepare it for sampling: (launches per sample, each side's method,
@@ -146,7 +162,7 @@ def _sample_rounds(sides: dict[str, Any], min_rounds: int, max_rounds: int, targ
 
 def time_case(sides: dict[str, Any], case_name: str, policy: TimingPolicy,
               clocks: Callable[[], dict[str, Any]] | None = None,
-              allow_graphs: bool = True) -> tuple[CaseTiming, dict[str, Any], dict[str, Any]]:
+              allow_graphs: bool = True, holds: Holds | None = None) -> tuple[CaseTiming, dict[str, Any], dict[str, Any]]:
     """Interleaved samples of every side (keys: candidate, baseline, eager), driven from here:
     the full protocol (FINAL_FULL).
 
@@ -160,13 +176,17 @@ def time_case(sides: dict[str, Any], case_name: str, policy: TimingPolicy,
     an idle GPU's clocks always "move" when work starts, which says nothing about the samples).
     Code that draws random numbers cannot be captured in a graph (and a failed capture leaves
     the generator unusable): such tasks (Task.seeded_rng) are timed as plain launches
-    (`allow_graphs` False).
+    (`allow_graphs` False). `holds`: warm-up and capture under `shared`, the samples and their
+    clock readings under `alone` (`Holds`).
     """
-    launches, methods, _ = _prepare_sides(sides, policy, allow_graphs)
-    clocks_before = clocks() if clocks else {}
-    samples = _sample_rounds(sides, policy.min_samples, policy.max_samples, policy.target_rse,
-                             policy.max_seconds_per_case)
-    clocks_after = clocks() if clocks else {}
+    holds = holds or Holds()
+    with holds.shared():
+        launches, methods, _ = _prepare_sides(sides, policy, allow_graphs)
+    with holds.alone():
+        clocks_before = clocks() if clocks else {}
+        samples = _sample_rounds(sides, policy.min_samples, policy.max_samples, policy.target_rse,
+                                 policy.max_seconds_per_case)
+        clocks_after = clocks() if clocks else {}
     return CaseTiming(
         case=case_name,
         candidate_ms=tuple(samples["candidate"]),
@@ -281,7 +301,7 @@ References = Callable[[str, str], Acquired]
 
 def time_case_short(candidate: Any, case_name: str, policy: TimingPolicy, references: References,
                     clocks: Callable[[], dict[str, Any]] | None = None, allow_graphs: bool = True,
-                    locked: bool = False) -> tuple[CaseTiming, list[DriftEvent]]:
+                    locked: bool = False, holds: Holds | None = None) -> tuple[CaseTiming, list[DriftEvent]]:
     """The short protocol (FEEDBACK_SHORT) for one case: the candidate alone, against reference
     timings from the cache.
 
@@ -296,7 +316,17 @@ def time_case_short(candidate: Any, case_name: str, policy: TimingPolicy, refere
     `feedback_max_samples`; after each sample from the minimum on, the sequential rule of
     stats/sequential.py looks at the speedup's interval and stops once it is decisively above,
     below or around 1.0x (or at the per-case time cap)."""
-    est = candidate.warm_up(policy.warmup_ms, policy.warmup_calls, allow_graphs)
+    holds = holds or Holds()
+    with holds.shared():
+        est = candidate.warm_up(policy.warmup_ms, policy.warmup_calls, allow_graphs)
+    with holds.alone():
+        return _short_samples(candidate, case_name, policy, references, clocks, allow_graphs, locked, est)
+
+
+def _short_samples(candidate: Any, case_name: str, policy: TimingPolicy, references: References,
+                   clocks: Callable[[], dict[str, Any]] | None, allow_graphs: bool, locked: bool,
+                   est: float) -> tuple[CaseTiming, list[DriftEvent]]:
+    """`time_case_short` after the warm-up: the references, the capture and the samples."""
     before = clocks() if clocks else {}
     state = clock_state(before, locked)
     got = references(state, NATURAL)
@@ -404,7 +434,7 @@ def _positive(value: float) -> float:
 
 def time_candidate(task: Task, candidate: Any, baseline: Callable[..., Any], cases: tuple[Case, ...],
                    vendor: str, device_index: int | str, policy: TimingPolicy,
-                   baselines: BaselineCache | None = None) -> Timing:
+                   baselines: BaselineCache | None = None, holds: Holds | None = None) -> Timing:
     """`candidate`: a candidate process (judge/remote.py), or a plain callable (benchmarks
     that time in one process). The baseline and eager PyTorch run here, in the judge.
 
@@ -413,14 +443,12 @@ def time_candidate(task: Task, candidate: Any, baseline: Callable[..., Any], cas
     against reference timings from `baselines` (the worker's cache; a throwaway one when None,
     so every reference is measured afresh).
 
-    The judge worker calls this holding the GPU alone (judge/gate.py), so every second spent
-    here pauses the judging on that GPU: each case's inputs and expected output come from the
-    worker's cache, as the perf-case check just drew them (drawing a large input on the CPU took
-    a noticeable fraction of a second per case; a suite's Triton reference runs three times for
-    its expected output). Holding the gate only around each case's samples was tried and
-    measured slower on the 7-task command: each
-    exclusive ticket first waits for every judging case in flight, and there were then several
-    per job instead of one."""
+    `holds` (`Holds`): the judge worker holds the GPU alone only around each case's samples
+    and shared around the rest. Every second held alone pauses the judging on that GPU, so each
+    case's inputs and expected output come from the worker's cache, as the perf-case check just
+    drew them. (Holding it alone only around the samples was once measured slower than one hold
+    for the whole job, when a judging hold could last a compile: an exclusive ticket waits for
+    every judging hold in flight. Kernels now compile before any ticket, judge/precompile.py.)"""
     from judge.candidate.allocations import poison_tensor
     from judge.candidate.sampling import Side
     from judge.case_inputs import cached_expected
@@ -437,6 +465,7 @@ def time_candidate(task: Task, candidate: Any, baseline: Callable[..., Any], cas
     def clocks() -> dict[str, Any]:
         return read_clocks(vendor, device_index)
 
+    holds = holds or Holds()
     results = []
     readings: list[tuple[dict[str, Any], dict[str, Any]]] = []
     flags: list[str] = []
@@ -444,13 +473,14 @@ def time_candidate(task: Task, candidate: Any, baseline: Callable[..., Any], cas
     for c in cases:
         outputs = task.output_args(c)
         try:
-            args = _timed_args(task, c)
-            pristine = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
-            expected, unwritten = cached_expected(task, c, "cuda", FIRST, pristine)
+            with holds.shared():
+                args = _timed_args(task, c)
+                pristine = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
+                expected, unwritten = cached_expected(task, c, "cuda", FIRST, pristine)
+                mine = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
         except CaseUnavailable as exc:  # skipped by the perf-case check too
             skipped.append(str(exc))
             continue
-        mine = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
         remote = RemoteSide(candidate, args, _refresh_spec(outputs.written, policy)) if not callable(candidate) else None
         cand_side = remote or Side(functools.partial(candidate, *args), _refresher(args, outputs.written, policy))
 
@@ -466,11 +496,13 @@ def time_candidate(task: Task, candidate: Any, baseline: Callable[..., Any], cas
                     policy.baseline_recheck_uses, policy.baseline_recheck_seconds)
 
             ct, events = time_case_short(cand_side, c.name, policy, references, clocks,
-                                         allow_graphs=not task.seeded_rng, locked=locked)
+                                         allow_graphs=not task.seeded_rng, locked=locked, holds=holds)
             drift += events
         else:
-            ct, _, _ = time_case({"candidate": cand_side, **reference_sides()}, c.name, policy, clocks,
-                                 allow_graphs=not task.seeded_rng)
+            with holds.shared():
+                sides = {"candidate": cand_side, **reference_sides()}
+            ct, _, _ = time_case(sides, c.name, policy, clocks, allow_graphs=not task.seeded_rng, holds=holds)
+            del sides
         before, after = ct.clocks_before, ct.clocks_after
         results.append(ct)
         readings.append((before, after))
@@ -478,21 +510,22 @@ def time_candidate(task: Task, candidate: Any, baseline: Callable[..., Any], cas
         # A kernel that behaves once the judge has looked away (after N calls, or only
         # outside warm-up) is caught here, on the very inputs it was timed on.
         seed = c.seed if task.seeded_rng else None
-        if remote is not None:
-            returned, inputs_after = remote.output(outputs.poisoned, seed)
-        else:
-            for i in outputs.poisoned:
-                poison_tensor(args[i])
-            returned, inputs_after = call_seeded(task, c, candidate, args), args
-            torch.cuda.synchronize()
-        changed = modified_inputs(pristine, inputs_after, outputs)
-        if changed:
-            raise OutputChangedDuringTiming(c.name, f"input {changed[0]} was modified during timing")
-        out = task.judged_output(to_device(returned, "cuda"), to_device(tuple(inputs_after), "cuda"), c)
-        try:
-            compare(accept_unwritten(out, expected, unwritten), expected, task)
-        except Mismatch as m:
-            raise OutputChangedDuringTiming(c.name, f"output after timing is wrong: {m}") from None
+        with holds.shared():
+            if remote is not None:
+                returned, inputs_after = remote.output(outputs.poisoned, seed)
+            else:
+                for i in outputs.poisoned:
+                    poison_tensor(args[i])
+                returned, inputs_after = call_seeded(task, c, candidate, args), args
+                torch.cuda.synchronize()
+            changed = modified_inputs(pristine, inputs_after, outputs)
+            if changed:
+                raise OutputChangedDuringTiming(c.name, f"input {changed[0]} was modified during timing")
+            out = task.judged_output(to_device(returned, "cuda"), to_device(tuple(inputs_after), "cuda"), c)
+            try:
+                compare(accept_unwritten(out, expected, unwritten), expected, task)
+            except Mismatch as m:
+                raise OutputChangedDuringTiming(c.name, f"output after timing is wrong: {m}") from None
         del args, pristine, expected, out, mine, returned, inputs_after
     if not results:
         raise CaseUnavailable(f"no perf case can be timed: {'; '.join(skipped) or 'none given'}")

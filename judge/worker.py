@@ -41,6 +41,9 @@ THREADS_ENV = "KMC_TORCH_THREADS"
 INPUT_CACHE_ENV = "KMC_INPUT_CACHE_MB"  # device memory kept for cached case inputs and reference outputs
 PREPARE_ENV = "KMC_PREPARE_TASKS"  # the run's task ids: their hidden inputs drawn while the template starts
 TMP_CAP_ENV = "KMC_CANDIDATE_TMP_MB"  # size cap of a candidate's private /tmp and folder
+TIMING_HOLD_ENV = "KMC_TIMING_HOLD"
+"""`samples` (default): a timing holds the GPU alone only while it measures; `job`: alone for
+the whole timing of a job (the design before issue 42 item 1, kept to measure the difference)."""
 ALONE_STEP = "gpu:alone"
 """The step (`$KMC_JOB_STEPS`) of a job's seconds holding the GPU exclusively to time: summed
 over a run's jobs, the busy time of the GPU's one timing lane, which no number of judging
@@ -424,7 +427,7 @@ class Worker:
         from bench.task import CaseUnavailable
         from judge.candidate.verdict import Verdict
         from judge.oracle import judge_cases
-        from judge.timing import OutputChangedDuringTiming, TimingPolicy, time_candidate
+        from judge.timing import Holds, OutputChangedDuringTiming, TimingPolicy, time_candidate
 
         perf_verdict = judge_cases(task, runner, task.perf, self.device, False, hold=self._shared_ticket)
         if not perf_verdict.correct:
@@ -437,9 +440,13 @@ class Worker:
             self.references = BaselineCache()
         self.references.adopt([Shared.from_json(s) for s in job.get("references", ())])
         try:
-            with self._alone():
+            # Alone only while measuring (judge/timing.py `Holds`); `KMC_TIMING_HOLD=job`: alone
+            # for the whole timing, as before (kept to measure the difference).
+            whole = os.environ.get(TIMING_HOLD_ENV, "samples") == "job"
+            holds = None if whole else Holds(shared=self._shared_ticket, alone=self._alone)
+            with self._alone() if whole else contextlib.nullcontext():
                 timing = time_candidate(task, runner.proc, self._baseline(task), task.perf, self.target.vendor,
-                                        physical_device(), policy, self.references)
+                                        physical_device(), policy, self.references, holds)
         except OutputChangedDuringTiming as exc:
             return Verdict("wrong_result", str(exc), exc.case, cases_run=verdict.cases_run,
                            kernel_launched=True), None

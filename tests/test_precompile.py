@@ -15,8 +15,6 @@ import torch
 from judge.candidate import launches, precompile, wire
 from tests.helpers import ROOT, cli_env, run_cli
 
-os.environ.setdefault("TRITON_INTERPRET", "1")
-
 KERNEL_FILE = '''
 import torch
 import triton

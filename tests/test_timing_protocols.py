@@ -695,3 +695,76 @@ def test_timing_takes_inputs_and_expected_outputs_from_the_judges_cache(monkeypa
     assert drawn == ["c0", "c1"] and answered == ["c0", "c1"]  # once each, over both timings
     with pytest.raises(CaseUnavailable, match="no perf case can be timed: gone: not here"):
         timing.time_candidate(FakeTask(), lambda x: x, lambda x: x, cases[1:2], "none", 0, POLICY)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------- how the gate is held
+class HoldLog:
+    """`Holds` that log which hold is in force when each side's step runs."""
+
+    def __init__(self) -> None:
+        self.current = "none"
+        self.entered: list[str] = []
+
+    def hold(self, kind: str) -> Any:
+        import contextlib
+
+        @contextlib.contextmanager
+        def held() -> Any:
+            assert self.current == "none", "holds never nest"
+            self.current = kind
+            self.entered.append(kind)
+            try:
+                yield
+            finally:
+                self.current = "none"
+
+        return held
+
+
+class LoggedSide(FakeSide):
+    def __init__(self, holds: HoldLog, steps: list[tuple[str, str]], ms: float, seed: int = 0) -> None:
+        super().__init__(ms, seed=seed)
+        self.holds, self.steps = holds, steps
+
+    def warm_up(self, warmup_ms: float, warmup_calls: int, allow_graphs: bool = True) -> float:
+        self.steps.append(("warm_up", self.holds.current))
+        return super().warm_up(warmup_ms, warmup_calls, allow_graphs)
+
+    def prepare(self, launches: int, use_graph: bool) -> str:
+        self.steps.append(("prepare", self.holds.current))
+        return super().prepare(launches, use_graph)
+
+    def sample(self) -> float:
+        self.steps.append(("sample", self.holds.current))
+        return super().sample()
+
+
+def test_the_full_protocol_measures_alone_and_warms_up_beside_other_judging() -> None:
+    from judge.timing import Holds, time_case
+
+    log, steps = HoldLog(), []
+    sides = {name: LoggedSide(log, steps, ms, seed=i) for i, (name, ms) in
+             enumerate((("candidate", 1.0), ("baseline", 1.2), ("eager", 2.0)))}
+    time_case(sides, "c0", TimingPolicy(), holds=Holds(shared=log.hold("shared"), alone=log.hold("alone")))
+    assert {hold for step, hold in steps if step in ("warm_up", "prepare")} == {"shared"}
+    assert {hold for step, hold in steps if step == "sample"} == {"alone"}
+    assert log.entered == ["shared", "alone"]
+
+
+def test_the_short_protocol_measures_its_references_and_samples_alone() -> None:
+    from judge.timing import Holds
+
+    log, steps = HoldLog(), []
+    refs = References()
+    measured_under: list[str] = []
+    original = refs.measure
+
+    def measure(mode: str) -> Any:
+        measured_under.append(log.current)
+        return original(mode)
+
+    refs.measure = measure  # type: ignore[method-assign]
+    candidate = LoggedSide(log, steps, 5.0)
+    time_case_short(candidate, "c0", POLICY, refs, holds=Holds(shared=log.hold("shared"), alone=log.hold("alone")))
+    assert steps[0] == ("warm_up", "shared")
+    assert {hold for step, hold in steps[1:]} == {"alone"} and measured_under == ["alone"]
