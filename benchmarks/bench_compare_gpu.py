@@ -169,6 +169,8 @@ class Measured:
     evaluations_judged: int = 0  # those a job judged; the rest earlier results decided (runners/savings.py)
     evaluations_per_s: float = 0.0
     gate_share: float | None = None  # of the workers' time outside the queue, the share spent waiting at the GPU gate
+    workers: int | None = None  # judging workers, as config.json's executor plan recorded them
+    settings: dict[str, str] = field(default_factory=dict)  # the KMC_* switches of the judge in force
 
     def dishonest(self) -> str:
         """Why this run's figure must not be believed ("" when it may): a run that made no
@@ -245,7 +247,21 @@ def measure(label: str, config: CompareConfig, out: Path, sample_s: float,
                     visible_cases, errored_units=int(data.units["error"].notna().sum()),
                     evaluations_judged=int(data.evaluations[list(PHASE_COLUMNS)].notna().any(axis=1).sum()),
                     evaluations_per_s=round(len(data.evaluations) / wall, 3) if wall > 0 else 0.0,
-                    gate_share=round(spent.get("gate_s", 0.0) / busy, 4) if busy > 0 else None)
+                    gate_share=round(spent.get("gate_s", 0.0) / busy, 4) if busy > 0 else None,
+                    workers=_planned_workers(Path(run_dir)),
+                    settings={k: v for k, v in sorted(os.environ.items()) if k in JUDGE_SWITCHES})
+
+
+JUDGE_SWITCHES = ("KMC_PRECOMPILE", "KMC_TIMING_HOLD", CONTEXT_GATE_ENV, SPARES_ENV)
+"""The judge's experiment switches a measurement records when set."""
+
+
+def _planned_workers(run_dir: Path) -> int | None:
+    try:
+        plan = json.loads((run_dir / "config.json").read_text()).get("executor") or {}
+        return int(plan["workers"]) if "workers" in plan else None
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
 
 
 def case_timings(evaluation: Any) -> list[dict[str, Any]]:

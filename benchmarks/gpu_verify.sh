@@ -9,8 +9,8 @@
 #
 #   bash benchmarks/gpu_verify.sh boundary   # sandbox smoke, device-trace probe, sandbox + hostile + judge GPU tests, sandbox cost
 #   bash benchmarks/gpu_verify.sh runs       # bench check of every expert, the shipped small run re-recorded, the 7-task command
-#   bash benchmarks/gpu_verify.sh speed      # issue 42: the compile pass on the GPU, a job with and without it, the 7-task command
-#                                              (SEVEN_WORKERS=N: once more with N workers; SEVEN_ARGS: more flags)
+#   bash benchmarks/gpu_verify.sh speed      # issue 42: the compile pass and timing holds on the GPU, the 7-task command
+#                                              (SEVEN_WORKERS="N M", SEVEN_UNGATED=N, SEVEN_ARGS: see the part)
 #   bash benchmarks/gpu_verify.sh strength DATA_DIR [MINUTES]   # bench strength on GEAK-eval's TritonBench-revised files
 #
 # Wheels for packages the image lacks (openai and its needs, tenacity, rank-bm25, pyseccomp) are
@@ -61,18 +61,18 @@ runs)
   step seven 200 python3 benchmarks/bench_compare_gpu.py --skip-full --json "$OUT/seven.json"
   ;;
 speed)
-  # Issue 42: the compile pass on the GPU, one job's phases with it and without, the 7-task command.
-  step pass_test 150 python3 -m pytest -q -p no:cacheprovider tests/test_precompile.py -m gpu
-  python3 -c 'from bench.registry import get_task; open("/tmp/sm.py","w").write(get_task("softmax").baseline_source())'
-  for m in 0 1; do
-    mkdir -p "$OUT/steps-pass$m"
-    step "softmax_pass$m" 120 env KMC_PRECOMPILE=$m KMC_JOB_STEPS="$OUT/steps-pass$m" \
-      python3 cli.py eval --task softmax --candidate /tmp/sm.py --hidden --json
-  done
+  # Issue 42: the compile pass and the split timing hold on the GPU, then the 7-task command
+  # with the defaults and, for each N in SEVEN_WORKERS, with N workers (SEVEN_UNGATED=N: N
+  # workers with contexts made without a ticket; SEVEN_ARGS: more flags for every run).
+  step gpu_tests 150 python3 -m pytest -q -p no:cacheprovider tests/test_precompile.py tests/test_timing_protocols.py
   step seven 260 python3 benchmarks/bench_compare_gpu.py --skip-full --steps ${SEVEN_ARGS:-} --json "$OUT/seven.json"
-  if [ -n "${SEVEN_WORKERS:-}" ]; then
-    step seven_workers 260 python3 benchmarks/bench_compare_gpu.py --skip-full --steps --workers "$SEVEN_WORKERS" \
-      --json "$OUT/seven-workers.json"
+  for n in ${SEVEN_WORKERS:-}; do
+    step "seven_w$n" 260 python3 benchmarks/bench_compare_gpu.py --skip-full --steps --workers "$n" ${SEVEN_ARGS:-} \
+      --json "$OUT/seven-w$n.json"
+  done
+  if [ -n "${SEVEN_UNGATED:-}" ]; then
+    step seven_ungated 260 python3 benchmarks/bench_compare_gpu.py --skip-full --steps --ungated-contexts \
+      --workers "$SEVEN_UNGATED" ${SEVEN_ARGS:-} --json "$OUT/seven-ungated.json"
   fi
   ;;
 strength)
