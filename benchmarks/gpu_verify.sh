@@ -70,6 +70,10 @@ speed)
     step "seven_w$n" 260 python3 benchmarks/bench_compare_gpu.py --skip-full --steps --workers "$n" ${SEVEN_ARGS:-} \
       --json "$OUT/seven-w$n.json"
   done
+  if [ -n "${FULL_LIMIT_S:-}" ]; then  # the full suite at budget 100, cut at FULL_LIMIT_S seconds
+    step full $((FULL_LIMIT_S + 120)) python3 benchmarks/bench_compare_gpu.py --skip-seven --steps \
+      --full-limit-s "$FULL_LIMIT_S" ${SEVEN_ARGS:-} --json "$OUT/full.json"
+  fi
   if [ -n "${SEVEN_UNGATED:-}" ]; then
     step seven_ungated 260 python3 benchmarks/bench_compare_gpu.py --skip-full --steps --ungated-contexts \
       --workers "$SEVEN_UNGATED" ${SEVEN_ARGS:-} --json "$OUT/seven-ungated.json"
