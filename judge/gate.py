@@ -53,6 +53,8 @@ TIMER_PATIENCE_S = 10.0
 """How long a timer waits for one judging job ahead of it before stepping back (`FairGate`):
 far above a case's seconds on a GPU, far below a job's time limit."""
 _SUFFIX = {True: "x", False: "s"}
+WAIT_STEPS = {True: "gate:timer waits", False: "gate:judging waits"}
+"""The step names under which a job's waits at the gate are summed, by the kind of ticket."""
 
 
 @dataclass
@@ -210,6 +212,9 @@ def gpu_gate(exclusive: bool, clock: PhaseClock | None = None) -> Iterator[Ticke
     with contextlib.ExitStack() as stack:
         with clock("gate") if clock is not None else contextlib.nullcontext():
             ticket = stack.enter_context(FairGate(folder).enter(exclusive))
+        if clock is not None:  # which waits the gate phase is made of, for diagnosis (judge/phases.py steps)
+            step = WAIT_STEPS[exclusive]
+            clock.steps[step] = clock.steps.get(step, 0.0) + ticket.wait_s
         held.append(ticket)
         try:
             yield ticket

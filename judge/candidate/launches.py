@@ -216,18 +216,16 @@ def compile_only(compiled: list[Any]) -> Iterator[CompileOnly]:
 
 
 class GPUWorkRefused(RuntimeError):
-    """Raised in the compile pass by an operation that would run on a GPU."""
-
-
-_ALLOCATIONS = frozenset({"empty", "empty_strided", "empty_like", "new_empty", "new_empty_strided"})
+    """Raised in the compile pass by an operation on a tensor that lives on a GPU."""
 
 
 class _HostOnly(TorchDispatchMode):
-    """No GPU work while the compile pass runs without a ticket at the GPU's gate: an
-    operation on a GPU tensor, or making one, is refused (the code that asked raises, and
-    its kernels compile at their first judged launch instead), bar allocation, which runs no
-    kernel. The placeholders are host tensors, so code that follows its inputs' device never
-    meets this; code that names the GPU itself does."""
+    """No GPU work while the compile pass runs without a ticket at the GPU's gate. An operation
+    that would make a tensor on a GPU (`torch.randn(..., device="cuda")`, `x.cuda()`) makes it
+    on the host instead, so code that names the GPU itself (a method's tests mostly do) still
+    reaches its launches, with host pointers of the same alignment; an operation on a tensor
+    already on a GPU (one the candidate's import made) is refused: the code that asked raises,
+    and its kernels compile at their first judged launch instead."""
 
     @classmethod
     def _should_skip_dynamo(cls) -> bool:
@@ -235,9 +233,11 @@ class _HostOnly(TorchDispatchMode):
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
-        name = func._schema.name.split("::")[-1]
-        if name not in _ALLOCATIONS and (_on_gpu((*args, *kwargs.values())) or _names_gpu(kwargs.get("device"))):
-            raise GPUWorkRefused(f"{name} on a GPU during the compile pass")
+        if _on_gpu((*args, *kwargs.values())):
+            raise GPUWorkRefused(f"{func._schema.name} on a GPU tensor during the compile pass")
+        if _names_gpu(kwargs.get("device")):
+            kwargs = {**kwargs, "device": torch.device("cpu")}
+            kwargs.pop("pin_memory", None)
         return func(*args, **kwargs)
 
 
