@@ -12,7 +12,8 @@ entry point on host placeholders of the same layout (so every pointer has the al
 call's will have, `placeholder`) with every Triton launch turned into Triton's compile-only
 warm-up (`compile_only`): `JITFunction.run(..., warmup=True)` compiles, loads nothing, launches
 nothing; an autotuner compiles each of its configurations instead of benchmarking them. No GPU
-work is done, so no ticket is needed; compiles of one source run concurrently on a few threads
+work is done (a tensor the code makes on a GPU by name is made on the host, work on one already
+there is refused: judge/candidate/launches.py `_HostOnly`), so no ticket is needed; compiles of one source run concurrently on a few threads
 (Triton's `AsyncCompileMode`, where the installed Triton has it), and each compiled kernel's
 launcher is built here too.
 
@@ -172,9 +173,9 @@ def compile_for_tests(entry: Any, entry_name: str, tests: str, test_limit_s: flo
     """The compile pass for a method's own tests (judge/candidate/internal_tests.py): each test
     function run once with `DEVICE` the host and launches compiled only, so the kernels its
     inputs need are built before the judge takes a ticket to run the tests. The tests make
-    their own inputs, so there are no placeholders; a test that names the GPU itself
-    (`device="cuda"`) is refused its first GPU operation (`launches.GPUWorkRefused`) and
-    compiles at its judged run instead. Outcomes here decide nothing."""
+    their own inputs, so there are no placeholders; a tensor a test makes on the GPU by name
+    (`device="cuda"`) is made on the host (launches.py `_HostOnly`). Outcomes here decide
+    nothing: every assert on a launch's output fails, since nothing ran."""
     from judge.candidate.internal_tests import test_names, with_slack
 
     report = PassReport()
