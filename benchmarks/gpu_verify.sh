@@ -64,7 +64,8 @@ speed)
   # Issue 42: the compile pass and the split timing hold on the GPU, then the 7-task command
   # with the defaults and, for each N in SEVEN_WORKERS, with N workers (SEVEN_UNGATED=N: N
   # workers with contexts made without a ticket; SEVEN_ARGS: more flags for every run).
-  step gpu_tests 150 python3 -m pytest -q -p no:cacheprovider tests/test_precompile.py tests/test_timing_protocols.py
+  step gpu_tests 150 python3 -m pytest -q -p no:cacheprovider -m "gpu or not slow" tests/test_precompile.py \
+    tests/test_timing_protocols.py
   step seven 260 python3 benchmarks/bench_compare_gpu.py --skip-full --steps ${SEVEN_ARGS:-} --json "$OUT/seven.json"
   for n in ${SEVEN_WORKERS:-}; do
     step "seven_w$n" 260 python3 benchmarks/bench_compare_gpu.py --skip-full --steps --workers "$n" ${SEVEN_ARGS:-} \
