@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from judge.gate import gpu_gate
+from judge.job import Job, JobReply
 
 if TYPE_CHECKING:
     from judge.template import Launched
@@ -201,9 +202,12 @@ class Worker:
 
         self._prepare_cases(lambda: self.closing or input_cache_full())
 
-    def handle(self, job: dict[str, Any]) -> dict[str, Any]:
+    def handle(self, job: Job | dict[str, Any]) -> dict[str, Any]:
+        """One job (a `Job`, or its JSON), answered as a `JobReply`'s JSON."""
         from judge.candidate.verdict import Evaluation
         from judge.phases import PhaseClock
+
+        job = job if isinstance(job, Job) else Job.from_json(job)
 
         self.clock = PhaseClock()  # seconds per phase of this job, sent back with the evaluation
         self.compile_pass = {}  # what the compile pass did (judge/precompile.py), for `record`
@@ -211,16 +215,16 @@ class Worker:
         timing = None
         # A job retried alone (it ran out of GPU memory beside other workers' jobs: runners/pool.py)
         # holds the GPU's gate exclusively from start to end; its inner requests are then served.
-        alone = gpu_gate(exclusive=True, clock=self.clock) if job.get("alone") else contextlib.nullcontext()
+        alone = gpu_gate(exclusive=True, clock=self.clock) if job.alone else contextlib.nullcontext()
         try:
             with alone:
-                if job.get("kind") == "internal_tests":
+                if job.tests_job:
                     verdict, tests = self._run(job, self._internal_tests)
                 else:
                     verdict, timing = self._run(job, self._judge_job)
         finally:
             _reset_timers()
-        if job.get("prime_references") and not self.target.interpreter:
+        if job.prime_references and not self.target.interpreter:
             with self.clock("timing"):
                 self._prime_references(job)
         evaluation = Evaluation(verdict, timing, dict(self.clock.seconds)).to_json()
@@ -228,20 +232,19 @@ class Worker:
             evaluation["tests"] = tests
         fatal, self.fatal = self.fatal, ""
         measured = [s.to_json() for s in self.references.take_new()] if self.references is not None else []
-        return {"id": job["id"], "nonce": job.get("nonce"), "evaluation": evaluation, "fatal": bool(fatal),
-                "restart_reason": fatal, "contained": self.contained, "references": measured}
+        return JobReply(job.id, job.nonce, evaluation, bool(fatal), fatal, self.contained, tuple(measured)).to_json()
 
-    def record(self, job: dict[str, Any], wall: float) -> None:
+    def record(self, job: Job, wall: float) -> None:
         """The job's phases, steps and wall seconds here, when `$KMC_JOB_STEPS` asks for them."""
         from judge.phases import record_steps
 
-        record_steps({"task": job.get("task"), "kind": job.get("kind") or "evaluation",
-                      "case_set": job.get("case_set"), "timing": bool(job.get("timing")), "wall": round(wall, 4),
+        record_steps({"task": job.task, "kind": job.kind, "case_set": job.case_set if not job.tests_job else None,
+                      "timing": job.timing, "wall": round(wall, 4),
                       "phases": {k: round(v, 4) for k, v in self.clock.seconds.items()},
                       "steps": {k: round(v, 4) for k, v in self.clock.steps.items()},
                       "compile_pass": self.compile_pass})
 
-    def _run(self, job: dict[str, Any], body: Any) -> tuple[Any, Any]:
+    def _run(self, job: Job, body: Any) -> tuple[Any, Any]:
         """Fork-fresh candidate process, load the source, run `body`; every failure of the
         candidate's process becomes the verdict, and the process is gone afterwards."""
         from bench.registry import get_task
@@ -250,15 +253,15 @@ class Worker:
         from judge.candidate.wire import WireError
         from judge.remote import CandidateDied, CandidateTimeout
 
-        task = get_task(job["task"])
-        limit = float(job.get("timeout") or 600.0)
+        task = get_task(job.task)
+        limit = float(job.timeout)
         proc = None
         try:
             with self.clock("start"):
                 proc = self.spares.take(limit, self.clock)
-            self.caches.lend(proc, job["source"])
+            self.caches.lend(proc, job.source)
             with self.clock("compile"):  # writing and importing the candidate, in its process
-                reply, _ = proc.request({"op": "load", "source": job["source"], "entry_point": task.entry_point,
+                reply, _ = proc.request({"op": "load", "source": job.source, "entry_point": task.entry_point,
                                          "allowed_ops": list(task.allowed_torch_ops),
                                          "judges_overruns": task.judges_overruns})
             self.contained = str(reply.get("contained", ""))[:500]
@@ -281,14 +284,14 @@ class Worker:
                 with self.clock.step("close"):
                     proc.close()
 
-    def _judge_job(self, task: Any, job: dict[str, Any], proc: Any) -> tuple[Any, Any]:
+    def _judge_job(self, task: Any, job: Job, proc: Any) -> tuple[Any, Any]:
         from judge.candidate.precompile import enabled as precompile_enabled
         from judge.candidate.reruns import steady_verdict
         from judge.oracle import judge_cases
         from judge.precompile import precompile
         from judge.remote import RemoteRunner
 
-        cases = task.cases(job["case_set"], self.target.interpreter)
+        cases = task.cases(job.case_set, self.target.interpreter)
         runner = RemoteRunner(proc)
         shared = self._shared_ticket
 
@@ -307,7 +310,7 @@ class Worker:
             with shared():
                 runner.disturb(rerun)
 
-        timed = bool(job.get("timing")) and not self.target.interpreter
+        timed = job.timing and not self.target.interpreter
         if precompile_enabled(self.target.interpreter):
             # Every kernel the cases need compiled now, before any ticket (judge/precompile.py).
             with self.clock("compile"), self.clock.step("compile pass"):
@@ -323,10 +326,10 @@ class Worker:
         if not self.target.interpreter:
             self.caches.launchers.learn(runner.launchers)  # built in the background, for the next sources
         timing = None
-        if verdict.correct and job.get("timing") and not self.target.interpreter:
+        if verdict.correct and timed:
             with self.clock("timing"):  # the perf-case check, then the timing protocol
                 verdict, timing = self._time(task, runner, verdict, job)
-        if verdict.correct and job.get("sanitize") and job.get("timing") and self.target.vendor == "nvidia":
+        if verdict.correct and job.sanitize and job.timing and self.target.vendor == "nvidia":
             with gpu_gate(exclusive=False, clock=self.clock):
                 verdict = self._sanitize(task, job, cases, verdict)
         return verdict, timing
@@ -341,7 +344,7 @@ class Worker:
         with gpu_gate(exclusive=True, clock=self.clock), self.clock.step(ALONE_STEP):
             yield
 
-    def _sanitize(self, task: Any, job: dict[str, Any], cases: Any, verdict: Any) -> Any:
+    def _sanitize(self, task: Any, job: Job, cases: Any, verdict: Any) -> Any:
         """`--sanitize` (config `sanitize: true`): the final submission judged again under
         compute-sanitizer memcheck and racecheck, each in a template of its own; any error it
         reports turns the verdict into wrong_result with the tool's first lines."""
@@ -362,12 +365,12 @@ class Worker:
                                                             "--print-limit", "10", "--log-file", str(log)))
             proc = template.spawn()
             try:
-                proc.start_clock(float(job.get("timeout") or 600.0) * 4)
+                proc.start_clock(float(job.timeout) * 4)
                 with gpu_gate(exclusive=False, clock=self.clock):
                     proc.start_device()
                     proc.wait_ready(600.0)
-                self.caches.lend(proc, job["source"])
-                reply, _ = proc.request({"op": "load", "source": job["source"], "entry_point": task.entry_point,
+                self.caches.lend(proc, job.source)
+                reply, _ = proc.request({"op": "load", "source": job.source, "entry_point": task.entry_point,
                                          "allowed_ops": list(task.allowed_torch_ops),
                                          "judges_overruns": task.judges_overruns})
                 if reply.get("ok") is True:
@@ -384,23 +387,23 @@ class Worker:
                                cases_run=verdict.cases_run, kernel_launched=True)
         return verdict
 
-    def _internal_tests(self, task: Any, job: dict[str, Any], proc: Any) -> tuple[Any, list[dict[str, Any]]]:
+    def _internal_tests(self, task: Any, job: Job, proc: Any) -> tuple[Any, list[dict[str, Any]]]:
         """A method's own unit tests, run in the candidate's process (where neither hidden
         cases nor references can be imported): judge/candidate/internal_tests.py."""
         from judge.candidate.internal_tests import DEFAULT_TEST_TIMEOUT_S, InternalTestReport
         from judge.candidate.precompile import enabled as precompile_enabled
         from judge.candidate.verdict import TestOutcome, Verdict
 
-        if not str(job["tests"]).strip():
+        if not job.tests.strip():
             return Verdict("correct", "no tests to run; the candidate imported"), []
         if precompile_enabled(self.target.interpreter):
             # The kernels the tests' inputs need compiled before the ticket (judge/candidate/precompile.py).
             with self.clock("compile"), self.clock.step("compile pass"):
-                reply, _ = proc.request({"op": "compile_tests", "tests": job["tests"]})
+                reply, _ = proc.request({"op": "compile_tests", "tests": job.tests})
                 self.compile_pass = reply.get("pass") if isinstance(reply.get("pass"), dict) else {}
         with gpu_gate(exclusive=False, clock=self.clock), self.clock("correctness"):  # its tests use the GPU too
-            reply, _ = proc.request({"op": "tests", "tests": job["tests"],
-                                     "per_test_timeout": job.get("per_test_timeout", DEFAULT_TEST_TIMEOUT_S)})
+            reply, _ = proc.request({"op": "tests", "tests": job.tests,
+                                     "per_test_timeout": job.per_test_timeout or DEFAULT_TEST_TIMEOUT_S})
         outcomes = tuple(TestOutcome(str(t["name"])[:200], t["passed"] is True, str(t.get("message", ""))[:2000])
                          for t in reply.get("tests", []) if isinstance(t, dict))
         report = InternalTestReport.from_outcomes(outcomes)
@@ -418,7 +421,7 @@ class Worker:
             self.baselines[task.id] = getattr(module, task.entry_point)
         return self.baselines[task.id]
 
-    def _time(self, task: Any, runner: Any, verdict: Any, job: dict[str, Any]) -> tuple[Any, Any]:
+    def _time(self, task: Any, runner: Any, verdict: Any, job: Job) -> tuple[Any, Any]:
         """Check the timing cases first (they are larger than the hidden ones), then time the
         candidate (in its process, on the judge's command) alone on the GPU, by the job's
         protocol: final-full interleaves it round by round with the expert baseline and eager
@@ -435,10 +438,10 @@ class Worker:
                                        cases_run=verdict.cases_run), None
         from judge.baselines import BaselineCache, Shared
 
-        policy = TimingPolicy.from_json(job.get("timing_policy"))
+        policy = TimingPolicy.from_json(job.timing_policy)
         if self.references is None:
             self.references = BaselineCache()
-        self.references.adopt([Shared.from_json(s) for s in job.get("references", ())])
+        self.references.adopt([Shared.from_json(s) for s in job.references])
         try:
             # Alone only while measuring (judge/timing.py `Holds`); `KMC_TIMING_HOLD=job`: alone
             # for the whole timing, as before (kept to measure the difference).
@@ -454,7 +457,7 @@ class Worker:
             return dataclasses.replace(verdict, message=f"not timed: {exc}"), None
         return verdict, timing
 
-    def _prime_references(self, job: dict[str, Any]) -> None:
+    def _prime_references(self, job: Job) -> None:
         """The run's first feedback timing of a task: its references measured whatever the
         candidate's verdict (judge/timing.py `prime_references`), for the pool to hand every
         later job of the task (runners/references.py). An optimisation only: if it fails, the
@@ -465,14 +468,14 @@ class Worker:
         from judge.timing import TimingPolicy, prime_references
 
         try:
-            task = get_task(job["task"])
+            task = get_task(job.task)
             if self.references is None:
                 self.references = BaselineCache()
             with self._alone():
                 prime_references(task, self._baseline(task), task.perf, self.target.vendor, physical_device(),
-                                 TimingPolicy.from_json(job.get("timing_policy")), self.references)
+                                 TimingPolicy.from_json(job.timing_policy), self.references)
         except Exception as exc:  # noqa: BLE001 - see the docstring
-            print(f"judge worker: references of {job.get('task')} not primed ({type(exc).__name__}: {exc})",
+            print(f"judge worker: references of {job.task} not primed ({type(exc).__name__}: {exc})",
                   file=sys.stderr)
             if is_device_error(exc):
                 self.fatal = "device error in the judge"
@@ -521,11 +524,12 @@ def main() -> None:
                     break  # a poisoned device context or tampered process must not judge the next candidate
                 continue
             received = time.perf_counter()
-            text = _dumps(worker.handle(message))
+            job = Job.from_json(message)
+            text = _dumps(worker.handle(job))
             last_digest = _sha256(text.encode()).hexdigest()
             exit_after_confirm = _loads(text)["fatal"]
             out.write(text + "\n")
-            worker.record(message, time.perf_counter() - received)
+            worker.record(job, time.perf_counter() - received)
     finally:
         worker.close()
 

@@ -45,6 +45,7 @@ from judge.candidate.internal_tests import DEFAULT_TEST_TIMEOUT_S, JOB_KIND, Int
 from judge.candidate.verdict import Evaluation, Verdict
 from judge.clocks import CLOCKS_LOCKED_ENV
 from judge.device import Target
+from judge.job import Job, JobReply
 from judge.policy import FEEDBACK_SHORT, TimingPolicy
 from judge.privileges import hand_over, resolve_worker_user, worker_environment
 from judge.sandbox import UNSANDBOXED_ENV, risk_accepted
@@ -228,8 +229,7 @@ class LocalPool:
         with self._stats_lock:
             setattr(self.stats, field, getattr(self.stats, field) + 1)
 
-    def _run_job(self, job: dict[str, Any], limit: float,
-                 timeout_message: str) -> tuple[dict[str, Any] | Verdict, float, float]:
+    def _run_job(self, job: Job, limit: float, timeout_message: str) -> tuple[JobReply | Verdict, float, float]:
         """Send one job to an idle worker: its reply, or the verdict the worker's failure earns,
         the seconds it waited for an idle worker and the seconds the worker had it.
 
@@ -256,10 +256,9 @@ class LocalPool:
             queued = given - asked
             self._count("jobs")
             try:
-                task_id = str(job.get("task", ""))
-                backstop = backstop_seconds(limit) + first_job_allowance(task_id, worker.judged)
-                reply = worker.run({**job, "timeout": limit}, backstop)
-                worker.judged.add(task_id)
+                backstop = backstop_seconds(limit) + first_job_allowance(job.task, worker.judged)
+                reply = worker.run(job.with_(timeout=limit), backstop)
+                worker.judged.add(job.task)
             except WorkerTimeout:
                 self._restart(worker, job, f"no reply within {backstop:.0f} s", counted="timeouts")
                 return Verdict("timeout", timeout_message, worker_restarted=True), queued, ran()
@@ -269,51 +268,50 @@ class LocalPool:
             except ProtocolViolation as exc:
                 self._restart(worker, job, f"protocol violation: {exc}")
                 return Verdict("runtime_error", f"protocol violation: {exc}", worker_restarted=True), queued, ran()
-            if reply.get("fatal"):
-                self._restart(worker, job, str(reply.get("restart_reason") or "the worker asked for it"))
-            kind = reply.get("evaluation", {}).get("verdict", {}).get("kind")
+            if reply.fatal:
+                self._restart(worker, job, reply.restart_reason or "the worker asked for it")
+            kind = (reply.evaluation.get("verdict") or {}).get("kind")
             if kind in ("timeout", "crash"):
                 self._count("timeouts" if kind == "timeout" else "crashes")
-            self.contained = str(reply.get("contained") or self.contained)
+            self.contained = reply.contained or self.contained
             return reply, queued, ran()
         finally:
             self._idle.put(worker)
 
-    def _run_job_or_alone(self, job: dict[str, Any], limit: float,
-                          timeout_message: str) -> tuple[dict[str, Any] | Verdict, dict[str, float], float]:
+    def _run_job_or_alone(self, job: Job, limit: float,
+                          timeout_message: str) -> tuple[JobReply | Verdict, dict[str, float], float]:
         """`_run_job`, and once more alone when a GPU out-of-memory error decided it (other
         workers' jobs may have held the memory): the second verdict stands. Returns the reply,
         the pool's phases, `queue` (both waits) and `retry` (the lost attempt's seconds), and the
         seconds the worker had the attempt that stands (`_with_other`)."""
         reply, queued, ran = self._run_job(job, limit, timeout_message)
-        first = reply if isinstance(reply, Verdict) else Verdict.from_json(reply["evaluation"]["verdict"])
-        if not self.gated or job.get("alone") or not out_of_memory(first):
+        first = reply if isinstance(reply, Verdict) else Verdict.from_json(reply.evaluation["verdict"])
+        if not self.gated or job.alone or not out_of_memory(first):
             return reply, {"queue": queued}, ran
         self._count("oom_retries")
         log.warning("%s on %s (%s): out of GPU memory beside other jobs (%s); judged again alone",
-                    job.get("kind", "evaluation"), job.get("task"), job.get("case_set", "tests"), first.message[:200])
-        reply, queued_again, ran_again = self._run_job({**job, "alone": True}, limit, timeout_message)
+                    job.kind, job.task, job.case_set if not job.tests_job else "tests", first.message[:200])
+        reply, queued_again, ran_again = self._run_job(job.with_(alone=True), limit, timeout_message)
         return reply, {"queue": queued + queued_again, "retry": ran}, ran_again
 
     def evaluate(self, task_id: str, source: str, case_set: str, timing: bool = False,
                  timing_policy: TimingPolicy | None = None, timeout: float | None = None) -> Evaluation:
         policy = timing_policy or TimingPolicy()
-        job = {"task": task_id, "source": source, "case_set": case_set, "timing": timing,
-               "timing_policy": policy.to_json(), "sanitize": self.sanitize}
+        job = Job(task_id, source, case_set=case_set, timing=timing, timing_policy=policy.to_json(),
+                  sanitize=self.sanitize)
         limit = timeout or self.job_timeout
         short = timing and policy.protocol == FEEDBACK_SHORT and not self.target.interpreter
         with self.references.first_of(task_id) if short else contextlib.nullcontext(False) as first:
             if short:
-                job["references"] = self.references.of(task_id)
-                job["prime_references"] = first
+                job = job.with_(references=tuple(self.references.of(task_id)), prime_references=bool(first))
             reply, pool_phases, ran = self._run_job_or_alone(job, limit,
                                                              f"no verdict within {limit:.0f} s; worker restarted")
             if not isinstance(reply, Verdict):
-                self.references.keep(reply.get("references"))
+                self.references.keep(list(reply.references))
         if isinstance(reply, Verdict):
             return Evaluation(reply, phases=_with_other(pool_phases, {}, ran))
-        evaluation = Evaluation.from_json(reply["evaluation"])
-        if reply.get("fatal") and not evaluation.verdict.worker_restarted:
+        evaluation = Evaluation.from_json(reply.evaluation)
+        if reply.fatal and not evaluation.verdict.worker_restarted:
             evaluation = dataclasses.replace(evaluation, verdict=dataclasses.replace(evaluation.verdict,
                                                                                      worker_restarted=True))
         return dataclasses.replace(evaluation, phases=_with_other(pool_phases, evaluation.phases or {}, ran))
@@ -323,16 +321,15 @@ class LocalPool:
         """A method's own unit tests against a candidate (job kind "internal_tests", see
         judge/candidate/internal_tests.py); returns an InternalTestReport. A worker that times out,
         dies or breaks the protocol gives the report that verdict, as `evaluate` does."""
-        job = {"kind": JOB_KIND, "task": task_id, "source": source, "tests": tests,
-               "per_test_timeout": per_test_timeout or DEFAULT_TEST_TIMEOUT_S}
+        job = Job(task_id, source, kind=JOB_KIND, tests=tests, per_test_timeout=per_test_timeout or DEFAULT_TEST_TIMEOUT_S)
         limit = timeout or self.job_timeout
         reply, pool_phases, ran = self._run_job_or_alone(job, limit, f"the tests did not finish within {limit:.0f} s")
         if isinstance(reply, Verdict):
             return InternalTestReport(reply, phases=_with_other(pool_phases, {}, ran))
-        report = InternalTestReport.from_json(reply["evaluation"])
+        report = InternalTestReport.from_json(reply.evaluation)
         return dataclasses.replace(report, phases=_with_other(pool_phases, report.phases or {}, ran))
 
-    def _restart(self, worker: WorkerProcess, job: dict[str, Any], why: str, counted: str = "") -> None:
+    def _restart(self, worker: WorkerProcess, job: Job, why: str, counted: str = "") -> None:
         """Kill now; start the replacement in the background so its imports overlap; `counted`:
         the failure it is counted as (`PoolStats` field). The log (run.log in a run) says why:
         a worker out of service while it restarts costs a full run seconds of capacity, and a
@@ -343,8 +340,7 @@ class LocalPool:
         if counted:
             self._count(counted)
         self._count("restarts")
-        log.warning("judge worker restarted after a job (%s) of %s: %s", job.get("kind", "evaluation"),
-                    job.get("task"), why[:500])
+        log.warning("judge worker restarted after a job (%s) of %s: %s", job.kind, job.task, why[:500])
         worker.kill()
 
         def start() -> None:

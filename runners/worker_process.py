@@ -25,6 +25,7 @@ from typing import Any
 
 from judge.device import Target
 from judge.gate import GATE_ENV
+from judge.job import Job, JobError, JobReply
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -197,11 +198,11 @@ class WorkerProcess:
             raise ProtocolViolation(f"unexpected reply: {str(reply)[:200]}")
         return reply
 
-    def run(self, job: dict[str, Any], timeout: float) -> dict[str, Any]:
+    def run(self, job: Job, timeout: float) -> JobReply:
         with self._lock:
             return self._run(job, timeout)
 
-    def _run(self, job: dict[str, Any], timeout: float) -> dict[str, Any]:
+    def _run(self, job: Job, timeout: float) -> JobReply:
         if self.closed:
             raise WorkerDied("the pool was closed")
         if not self.alive():
@@ -209,9 +210,9 @@ class WorkerProcess:
         assert self.proc is not None and self.proc.stdin is not None
         self.next_id += 1
         nonce = secrets.token_hex(16)
-        job = {**job, "id": self.next_id, "nonce": nonce}
+        line = json.dumps(job.with_(id=self.next_id, nonce=nonce).to_json())
         try:
-            self.proc.stdin.write((json.dumps(job) + "\n").encode())
+            self.proc.stdin.write((line + "\n").encode())
             self.proc.stdin.flush()
         except BrokenPipeError:
             # Died while idle (after its last reply): the job never reached it, so this is
@@ -219,12 +220,16 @@ class WorkerProcess:
             self.kill()
             self.start()
             assert self.proc is not None and self.proc.stdin is not None
-            self.proc.stdin.write((json.dumps(job) + "\n").encode())
+            self.proc.stdin.write((line + "\n").encode())
             self.proc.stdin.flush()
-        reply = self._read_line(timeout)
-        if reply.get("nonce") != nonce or reply.get("id") != self.next_id or "evaluation" not in reply:
+        read = self._read_line(timeout)
+        if read.get("nonce") != nonce or read.get("id") != self.next_id or "evaluation" not in read:
             raise ProtocolViolation("a reply without this job's nonce arrived (a forged line on the reply channel?): "
-                                    f"{json.dumps(reply)[:200]}")
+                                    f"{json.dumps(read)[:200]}")
+        try:
+            reply = JobReply.from_json(read)
+        except JobError as exc:
+            raise ProtocolViolation(f"a reply that is not one: {exc}") from None
         self._confirm(hashlib.sha256(self.last_line).hexdigest())
         return reply
 

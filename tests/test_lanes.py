@@ -5,6 +5,7 @@ judging waits behind a timer, a job retried alone waits for the GPU to itself.""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from pathlib import Path
@@ -16,6 +17,7 @@ from bench.registry import get_task
 from judge.candidate.verdict import Verdict
 from judge.device import Target
 from judge.gate import FairGate
+from judge.job import Job, JobReply
 from runners.pool import LocalPool, out_of_memory
 from runners.sizing import GPU_MIB_PER_WORKER, HOST_MIB_PER_WORKER, MAX_WORKERS_PER_GPU, plan_workers
 
@@ -94,19 +96,19 @@ class ScriptedWorker:
 
     def __init__(self, verdicts: list[Verdict]) -> None:
         self.verdicts = list(verdicts)
-        self.jobs: list[dict[str, Any]] = []
+        self.jobs: list[Job] = []
         self._lock = threading.Lock()
         self.closed = False
         self.judged: set[str] = set()
         self.measures: list[dict[str, Any]] = []  # reference timings its next replies bring back, one each
 
-    def run(self, job: dict[str, Any], timeout: float) -> dict[str, Any]:
+    def run(self, job: Job, timeout: float) -> JobReply:
         self.jobs.append(job)
         time.sleep(0.05)
         verdict = self.verdicts.pop(0)
-        measured = [self.measures.pop(0)] if self.measures else []
-        return {"evaluation": {"verdict": verdict.to_json(), "timing": None, "phases": {"correctness": 0.01}},
-                "references": measured}
+        measured = (self.measures.pop(0),) if self.measures else ()
+        return JobReply(job.id, job.nonce, {"verdict": verdict.to_json(), "timing": None,
+                                            "phases": {"correctness": 0.01}}, references=measured)
 
     def kill(self) -> None:
         pass
@@ -140,8 +142,8 @@ def test_a_worker_restart_is_logged_with_its_reason(caplog: pytest.LogCaptureFix
     pool, worker = scripted_pool([Verdict("runtime_error", "the judge could not judge this candidate")])
     real_run = worker.run
 
-    def fatal(job: dict[str, Any], timeout: float) -> dict[str, Any]:
-        return {**real_run(job, timeout), "fatal": True, "restart_reason": "device error in the judge"}
+    def fatal(job: Job, timeout: float) -> JobReply:
+        return dataclasses.replace(real_run(job, timeout), fatal=True, restart_reason="device error in the judge")
 
     worker.run = fatal  # type: ignore[method-assign]
     with caplog.at_level("INFO", logger="kmc.pool"), pool:
@@ -157,7 +159,7 @@ def test_an_out_of_memory_verdict_is_judged_again_alone_and_recorded(caplog: pyt
         evaluation = pool.evaluate("vector_add", "src", "visible")
     assert "pool closed: 2 jobs, 0 worker restarts, 0 timeouts, 0 crashes, 1 out-of-memory retries" in caplog.text
     assert evaluation.verdict.kind == "correct"
-    assert [job.get("alone", False) for job in worker.jobs] == [False, True]
+    assert [job.alone for job in worker.jobs] == [False, True]
     assert evaluation.phases is not None and evaluation.phases["retry"] >= 0.05
     assert pool.stats.oom_retries == 1
 
@@ -201,11 +203,11 @@ def test_feedback_timing_jobs_carry_the_runs_reference_timings_and_bring_new_one
             t.join(10)
         pool.evaluate("softmax", "d", "hidden", timing=True)  # final: the full protocol, no cached references
         pool.evaluate("flip", "e", "visible", timing=True, timing_policy=short)
-    jobs = sorted((j for w in workers for j in w.jobs), key=lambda j: j["source"])
-    assert [j.get("references") for j in jobs] == [[], [measured], [measured], None, []]
+    jobs = sorted((j for w in workers for j in w.jobs), key=lambda j: j.source)
+    assert [j.references for j in jobs] == [(), (measured,), (measured,), (), ()]
     # The first timed job of each task primes the references, whatever its verdict turns out to be.
-    assert [j.get("prime_references") for j in jobs] == [True, False, False, None, True]
-    assert {w.jobs[0]["source"] for w in workers if w.jobs} >= {"a"} and all(w.jobs for w in workers)
+    assert [j.prime_references for j in jobs] == [True, False, False, False, True]
+    assert {w.jobs[0].source for w in workers if w.jobs} >= {"a"} and all(w.jobs for w in workers)
     assert len(pool.references) == 1
 
 
@@ -248,11 +250,10 @@ def test_judging_waits_behind_a_timer_and_a_job_alone_waits_for_the_judging(tmp_
         other = threading.Thread(target=judging_job)
         other.start()
         held.wait(5)
-        reply, _, _ = pool._run_job({"task": "vector_add", "source": expert, "case_set": "visible", "alone": True},
-                                    120, "timeout")
+        reply, _, _ = pool._run_job(Job("vector_add", expert, case_set="visible", alone=True), 120, "timeout")
         other.join()
-        assert isinstance(reply, dict) and reply["evaluation"]["verdict"]["kind"] == "correct"
-        assert reply["evaluation"]["phases"]["gate"] >= 1.0
+        assert isinstance(reply, JobReply) and reply.evaluation["verdict"]["kind"] == "correct"
+        assert reply.evaluation["phases"]["gate"] >= 1.0
 
 
 # ---------------------------------------------------------------------------- on a GPU (the lead's runs)

@@ -42,7 +42,7 @@ from judge.candidate.reruns import RERUNS, disturb_memory
 from judge.candidate.value_text import VARYING, describe_value
 from judge.candidate.verdict import TestOutcome, Verdict, missing_entry_point
 
-JOB_KIND = "internal_tests"
+JOB_KIND = "internal_tests"  # judge/job.py INTERNAL_TESTS
 DEFAULT_TEST_TIMEOUT_S = 30.0
 
 
