@@ -62,9 +62,7 @@ class Job:
         return dataclasses.replace(self, **changes)
 
     def to_json(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        d["references"] = list(self.references)
-        return d
+        return _as_json(self)
 
     @classmethod
     def from_json(cls, d: Any) -> Job:
@@ -90,9 +88,7 @@ class JobReply:
     references: tuple[dict[str, Any], ...] = field(default_factory=tuple)
 
     def to_json(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        d["references"] = list(self.references)
-        return d
+        return _as_json(self)
 
     @classmethod
     def from_json(cls, d: Any) -> JobReply:
@@ -101,6 +97,12 @@ class JobReply:
             raise JobError("a reply whose evaluation is not an object")
         fields["references"] = tuple(fields.get("references") or ())
         return cls(**fields)
+
+
+def _as_json(record: Job | JobReply) -> dict[str, Any]:
+    d = dataclasses.asdict(record)
+    d["references"] = list(record.references)  # a JSON array, as `from_json` reads it back
+    return d
 
 
 _NUMBER = (int, float)

@@ -94,16 +94,22 @@ class TestTimeout(Exception):
     pass
 
 
-@contextlib.contextmanager
-def _time_limit(seconds: float | None) -> Iterator[None]:
+def _time_limit(seconds: float | None) -> contextlib.AbstractContextManager[None]:
     """SIGALRM-based limit, only on the main thread (the worker's); the pool's job timeout
     stays the backstop for a test stuck where Python cannot interrupt it."""
+    return alarm_after(seconds, lambda: TestTimeout(f"the test ran past its {seconds:.0f} s limit"))
+
+
+@contextlib.contextmanager
+def alarm_after(seconds: float | None, raised: Callable[[], BaseException]) -> Iterator[None]:
+    """`raised()` raised in the main thread once `seconds` have passed (SIGALRM); nothing without
+    seconds or off the main thread, where no timer signal can interrupt."""
     if not seconds or threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def expire(signum: int, frame: Any) -> None:
-        raise TestTimeout(f"the test ran past its {seconds:.0f} s limit")
+        raise raised()
 
     previous = signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, seconds)

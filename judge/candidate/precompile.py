@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
@@ -39,6 +38,7 @@ from typing import Any
 import torch
 
 from judge.candidate import launches, wire
+from judge.candidate.internal_tests import alarm_after
 
 PRECOMPILE_ENV = "KMC_PRECOMPILE"
 """0 turns the pass off (for measuring what it saves); `force` runs it under Triton's CPU
@@ -83,23 +83,9 @@ class _CaseOverran(Exception):
     """Raised in the entry point by `_limited` when a case outlasts `CASE_LIMIT_S`."""
 
 
-@contextlib.contextmanager
-def _limited(seconds: float) -> Iterator[None]:
-    """The main thread interrupted after `seconds` (SIGALRM); nothing where timers cannot be set."""
-    def overran(_signum: int, _frame: Any) -> None:
-        raise _CaseOverran()
-
-    try:
-        previous = signal.signal(signal.SIGALRM, overran)
-    except ValueError:  # not the main thread
-        yield
-        return
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+def _limited(seconds: float) -> contextlib.AbstractContextManager[None]:
+    """The main thread interrupted with `_CaseOverran` after `seconds`."""
+    return alarm_after(seconds, _CaseOverran)
 
 
 @contextlib.contextmanager
