@@ -62,23 +62,24 @@ runs)
   ;;
 speed)
   # Issue 42: the compile pass and the split timing hold on the GPU, then the 7-task command
-  # with the defaults and, for each N in SEVEN_WORKERS, with N workers (SEVEN_UNGATED=N: N
-  # workers with contexts made without a ticket; SEVEN_ARGS: more flags for every run).
+  # with the defaults; SEVEN_UNGATED=N: with N workers and contexts made without a ticket;
+  # FULL_LIMIT_S: the full suite at budget 100 cut there (FULL_ARGS: its flags); then, for each N
+  # in SEVEN_WORKERS, the 7-task command with N workers. SEVEN_ARGS: more flags for every 7-task run.
   step gpu_tests 150 python3 -m pytest -q -p no:cacheprovider -m "gpu or not slow" tests/test_precompile.py \
     tests/test_timing_protocols.py
   step seven 260 python3 benchmarks/bench_compare_gpu.py --skip-full --steps ${SEVEN_ARGS:-} --json "$OUT/seven.json"
-  for n in ${SEVEN_WORKERS:-}; do
-    step "seven_w$n" 260 python3 benchmarks/bench_compare_gpu.py --skip-full --steps --workers "$n" ${SEVEN_ARGS:-} \
-      --json "$OUT/seven-w$n.json"
-  done
-  if [ -n "${FULL_LIMIT_S:-}" ]; then  # the full suite at budget 100, cut at FULL_LIMIT_S seconds
-    step full $((FULL_LIMIT_S + 120)) python3 benchmarks/bench_compare_gpu.py --skip-seven --steps \
-      --full-limit-s "$FULL_LIMIT_S" ${SEVEN_ARGS:-} --json "$OUT/full.json"
-  fi
   if [ -n "${SEVEN_UNGATED:-}" ]; then
     step seven_ungated 260 python3 benchmarks/bench_compare_gpu.py --skip-full --steps --ungated-contexts \
       --workers "$SEVEN_UNGATED" ${SEVEN_ARGS:-} --json "$OUT/seven-ungated.json"
   fi
+  if [ -n "${FULL_LIMIT_S:-}" ]; then
+    step full $((FULL_LIMIT_S + 120)) python3 benchmarks/bench_compare_gpu.py --skip-seven --steps \
+      --full-limit-s "$FULL_LIMIT_S" ${FULL_ARGS:-} --json "$OUT/full.json"
+  fi
+  for n in ${SEVEN_WORKERS:-}; do
+    step "seven_w$n" 260 python3 benchmarks/bench_compare_gpu.py --skip-full --steps --workers "$n" ${SEVEN_ARGS:-} \
+      --json "$OUT/seven-w$n.json"
+  done
   ;;
 strength)
   # chunks of tasks until --minutes, every finished chunk kept; then one tarball
