@@ -306,3 +306,20 @@ def test_on_a_gpu_a_launch_after_the_pass_compiles_nothing(tmp_path: Path) -> No
         assert len(compiled) == before, "a judged launch compiled again after the pass"
     finally:
         knobs.runtime.jit_post_compile_hook = None
+
+
+def test_compiles_of_the_pass_run_on_threads_and_a_failed_one_raises_nothing() -> None:
+    """Triton's asynchronous compile mode is on during the pass (where this Triton has it); a
+    compile that fails there is dropped (its judged launch reports it), never raised by the pass."""
+    _async = pytest.importorskip("triton.runtime._async_compile")
+    cache: dict[str, object] = {}
+
+    def failing() -> object:
+        raise RuntimeError("a compile error")
+
+    with precompile._concurrent_compiles():
+        mode = _async.active_mode.get()
+        assert mode is not None
+        cache["k"] = mode.submit("k", failing, lambda kernel: cache.__setitem__("k", kernel),
+                                 lambda future: cache.pop("k", None))
+    assert _async.active_mode.get() is None and "k" not in cache

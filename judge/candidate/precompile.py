@@ -92,7 +92,9 @@ def _limited(seconds: float) -> contextlib.AbstractContextManager[None]:
 def _concurrent_compiles() -> Iterator[None]:
     """Triton's asynchronous compile mode over a few threads, where this Triton has it: the
     entry point goes on to its next launch while the last one compiles (the C++ passes and
-    ptxas run outside the interpreter lock for much of their time). Waits for them at the end."""
+    ptxas run outside the interpreter lock for much of their time). Waits for them at the end;
+    a compile that failed is dropped from Triton's cache there (its judged launch compiles it
+    again and reports the error as before), never raised here."""
     try:
         from concurrent.futures import ThreadPoolExecutor
 
@@ -100,9 +102,21 @@ def _concurrent_compiles() -> Iterator[None]:
     except ImportError:
         yield
         return
-    with ThreadPoolExecutor(COMPILE_THREADS, thread_name_prefix="kmc-compile") as pool, \
-            AsyncCompileMode(pool, ignore_errors=True):
-        yield
+    with ThreadPoolExecutor(COMPILE_THREADS, thread_name_prefix="kmc-compile") as pool:
+        try:
+            mode = AsyncCompileMode(pool, ignore_errors=True)
+        except TypeError:  # a Triton whose mode has no such option: its errors are suppressed below
+            mode = AsyncCompileMode(pool)
+        try:
+            mode.__enter__()
+        except RuntimeError:  # another mode already active (never in a candidate process)
+            yield
+            return
+        try:
+            yield
+        finally:
+            with contextlib.suppress(Exception):
+                mode.__exit__(None, None, None)
 
 
 def _loaded(kernels: list[Any]) -> int:
