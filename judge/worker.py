@@ -390,7 +390,7 @@ class Worker:
     def _internal_tests(self, task: Any, job: Job, proc: Any) -> tuple[Any, list[dict[str, Any]]]:
         """A method's own unit tests, run in the candidate's process (where neither hidden
         cases nor references can be imported): judge/candidate/internal_tests.py."""
-        from judge.candidate.internal_tests import DEFAULT_TEST_TIMEOUT_S, InternalTestReport
+        from judge.candidate.internal_tests import DEFAULT_TEST_TIMEOUT_S, InternalTestReport, test_names
         from judge.candidate.precompile import enabled as precompile_enabled
         from judge.candidate.verdict import TestOutcome, Verdict
 
@@ -401,11 +401,20 @@ class Worker:
             with self.clock("compile"), self.clock.step("compile pass"):
                 reply, _ = proc.request({"op": "compile_tests", "tests": job.tests})
                 self.compile_pass = reply.get("pass") if isinstance(reply.get("pass"), dict) else {}
-        with gpu_gate(exclusive=False, clock=self.clock), self.clock("correctness"):  # its tests use the GPU too
-            reply, _ = proc.request({"op": "tests", "tests": job.tests,
-                                     "per_test_timeout": job.per_test_timeout or DEFAULT_TEST_TIMEOUT_S})
+        # Its tests use the GPU too: a shared ticket per test function, so a timer waits for one
+        # test, not them all (their kernels compiled before, without a ticket).
+        try:
+            names: list[str | None] = list(test_names(job.tests)) or [None]
+        except SyntaxError:
+            names = [None]  # the candidate's process says so, as one failed test
+        found: list[Any] = []
+        for name in names:
+            with gpu_gate(exclusive=False, clock=self.clock), self.clock("correctness"):
+                reply, _ = proc.request({"op": "tests", "tests": job.tests, **({"only": [name]} if name else {}),
+                                         "per_test_timeout": job.per_test_timeout or DEFAULT_TEST_TIMEOUT_S})
+            found += reply.get("tests", [])
         outcomes = tuple(TestOutcome(str(t["name"])[:200], t["passed"] is True, str(t.get("message", ""))[:2000])
-                         for t in reply.get("tests", []) if isinstance(t, dict))
+                         for t in found if isinstance(t, dict))
         report = InternalTestReport.from_outcomes(outcomes)
         return report.verdict, [dataclasses.asdict(t) for t in report.tests]
 

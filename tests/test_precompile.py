@@ -323,3 +323,30 @@ def test_compiles_of_the_pass_run_on_threads_and_a_failed_one_raises_nothing() -
         cache["k"] = mode.submit("k", failing, lambda kernel: cache.__setitem__("k", kernel),
                                  lambda future: cache.pop("k", None))
     assert _async.active_mode.get() is None and "k" not in cache
+
+
+@pytest.mark.slow
+def test_a_methods_tests_hold_the_gpus_gate_one_test_function_at_a_time(tmp_path: Path) -> None:
+    """A ticket per test function (a timer waits for one test, not them all): three tests
+    draw two tickets more than one test does, and the outcomes are those of a run of them all."""
+    from judge.device import detect_target
+    from runners.pool import LocalPool
+
+    source = KERNEL_FILE.replace("def double(x):", "def vector_add(x, y):").replace(
+        "y = torch.empty_like(x)", "out = torch.empty_like(x)").replace("](x, y,", "](x, out,").replace(
+        "    return y", "    return out")
+    one = "import torch\n\n\ndef test_a():\n    x = torch.ones(8, device=DEVICE)\n    assert torch.equal(vector_add(x, x), 2 * x)\n"
+    three = one + one.replace("test_a", "test_b").replace("2 * x", "3 * x") + one.replace("test_a", "test_c").split(
+        "import torch\n\n\n")[1]
+    gate = tmp_path / "gate"
+    drawn = []
+    outcomes = []
+    with LocalPool(detect_target(force_cpu=True), workers=1, job_timeout=300, gate_on_cpu=True,
+                   gate_folder=gate) as pool:
+        for tests in (one, three):
+            before = int((gate / "counter").read_text()) if (gate / "counter").exists() else 0
+            report = pool.run_tests("vector_add", source, tests)
+            drawn.append(int((gate / "counter").read_text()) - before)
+            outcomes.append([(t.name, t.passed) for t in report.tests])
+    assert outcomes == [[("test_a", True)], [("test_a", True), ("test_b", False), ("test_c", True)]]
+    assert drawn[1] - drawn[0] == 2

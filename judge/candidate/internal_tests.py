@@ -263,38 +263,61 @@ def with_slack(entry: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
+class TestSession:
+    """A method's tests defined once, in a fresh namespace holding the entry point and DEVICE,
+    then run by name (`run`), a request at a time: the judge holds its GPU ticket around each
+    test function rather than around them all (judge/worker.py), so a timer waiting at the
+    gate waits for one test. A test source that does not parse fails as one test ("tests"); one
+    that does not even define its functions (an import of a missing module) fails every test
+    with that error."""
+
+    def __init__(self, entry: Callable[..., Any], entry_name: str, tests: str, device: str,
+                 per_test_timeout: float | None = DEFAULT_TEST_TIMEOUT_S) -> None:
+        self.tests, self.device, self.per_test_timeout = tests, device, per_test_timeout
+        self.broken: dict[str, str] = {}  # a test's name -> why every run of it fails at once
+        try:
+            self.names = test_names(tests)
+        except SyntaxError as exc:
+            self.names = ["tests"]
+            self.broken = {"tests": f"the tests do not parse: {exc}"}
+            return
+        wrapped = with_slack(entry)
+        self.namespace: dict[str, Any] = {"__name__": "kmc_internal_tests", entry_name: wrapped, "DEVICE": device}
+        try:
+            exec(compile(tests, "<internal_tests>", "exec"), self.namespace)  # noqa: S102 - the candidate process's job
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - a broken test file fails its tests, not the worker
+            message = f"the tests could not be defined: {_failure_message(exc, tests)}"
+            self.names = self.names or ["tests"]
+            self.broken = dict.fromkeys(self.names, message)
+            return
+        self.namespace[entry_name] = wrapped  # a test file that rebinds the entry point still tests the candidate
+
+    def run(self, names: list[str] | tuple[str, ...]) -> tuple[TestOutcome, ...]:
+        """The named tests (in the order given), each seeded alike before it runs."""
+        outcomes = []
+        for name in names:
+            if name in self.broken or name not in self.names:
+                outcomes.append(TestOutcome(name, False, self.broken.get(name, "no such test function")))
+                continue
+            fn = self.namespace.get(name)
+            if not callable(fn):
+                outcomes.append(TestOutcome(name, False, "not a function after the test source ran"))
+                continue
+            try:
+                _seeded_call(fn, self.per_test_timeout)
+            except (Exception, SystemExit) as exc:  # noqa: BLE001 - every failure of a test is that test's outcome
+                outcomes.append(TestOutcome(name, False, _reproducible_failure(exc, fn, self.per_test_timeout,
+                                                                               self.tests, self.device)))
+            else:
+                outcomes.append(TestOutcome(name, True))
+        return tuple(outcomes)
+
+
 def run_test_functions(entry: Callable[..., Any], entry_name: str, tests: str, device: str,
                        per_test_timeout: float | None = DEFAULT_TEST_TIMEOUT_S) -> tuple[TestOutcome, ...]:
-    """Define the tests in a fresh namespace holding the entry point and DEVICE, then call
-    each `test_*` function (random generators seeded before each). A test source that does
-    not even define its functions (an import of a missing module, a syntax error) fails every
-    test with that error."""
-    entry = with_slack(entry)
-    namespace: dict[str, Any] = {"__name__": "kmc_internal_tests", entry_name: entry, "DEVICE": device}
-    try:
-        names = test_names(tests)
-    except SyntaxError as exc:
-        return (TestOutcome("tests", False, f"the tests do not parse: {exc}"),)
-    try:
-        exec(compile(tests, "<internal_tests>", "exec"), namespace)  # noqa: S102 - the candidate process's job
-    except (Exception, SystemExit) as exc:  # noqa: BLE001 - a broken test file fails its tests, not the worker
-        message = f"the tests could not be defined: {_failure_message(exc, tests)}"
-        return tuple(TestOutcome(n, False, message) for n in names or ["tests"])
-    namespace[entry_name] = entry  # a test file that rebinds the entry point still tests the candidate
-    outcomes = []
-    for name in names:
-        fn = namespace.get(name)
-        if not callable(fn):
-            outcomes.append(TestOutcome(name, False, "not a function after the test source ran"))
-            continue
-        try:
-            _seeded_call(fn, per_test_timeout)
-        except (Exception, SystemExit) as exc:  # noqa: BLE001 - every failure of a test is that test's outcome
-            outcomes.append(TestOutcome(name, False, _reproducible_failure(exc, fn, per_test_timeout, tests,
-                                                                                   device)))
-        else:
-            outcomes.append(TestOutcome(name, True))
-    return tuple(outcomes)
+    """Every test function of `tests`, in definition order (`TestSession`)."""
+    session = TestSession(entry, entry_name, tests, device, per_test_timeout)
+    return session.run(session.names)
 
 
 def judge_internal_tests(module: Any, entry_name: str, tests: str, device: str,

@@ -71,6 +71,7 @@ class CandidateServer:
         self.held = HeldOutputs()
         self.kept: list[Any] = []  # spacers of judge/candidate/reruns.py, alive for the process's life
         self.timer: Any = None
+        self.test_session: Any = None  # a method's tests, defined once (`_op_tests`)
         self.tracer: CallTracer | None = None  # on a GPU: the device's trace of each judged call
         self.path: Path | None = None  # the candidate's file, whose frames its tracebacks show
         self.spent: dict[str, float] = {}  # seconds per step of this process's work, sent with `collect`
@@ -256,13 +257,21 @@ class CandidateServer:
         return {"ok": True, "calls": calls, "changed": changed, "launchers": noted()}, []
 
     def _op_tests(self, header: dict[str, Any], _: list[torch.Tensor]) -> tuple[dict[str, Any], list]:
+        """A method's tests (judge/candidate/internal_tests.py): those named in `only`, else all,
+        in a session defined once per test source, so a test run alone by name sees the same
+        namespace as a run of them all."""
         from dataclasses import asdict
 
-        from judge.candidate.internal_tests import run_test_functions
+        from judge.candidate.internal_tests import TestSession
 
+        tests = str(header["tests"])
         with launches.registering():  # a buffer the tests' calls make and a later call reuses is known memory
-            outcomes = run_test_functions(self.entry, self.entry_name, str(header["tests"]), self.device,
-                                          float(header.get("per_test_timeout") or 0) or None)
+            if self.test_session is None or self.test_session.tests != tests:
+                self.test_session = TestSession(self.entry, self.entry_name, tests, self.device,
+                                                float(header.get("per_test_timeout") or 0) or None)
+            only = header.get("only")
+            names = [str(n) for n in only] if isinstance(only, list) else self.test_session.names
+            outcomes = self.test_session.run(names)
         return {"ok": True, "tests": [asdict(t) for t in outcomes]}, []
 
     def _op_time(self, header: dict[str, Any], tensors: list[torch.Tensor]) -> tuple[dict[str, Any], list]:
