@@ -161,10 +161,10 @@ class Worker:
         return self.spares.template
 
     def _prepare_cases(self, stop: Callable[[], bool]) -> int:
-        """The hidden inputs of the run's built-in tasks (`PREPARE_ENV`), drawn into the
-        oracle's cache as its first evaluation of each task would draw them (seconds per task
-        while they were drawn on the CPU; far less since a GPU judge draws them on the GPU,
-        bench/builtin/_common.py), until `stop()` says so: first while the template
+        """The hidden inputs of the run's built-in tasks (`PREPARE_ENV`; on a GPU their timing
+        cases' too), drawn into the oracle's cache as its first evaluation of each task would
+        draw them (seconds per task while they were drawn on the CPU; far less since a GPU judge
+        draws them on the GPU, bench/builtin/_common.py), until `stop()` says so: first while the template
         starts (`stop`: it is ready), then on a GPU in the background (`_prepare_rest`). Cases
         already drawn cost nothing. Suite tasks are left to their first job (drawing their
         inputs runs the suite's code, which can fault the GPU). Returns how many cases."""
@@ -179,7 +179,10 @@ class Worker:
                 continue
             if task.source != "builtin":
                 continue
-            for case in task.cases("hidden", self.target.interpreter):
+            # On a GPU the timing cases too: drawn, they are in the compile pass of a task's first
+            # timed job (judge/precompile.py describes drawn inputs only).
+            perf = () if self.target.interpreter else tuple(task.perf)
+            for case in (*task.cases("hidden", self.target.interpreter), *perf):
                 if stop():
                     return done
                 try:
