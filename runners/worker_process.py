@@ -31,10 +31,7 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 _ENV_ALLOW_PREFIXES = ("TRITON_", "CUDA_", "HIP_", "ROCR_", "HSA_", "NCCL_", "TORCH_", "NVSHMEM_", "OMP_",
                        "MKL_", "OPENBLAS_", "LC_", "KMC_")
-_ENV_ALLOW = {"PATH", "HOME", "LANG", "TMPDIR", "LD_LIBRARY_PATH", "USER", "TERM", "XDG_CACHE_HOME", "CC", "CXX"}
-"""`CC`, `CXX`: the user's C compiler, with which Triton builds its launchers (an H200 image sets
-`CC=/opt/gcc/bin/gcc`); the candidate sandbox binds that compiler's installation
-(judge/sandbox_layout.py). Dropped before, so the workers used whatever `gcc` PATH found."""
+_ENV_ALLOW = {"PATH", "HOME", "LANG", "TMPDIR", "LD_LIBRARY_PATH", "USER", "TERM", "XDG_CACHE_HOME"}
 _ENV_SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "AUTH")
 
 
