@@ -147,6 +147,17 @@ class CandidateProcess:
             self.stopped_allowance -= stopped
             self.deadline += stopped
 
+    @contextlib.contextmanager
+    def limited(self, seconds: float) -> Iterator[None]:
+        """Requests meanwhile answered within `seconds` at most (the compile pass's own bound,
+        judge/worker.py), the job's deadline as it was afterwards."""
+        saved = self.deadline
+        self.deadline = min(saved, time.monotonic() + seconds)
+        try:
+            yield
+        finally:
+            self.deadline = saved
+
     def _recv(self, timeout: float) -> tuple[dict[str, Any], list[torch.Tensor]]:
         self.sock.settimeout(max(0.01, timeout))
         try:

@@ -260,17 +260,23 @@ class Worker:
         limit = float(job.timeout)
         proc = None
         try:
-            with self.clock("start"):
-                proc = self.spares.take(limit, self.clock)
-            self.caches.lend(proc, job.source)
-            with self.clock("compile"):  # writing and importing the candidate, in its process
-                reply, _ = proc.request({"op": "load", "source": job.source, "entry_point": task.entry_point,
-                                         "allowed_ops": list(task.allowed_torch_ops),
-                                         "judges_overruns": task.judges_overruns})
-            self.contained = str(reply.get("contained", ""))[:500]
-            if reply.get("ok") is not True:
-                return Verdict(str(reply.get("kind", "runtime_error")), str(reply.get("message", ""))[:4000],
-                               traceback=capped_traceback(reply.get("traceback"))), None
+            for attempt in ("with the compile pass", "without it"):
+                with self.clock("start"):
+                    proc = self.spares.take(limit, self.clock)
+                self.caches.lend(proc, job.source)
+                with self.clock("compile"):  # writing and importing the candidate, in its process
+                    reply, _ = proc.request({"op": "load", "source": job.source, "entry_point": task.entry_point,
+                                             "allowed_ops": list(task.allowed_torch_ops),
+                                             "judges_overruns": task.judges_overruns})
+                self.contained = str(reply.get("contained", ""))[:500]
+                if reply.get("ok") is not True:
+                    return Verdict(str(reply.get("kind", "runtime_error")), str(reply.get("message", ""))[:4000],
+                                   traceback=capped_traceback(reply.get("traceback"))), None
+                if attempt != "with the compile pass" or self._compile_pass(task, job, proc):
+                    break
+                proc.close()  # lost to the pass: judged in a fresh process, as without it
+                proc = None
+            assert proc is not None
             return body(task, job, proc)
         except CandidateTimeout:
             return Verdict("timeout", f"no verdict within {limit:.0f} s; the candidate process was killed"), None
@@ -287,11 +293,37 @@ class Worker:
                 with self.clock.step("close"):
                     proc.close()
 
+    def _compile_pass(self, task: Any, job: Job, proc: Any) -> bool:
+        """Every kernel the job's cases (or a method's tests) need compiled now, before any ticket
+        (judge/precompile.py), on the judge's time: the candidate's clock stops meanwhile. False
+        when the process was lost to the pass (it died or overstayed): the caller then judges
+        in a fresh process without it, so the pass can never decide a verdict."""
+        from judge.candidate.precompile import PASS_WAIT_S, enabled
+        from judge.candidate.wire import WireError
+        from judge.precompile import precompile
+        from judge.remote import CandidateDied, CandidateTimeout
+
+        if not enabled(self.target.interpreter) or (job.tests_job and not job.tests.strip()):
+            return True
+        timed = job.timing and not self.target.interpreter
+        try:
+            with self.clock("compile"), self.clock.step("compile pass"), proc.judge_side(), proc.limited(PASS_WAIT_S):
+                if job.tests_job:
+                    reply, _ = proc.request({"op": "compile_tests", "tests": job.tests})
+                    found = reply.get("pass")
+                    self.compile_pass = found if isinstance(found, dict) else {}
+                else:
+                    cases = tuple(task.cases(job.case_set, self.target.interpreter))
+                    self.compile_pass = precompile(proc, task, cases + (tuple(task.perf) if timed else ()),
+                                                   self.device, self.target.interpreter)
+        except (CandidateDied, CandidateTimeout, WireError) as exc:
+            self.compile_pass = {"lost": f"{type(exc).__name__}: {exc}"[:300]}
+            return False
+        return True
+
     def _judge_job(self, task: Any, job: Job, proc: Any) -> tuple[Any, Any]:
-        from judge.candidate.precompile import enabled as precompile_enabled
         from judge.candidate.reruns import steady_verdict
         from judge.oracle import judge_cases
-        from judge.precompile import precompile
         from judge.remote import RemoteRunner
 
         cases = task.cases(job.case_set, self.target.interpreter)
@@ -314,11 +346,6 @@ class Worker:
                 runner.disturb(rerun)
 
         timed = job.timing and not self.target.interpreter
-        if precompile_enabled(self.target.interpreter):
-            # Every kernel the cases need compiled now, before any ticket (judge/precompile.py).
-            with self.clock("compile"), self.clock.step("compile pass"):
-                self.compile_pass = precompile(proc, task, tuple(cases) + (tuple(task.perf) if timed else ()),
-                                               self.device, self.target.interpreter)
         with self.clock("correctness"):
             # A final submission (timed) on a GPU runs each case a third time on the first inputs.
             # The GPU's gate is held case by case (`hold`), so a timer waits for one case, not the set.
@@ -394,16 +421,10 @@ class Worker:
         """A method's own unit tests, run in the candidate's process (where neither hidden
         cases nor references can be imported): judge/candidate/internal_tests.py."""
         from judge.candidate.internal_tests import DEFAULT_TEST_TIMEOUT_S, InternalTestReport, test_names
-        from judge.candidate.precompile import enabled as precompile_enabled
         from judge.candidate.verdict import TestOutcome, Verdict
 
         if not job.tests.strip():
             return Verdict("correct", "no tests to run; the candidate imported"), []
-        if precompile_enabled(self.target.interpreter):
-            # The kernels the tests' inputs need compiled before the ticket (judge/candidate/precompile.py).
-            with self.clock("compile"), self.clock.step("compile pass"):
-                reply, _ = proc.request({"op": "compile_tests", "tests": job.tests})
-                self.compile_pass = reply.get("pass") if isinstance(reply.get("pass"), dict) else {}
         # Its tests use the GPU too: a shared ticket per test function, so a timer waits for one
         # test, not them all (their kernels compiled before, without a ticket).
         try:

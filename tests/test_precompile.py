@@ -350,3 +350,29 @@ def test_a_methods_tests_hold_the_gpus_gate_one_test_function_at_a_time(tmp_path
             outcomes.append([(t.name, t.passed) for t in report.tests])
     assert outcomes == [[("test_a", True)], [("test_a", True), ("test_b", False), ("test_c", True)]]
     assert drawn[1] - drawn[0] == 2
+
+
+DIES_IN_THE_PASS = (ROOT / "bench" / "kernels" / "vector_add.py").read_text().replace(
+    "    out = torch.empty_like(x)\n", "    out = torch.full_like(x, 7.0)\n").replace(
+    "    return out", "    if out.numel() and out.flatten()[0].item() == 7.0:  # the kernel did not run: the pass\n"
+    "        import os\n        os._exit(3)\n    return out")
+
+
+@pytest.mark.slow
+def test_a_process_lost_to_the_pass_is_judged_afresh_without_it(tmp_path: Path) -> None:
+    """A candidate whose process dies during the pass (here on purpose, where its launch did not
+    run) gets the verdict it gets without the pass: the pass never decides one."""
+    candidate = tmp_path / "dies_in_the_pass.py"
+    candidate.write_text(DIES_IN_THE_PASS)
+    verdicts = []
+    for setting in ("0", "force"):
+        steps = tmp_path / f"steps-{setting}"
+        steps.mkdir()
+        done = run_cli("eval", "--task", "vector_add", "--candidate", str(candidate), "--json",
+                       env=cli_env(KMC_PRECOMPILE=setting, KMC_JOB_STEPS=str(steps), KMC_FORCE_CPU="1"))
+        verdict = json.loads(done.stdout.strip().splitlines()[-1])
+        verdicts.append({k: verdict[k] for k in ("verdict", "failing_case", "cases_run")})
+        records = [json.loads(line) for f in steps.iterdir() for line in f.read_text().splitlines()]
+        if setting == "force":
+            assert "lost" in records[0]["compile_pass"], records
+    assert verdicts[0]["verdict"] == "correct" and verdicts[0] == verdicts[1]

@@ -47,6 +47,9 @@ CASE_LIMIT_S = 5.0
 """A case's entry point on placeholders gets this long (a host fallback path can be slow)."""
 PASS_LIMIT_S = 30.0
 """The whole pass stops starting cases after this long."""
+PASS_WAIT_S = PASS_LIMIT_S + 2 * CASE_LIMIT_S + 30.0
+"""How long the judge waits for the pass's reply (the last case's compiles and launchers
+included) before it gives the process up and judges in a fresh one without the pass."""
 COMPILE_THREADS = 4
 
 
