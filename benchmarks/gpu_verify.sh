@@ -64,7 +64,8 @@ speed)
   # Issue 42: the compile pass and the split timing hold on the GPU, then the 7-task command
   # with the defaults; SEVEN_UNGATED=N: with N workers and contexts made without a ticket;
   # FULL_LIMIT_S: the full suite at budget 100 cut there (FULL_ARGS: its flags); then, for each N
-  # in SEVEN_WORKERS, the 7-task command with N workers. SEVEN_ARGS: more flags for every 7-task run.
+  # in SEVEN_WORKERS, the 7-task command with N workers; SEVEN_ALT_ENV: once more with those
+  # variables set (the switches of judge/precompile and judge/worker). SEVEN_ARGS: more flags.
   step gpu_tests 150 python3 -m pytest -q -p no:cacheprovider -m "gpu or not slow" tests/test_precompile.py \
     tests/test_timing_protocols.py
   step seven 260 python3 benchmarks/bench_compare_gpu.py --skip-full --steps ${SEVEN_ARGS:-} --json "$OUT/seven.json"
@@ -75,6 +76,10 @@ speed)
   if [ -n "${FULL_LIMIT_S:-}" ]; then
     step full $((FULL_LIMIT_S + 120)) python3 benchmarks/bench_compare_gpu.py --skip-seven --steps \
       --full-limit-s "$FULL_LIMIT_S" ${FULL_ARGS:-} --json "$OUT/full.json"
+  fi
+  if [ -n "${SEVEN_ALT_ENV:-}" ]; then  # e.g. "KMC_PRECOMPILE=0 KMC_TIMING_HOLD=job": the design before, same sitting
+    step seven_alt 260 env $SEVEN_ALT_ENV python3 benchmarks/bench_compare_gpu.py --skip-full --steps ${SEVEN_ARGS:-} \
+      --json "$OUT/seven-alt.json"
   fi
   for n in ${SEVEN_WORKERS:-}; do
     step "seven_w$n" 260 python3 benchmarks/bench_compare_gpu.py --skip-full --steps --workers "$n" ${SEVEN_ARGS:-} \
