@@ -13,12 +13,13 @@ call's will have, `placeholder`) with every Triton launch turned into Triton's c
 warm-up (`compile_only`): `JITFunction.run(..., warmup=True)` compiles, loads nothing, launches
 nothing; an autotuner compiles each of its configurations instead of benchmarking them. No GPU
 work is done (a tensor the code makes on a GPU by name is made on the host, work on one already
-there is refused: judge/candidate/launches.py `_HostOnly`), so no ticket is needed; compiles of one source run concurrently on a few threads
-(Triton's `AsyncCompileMode`, where the installed Triton has it), and each compiled kernel's
-launcher is built here too.
+there is refused: judge/candidate/launches.py `_HostOnly`), so no ticket is needed; compiles of
+one source run concurrently on a few threads (Triton's `AsyncCompileMode`, where the installed
+Triton has it), and each compiled kernel's launcher is built here too.
 
 Best effort and never judged: an entry point that refuses host tensors, raises, or takes too
-long just leaves its kernels to be compiled at their first judged launch, as before. What the
+long just leaves its kernels to be compiled at their first judged launch, as before; the pass
+runs on the judge's time, and a process lost to it is replaced (judge/worker.py `_compile_pass`). What the
 pass sees decides nothing, and the judge reads no more of its reply than counts for the record.
 Afterwards the candidate is imported afresh (judge/candidate/server.py `_import_again`), so
 nothing the pass did to its module reaches a judged call; the compiled kernels are found in
@@ -66,6 +67,7 @@ class PassReport:
 
 
 def enabled(interpreter: bool) -> bool:
+    """Whether the pass runs: on by default on a GPU, off under the interpreter (nothing to compile)."""
     setting = os.environ.get(PRECOMPILE_ENV, "1").strip().lower()
     if setting in ("0", "off", "no", "false"):
         return False
