@@ -377,3 +377,28 @@ def test_a_process_lost_to_the_pass_is_judged_afresh_without_it(tmp_path: Path) 
         if setting == "force":
             assert "lost" in records[0]["compile_pass"], records
     assert verdicts[0]["verdict"] == "correct" and verdicts[0] == verdicts[1]
+
+
+def test_on_a_gpu_only_inputs_already_drawn_are_described_and_nothing_is_drawn() -> None:
+    """Describing draws nothing on a GPU (no ticket is held): a case not yet drawn is left to
+    its first judged launch, a drawn one is described from the worker's cache."""
+    from bench.registry import get_task
+    from judge import case_inputs
+    from judge.precompile import case_descriptions
+
+    task = get_task("vector_add")
+    cases = task.cases("hidden", True)[:3]
+    cache = case_inputs._CACHE
+    saved = (cache.max_bytes, cache.used, dict(cache.entries), dict(cache.sizes), dict(cache.task_bytes))
+    case_inputs.set_input_cache_bytes(1 << 30)
+    try:
+        assert case_descriptions(task, cases, "cuda", False) == []
+        assert case_inputs.drawn_inputs(task, cases[0], "cuda") is None  # still nothing drawn
+        # One case drawn (here on the host, standing in for the GPU worker's own draw).
+        drawn = case_inputs.cached_inputs(task, cases[0], "cpu", refill=False)
+        case_inputs._CACHE.entries[(task.id, cases[0], "cuda", False)] = drawn
+        described = case_descriptions(task, cases, "cuda", False)
+        assert len(described) == 1 and [d["size"] for d in described[0]["tensors"]] == [list(t.shape) for t in drawn]
+    finally:  # the cache as it was: other tests in this process see none of this
+        cache.max_bytes, cache.used = saved[0], saved[1]
+        cache.entries, cache.sizes, cache.task_bytes = saved[2], saved[3], saved[4]
