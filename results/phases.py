@@ -103,5 +103,19 @@ def steps_by_kind(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
                                "unnamed_s": sum(float(j.get("wall", 0.0)) - sum(j.get("phases", {}).values())
                                                 for j in jobs) / n}
         row.update({name: sum(float(j.get("steps", {}).get(name, 0.0)) for j in jobs) / n for name in names})
+        row.update(_compile_passes([j.get("compile_pass") or {} for j in jobs]))
         rows.append(row)
     return rows
+
+
+def _compile_passes(reports: list[dict[str, Any]]) -> dict[str, float]:
+    """What the jobs' compile passes did (judge/candidate/precompile.py `PassReport`), for telling
+    whether the pass worked on a run: how many jobs ran one, the mean kernels it left compiled
+    among those, and how many lost their process to it (judged afresh without it). Nothing for
+    jobs that recorded no pass (older workers, the pass off)."""
+    ran = [r for r in reports if "launches" in r]
+    lost = sum(1 for r in reports if "lost" in r)
+    if not ran and not lost:
+        return {}
+    return {"pass:jobs": len(ran), "pass:kernels": sum(float(r.get("kernels", 0)) for r in ran) / max(len(ran), 1),
+            "pass:lost": lost}

@@ -44,7 +44,11 @@ def test_step_lines_are_summarised_by_job_kind() -> None:
              {"kind": "evaluation", "case_set": "visible", "timing": True, "wall": 2.0,
               "phases": {"start": 0.4, "timing": 1.0}, "steps": {"close": 0.3}},
              {"kind": "internal_tests", "case_set": None, "timing": False, "wall": 0.5,
-              "phases": {"correctness": 0.5}, "steps": {}}]
+              "phases": {"correctness": 0.5}, "steps": {}},
+             {"kind": "internal_tests", "case_set": None, "timing": False, "wall": 0.5,
+              "phases": {"correctness": 0.5}, "steps": {}, "compile_pass": {"launches": 3, "kernels": 2}},
+             {"kind": "internal_tests", "case_set": None, "timing": False, "wall": 0.5,
+              "phases": {"correctness": 0.5}, "steps": {}, "compile_pass": {"lost": "CandidateDied: ..."}}]
     rows = {r["kind"]: r for r in steps_by_kind(lines)}
     assert set(rows) == {"visible timed", "internal"}
     timed = rows["visible timed"]
@@ -52,6 +56,9 @@ def test_step_lines_are_summarised_by_job_kind() -> None:
     assert timed["unnamed_s"] == pytest.approx((0.3 + 0.6) / 2)  # wall less the named phases
     assert timed["close"] == pytest.approx(0.2) and timed["spare:gate"] == pytest.approx(0.1)  # a missing step is 0
     assert rows["internal"]["unnamed_s"] == pytest.approx(0.0)
+    # What the compile passes did: one ran (2 kernels), one lost its process; none recorded for the timed jobs.
+    assert (rows["internal"]["pass:jobs"], rows["internal"]["pass:kernels"], rows["internal"]["pass:lost"]) == (1, 2, 1)
+    assert "pass:jobs" not in timed
 
 
 def test_phases_are_stored_beside_the_evaluation_and_an_old_store_gains_the_columns(tmp_path: Path) -> None:
