@@ -47,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 from judge.phases import STEPS_ENV  # noqa: E402
 from judge.spares import CONTEXT_GATE_ENV, MAX_SPARES, SPARES_ENV, contexts_gated  # noqa: E402
 from judge.worker import ALONE_STEP  # noqa: E402
+from record.run_folder import RunFolder, RunFolderError  # noqa: E402
 from record.store import Store  # noqa: E402
 from results.phases import PHASE_COLUMNS, phase_seconds, phase_seconds_by_kind, steps_by_kind  # noqa: E402
 from results.readers import load_run  # noqa: E402
@@ -257,10 +258,11 @@ JUDGE_SWITCHES = ("KMC_PRECOMPILE", "KMC_TIMING_HOLD", CONTEXT_GATE_ENV, SPARES_
 
 
 def _planned_workers(run_dir: Path) -> int | None:
+    """The judging workers config.json's executor plan recorded (record/run_folder.py)."""
     try:
-        plan = json.loads((run_dir / "config.json").read_text()).get("executor") or {}
+        plan = RunFolder(run_dir).read_executor() or {}
         return int(plan["workers"]) if "workers" in plan else None
-    except (OSError, ValueError, TypeError, KeyError):
+    except (RunFolderError, ValueError, TypeError):
         return None
 
 

@@ -260,7 +260,7 @@ class Worker:
         limit = float(job.timeout)
         proc = None
         try:
-            for attempt in ("with the compile pass", "without it"):
+            for with_pass in (True, False):
                 with self.clock("start"):
                     proc = self.spares.take(limit, self.clock)
                 self.caches.lend(proc, job.source)
@@ -272,7 +272,7 @@ class Worker:
                 if reply.get("ok") is not True:
                     return Verdict(str(reply.get("kind", "runtime_error")), str(reply.get("message", ""))[:4000],
                                    traceback=capped_traceback(reply.get("traceback"))), None
-                if attempt != "with the compile pass" or self._compile_pass(task, job, proc):
+                if not with_pass or self._compile_pass(task, job, proc):
                     break
                 proc.close()  # lost to the pass: judged in a fresh process, as without it
                 proc = None

@@ -46,6 +46,15 @@ def in_process_runner(task: Any, source: str, folder: Path, module_name: str) ->
     return LocalRunner(getattr(module, task.entry_point), "cpu", True, task.allowed_torch_ops, source_path=path)
 
 
+def import_afresh(monkeypatch: Any, module: str) -> Any:
+    """`module` imported afresh (`monkeypatch` puts the old one back afterwards): a toy plugin's
+    decorator runs again and registers it, into the test's own copy of the registry."""
+    import importlib
+
+    monkeypatch.delitem(sys.modules, module, raising=False)
+    return importlib.import_module(module)
+
+
 def install_entry_points(folder: Path, group: str, distribution: str, **entry_points: str) -> Path:
     """A distribution's metadata in `folder` declaring `entry_points` in `group`, as `pip install`
     of a package with `[project.entry-points."<group>"]` leaves it: put `folder` on sys.path and

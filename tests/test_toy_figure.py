@@ -6,7 +6,6 @@ contract, or a broken plugin, is one line."""
 
 from __future__ import annotations
 
-import importlib
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -22,7 +21,7 @@ from results.plugins import PluginError
 from results.readers import load_run
 from results.report import write_report
 from tests.fixtures.synthetic_run import make_synthetic_run
-from tests.helpers import install_entry_points
+from tests.helpers import import_afresh, install_entry_points
 from tests.test_cli_usability import invoke
 
 TOY_MODULE = "tests.toy_figure"
@@ -37,8 +36,7 @@ def own_registry(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def register_toy(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     """Import the toy afresh: its decorator registers it (into this test's registry only)."""
-    monkeypatch.delitem(sys.modules, TOY_MODULE, raising=False)
-    return importlib.import_module(TOY_MODULE)
+    return import_afresh(monkeypatch, TOY_MODULE)
 
 
 def install(folder: Path, **entry_points: str) -> Path:

@@ -7,7 +7,6 @@ before its first unit."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import sys
@@ -38,7 +37,7 @@ from runners.config import CompareConfig, ConfigError
 from runners.plan import CompareOptions, plan_run
 from stats import RATE_BAND, Estimate, mean_band
 from tests.fixtures.synthetic_run import make_random_run, make_synthetic_run
-from tests.helpers import cli_env, install_entry_points, run_cli
+from tests.helpers import cli_env, import_afresh, install_entry_points, run_cli
 from tests.test_cli_usability import invoke
 
 TOY_MODULE = "tests.toy_statistic"
@@ -53,8 +52,7 @@ def own_registry(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def register_toy(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     """Import the toy afresh: its decorator registers it (into this test's registry only)."""
-    monkeypatch.delitem(sys.modules, TOY_MODULE, raising=False)
-    return importlib.import_module(TOY_MODULE)
+    return import_afresh(monkeypatch, TOY_MODULE)
 
 
 def install(folder: Path, **entry_points: str) -> Path:

@@ -179,6 +179,21 @@ def install_launch_recorder() -> None:
     _install_store_recorder()
 
 
+class _WithoutDynamo(TorchDispatchMode):
+    """The candidate process's dispatch modes (`_HostOnly`, `_OpRecorder`) opt out of Dynamo's guard."""
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        """False: torch must not wrap this mode's `__torch_dispatch__` in `torch._disable_dynamo`.
+        That wrapper imports `torch._dynamo` at the first operation recorded (2.75 s on a 2-core
+        host, in every fresh process that records a call: a judge worker's template, and each
+        candidate process of the naive benchmark harness, which does not fork from a template)
+        and adds Dynamo's frame switching to every operation after. It keeps `torch.compile`
+        from tracing into the mode; an entry point that calls a compiled function under the
+        recorder still runs, and what it dispatches is still recorded (tests/test_launches.py)."""
+        return False
+
+
 @dataclass
 class CompileOnly:
     """The compile pass's switch (judge/candidate/precompile.py): every launch compiled, none run."""
@@ -219,17 +234,13 @@ class GPUWorkRefused(RuntimeError):
     """Raised in the compile pass by an operation on a tensor that lives on a GPU."""
 
 
-class _HostOnly(TorchDispatchMode):
+class _HostOnly(_WithoutDynamo):
     """No GPU work while the compile pass runs without a ticket at the GPU's gate. An operation
     that would make a tensor on a GPU (`torch.randn(..., device="cuda")`, `x.cuda()`) makes it
     on the host instead, so code that names the GPU itself (a method's tests mostly do) still
     reaches its launches, with host pointers of the same alignment; an operation on a tensor
     already on a GPU (one the candidate's import made) is refused: the code that asked raises,
     and its kernels compile at their first judged launch instead."""
-
-    @classmethod
-    def _should_skip_dynamo(cls) -> bool:
-        return False  # as `_OpRecorder`: no torch._dynamo import for a mode's first operation
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
@@ -378,19 +389,8 @@ def _written(op: _Op, func: Any, args: tuple, kwargs: dict[str, Any]) -> list[to
     return _op_tensors(tuple(values))
 
 
-class _OpRecorder(TorchDispatchMode):
+class _OpRecorder(_WithoutDynamo):
     """Records aten operations outside Triton launches and tracks storage provenance."""
-
-    @classmethod
-    def _should_skip_dynamo(cls) -> bool:
-        """False: torch must not wrap this mode's `__torch_dispatch__` in `torch._disable_dynamo`.
-        That wrapper imports `torch._dynamo` at the first operation recorded (2.75 s on a 2-core
-        host, in every fresh process that records a call: a judge worker's template, and each
-        candidate process of the naive benchmark harness, which does not fork from a template)
-        and adds Dynamo's frame switching to every operation after. It keeps `torch.compile`
-        from tracing into the mode; an entry point that calls a compiled function under the
-        recorder still runs, and what it dispatches is still recorded (tests/test_launches.py)."""
-        return False
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}

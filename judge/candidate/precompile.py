@@ -32,7 +32,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -139,38 +139,66 @@ def _loaded(kernels: list[Any]) -> int:
     return done
 
 
-def compile_cases(entry: Any, cases: list[dict[str, Any]], module: Any,
-                  case_limit_s: float = CASE_LIMIT_S, pass_limit_s: float = PASS_LIMIT_S) -> PassReport:
-    """Run `entry` on each case's placeholders with launches compiled only. `cases`: per case
-    {"args": wire.encode_values spec, "tensors": [description, ...]}."""
+class _NothingToRun(Exception):
+    """Raised by a pass's `runs` when there is nothing to run: why, and how many failures that counts."""
+
+    def __init__(self, why: str, failures: int = 0) -> None:
+        super().__init__(why)
+        self.why, self.failures = why, failures
+
+
+def _drive(runs: Callable[[], Iterable[Callable[[], object]]], unit: str, limit_s: float, pass_limit_s: float,
+           stop_without_launch: bool) -> PassReport:
+    """One pass: `runs()` (called with launches compiled only, within `limit_s`) gives the calls
+    to make, each made within `limit_s`, until the pass has run `pass_limit_s`. A call that
+    raises is a failure; with `stop_without_launch`, one that raised before any launch stops the
+    pass (the code does not reach a launch on host tensors)."""
     report = PassReport()
     started = time.perf_counter()
     compiled: list[Any] = []
     with _concurrent_compiles(), launches.compile_only(compiled) as counter:
-        for case in cases:
+        try:
+            with _limited(limit_s):
+                calls = runs()
+        except _NothingToRun as nothing:
+            return PassReport(failures=nothing.failures, stopped=nothing.why)
+        for call in calls:
             if time.perf_counter() - started > pass_limit_s:
                 report.stopped = f"over {pass_limit_s:.0f} s"
                 break
             before = counter.launches
             try:
-                tensors = [placeholder(d) for d in case["tensors"]]
-                args = tuple(wire.decode_values(case["args"], tensors, wire.Rebuilder(module)))
-                with _limited(case_limit_s):
-                    entry(*args)
+                with _limited(limit_s):
+                    call()
                 report.cases += 1
             except _CaseOverran:
                 report.failures += 1
-                report.stopped = f"a case over {case_limit_s:.0f} s"
+                report.stopped = f"a {unit} over {limit_s:.0f} s"
                 break
-            except Exception:  # noqa: BLE001 - a pass that helps nothing is fine; its judged calls tell
+            except (Exception, SystemExit):  # noqa: BLE001 - a pass that helps nothing is fine; the judged run tells
                 report.failures += 1
-                if counter.launches == before:  # the entry point does not reach a launch here
-                    report.stopped = "the entry point raised before any launch on host placeholders"
+                if stop_without_launch and counter.launches == before:
+                    report.stopped = f"the {unit} raised before any launch on host tensors"
                     break
         report.launches = counter.launches
     report.kernels = _loaded(compiled)
     report.seconds = round(time.perf_counter() - started, 4)
     return report
+
+
+def compile_cases(entry: Any, cases: list[dict[str, Any]], module: Any,
+                  case_limit_s: float = CASE_LIMIT_S, pass_limit_s: float = PASS_LIMIT_S) -> PassReport:
+    """Run `entry` on each case's placeholders with launches compiled only. `cases`: per case
+    {"args": wire.encode_values spec, "tensors": [description, ...]}."""
+    def on_placeholders(case: dict[str, Any]) -> Callable[[], object]:
+        def call() -> object:
+            tensors = [placeholder(d) for d in case["tensors"]]
+            return entry(*wire.decode_values(case["args"], tensors, wire.Rebuilder(module)))
+
+        return call
+
+    return _drive(lambda: [on_placeholders(c) for c in cases], "case", case_limit_s, pass_limit_s,
+                  stop_without_launch=True)
 
 
 def compile_for_tests(entry: Any, entry_name: str, tests: str, test_limit_s: float = CASE_LIMIT_S,
@@ -181,45 +209,17 @@ def compile_for_tests(entry: Any, entry_name: str, tests: str, test_limit_s: flo
     their own inputs, so there are no placeholders; a tensor a test makes on the GPU by name
     (`device="cuda"`) is made on the host (launches.py `_HostOnly`). Outcomes here decide
     nothing: every assert on a launch's output fails, since nothing ran."""
-    from judge.candidate.internal_tests import test_names, with_slack
+    from judge.candidate.internal_tests import TestSession
 
-    report = PassReport()
-    started = time.perf_counter()
-    compiled: list[Any] = []
-    try:
-        names = test_names(tests)
-    except SyntaxError:
-        return PassReport(stopped="the tests do not parse")
-    wrapped = with_slack(entry)
-    namespace: dict[str, Any] = {"__name__": "kmc_internal_tests", entry_name: wrapped, "DEVICE": "cpu"}
-    with _concurrent_compiles(), launches.compile_only(compiled) as counter:
-        try:
-            with _limited(test_limit_s):
-                exec(compile(tests, "<internal_tests>", "exec"), namespace)  # noqa: S102 - as the judged run will
-        except BaseException:  # noqa: BLE001 - the judged run reports a broken test file
-            return PassReport(failures=1, stopped="the tests could not be defined")
-        namespace[entry_name] = wrapped
-        for name in names:
-            if time.perf_counter() - started > pass_limit_s:
-                report.stopped = f"over {pass_limit_s:.0f} s"
-                break
-            fn = namespace.get(name)
-            if not callable(fn):
-                continue
-            try:
-                with _limited(test_limit_s):
-                    fn()
-                report.cases += 1
-            except _CaseOverran:
-                report.failures += 1
-                report.stopped = f"a test over {test_limit_s:.0f} s"
-                break
-            except BaseException:  # noqa: BLE001 - a failing test (an assert on placeholders' values) is expected
-                report.failures += 1
-        report.launches = counter.launches
-    report.kernels = _loaded(compiled)
-    report.seconds = round(time.perf_counter() - started, 4)
-    return report
+    def test_functions() -> list[Callable[[], object]]:
+        session = TestSession(entry, entry_name, tests, "cpu", None)  # defined as the judged run will
+        if session.broken:
+            unparsed = next(iter(session.broken.values())).startswith("the tests do not parse")
+            raise _NothingToRun("the tests do not parse" if unparsed else "the tests could not be defined",
+                                failures=0 if unparsed else 1)
+        return [fn for name in session.names if callable(fn := session.namespace.get(name))]
+
+    return _drive(test_functions, "test", test_limit_s, pass_limit_s, stop_without_launch=False)
 
 
 def reply(report: PassReport, import_problem: str = "") -> dict[str, Any]:

@@ -206,18 +206,23 @@ class CandidateServer:
         from judge.candidate import precompile
 
         cases = header.get("cases")
-        if not isinstance(cases, list) or not precompile.enabled(self.interpreter):
-            return precompile.reply(precompile.PassReport(stopped="off")), []
-        report = precompile.compile_cases(self.entry, cases, self.module)
-        return precompile.reply(report, self._import_again()), []
+        return self._compile_pass(lambda: precompile.compile_cases(self.entry, cases, self.module)
+                                  if isinstance(cases, list) else precompile.PassReport(stopped="no cases"))
 
     def _op_compile_tests(self, header: dict[str, Any], _: list[torch.Tensor]) -> tuple[dict[str, Any], list]:
         """The compile pass for a method's own tests (`precompile.compile_for_tests`)."""
         from judge.candidate import precompile
 
+        tests = str(header["tests"])
+        return self._compile_pass(lambda: precompile.compile_for_tests(self.entry, self.entry_name, tests))
+
+    def _compile_pass(self, run: Any) -> tuple[dict[str, Any], list]:
+        """`run()`'s pass where the pass is on, then the candidate imported afresh."""
+        from judge.candidate import precompile
+
         if not precompile.enabled(self.interpreter):
             return precompile.reply(precompile.PassReport(stopped="off")), []
-        report = precompile.compile_for_tests(self.entry, self.entry_name, str(header["tests"]))
+        report = run()
         return precompile.reply(report, self._import_again()), []
 
     def _import_again(self) -> str:
