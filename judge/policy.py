@@ -29,7 +29,8 @@ class TimingPolicy:
     target_rse: float = 0.01
     max_seconds_per_case: float = 3.0
     warmup_calls: int = 3
-    warmup_ms: float = 50.0  # and at least this long per function: an idle GPU needs time to reach its clocks
+    warmup_ms: float = 50.0  # at most this long per function: until its clocks are up (judge/timing.py warm_up)
+    warmup_floor_ms: float = 5.0  # and at least this long, clocks up or not
     bootstrap_resamples: int = 2000
     seed: int = 0
     time_eager: bool = True
@@ -52,6 +53,8 @@ class TimingPolicy:
         if not 0 < self.feedback_alpha < 1 or self.feedback_equivalence <= 0 or self.feedback_noise_floor < 0:
             raise ValueError("feedback_alpha must lie in (0, 1), feedback_equivalence be positive and "
                              "feedback_noise_floor not negative")
+        if not 0 <= self.warmup_floor_ms or self.warmup_ms < 0 or self.warmup_calls < 0:
+            raise ValueError("warmup_ms, warmup_floor_ms and warmup_calls must not be negative")
         if self.baseline_recheck_uses < 1 or self.baseline_recheck_seconds <= 0:
             raise ValueError("baseline_recheck_uses must be at least 1 and baseline_recheck_seconds positive")
 

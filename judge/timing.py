@@ -57,7 +57,8 @@ class RemoteSide:
 
         self.proc = proc
         spec, tensors = wire.encode_values(list(args))
-        self._start = ({"op": "time", "step": "start", "args": spec, "refresh": refresh}, tensors)
+        self._start: tuple[dict[str, Any], list[torch.Tensor]] | None = (
+            {"op": "time", "step": "start", "args": spec, "refresh": refresh}, tensors)
 
     def _step(self, step: str, **fields: Any) -> dict[str, Any]:
         reply, _ = self.proc.request({"op": "time", "step": step, **fields})
@@ -65,12 +66,15 @@ class RemoteSide:
             raise RuntimeError(f"the candidate process failed the timing step {step}: {str(reply)[:300]}")
         return reply
 
-    def warm_up(self, warmup_ms: float, warmup_calls: int, allow_graphs: bool = True) -> float:
-        header, tensors = self._start
+    def warm_up(self, warmup_ms: float, warmup_calls: int, allow_graphs: bool = True,
+                estimate: bool = True) -> float:
+        """The first warm-up sends the inputs ("start"), later slices only warm ("warm")."""
+        header, tensors = self._start or ({"op": "time", "step": "warm"}, [])
         reply, _ = self.proc.request({**header, "warmup_ms": warmup_ms, "warmup_calls": warmup_calls,
-                                      "allow_graphs": allow_graphs}, tensors)
+                                      "allow_graphs": allow_graphs, "estimate": estimate}, tensors)
         if reply.get("ok") is not True:
             raise RuntimeError(f"the candidate process failed to start timing: {str(reply)[:300]}")
+        self._start = None
         return float(reply["estimate_ms"])
 
     def prepare(self, launches: int, use_graph: bool) -> str:
@@ -78,6 +82,13 @@ class RemoteSide:
 
     def sample(self) -> float:
         return float(self._step("sample")["ms"])
+
+    def samples(self, count: int) -> list[float]:
+        """`count` samples in one message (the short protocol's before its first look)."""
+        got = self._step("sample", count=count)["ms"]
+        if not isinstance(got, list) or len(got) != count:
+            raise RuntimeError(f"the candidate process sent {str(got)[:100]} for {count} samples")
+        return [float(ms) for ms in got]
 
     def restore(self) -> None:
         self._step("restore")
@@ -118,14 +129,46 @@ class Holds:
     alone: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
 
 
+WARMUP_SLICE_MS = 5.0
+"""How long each further warm-up slice runs before the clocks are read again (`warm_up`)."""
+
+Clocks = Callable[[], dict[str, Any]]
+
+
+def warm_up(side: Any, policy: TimingPolicy, allow_graphs: bool, clocks: Clocks | None = None) -> float:
+    """Warm `side` up until the GPU's clocks are up, then estimate its time per call.
+
+    At least `warmup_calls` calls and `warmup_floor_ms`, then slices of `WARMUP_SLICE_MS` while
+    the clocks read below `judge.clocks.UP_FRACTION` of their maximum, up to `warmup_ms` in all.
+    Why: a fixed warm-up of `warmup_ms` per side and case was paid in full on a GPU already at
+    its clocks, which a GPU shared by judge workers nearly always is. Where the clocks cannot
+    tell (no reading, no maximum) the warm-up runs its full `warmup_ms`, as before; the estimate
+    is taken once, at the end, on a warm GPU either way."""
+    from judge.clocks import clocks_up
+
+    if clocks is None:
+        return side.warm_up(policy.warmup_ms, policy.warmup_calls, allow_graphs)
+    spent = min(policy.warmup_floor_ms, policy.warmup_ms)
+    side.warm_up(spent, policy.warmup_calls, allow_graphs, estimate=False)
+    while spent < policy.warmup_ms:
+        up = clocks_up(clocks())
+        if up:
+            break
+        step = policy.warmup_ms - spent if up is None else min(WARMUP_SLICE_MS, policy.warmup_ms - spent)
+        side.warm_up(step, 0, allow_graphs, estimate=False)
+        spent += step
+    return side.warm_up(0.0, 0, allow_graphs)
+
+
 def _prepare_sides(sides: dict[str, Any], policy: TimingPolicy, allow_graphs: bool,
-                   mode: tuple[int, bool] | None = None) -> tuple[int, dict[str, str], bool]:
-    """Warm every side up and prepare it for sampling: (launches per sample, each side's method,
-    whether every side replays a graph). Kernels under SMALL_KERNEL_MS are timed as graph
-    replays of many launches (the same count for every side); if any side's capture fails,
-    every side runs one launch per sample (`PLAIN_AFTER_FAILED_CAPTURE`). `mode` (launches,
-    graph) repeats an earlier measurement's choice instead of deciding from the estimates."""
-    est = min(side.warm_up(policy.warmup_ms, policy.warmup_calls, allow_graphs) for side in sides.values())
+                   mode: tuple[int, bool] | None = None, clocks: Clocks | None = None) -> tuple[int, dict[str, str], bool]:
+    """Warm every side up (`warm_up`: the first brings the clocks up, the rest find them up) and
+    prepare it for sampling: (launches per sample, each side's method, whether every side
+    replays a graph). Kernels under SMALL_KERNEL_MS are timed as graph replays of many
+    launches (the same count for every side); if any side's capture fails, every side runs one
+    launch per sample (`PLAIN_AFTER_FAILED_CAPTURE`). `mode` (launches, graph) repeats an
+    earlier measurement's choice instead of deciding from the estimates."""
+    est = min(warm_up(side, policy, allow_graphs, clocks) for side in sides.values())
     if mode is not None:
         launches, graph = mode
     else:
@@ -181,7 +224,7 @@ def time_case(sides: dict[str, Any], case_name: str, policy: TimingPolicy,
     """
     holds = holds or Holds()
     with holds.shared():
-        launches, methods, _ = _prepare_sides(sides, policy, allow_graphs)
+        launches, methods, _ = _prepare_sides(sides, policy, allow_graphs, clocks=clocks)
     with holds.alone():
         clocks_before = clocks() if clocks else {}
         samples = _sample_rounds(sides, policy.min_samples, policy.max_samples, policy.target_rse,
@@ -221,7 +264,7 @@ def measure_references(sides: dict[str, Any], policy: TimingPolicy, clocks: Call
     """The expert baseline and eager PyTorch (keys baseline, eager) timed once, interleaved with
     each other under the full protocol's stopping rule, in launch `mode`: what the short
     protocol caches."""
-    launches, methods, graph = _prepare_sides(sides, policy, allow_graphs, mode=launch_mode(mode))
+    launches, methods, graph = _prepare_sides(sides, policy, allow_graphs, mode=launch_mode(mode), clocks=clocks)
     before = clocks() if clocks else {}
     samples = _sample_rounds(sides, policy.min_samples, policy.max_samples, policy.target_rse,
                              policy.max_seconds_per_case)
@@ -230,10 +273,12 @@ def measure_references(sides: dict[str, Any], policy: TimingPolicy, clocks: Call
                            methods["baseline"], sides["baseline"].wall(), before, after)
 
 
-def recheck_references(sides: dict[str, Any], policy: TimingPolicy, cached: ReferenceTiming) -> ReferenceTiming:
+def recheck_references(sides: dict[str, Any], policy: TimingPolicy, cached: ReferenceTiming,
+                       clocks: Clocks | None = None) -> ReferenceTiming:
     """A short re-timing of the references (`feedback_max_samples` rounds, the cached launch
     count and mode): the drift re-check of judge/baselines.py."""
-    launches, methods, graph = _prepare_sides(sides, policy, cached.use_graph, mode=(cached.launches, cached.use_graph))
+    launches, methods, graph = _prepare_sides(sides, policy, cached.use_graph, mode=(cached.launches, cached.use_graph),
+                                              clocks=clocks)
     n = policy.feedback_max_samples
     samples = _sample_rounds(sides, n, n, 0.0, policy.max_seconds_per_case)
     return ReferenceTiming(tuple(samples["baseline"]), tuple(samples.get("eager", ())), launches, graph,
@@ -318,7 +363,7 @@ def time_case_short(candidate: Any, case_name: str, policy: TimingPolicy, refere
     below or around 1.0x (or at the per-case time cap)."""
     holds = holds or Holds()
     with holds.shared():
-        est = candidate.warm_up(policy.warmup_ms, policy.warmup_calls, allow_graphs)
+        est = warm_up(candidate, policy, allow_graphs, clocks)
     with holds.alone():
         return _short_samples(candidate, case_name, policy, references, clocks, allow_graphs, locked, est)
 
@@ -341,16 +386,14 @@ def _short_samples(candidate: Any, case_name: str, policy: TimingPolicy, referen
         method = candidate.prepare(PLAIN_AFTER_FAILED_CAPTURE, False)
     ref = got.timing
     confidence = look_confidence(policy.feedback_alpha, policy.feedback_min_samples, policy.feedback_max_samples)
-    samples: list[float] = []
-    decision = None
     deadline = time.perf_counter() + policy.max_seconds_per_case
-    while len(samples) < policy.feedback_max_samples:
+    samples = candidate.samples(policy.feedback_min_samples)  # no look before the minimum: one message
+    while True:  # a look after each sample from the minimum on
+        _, lo, hi = speedup_interval(ref.baseline_ms, samples, confidence, policy.feedback_noise_floor)
+        decision = decide(lo, hi, policy.feedback_equivalence)
+        if decision is not None or len(samples) >= policy.feedback_max_samples or time.perf_counter() > deadline:
+            break
         samples.append(candidate.sample())
-        if len(samples) >= policy.feedback_min_samples:
-            _, lo, hi = speedup_interval(ref.baseline_ms, samples, confidence, policy.feedback_noise_floor)
-            decision = decide(lo, hi, policy.feedback_equivalence)
-            if decision is not None or time.perf_counter() > deadline:
-                break
     candidate.restore()
     after = clocks() if clocks else {}
     return CaseTiming(
@@ -492,7 +535,7 @@ def time_candidate(task: Task, candidate: Any, baseline: Callable[..., Any], cas
                 key = BaselineKey(str(device_index), task.id, case.name, state, mode)
                 return cache.acquire(
                     key, lambda: measure_references(reference_sides(), policy, clocks, not task.seeded_rng, mode),
-                    lambda cached: recheck_references(reference_sides(), policy, cached),
+                    lambda cached: recheck_references(reference_sides(), policy, cached, clocks),
                     policy.baseline_recheck_uses, policy.baseline_recheck_seconds)
 
             ct, events = time_case_short(cand_side, c.name, policy, references, clocks,

@@ -235,6 +235,7 @@ def _fake_pynvml(handles: dict[object, dict[str, int]]) -> types.ModuleType:
     m.nvmlDeviceGetTemperature = lambda h, kind: h["temp"]  # type: ignore[attr-defined]
     m.nvmlDeviceGetPowerUsage = lambda h: h["mw"]  # type: ignore[attr-defined]
     m.nvmlDeviceGetCurrentClocksEventReasons = lambda h: h["reasons"]  # type: ignore[attr-defined]
+    m.nvmlDeviceGetMaxClockInfo = lambda h, kind: h.get("max", 1980)  # type: ignore[attr-defined]
     return m
 
 
@@ -244,13 +245,50 @@ def test_read_clocks_through_fake_nvml(monkeypatch: pytest.MonkeyPatch) -> None:
     fake = _fake_pynvml({0: gpu0, 1: gpu1, "GPU-abc": gpu1})
     monkeypatch.setitem(sys.modules, "pynvml", fake)
     r = read_clocks("nvidia", 1)
-    assert r == {"available": True, "sm_mhz": 1755, "mem_mhz": 2619, "temp_c": 61, "power_w": 412.0,
-                 "throttle_bits": 0x45, "throttle": ["hw_thermal_slowdown", "sw_power_cap"]}
+    assert r == {"available": True, "sm_mhz": 1755, "mem_mhz": 2619, "max_sm_mhz": 1980, "temp_c": 61,
+                 "power_w": 412.0, "throttle_bits": 0x45, "throttle": ["hw_thermal_slowdown", "sw_power_cap"]}
     assert read_clocks("nvidia", "GPU-abc")["sm_mhz"] == 1755
     assert read_clocks("nvidia", 0)["throttle"] == []
-    assert fake.inits == 0  # every init was matched by a shutdown  # type: ignore[attr-defined]
+    assert fake.inits == 1  # NVML started once for the process, not once per reading  # type: ignore[attr-defined]
     assert clock_flags(read_clocks("nvidia", 0), read_clocks("nvidia", 1)) == [
         "sm_mhz_moved:1980->1755", "throttle:hw_thermal_slowdown", "throttle:sw_power_cap"]
+
+
+def test_the_library_session_is_kept_per_process_and_library(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One NVML start per process: readings after it reuse the session and its handles; a
+    library module that differs (here: another fake) starts its own; a failed start is said at
+    every reading without being tried again; the session ends at exit, once."""
+    from judge import clocks
+
+    gpu = {"sm": 1980, "mem": 2619, "temp": 40, "mw": 90_000, "reasons": 0, "max": 1980}
+    first = _fake_pynvml({0: gpu})
+    looked_up: list[int] = []
+    find = first.nvmlDeviceGetHandleByIndex  # type: ignore[attr-defined]
+    first.nvmlDeviceGetHandleByIndex = lambda i: looked_up.append(i) or find(i)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "pynvml", first)
+    for _ in range(5):
+        assert clocks.read_clocks("nvidia", 0)["sm_mhz"] == 1980
+    assert first.inits == 1 and looked_up == [0]  # type: ignore[attr-defined]
+    second = _fake_pynvml({0: {**gpu, "sm": 1410}})
+    monkeypatch.setitem(sys.modules, "pynvml", second)
+    assert clocks.read_clocks("nvidia", 0)["sm_mhz"] == 1410 and second.inits == 1  # type: ignore[attr-defined]
+    broken = _fake_pynvml({})
+    starts: list[int] = []
+
+    def refuse() -> None:
+        starts.append(1)
+        raise RuntimeError("NVML: driver/library version mismatch")
+
+    broken.nvmlInit = refuse  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "pynvml", broken)
+    for _ in range(3):
+        r = clocks.read_clocks("nvidia", 0)
+        assert r["available"] is False and "version mismatch" in r["error"]
+    assert starts == [1]
+    monkeypatch.setitem(sys.modules, "pynvml", first)
+    clocks.read_clocks("nvidia", 0)
+    clocks._NVML.close()
+    assert first.inits == 0  # type: ignore[attr-defined]
 
 
 def test_read_clocks_without_a_library_is_recorded_not_raised(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -291,3 +329,37 @@ def test_a_locked_clocks_flag_in_the_shell_does_not_reach_the_workers(monkeypatc
     monkeypatch.setenv(CLOCKS_LOCKED_ENV, "1")  # left over in the user's shell: clocks are not locked by this run
     with LocalPool(Target("cpu", True, "Triton CPU interpreter", 0), workers=1) as pool:
         assert pool._all[0]._env()[CLOCKS_LOCKED_ENV] == "0"
+
+
+def test_read_clocks_through_fake_amdsmi(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ROCm reader: GFX clock and its maximum from amdsmi's clock info, one library start
+    for many readings, the processor handles looked up once."""
+    m = types.ModuleType("amdsmi")
+    m.starts = 0  # type: ignore[attr-defined]
+    listed: list[int] = []
+
+    def init() -> None:
+        m.starts += 1  # type: ignore[attr-defined]
+
+    def handles() -> list[str]:
+        listed.append(1)
+        return ["gpu0", "gpu1"]
+
+    m.amdsmi_init, m.amdsmi_shut_down = init, lambda: None  # type: ignore[attr-defined]
+    m.amdsmi_get_processor_handles = handles  # type: ignore[attr-defined]
+    m.AmdSmiClkType = types.SimpleNamespace(GFX="gfx", MEM="mem")  # type: ignore[attr-defined]
+    m.AmdSmiTemperatureType = types.SimpleNamespace(EDGE="edge")  # type: ignore[attr-defined]
+    m.AmdSmiTemperatureMetric = types.SimpleNamespace(CURRENT="current")  # type: ignore[attr-defined]
+    clocks = {("gpu1", "gfx"): {"clk": 2100, "max_clk": 2100}, ("gpu1", "mem"): {"clk": 1300}}
+    m.amdsmi_get_clock_info = lambda h, kind: clocks[(h, kind)]  # type: ignore[attr-defined]
+    m.amdsmi_get_temp_metric = lambda h, kind, metric: 55  # type: ignore[attr-defined]
+    m.amdsmi_get_power_info = lambda h: {"current_socket_power": 480}  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "amdsmi", m)
+    from judge.clocks import clocks_up
+
+    for _ in range(3):
+        r = read_clocks("amd", 1)
+    assert r == {"available": True, "sm_mhz": 2100, "mem_mhz": 1300, "max_sm_mhz": 2100, "temp_c": 55,
+                 "power_w": 480, "throttle_bits": 0, "throttle": []}
+    assert m.starts == 1 and listed == [1]  # type: ignore[attr-defined]
+    assert clocks_up(r) is True

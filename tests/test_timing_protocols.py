@@ -51,13 +51,15 @@ class FakeSide:
                  log: list[str] | None = None, name: str = "") -> None:
         self.ms, self.noise, self.graph_ok = ms, noise, graph_ok
         self.rng = np.random.default_rng(seed)
-        self.samples = 0
+        self.taken = 0  # samples taken
+        self.batches: list[int] = []  # counts asked for in one message (`samples`)
         self.restored_after = -1  # how many samples had been taken when the inputs were last restored
         self.prepared: list[tuple[int, bool]] = []
         self.log, self.name = log, name
 
-    def warm_up(self, warmup_ms: float, warmup_calls: int, allow_graphs: bool = True) -> float:
-        return self.ms
+    def warm_up(self, warmup_ms: float, warmup_calls: int, allow_graphs: bool = True,
+                estimate: bool = True) -> float:
+        return self.ms if estimate else 0.0
 
     def prepare(self, launches: int, use_graph: bool) -> str:
         self.prepared.append((launches, use_graph))
@@ -66,13 +68,17 @@ class FakeSide:
         return "loop" if launches > 1 else "events"
 
     def sample(self) -> float:
-        self.samples += 1
+        self.taken += 1
         if self.log is not None:
             self.log.append(self.name)
         return float(self.ms * (1.0 + self.noise * self.rng.standard_normal()))
 
+    def samples(self, count: int) -> list[float]:
+        self.batches.append(count)
+        return [self.sample() for _ in range(count)]
+
     def restore(self) -> None:
-        self.restored_after = self.samples
+        self.restored_after = self.taken
 
     def wall(self) -> float:
         return self.ms
@@ -190,7 +196,8 @@ def test_short_protocol_stops_early_when_decisive(candidate_ms: float, decision:
     cand = FakeSide(candidate_ms, noise=0.002, seed=1)
     ct, drift = _short(cand, References())
     assert ct.decision == decision and ct.early_stopped
-    assert cand.samples == len(ct.candidate_ms) == POLICY.feedback_min_samples
+    assert cand.taken == len(ct.candidate_ms) == POLICY.feedback_min_samples
+    assert cand.batches == [POLICY.feedback_min_samples]  # the samples before the first look, in one message
     assert ct.baseline_source == "fresh" and drift == []
     assert len(ct.baseline_ms) >= POLICY.min_samples  # the references were measured by the full rule
     assert ct.eager_ms and ct.baseline_wall_ms == 10.0
@@ -199,7 +206,8 @@ def test_short_protocol_stops_early_when_decisive(candidate_ms: float, decision:
 def test_short_protocol_never_samples_past_its_cap() -> None:
     cand = FakeSide(10.4, noise=0.05, seed=2)  # 4% slower under 5% noise: no decision possible in 20
     ct, _ = _short(cand, References())
-    assert cand.samples == len(ct.candidate_ms) == POLICY.feedback_max_samples
+    assert cand.taken == len(ct.candidate_ms) == POLICY.feedback_max_samples
+    assert cand.batches == [POLICY.feedback_min_samples]  # then one at a time, a look after each
     assert ct.decision is None and not ct.early_stopped
     capped = replace(POLICY, feedback_min_samples=3, feedback_max_samples=7)
     cand = FakeSide(10.4, noise=0.05, seed=3)
@@ -246,7 +254,7 @@ def test_a_candidate_whose_graph_capture_fails_is_timed_against_plain_references
     graph_count = cand.prepared[0][0]
     assert graph_count > 1 and cand.prepared == [(graph_count, True), (1, False)]
     assert refs.modes == ["natural", "loop:1"]
-    assert cand.restored_after == cand.samples  # the inputs' pristine values back once sampling ended
+    assert cand.restored_after == cand.taken  # the inputs' pristine values back once sampling ended
 
 
 def test_the_full_protocol_falls_back_to_single_launches_on_every_side_when_one_capture_fails() -> None:
@@ -256,7 +264,7 @@ def test_the_full_protocol_falls_back_to_single_launches_on_every_side_when_one_
     assert ct.launches_per_sample == 1 and ct.method == "events"
     for side in sides.values():
         assert side.prepared[-1] == (1, False)
-        assert side.samples == 5 and side.restored_after == 5
+        assert side.taken == 5 and side.restored_after == 5
 
 
 def test_a_small_candidate_against_slow_references_gets_graph_replayed_references() -> None:
@@ -726,9 +734,10 @@ class LoggedSide(FakeSide):
         super().__init__(ms, seed=seed)
         self.holds, self.steps = holds, steps
 
-    def warm_up(self, warmup_ms: float, warmup_calls: int, allow_graphs: bool = True) -> float:
+    def warm_up(self, warmup_ms: float, warmup_calls: int, allow_graphs: bool = True,
+                estimate: bool = True) -> float:
         self.steps.append(("warm_up", self.holds.current))
-        return super().warm_up(warmup_ms, warmup_calls, allow_graphs)
+        return super().warm_up(warmup_ms, warmup_calls, allow_graphs, estimate)
 
     def prepare(self, launches: int, use_graph: bool) -> str:
         self.steps.append(("prepare", self.holds.current))
@@ -768,3 +777,116 @@ def test_the_short_protocol_measures_its_references_and_samples_alone() -> None:
     time_case_short(candidate, "c0", POLICY, refs, holds=Holds(shared=log.hold("shared"), alone=log.hold("alone")))
     assert steps[0] == ("warm_up", "shared")
     assert {hold for step, hold in steps[1:]} == {"alone"} and measured_under == ["alone"]
+
+
+# ---------------------------------------------------------------------------- warm-up until the clocks are up
+class WarmLog(FakeSide):
+    """A side that logs each warm-up request: (milliseconds, calls, whether it estimates)."""
+
+    def __init__(self, ms: float = 1.0) -> None:
+        super().__init__(ms)
+        self.warm: list[tuple[float, int, bool]] = []
+
+    def warm_up(self, warmup_ms: float, warmup_calls: int, allow_graphs: bool = True,
+                estimate: bool = True) -> float:
+        self.warm.append((warmup_ms, warmup_calls, estimate))
+        return super().warm_up(warmup_ms, warmup_calls, allow_graphs, estimate)
+
+
+def _readings(*sm: int | None) -> Any:
+    """Clock readings of an SM clock whose maximum is 2000 MHz, one per call (the last repeats);
+    None: a reading without clock data."""
+    left = list(sm)
+
+    def read() -> dict[str, Any]:
+        mhz = left.pop(0) if len(left) > 1 else left[0]
+        return {"available": False} if mhz is None else {"available": True, "sm_mhz": mhz, "max_sm_mhz": 2000}
+
+    return read
+
+
+def test_the_warm_up_ends_once_the_clocks_are_up() -> None:
+    from judge.timing import WARMUP_SLICE_MS, warm_up
+
+    policy = TimingPolicy()
+    side = WarmLog()
+    assert warm_up(side, policy, True, _readings(600, 1500, 1900)) == 1.0
+    floor = (policy.warmup_floor_ms, policy.warmup_calls, False)
+    assert side.warm == [floor, (WARMUP_SLICE_MS, 0, False), (WARMUP_SLICE_MS, 0, False), (0.0, 0, True)]
+    hot = WarmLog()
+    warm_up(hot, policy, True, _readings(1990))  # a GPU busy with other judging is at its clocks already
+    assert hot.warm == [floor, (0.0, 0, True)]
+
+
+def test_the_warm_up_never_passes_its_cap_and_runs_it_all_where_the_clocks_cannot_tell() -> None:
+    from judge.timing import warm_up
+
+    policy = TimingPolicy()
+    cold = WarmLog()
+    warm_up(cold, policy, True, _readings(400))  # never up (a power-capped board): the whole cap, then stop
+    assert sum(ms for ms, _, _ in cold.warm) == pytest.approx(policy.warmup_ms)
+    assert cold.warm[-1] == (0.0, 0, True) and [e for _, _, e in cold.warm].count(True) == 1
+    blind = WarmLog()
+    warm_up(blind, policy, True, _readings(None))  # no clock data: the rest of the cap in one request
+    assert blind.warm == [(policy.warmup_floor_ms, policy.warmup_calls, False),
+                          (policy.warmup_ms - policy.warmup_floor_ms, 0, False), (0.0, 0, True)]
+    plain = WarmLog()
+    warm_up(plain, policy, True, None)  # no clock reader at all: the fixed warm-up of old
+    assert plain.warm == [(policy.warmup_ms, policy.warmup_calls, True)]
+
+
+def test_locked_clocks_are_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    from judge.clocks import CLOCKS_LOCKED_ENV, clocks_up
+
+    reading = {"available": True, "sm_mhz": 1410, "max_sm_mhz": 1980}
+    assert clocks_up(reading) is False
+    assert clocks_up({**reading, "sm_mhz": 1980}) is True
+    assert clocks_up({"available": True, "sm_mhz": 1980}) is None  # no maximum: cannot tell
+    monkeypatch.setenv(CLOCKS_LOCKED_ENV, "1")
+    assert clocks_up(reading) is True  # --lock-clocks holds them where the user put them
+
+
+def test_the_full_protocol_brings_the_clocks_up_once_for_all_sides() -> None:
+    from judge.timing import time_case
+
+    sides = {name: WarmLog(ms) for name, ms in (("candidate", 1.0), ("baseline", 1.2), ("eager", 2.0))}
+    time_case(sides, "c0", TimingPolicy(), _readings(500, 900, 1950))
+    assert len(sides["candidate"].warm) == 4  # floor, two slices, the estimate
+    assert len(sides["baseline"].warm) == len(sides["eager"].warm) == 2  # floor and estimate: the clocks were up
+
+
+def test_the_candidate_process_warms_in_slices_and_sends_the_first_looks_samples_in_one_reply() -> None:
+    """RemoteSide's requests, answered by the candidate process's own step handler
+    (`CandidateTimer.step`) over a side that needs no GPU: the inputs go with the first warm-up
+    only, later slices only warm, and `samples` asks for several in one message."""
+    import torch
+
+    from judge.candidate.sampling import CandidateTimer
+    from judge.timing import RemoteSide
+
+    class Process:
+        def __init__(self) -> None:
+            self.headers: list[dict[str, Any]] = []
+            self.timer: CandidateTimer | None = None
+
+        def request(self, header: dict[str, Any], tensors: Any = None) -> tuple[dict[str, Any], list]:
+            self.headers.append(header)
+            if header["step"] == "start":
+                self.timer = CandidateTimer(lambda x: x, (torch.zeros(2),), None)
+                self.timer.side = FakeSide(0.5)  # type: ignore[assignment]
+            assert self.timer is not None
+            try:
+                reply, out = self.timer.step(header)
+            except ValueError as exc:
+                return {"ok": False, "message": str(exc)}, []
+            return {"ok": True, **reply}, out
+
+    proc = Process()
+    side = RemoteSide(proc, (torch.zeros(2),))
+    assert side.warm_up(5.0, 3, estimate=False) == 0.0
+    assert side.warm_up(0.0, 0) == 0.5
+    assert [h["step"] for h in proc.headers] == ["start", "warm"] and "args" not in proc.headers[1]
+    assert side.samples(5) == pytest.approx([0.5] * 5, rel=0.05) and side.sample() == pytest.approx(0.5, rel=0.05)
+    assert proc.headers[-2]["count"] == 5 and "count" not in proc.headers[-1]
+    with pytest.raises(RuntimeError, match="samples asked for"):
+        side.samples(10_000)

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 L2_FLUSH_BYTES = 256 * 1024 * 1024
+MAX_SAMPLES_PER_MESSAGE = 1000
 SMALL_KERNEL_MS = 0.020
 GRAPH_TARGET_MS = 0.25
 MAX_GRAPH_LAUNCHES = 1024
@@ -237,9 +238,12 @@ class Side:
         self.runner: _Runner | None = None
         self.flush: torch.Tensor | None = None
 
-    def warm_up(self, warmup_ms: float, warmup_calls: int, allow_graphs: bool = True) -> float:
-        """Warm up, then estimate the time per call (from a graph replay unless `allow_graphs`
-        is False: code drawing random numbers cannot be captured)."""
+    def warm_up(self, warmup_ms: float, warmup_calls: int, allow_graphs: bool = True,
+                estimate: bool = True) -> float:
+        """Warm up (at least `warmup_calls` calls and `warmup_ms`), then estimate the time per
+        call (from a graph replay unless `allow_graphs` is False: code drawing random numbers
+        cannot be captured); without `estimate`, 0.0 (judge/timing.py `warm_up` warms in slices
+        and estimates once, after the last)."""
         deadline = time.perf_counter() + warmup_ms / 1e3
         calls = 0
         while calls < warmup_calls or time.perf_counter() < deadline:
@@ -250,6 +254,8 @@ class Side:
             if calls >= 100_000:
                 break
         torch.cuda.synchronize()
+        if not estimate:
+            return 0.0
         return _gpu_ms(self.fn) if allow_graphs else _single_call_ms(self.fn)
 
     def prepare(self, launches: int, use_graph: bool) -> str:
@@ -272,6 +278,11 @@ class Side:
         torch.cuda.synchronize()
         return s.elapsed_time(e) / self.runner.launches
 
+    def samples(self, count: int) -> list[float]:
+        """`count` samples in a row (`sample`): the short protocol's samples before its first
+        look, asked for in one message from a candidate process."""
+        return [self.sample() for _ in range(count)]
+
     def restore(self) -> None:
         """The inputs' pristine values back, once sampling is over."""
         if self.refresher is not None:
@@ -291,13 +302,17 @@ class CandidateTimer:
 
     def step(self, header: dict[str, Any]) -> tuple[dict[str, Any], list[torch.Tensor]]:
         step = header.get("step")
-        if step == "start":
+        if step in ("start", "warm"):  # the first warm-up slice comes with the inputs ("start")
             return {"estimate_ms": self.side.warm_up(float(header["warmup_ms"]), int(header["warmup_calls"]),
-                                                     header.get("allow_graphs") is not False)}, []
+                                                     header.get("allow_graphs") is not False,
+                                                     header.get("estimate") is not False)}, []
         if step == "prepare":
             return {"method": self.side.prepare(int(header["launches"]), bool(header["use_graph"]))}, []
         if step == "sample":
-            return {"ms": self.side.sample()}, []
+            count = int(header.get("count") or 1)
+            if not 1 <= count <= MAX_SAMPLES_PER_MESSAGE:
+                raise ValueError(f"{count} samples asked for in one message")
+            return {"ms": self.side.samples(count) if "count" in header else self.side.sample()}, []
         if step == "restore":
             self.side.restore()
             return {}, []
