@@ -46,8 +46,9 @@ from judge.candidate.kernel_trace import TraceFindings, judged_findings
 from judge.candidate.known_memory import UNRECORDED, UNRECORDED_WHY
 from judge.candidate.launches import ALLOWED_OPS
 from judge.candidate.reruns import at_attempt
+from judge.candidate.structure import Opaque
 from judge.candidate.verdict import Verdict, capped_traceback
-from judge.candidate.wire import Opaque
+from judge.candidate.wire import INLINE_LIMIT
 from judge.case_inputs import cached_expected, cached_inputs, poisoned_outputs, skipped_here
 from judge.comparison import Mismatch, accept_unwritten, compare, to_device
 from judge.reference_habits import reference_finishes_in_torch, reference_launches_nothing, reference_ops
@@ -92,16 +93,28 @@ def _ints(v: Any) -> list[int]:
     return [int(x) for x in v if isinstance(x, int) and not isinstance(x, bool)][:64] if isinstance(v, list) else []
 
 
+@dataclass(frozen=True)
+class Call:
+    """One call of the entry point, as a runner is asked for it: on `args` (copied into the
+    runner's own tensors, or with `refill` copied into the tensors of the slot's previous call);
+    `seed`: torch's generators seeded right before it (Task.seeded_rng); `written`: output
+    arguments (an output may alias them)."""
+
+    slot: int
+    args: tuple
+    refill: bool = False
+    seed: int | None = None
+    written: tuple[int, ...] = ()
+
+
 class Runner(Protocol):
     """Runs the candidate's entry point: in its own process (judge/remote.py `RemoteRunner`) or
-    in this one (`LocalRunner`, the naive harness and unit tests). Calls are submitted and their
-    reports taken in the same order; a runner may run a call while the one before it is judged."""
+    in this one (`LocalRunner`, the naive harness and unit tests). Calls are submitted in
+    batches and their reports taken in the same order; a runner may run later calls while an
+    earlier one is judged, and runs none after a call that failed."""
 
-    def submit(self, slot: int, args: tuple, refill: bool, seed: int | None = None,
-               written: tuple[int, ...] = ()) -> None:
-        """One call on `args` (copied into the runner's own tensors, or with `refill` copied into
-        the tensors of the slot's previous call); `seed`: torch's generators seeded right before
-        it (Task.seeded_rng); `written`: output arguments (an output may alias them)."""
+    def submit(self, calls: list[Call]) -> None:
+        """These calls, in order, once every report of the last batch has been taken."""
         ...
 
     def result(self) -> CallReport:
@@ -141,10 +154,13 @@ class LocalRunner:
         self.held = HeldOutputs()
         self.reports: list[CallReport] = []  # of calls run and not yet taken (`result`)
 
-    def submit(self, slot: int, args: tuple, refill: bool, seed: int | None = None,
-               written: tuple[int, ...] = ()) -> None:
-        """Run now: in this process nothing can run beside the judge."""
-        self.reports.append(self.call(slot, args, refill, seed, written))
+    def submit(self, calls: list[Call]) -> None:
+        """Run now, in order, up to the first that fails (as a candidate process stops there):
+        in this process nothing can run beside the judge."""
+        for c in calls:
+            self.reports.append(self.call(c.slot, c.args, c.refill, c.seed, c.written))
+            if not self.reports[-1].ok:
+                break
 
     def result(self) -> CallReport:
         return self.reports.pop(0)
@@ -227,13 +243,19 @@ REPEAT = "repeat on the first inputs"
 
 CASES_PER_HOLD = 8
 """Cases judged under one hold of `judge_cases`'s `hold` (the judge worker's ticket at the GPU's
-gate): a timer waiting there waits for at most these, and the call in flight is judged before
+gate): a timer waiting there waits for at most these, and every call of them is judged before
 the hold is let go."""
+
+BATCH_INPUT_BYTES = 64 << 20
+"""The most input bytes one request of calls carries (`batches`): a hold's calls on large cases
+go in several requests, so neither side holds a whole hold's inputs at once."""
+BATCH_ENV = "KMC_CALL_BATCH"
+"""0: one call per request, as before calls were batched (for comparison, benchmarks/gpu_verify.sh)."""
 
 
 @dataclass
-class _Sent:
-    """A call submitted to the runner and not yet judged."""
+class _Planned:
+    """A call of a case set, planned with its inputs and expected answer."""
 
     slot: int
     case: Case
@@ -241,62 +263,98 @@ class _Sent:
     outputs: OutputArgs
     answer: tuple[Any, Any]  # the expected output and what the reference leaves unwritten (`cached_expected`)
     last: bool  # the case's last attempt: once it passes, the case is done
+    call: Call
+
+    def input_bytes(self) -> int:
+        return sum(a.untyped_storage().nbytes() for a in self.call.args if isinstance(a, torch.Tensor))
+
+    def reply_bytes(self) -> int:
+        """About what its reply carries: an output the size of the expected one, and the output
+        arguments it wrote."""
+        expected = self.answer[0]
+        tensors = [*(expected if isinstance(expected, (tuple, list)) else (expected,)),
+                   *(self.call.args[i] for i in self.call.written if i < len(self.call.args))]
+        return sum(t.untyped_storage().nbytes() for t in tensors if isinstance(t, torch.Tensor))
+
+
+def batches(planned: list[_Planned], inline_limit: int, input_limit: int = BATCH_INPUT_BYTES) -> list[list[_Planned]]:
+    """`planned` cut into requests, in order: a call joins the request before it while that
+    request's inputs stay within `input_limit` and the call before it answers with at most
+    `inline_limit` bytes (judge/candidate/wire.py `INLINE_LIMIT`: every reply but a request's
+    last goes inline). Depends only on the case set, never on timing, so which calls run
+    before a failure is judged is the same from run to run. `BATCH_ENV`=0: one call each."""
+    import os
+
+    one_each = os.environ.get(BATCH_ENV, "1") == "0"
+    out: list[list[_Planned]] = []
+    size = 0
+    for p in planned:
+        n = p.input_bytes()
+        if out and not one_each and size + n <= input_limit and out[-1][-1].reply_bytes() <= inline_limit:
+            out[-1].append(p)
+            size += n
+        else:
+            out.append([p])
+            size = n
+    return out
 
 
 class _Judging:
-    """One case set's judging in `judge_cases`: the call in flight, and what has passed.
+    """One case set's judging in `judge_cases`: what has passed, and the calls' reports read
+    and judged in order.
 
-    The next call is submitted as soon as the last one's report is read, and the last one is
-    judged while the runner runs the next: a candidate process computes while the judge
-    compares (measured: the judge's side of a call, nearly as long as the candidate's, was paid
-    on top of it). A report that already says the call failed (it raised,
-    crashed) sends nothing more."""
+    A request's calls run in the runner while the judge judges the ones already answered, and
+    the next request is sent as soon as the last reply of the one before it is read, before
+    that call is judged: a candidate process computes while the judge compares (measured: the
+    judge's side of a call, nearly as long as the candidate's, was paid on top of it). A
+    report that already says the call failed (it raised, crashed) decides, and nothing more is
+    sent."""
 
     def __init__(self, task: Task, runner: Runner, device: str, races: bool = False) -> None:
         """`races`: every case gets a REPEAT attempt, judged against its first output, which is
         kept until then (and only then: no other output outlives its judging)."""
         self.task, self.runner, self.device, self.races = task, runner, device, races
-        self.in_flight: _Sent | None = None
+        self.open = False  # calls submitted whose reports are not all taken
         self.ran: list[_Ran] = []
         self.firsts: dict[int, Any] = {}  # a case's first output as judged, until its REPEAT
         self.done: set[int] = set()  # cases every attempt of which passed
         self.worst_abs = self.worst_rel = 0.0
 
-    def send(self, call: _Sent, args: tuple, seed: int | None) -> Verdict | None:
-        """Submit `call` on `args` once the call in flight has reported, and judge that one
-        meanwhile: the verdict it earns, else None."""
-        previous, report = self._take()
-        if previous is not None and not report.ok:
-            return self._failed(previous, report)
-        self.runner.submit(call.slot, args, refill=call.attempt != FIRST, seed=seed, written=call.outputs.written)
-        self.in_flight = call
-        return self._judge(previous, report) if previous is not None else None
-
-    def flush(self) -> Verdict | None:
-        """The call in flight, judged."""
-        previous, report = self._take()
-        if previous is None:
-            return None
-        return self._failed(previous, report) if not report.ok else self._judge(previous, report)
+    def run(self, planned: list[_Planned]) -> Verdict | None:
+        """Every planned call run and judged in order: the verdict of the first that fails, else None."""
+        requests = batches(planned, INLINE_LIMIT)
+        for r, request in enumerate(requests):
+            if r == 0:
+                self.runner.submit([p.call for p in request])
+                self.open = True
+            for k, p in enumerate(request):
+                report = self.runner.result()
+                if not report.ok:
+                    self.open = False  # the runner ran nothing after it
+                    return self._failed(p, report)
+                if k == len(request) - 1:
+                    self.open = r + 1 < len(requests)
+                    if self.open:  # the next request runs while this call is judged
+                        self.runner.submit([q.call for q in requests[r + 1]])
+                verdict = self._judge(p, report)
+                if verdict is not None:
+                    return self.decided(verdict)
+        return None
 
     def decided(self, verdict: Verdict) -> Verdict:
-        """`verdict` decides the set: a call sent after the one it judged is dropped once the
-        runner has done it, so the candidate is idle for what comes next (judge/candidate/reruns.py's
+        """`verdict` decides the set: calls sent after the one it judged are dropped once the
+        runner has done them, so the candidate is idle for what comes next (judge/candidate/reruns.py's
         re-runs of the failing case, in the same process)."""
-        if self.in_flight is not None:
-            self.in_flight = None
+        if self.open:
+            self.open = False
             self.runner.discard()
         return verdict
 
-    def _take(self) -> tuple[_Sent | None, CallReport]:
-        call, self.in_flight = self.in_flight, None
-        return (call, self.runner.result()) if call is not None else (None, CallReport(ok=False))
-
-    def _failed(self, c: _Sent, report: CallReport) -> Verdict:
+    def _failed(self, c: _Planned, report: CallReport) -> Verdict:
         return Verdict(report.kind, report.message, c.case.name, cases_run=len(self.done),
                        kernel_launched=report.launched > 0, traceback=report.traceback)
 
-    def _judge(self, c: _Sent, report: CallReport) -> Verdict | None:
+    def _judge(self, c: _Planned, report: CallReport) -> Verdict | None:
         """A passing call's report judged: the verdict when it fails, else None."""
         r = _Ran(c.slot, c.case, c.attempt, len(self.ran))
         self.ran.append(r)
@@ -340,16 +398,15 @@ def judge_cases(task: Task, runner: Runner, cases: tuple[Case, ...], device: str
     deterministic), else a race. A case the task cannot build here (`CaseUnavailable`) is
     skipped with its reason.
 
-    A call is sent as soon as the one before it has reported, and that one is judged while the
-    candidate runs the next (`_Judging`); which calls are sent before a failure is judged
-    depends only on the case set, never on timing, so the candidate's history (what
-    judge/candidate/reruns.py's re-runs inherit) is the same from run to run. The candidate's clock stops
-    for the judge's own work as before (judge/remote.py `judge_side`), also while the next call
-    runs meanwhile: at most the job's limit once more in all, as before. `hold()`: entered
-    around each run of `CASES_PER_HOLD` cases (their inputs, calls and comparisons) and around
-    the end-of-set check: the judge worker's GPU ticket (judge/gate.py), so a timer waiting at
-    the gate waits for those cases,
-    not the whole set.
+    A hold's calls go to the runner in as few requests as `batches` allows, and each is judged
+    while the runner runs the ones after it (`_Judging`); which calls are sent before a failure
+    is judged depends only on the case set, never on timing, so the candidate's history (what
+    judge/candidate/reruns.py's re-runs inherit) is the same from run to run. The candidate's
+    clock stops for the judge's own work as before (judge/remote.py `judge_side`), also while
+    later calls run meanwhile: at most the job's limit once more in all, as before. `hold()`:
+    entered around each run of `CASES_PER_HOLD` cases (their inputs, calls and comparisons) and
+    around the end-of-set check: the judge worker's GPU ticket (judge/gate.py), so a timer
+    waiting at the gate waits for those cases, not the whole set.
     """
     runner.reset()
     races = repeat_for_races and task.deterministic
@@ -359,6 +416,7 @@ def judge_cases(task: Task, runner: Runner, cases: tuple[Case, ...], device: str
     numbered = list(enumerate(cases))
     for first in range(0, len(numbered), CASES_PER_HOLD):
         with hold():
+            planned: list[_Planned] = []
             for slot, c in numbered[first:first + CASES_PER_HOLD]:
                 if skipped_here(task, c, interpreter):
                     skipped += 1
@@ -383,22 +441,20 @@ def judge_cases(task: Task, runner: Runner, cases: tuple[Case, ...], device: str
                     reasons.append(str(exc))
                     continue
                 except Exception:
-                    # The judge's own side failed on this case: the call in flight is judged
-                    # first, as it would have been one call at a time.
-                    verdict = judging.flush()
+                    # The judge's own side failed on this case: the calls planned before it are
+                    # run and judged first, as they would have been one call at a time.
+                    verdict = judging.run(planned)
                     if verdict is not None:
-                        return judging.decided(verdict)
+                        return verdict
                     raise
                 given[REPEAT], answers[REPEAT] = given[FIRST], answers[FIRST]  # the first inputs again
                 seed = c.seed if task.seeded_rng else None
-                for k, attempt in enumerate(attempts):
-                    call = _Sent(slot, c, attempt, outputs, answers[attempt], last=k == len(attempts) - 1)
-                    verdict = judging.send(call, given[attempt], seed)
-                    if verdict is not None:
-                        return judging.decided(verdict)
-            verdict = judging.flush()
+                planned += [_Planned(slot, c, attempt, outputs, answers[attempt], k == len(attempts) - 1,
+                                     Call(slot, given[attempt], attempt != FIRST, seed, outputs.written))
+                            for k, attempt in enumerate(attempts)]
+            verdict = judging.run(planned)
             if verdict is not None:
-                return judging.decided(verdict)
+                return verdict
     ran, done = judging.ran, judging.done
     if ran:
         with hold():

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from bench.task import Case, Task
-from judge.candidate import wire
+from judge.candidate import structure, wire
 from judge.case_inputs import cached_inputs, drawn_inputs, skipped_here
 
 MAX_CASE_BYTES = 4 << 30
@@ -30,7 +30,7 @@ def _as_sent(args: tuple, poisoned: frozenset[int] | set[int] | tuple[int, ...])
 
 
 def case_descriptions(task: Task, cases: tuple[Case, ...], device: str, interpreter: bool) -> list[dict[str, Any]]:
-    """The compile pass's cases: per case, its arguments' spec (wire.encode_values) and its
+    """The compile pass's cases: per case, its arguments' spec (structure.encode_values) and its
     tensors' descriptions; exact repeats of a layout are sent once. On the CPU (no gate to
     keep) cases not yet drawn are drawn; on a GPU they are left out."""
     out: list[dict[str, Any]] = []
@@ -42,7 +42,7 @@ def case_descriptions(task: Task, cases: tuple[Case, ...], device: str, interpre
         if args is None:
             continue
         try:
-            spec, tensors = wire.encode_values(_as_sent(args, task.output_args(c).poisoned))
+            spec, tensors = structure.encode_values(_as_sent(args, task.output_args(c).poisoned))
         except Exception:  # noqa: BLE001 - a case this cannot describe is left to its judged call
             continue
         described = [wire.describe(t) for t in tensors]

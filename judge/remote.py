@@ -23,9 +23,9 @@ from typing import Any
 import torch
 
 from judge import template
-from judge.candidate import wire
+from judge.candidate import structure, wire
 from judge.candidate.launchers import MAX_NOTED
-from judge.oracle import CallReport
+from judge.oracle import Call, CallReport
 from judge.source_caches import harvest
 
 
@@ -194,13 +194,16 @@ class CandidateProcess:
         self.unanswered = self.seq
 
     def receive(self) -> tuple[dict[str, Any], list[torch.Tensor]]:
-        """The reply to the request sent last."""
+        """The reply to the request sent last; a reply that says `more` (a batch of calls,
+        judge/candidate/server.py `_op_calls`) leaves the request unanswered for the next."""
         expected, self.unanswered = self.unanswered, None
         if expected is None:
             raise RuntimeError("a reply awaited with no request unanswered")
         reply, back = self._recv(self.deadline - time.monotonic())
         if reply.get("seq") != expected:
             raise wire.WireError(f"a reply out of turn (request {expected}, reply {str(reply.get('seq'))[:20]})")
+        if reply.get("more") is True:
+            self.unanswered = expected
         return reply, back
 
     def _ended(self) -> str:
@@ -233,70 +236,96 @@ class CandidateProcess:
 class _Sent:
     """A call sent to the candidate process whose reply is not yet read."""
 
-    args: tuple
-    written: tuple[int, ...]
-    failure: Exception | None = None  # sending it failed: raised in its turn (`RemoteRunner.result`)
+    call: Call
+    index: int = 0  # its place in the request that carried it
 
 
 class RemoteRunner:
     """judge/oracle.py's Runner over a candidate process.
 
-    One call is in flight at a time: the oracle sends the next call as soon as it has read the
-    last one's reply, and judges that reply while the candidate process runs the next
-    (judge/oracle.py `judge_cases`). So the candidate process never runs code while a message
-    of either side waits in an arena unread: a candidate that scribbles over the link's shared
-    memory can spoil nothing the judge has yet to read (tests/hostile/scribbles_shared_memory.py).
-    A call that could not be sent (a dead process, a passed deadline) raises in its turn, after
-    the call before it is judged, as one call at a time would."""
+    A batch of calls goes out in one request (judge/oracle.py sends a hold's calls together);
+    the candidate process copies every input out first, then runs the calls in order, sending
+    each reply but the last inline, out of its own reach, before it runs the next
+    (judge/candidate/server.py `_op_calls`). So the candidate process runs ahead while the
+    judge judges, and still never runs code while a message of either side waits in an arena
+    unread: a candidate that scribbles over the link's shared memory can spoil nothing the
+    judge has yet to read (tests/hostile/scribbles_shared_memory.py). Replies are read one call
+    at a time and judged in order, so a later call that hangs or kills the process costs no
+    earlier call its verdict. Where the candidate process stopped early (an output too large
+    to send inline), the calls it did not run are sent again in a request of their own when
+    their reports are asked for. A request that could not be sent (a dead process, a passed
+    deadline) raises in its turn, when its first report is taken."""
 
     def __init__(self, proc: CandidateProcess) -> None:
         self.proc = proc
-        self._sent: _Sent | None = None
+        self._queue: list[_Sent] = []  # calls submitted whose reports are not yet taken, in order
+        self._open = False  # replies to the request sent last are still to come
+        self._failure: Exception | None = None  # sending the request failed: raised in its turn
         self.lost = ""  # why the process cannot be asked again: a call dropped after a verdict never came back
         # Signatures the process says it made launchers for: a hint (judge/candidate/launchers.py).
         self.launchers: list[Any] = []
 
-    def submit(self, slot: int, args: tuple, refill: bool, seed: int | None = None,
-               written: tuple[int, ...] = ()) -> None:
-        if self._sent is not None:
-            raise RuntimeError("a call submitted before the last one's report was taken")
-        spec, tensors = wire.encode_values(args)
-        self._sent = _Sent(args, written)
+    def submit(self, calls: list[Call]) -> None:
+        if self._queue:
+            raise RuntimeError("calls submitted before the last ones' reports were taken")
+        self._queue = [_Sent(c) for c in calls]
+        self._send(self._queue)
+
+    def _send(self, pending: list[_Sent]) -> None:
+        for index, sent in enumerate(pending):
+            sent.index = index
+        spec, tensors = structure.encode_values([list(s.call.args) for s in pending])
+        described = [{"slot": s.call.slot, "refill": s.call.refill, "seed": s.call.seed,
+                      "written": list(s.call.written)} for s in pending]
         try:
-            self.proc.send({"op": "call", "slot": slot, "refill": refill, "args": spec, "seed": seed,
-                            "written": list(written)}, tensors)
+            self.proc.send({"op": "calls", "calls": described, "args": spec}, tensors)
+            self._open = True
         except Exception as exc:  # noqa: BLE001 - raised in its turn by `result`
-            self._sent.failure = exc
+            self._failure = exc
 
     def result(self) -> CallReport:
-        """The report of the call submitted last."""
-        call, self._sent = self._sent, None
-        if call is None:
+        """The report of the oldest call submitted and not yet taken."""
+        if not self._queue:
             raise RuntimeError("a report taken with no call submitted")
-        if call.failure is not None:
-            raise call.failure
+        if self._failure is None and not self._open:
+            self._send(self._queue)  # the candidate process stopped early: the rest again
+        sent = self._queue.pop(0)
+        if self._failure is not None:
+            failure, self._failure, self._queue = self._failure, None, []
+            raise failure
+        self._open = False
         reply, back = self.proc.receive()
-        return self._report(reply, back, call.args, call.written)
+        index = reply.get("index", sent.index if reply.get("ok") is not True else None)
+        if index != sent.index:
+            raise wire.WireError(f"a reply for call {str(index)[:20]} where call {sent.index} was due")
+        self._open = reply.get("more") is True
+        if self._open and not self._queue:
+            raise wire.WireError("more replies than calls")
+        if reply.get("ok") is not True:
+            self._queue = []  # the candidate process stops at a failed call: nothing after it runs
+        return self._report(reply, back, sent.call.args, sent.call.written)
 
     def discard(self) -> None:
-        """The call submitted last is no longer wanted (a verdict came first): its reply read and
-        dropped, so the process is idle for what the judge asks next. Where it never comes back
-        (the process hung or died on it), `lost` says so."""
-        call, self._sent = self._sent, None
-        if call is None:
+        """The calls submitted and not yet taken are no longer wanted (a verdict came first):
+        the replies still to come read and dropped, so the process is idle for what the judge
+        asks next. Where they never come (the process hung or died on one), `lost` says so."""
+        self._queue = []
+        if self._failure is not None:
+            self.lost, self._failure = f"{type(self._failure).__name__}: {self._failure}"[:300], None
             return
-        try:
-            if call.failure is not None:
-                raise call.failure
-            self.proc.receive()
-        except Exception as exc:  # noqa: BLE001 - said by `lost`; the verdict is already decided
-            self.lost = f"{type(exc).__name__}: {exc}"[:300]
+        while self._open:
+            try:
+                reply, _ = self.proc.receive()
+            except Exception as exc:  # noqa: BLE001 - said by `lost`; the verdict is already decided
+                self.lost, self._open = f"{type(exc).__name__}: {exc}"[:300], False
+                return
+            self._open = reply.get("more") is True
 
     @staticmethod
     def _report(reply: dict[str, Any], back: list[torch.Tensor], args: tuple, written: tuple[int, ...]) -> CallReport:
         if reply.get("ok") is not True:
             return CallReport.from_reply(reply)
-        values = wire.decode_values(reply.get("values"), back)
+        values = structure.decode_values(reply.get("values"), back)
         if not isinstance(values, list) or len(values) != 2 or not isinstance(values[1], list) \
                 or len(values[1]) != len(written):
             raise wire.WireError("a call reply without (output, output arguments)")

@@ -53,10 +53,10 @@ class RemoteSide:
     def __init__(self, proc: Any, args: tuple, refresh: dict[str, Any] | None = None) -> None:
         """`refresh`: how the candidate process refreshes its inputs between samples
         (`judge.candidate.sampling.InputRefresher`'s skip and seed), None for never."""
-        from judge.candidate import wire
+        from judge.candidate import structure
 
         self.proc = proc
-        spec, tensors = wire.encode_values(list(args))
+        spec, tensors = structure.encode_values(list(args))
         self._start: tuple[dict[str, Any], list[torch.Tensor]] | None = (
             {"op": "time", "step": "start", "args": spec, "refresh": refresh}, tensors)
 
@@ -99,10 +99,10 @@ class RemoteSide:
     def output(self, poisoned: tuple[int, ...] = (), seed: int | None = None) -> tuple[Any, tuple]:
         """One more call on the timed inputs (output arguments in `poisoned` poisoned first,
         torch seeded with `seed`): its output and the inputs after it."""
-        from judge.candidate import wire
+        from judge.candidate import structure, wire
 
         reply, tensors = self.proc.request({"op": "time", "step": "output", "poisoned": list(poisoned), "seed": seed})
-        values = wire.decode_values(reply.get("values"), tensors)
+        values = structure.decode_values(reply.get("values"), tensors)
         if not isinstance(values, list) or len(values) != 2:
             raise wire.WireError("timing output that is not (output, inputs)")
         return values[0], tuple(values[1])

@@ -168,22 +168,24 @@ class CallSpans:
         self._originals = (CandidateProcess.send, CandidateProcess.receive)
         send, receive = self._originals
         spans = self
-        awaited: set[int] = set()  # processes whose unanswered request is a call
+        awaited: set[int] = set()  # processes whose unanswered request is a batch of calls
 
         def counting(proc: Any, header: dict[str, Any], tensors: Any = None) -> None:
             send(proc, header, tensors)
-            if header.get("op") == "call":
-                spans.calls += 1
+            if header.get("op") == "calls":
+                spans.calls += len(header["calls"])
                 awaited.add(id(proc))
 
         def waiting(proc: Any) -> Any:
             t = time.perf_counter()
+            reply: dict[str, Any] = {}
             try:
                 reply, back = receive(proc)
             finally:
                 if id(proc) in awaited:
-                    awaited.discard(id(proc))
                     spans.waiting_s += time.perf_counter() - t
+                    if reply.get("more") is not True:
+                        awaited.discard(id(proc))
             for step, seconds in (reply.get("spent") or {}).items():
                 spans.said[step] = spans.said.get(step, 0.0) + float(seconds)
             if reply.get("profile"):

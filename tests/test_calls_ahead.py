@@ -1,8 +1,9 @@
-"""The next call sent before the last is judged (judge/remote.py `RemoteRunner`, judge/oracle.py
-`judge_cases`): the candidate process runs it while the judge compares the last, yet every
-verdict is the one that judging one call at a time gives. One call in flight; a call that could
-not be sent fails in its own turn, after the call before it is judged; and a candidate wrong on
-a first run that hangs on the refill sent after it is still judged by the wrong result."""
+"""Calls go to the candidate process in batches (judge/remote.py `RemoteRunner`, judge/oracle.py
+`judge_cases`): it runs them while the judge compares the ones already answered, and every
+verdict is the one that judging one call at a time gives. A batch goes out in one request and
+its replies come one per call, in order; a request that could not be sent fails in its own turn;
+a candidate process that stops early gets the rest again; a candidate wrong on a first run that
+hangs on the refill after it is still judged by the wrong result."""
 
 from __future__ import annotations
 
@@ -11,74 +12,119 @@ from typing import Any
 import pytest
 import torch
 
-from judge.candidate import wire
+from judge.candidate import structure, wire
+from judge.oracle import Call
 from judge.remote import CandidateDied, CandidateTimeout, RemoteRunner
 
 
 class _FakeProcess:
-    """A candidate process that answers every call with its slot number as the output; `dies_at`:
-    sending that slot's call fails as to a process that has died."""
+    """A candidate process that answers every call of a batch with its slot number as the
+    output, one reply per call. `dies_at`: a request holding that slot cannot be sent (the
+    process died); `hangs_at`: reading that slot's reply times out; `stops_after`: the batch
+    ends after that slot (an output too large to send inline); `fails_at`: that slot's call
+    raised; `shuffled`: replies name the wrong call."""
 
-    def __init__(self, hangs_at: int | None = None, dies_at: int | None = None) -> None:
-        self.unanswered: int | None = None
+    def __init__(self, hangs_at: int | None = None, dies_at: int | None = None, stops_after: int | None = None,
+                 fails_at: int | None = None, shuffled: bool = False) -> None:
+        self.pending: list[int] = []
         self.log: list[str] = []
-        self.hangs_at, self.dies_at = hangs_at, dies_at
+        self.hangs_at, self.dies_at, self.stops_after = hangs_at, dies_at, stops_after
+        self.fails_at, self.shuffled = fails_at, shuffled
 
     def send(self, header: dict[str, Any], tensors: list[torch.Tensor] | None = None) -> None:
-        assert self.unanswered is None, "a second call sent before the first was answered"
-        slot = int(header["slot"])
-        if slot == self.dies_at:
+        assert not self.pending, "a request sent before the last one was answered"
+        assert header["op"] == "calls"
+        slots = [int(c["slot"]) for c in header["calls"]]
+        if self.dies_at in slots:
             raise CandidateDied("the candidate process ended (signal 9)")
-        self.unanswered = slot
-        self.log.append(f"send {slot}")
+        self.pending = slots
+        self.index = 0
+        self.log.append("send " + " ".join(map(str, slots)))
 
     def receive(self) -> tuple[dict[str, Any], list[torch.Tensor]]:
-        slot, self.unanswered = self.unanswered, None
-        assert slot is not None
+        slot = self.pending.pop(0)
+        index, self.index = self.index, self.index + 1
         self.log.append(f"read {slot}")
         if slot == self.hangs_at:
             raise CandidateTimeout()
-        spec, tensors = wire.encode_values([torch.full((1,), float(slot)), []], objects=False)
-        return {"ok": True, "launched": 1, "values": spec}, tensors
+        if slot == self.fails_at:
+            self.pending = []
+            return {"ok": False, "kind": "runtime_error", "message": "boom", "index": index}, []
+        if slot == self.stops_after:
+            self.pending = []
+        spec, tensors = structure.encode_values([torch.full((1,), float(slot)), []], objects=False)
+        more = bool(self.pending)
+        return {"ok": True, "launched": 1, "values": spec, "index": index + self.shuffled, "more": more}, tensors
 
 
-def test_one_call_in_flight_and_its_report_in_turn() -> None:
+def _calls(*slots: int) -> list[Call]:
+    return [Call(slot, (torch.zeros(4),)) for slot in slots]
+
+
+def test_a_batch_goes_in_one_request_and_its_reports_come_in_turn() -> None:
     proc = _FakeProcess()
     runner = RemoteRunner(proc)  # type: ignore[arg-type]
-    runner.submit(0, (torch.zeros(4),), refill=False)
-    with pytest.raises(RuntimeError, match="before the last one"):
-        runner.submit(1, (torch.zeros(4),), refill=False)
+    runner.submit(_calls(0, 1, 2))
     assert float(runner.result().output[0]) == 0.0
-    runner.submit(1, (torch.zeros(4),), refill=True)
-    assert float(runner.result().output[0]) == 1.0
-    assert proc.log == ["send 0", "read 0", "send 1", "read 1"]
+    with pytest.raises(RuntimeError, match="before the last ones"):
+        runner.submit(_calls(3))
+    assert [float(runner.result().output[0]) for _ in range(2)] == [1.0, 2.0]
+    with pytest.raises(RuntimeError, match="no call submitted"):
+        runner.result()
+    runner.submit(_calls(3))
+    assert float(runner.result().output[0]) == 3.0
+    assert proc.log == ["send 0 1 2", "read 0", "read 1", "read 2", "send 3", "read 3"]
 
 
-def test_a_call_that_could_not_be_sent_fails_in_its_own_turn() -> None:
+def test_a_request_that_could_not_be_sent_fails_in_its_own_turn() -> None:
     """The process died after answering call 0: sending call 1 fails, but call 0 is judged
     first (its report taken before the failure shows), as one call at a time would."""
     runner = RemoteRunner(_FakeProcess(dies_at=1))  # type: ignore[arg-type]
-    runner.submit(0, (torch.zeros(4),), refill=False)
+    runner.submit(_calls(0))
     report = runner.result()
-    runner.submit(1, (torch.zeros(4),), refill=False)  # no exception yet
+    runner.submit(_calls(1))  # no exception yet
     assert report.ok and float(report.output[0]) == 0.0
     with pytest.raises(CandidateDied):
         runner.result()
 
 
-def test_a_call_dropped_after_a_verdict_is_read_and_a_lost_process_is_said() -> None:
+def test_calls_dropped_after_a_verdict_are_read_and_a_lost_process_is_said() -> None:
     proc = _FakeProcess(hangs_at=1)
     runner = RemoteRunner(proc)  # type: ignore[arg-type]
-    runner.submit(0, (torch.zeros(4),), refill=False)
+    runner.submit(_calls(0, 1, 2))
     runner.result()
-    runner.submit(1, (torch.zeros(4),), refill=False)
     runner.discard()
-    assert proc.unanswered is None and "CandidateTimeout" in runner.lost
+    assert "CandidateTimeout" in runner.lost
     runner.discard()  # nothing in flight: nothing to do
-    fine = RemoteRunner(_FakeProcess())  # type: ignore[arg-type]
-    fine.submit(0, (torch.zeros(4),), refill=False)
-    fine.discard()
-    assert fine.lost == ""
+    fine = _FakeProcess()
+    drained = RemoteRunner(fine)  # type: ignore[arg-type]
+    drained.submit(_calls(0, 1, 2))
+    drained.result()
+    drained.discard()
+    assert drained.lost == "" and fine.log[-2:] == ["read 1", "read 2"] and not fine.pending
+
+
+def test_a_batch_the_candidate_stopped_early_is_sent_again_from_where_it_stopped() -> None:
+    proc = _FakeProcess(stops_after=1)
+    runner = RemoteRunner(proc)  # type: ignore[arg-type]
+    runner.submit(_calls(0, 1, 2, 3))
+    assert [float(runner.result().output[0]) for _ in range(4)] == [0.0, 1.0, 2.0, 3.0]
+    assert proc.log == ["send 0 1 2 3", "read 0", "read 1", "send 2 3", "read 2", "read 3"]
+
+
+def test_nothing_runs_after_a_failed_call_and_replies_out_of_turn_are_refused() -> None:
+    proc = _FakeProcess(fails_at=1)
+    runner = RemoteRunner(proc)  # type: ignore[arg-type]
+    runner.submit(_calls(0, 1, 2))
+    assert runner.result().ok and not runner.result().ok
+    runner.discard()  # the process stopped at the failure: nothing to read
+    assert proc.log == ["send 0 1 2", "read 0", "read 1"] and runner.lost == ""
+    runner.submit(_calls(5))
+    assert runner.result().ok
+    shuffled = RemoteRunner(_FakeProcess(shuffled=True))  # type: ignore[arg-type]
+    shuffled.submit(_calls(0, 1))
+    with pytest.raises(wire.WireError, match="where call 0 was due"):
+        shuffled.result()
 
 
 HANGS_ON_A_REFILL = '''
@@ -130,10 +176,10 @@ def pool_task_source(task_id: str) -> str:
     return get_task(task_id).baseline_source()
 
 
-def test_the_oracle_sends_the_next_call_before_it_judges_the_last(tmp_path: Any,
+def test_the_oracle_sends_a_holds_calls_in_one_batch_and_judges_them_in_turn(tmp_path: Any,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    """`judge_cases` submits each call once the one before it has reported, then judges that one:
-    every call taken, in order, before the end-of-set check."""
+    """`judge_cases` submits a hold's calls together (both attempts of both cases), then takes
+    and judges each in order: every call taken before the end-of-set check."""
     from bench.registry import get_task
     from judge import oracle
     from tests.helpers import in_process_runner
@@ -144,9 +190,9 @@ def test_the_oracle_sends_the_next_call_before_it_judges_the_last(tmp_path: Any,
     events: list[str] = []
 
     class Recording:
-        def submit(self, slot: int, *args: Any, **kwargs: Any) -> None:
-            events.append(f"submit {slot}")
-            inner.submit(slot, *args, **kwargs)
+        def submit(self, calls: list[Any]) -> None:
+            events.append("submit " + " ".join(str(c.slot) for c in calls))
+            inner.submit(calls)
 
         def result(self) -> Any:
             events.append("result")
@@ -169,8 +215,8 @@ def test_the_oracle_sends_the_next_call_before_it_judges_the_last(tmp_path: Any,
     cases = task.cases("visible", True)[:2]
     verdict = oracle.judge_cases(task, Recording(), cases, "cpu", True)  # type: ignore[arg-type]
     assert verdict.correct, verdict.one_line()
-    assert events == ["submit 0", "result", "submit 0", "judge", "result", "submit 1", "judge", "result", "submit 1",
-                      "judge", "result", "judge", "collect"]
+    assert events == ["submit 0 0 1 1", "result", "judge", "result", "judge", "result", "judge", "result", "judge",
+                      "collect"]
 
 
 @pytest.mark.parametrize("races", [False, True])
@@ -211,3 +257,53 @@ def test_the_judge_keeps_no_output_past_its_judging(tmp_path: Any, monkeypatch: 
     assert verdict.correct, verdict.one_line()
     assert len(outputs) == len(cases) * (3 if races else 2)
     assert alive_at_collect == [0]
+
+
+def test_a_holds_calls_are_cut_into_requests_by_the_case_set_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`batches`: a call joins the request before it while that request's inputs stay within
+    the input limit and the call before it answers with bytes that may go inline; a large
+    answer ends its request; `KMC_CALL_BATCH=0` sends one call per request."""
+    from judge.oracle import BATCH_ENV, _Planned, batches
+
+    def planned(input_elems: int, answer_elems: int) -> _Planned:
+        args = (torch.zeros(input_elems),)
+        return _Planned(0, None, "first", None, (torch.zeros(answer_elems), None), True,  # type: ignore[arg-type]
+                        Call(0, args))
+
+    small, big_answer, big_input = planned(4, 4), planned(4, 1000), planned(300, 4)
+    cut = batches([small, small, big_answer, small, big_input, small], inline_limit=400, input_limit=1200)
+    assert [len(b) for b in cut] == [3, 1, 1, 1]  # the big answer ends a request; 1200 input bytes fill one
+    assert cut[0][2] is big_answer and cut[2][0] is big_input
+    assert [len(b) for b in batches([small, big_input, small], 400, 1300)] == [3]
+    monkeypatch.setenv(BATCH_ENV, "0")
+    assert [len(b) for b in batches([small, small, small], 400, 1200)] == [1, 1, 1]
+
+
+BOTH_WAYS = ("wrong_tail_mask.py", "off_by_one.py", "modifies_input.py", "caches_data_ptr.py", "caches_by_shape.py",
+             "stale_empty_like.py", "raises.py", "segfault_ctypes.py", "forges_reply.py", "softmax_tail_mask.py",
+             "reused_output_buffer.py", "scribbles_shared_memory.py")
+
+
+@pytest.mark.slow
+def test_batched_calls_give_the_verdicts_of_one_call_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sample of the hostile corpus (wrong on a first run, only after a refill, by a memo, a
+    reused output buffer, a crash, a forged reply, a scribble on the shared memory) and two
+    experts, judged with a hold's calls batched and with one call per request
+    (`KMC_CALL_BATCH=0`): every verdict's kind, failing case and message alike, and each the
+    one the corpus expects."""
+    from judge.device import detect_target
+    from runners.pool import LocalPool
+    from tests.test_hostile import CORPUS, HOSTILE
+
+    entries = [h for h in CORPUS if h.file in BOTH_WAYS]
+    assert len(entries) == len(BOTH_WAYS)
+    jobs = [(h.task, (HOSTILE / h.file).read_text(), h.case_set) for h in entries]
+    jobs += [(task, pool_task_source(task), "hidden") for task in ("vector_add", "softmax")]
+    seen: dict[str, list[str]] = {}
+    for mode in ("0", "1"):
+        monkeypatch.setenv("KMC_CALL_BATCH", mode)
+        with LocalPool(detect_target(force_cpu=True), workers=1, job_timeout=120.0) as pool:
+            seen[mode] = [pool.evaluate(task, source, case_set).verdict.one_line() for task, source, case_set in jobs]
+    assert seen["1"] == seen["0"]
+    kinds = [line.split(" ", 1)[0].rstrip(":") for line in seen["1"]]
+    assert kinds == [h.kind for h in entries] + ["correct", "correct"], seen["1"]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from judge.candidate import launches, precompile, wire
+from judge.candidate import launches, precompile, structure, wire
 from tests.helpers import ROOT, cli_env, run_cli
 
 KERNEL_FILE = '''
@@ -46,7 +46,7 @@ def _module(tmp_path: Path, source: str = KERNEL_FILE) -> object:
 def _cases(*tensors: torch.Tensor) -> list[dict]:
     out = []
     for t in tensors:
-        spec, found = wire.encode_values((t,))
+        spec, found = structure.encode_values((t,))
         out.append({"args": spec, "tensors": [wire.describe(x) for x in found]})
     return out
 

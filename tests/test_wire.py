@@ -9,16 +9,16 @@ import socket
 import pytest
 import torch
 
-from judge.candidate import wire
+from judge.candidate import structure, wire
 
 
 def _round_trip(values: object) -> object:
     a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     with a, b:
-        spec, tensors = wire.encode_values(values)
+        spec, tensors = structure.encode_values(values)
         wire.send(a, {"args": spec}, tensors)
         header, back = wire.recv(b)
-        return wire.decode_values(header["args"], back)
+        return structure.decode_values(header["args"], back)
 
 
 def test_arguments_of_a_replayed_launch_cross_intact() -> None:
@@ -34,12 +34,12 @@ def test_arguments_of_a_replayed_launch_cross_intact() -> None:
 
 def test_nonsense_descriptions_are_refused() -> None:
     with pytest.raises(wire.WireError):
-        wire.decode_values({"dtype": "float128"}, [])
+        structure.decode_values({"dtype": "float128"}, [])
     with pytest.raises(wire.WireError):
-        wire.decode_values({"map": [[1, {"value": 2}]]}, [])
+        structure.decode_values({"map": [[1, {"value": 2}]]}, [])
     with pytest.raises(wire.WireError):
-        wire.decode_values({"tensor": 3}, [])
-    assert isinstance(wire.decode_values({"other": "function"}, []), wire.Opaque)
+        structure.decode_values({"tensor": 3}, [])
+    assert isinstance(structure.decode_values({"other": "function"}, []), structure.Opaque)
 
 
 # ---------------------------------------------------------------- the judge's objects, rebuilt in the candidate process
@@ -57,10 +57,10 @@ def _to_candidate(values: object, local: object = None) -> object:
     """The judge's side encodes; the candidate process decodes with its own module as `local`."""
     a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     with a, b:
-        spec, tensors = wire.encode_values(values)
+        spec, tensors = structure.encode_values(values)
         wire.send(a, {"args": spec}, tensors)
         header, back = wire.recv(b)
-        return wire.decode_values(header["args"], back, wire.Rebuilder(local))
+        return structure.decode_values(header["args"], back, structure.Rebuilder(local))
 
 
 def test_modules_devices_and_every_dtype_reach_the_candidate_intact() -> None:
@@ -102,14 +102,14 @@ def test_a_suite_class_is_taken_from_the_candidates_module_or_stood_in_for() -> 
 def test_the_judge_never_rebuilds_what_a_candidate_process_sends() -> None:
     """Objects, parameters and names from the untrusted side stay `Opaque`: nothing is imported,
     constructed or unpickled on the judge's side."""
-    spec, tensors = wire.encode_values([SuiteConfig(), torch.nn.Parameter(torch.ones(2)), len])
-    got = wire.decode_values(spec, tensors)
-    assert isinstance(got, list) and all(isinstance(v, wire.Opaque) for v in got)
+    spec, tensors = structure.encode_values([SuiteConfig(), torch.nn.Parameter(torch.ones(2)), len])
+    got = structure.decode_values(spec, tensors)
+    assert isinstance(got, list) and all(isinstance(v, structure.Opaque) for v in got)
     assert got[1].subclass, "a Parameter returned as an output is a tensor subclass"
     forged = {"object": ["os", "system"], "new": {"value": None}, "state": {"value": None}}
-    assert isinstance(wire.decode_values(forged, []), wire.Opaque)
+    assert isinstance(structure.decode_values(forged, []), structure.Opaque)
     # The candidate process encodes its own objects by type name only.
-    spec, _ = wire.encode_values([SuiteConfig()], objects=False)
+    spec, _ = structure.encode_values([SuiteConfig()], objects=False)
     assert spec == {"seq": [{"other": "SuiteConfig"}], "tuple": False}
 
 
@@ -219,3 +219,31 @@ def test_a_candidate_process_gets_known_bytes_before_and_after_each_input() -> N
     finally:
         ours.close()
         theirs.close()
+
+
+def test_inline_messages_carry_their_bytes_in_the_socket_out_of_the_senders_reach() -> None:
+    """A batched call's reply (judge/candidate/server.py `_op_calls`): its tensors' bytes follow
+    the frame in the socket, so what the sender writes into its tensors or arena afterwards (it
+    runs the next call at once) changes nothing the receiver reads. Arena messages before and
+    after it on the same link still work; an inline message over the limit, or one that comes
+    with a descriptor, is refused."""
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    with a, b:
+        sender, receiver = wire.Link(a), wire.Link(b)
+        x = torch.arange(6, dtype=torch.float32).reshape(2, 3)[:, 1:]
+        sender.send({"n": 1}, [torch.ones(3)])
+        assert torch.equal(receiver.recv()[1][0], torch.ones(3))
+        sender.send({"n": 2, "more": True}, [x, torch.tensor([7], dtype=torch.int64)], inline=True)
+        x.fill_(-1.0)  # the sender runs on before the receiver reads
+        header, (got, seven) = receiver.recv()
+        assert header == {"n": 2, "more": True}
+        assert torch.equal(got, torch.tensor([[1.0, 2.0], [4.0, 5.0]])) and got.stride() == (3, 1)
+        assert int(seven) == 7
+        sender.send({"n": 3}, [torch.zeros(2)])
+        assert torch.equal(receiver.recv()[1][0], torch.zeros(2))
+        with pytest.raises(wire.WireError, match="inline"):
+            sender.send({}, [torch.zeros(wire.INLINE_LIMIT // 4 + 1)], inline=True)
+        frame = b'{"tensors": [], "inline": 99999999999}'
+        a.sendall(len(frame).to_bytes(4, "big") + frame)
+        with pytest.raises(wire.WireError, match="inline message"):
+            receiver.recv()

@@ -38,7 +38,7 @@ from typing import Any
 
 import torch
 
-from judge.candidate import launches, wire
+from judge.candidate import launches, structure, wire
 from judge.candidate.internal_tests import alarm_after
 
 PRECOMPILE_ENV = "KMC_PRECOMPILE"
@@ -189,11 +189,11 @@ def _drive(runs: Callable[[], Iterable[Callable[[], object]]], unit: str, limit_
 def compile_cases(entry: Any, cases: list[dict[str, Any]], module: Any,
                   case_limit_s: float = CASE_LIMIT_S, pass_limit_s: float = PASS_LIMIT_S) -> PassReport:
     """Run `entry` on each case's placeholders with launches compiled only. `cases`: per case
-    {"args": wire.encode_values spec, "tensors": [description, ...]}."""
+    {"args": structure.encode_values spec, "tensors": [description, ...]}."""
     def on_placeholders(case: dict[str, Any]) -> Callable[[], object]:
         def call() -> object:
             tensors = [placeholder(d) for d in case["tensors"]]
-            return entry(*wire.decode_values(case["args"], tensors, wire.Rebuilder(module)))
+            return entry(*structure.decode_values(case["args"], tensors, structure.Rebuilder(module)))
 
         return call
 

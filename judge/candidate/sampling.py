@@ -320,7 +320,7 @@ class CandidateTimer:
             return {"ms": self.side.wall()}, []
         if step == "output":
             from bench.poison import poison_tensor
-            from judge.candidate import wire
+            from judge.candidate import structure
 
             for i in header.get("poisoned") or ():
                 if isinstance(i, int) and 0 <= i < len(self.args) and isinstance(self.args[i], torch.Tensor):
@@ -329,6 +329,6 @@ class CandidateTimer:
                 torch.manual_seed(int(header["seed"]))
             out = self.entry(*self.args)
             torch.cuda.synchronize()
-            spec, tensors = wire.encode_values([out, list(self.args)], objects=False)
+            spec, tensors = structure.encode_values([out, list(self.args)], objects=False)
             return {"values": spec}, tensors
         raise ValueError(f"unknown timing step {step!r}")

@@ -31,7 +31,8 @@ from typing import Any
 import torch
 
 from bench.sequences import same_kind
-from judge.candidate import call_record, launches, wire
+from bench.slack import raw_bytes
+from judge.candidate import call_record, launches, structure, wire
 from judge.candidate.allocations import overruns, poisoned_allocations
 from judge.candidate.bit_equality import (
     BitCopy,
@@ -175,19 +176,44 @@ class CandidateServer:
             return {"ok": False, "kind": missing.kind, "message": missing.message, "contained": self.contained}, []
         return {"ok": True, "contained": self.contained}, []
 
-    def _op_call(self, header: dict[str, Any], tensors: list[torch.Tensor]) -> tuple[dict[str, Any], list]:
-        slot = int(header["slot"])
+    def _op_calls(self, header: dict[str, Any], tensors: list[torch.Tensor]) -> tuple[dict[str, Any], list]:
+        """A batch of calls (judge/remote.py `RemoteRunner`): every call's inputs came in this one
+        message and are copied out of the judge's arena before any candidate code runs. Each
+        call's reply but the last goes inline (`wire.Link.send`), out of this process's reach,
+        before the next call runs; the batch stops at a failed call, and at an output too large
+        to send inline, which goes through the arena as the request's last reply (the judge
+        sends the calls not run again). Each reply carries its call's index in the batch."""
         started = time.perf_counter()
-        fresh = wire.decode_values(header["args"], tensors, wire.Rebuilder(self.module))
-        if header.get("refill") and slot in self.inputs:
+        calls = header["calls"]
+        values = structure.decode_values(header["args"], tensors, structure.Rebuilder(self.module))
+        if not isinstance(calls, list) or not isinstance(values, list) or len(values) != len(calls) or not calls:
+            raise wire.WireError("a batch whose calls and arguments do not match")
+        del tensors
+        self._spend("call:decode", started)
+        for index, (call, fresh) in enumerate(zip(calls, values, strict=True)):
+            reply, out = self._call(call, fresh)
+            reply["index"] = index
+            if index == len(calls) - 1 or not reply["ok"] or sum(raw_bytes(t).numel() for t in out) > wire.INLINE_LIMIT:
+                return {**reply, "more": False}, out
+            started = time.perf_counter()
+            self.link.send({**reply, "seq": header.get("seq"), "more": True}, out, inline=True)
+            self._spend("call:send", started)
+        raise AssertionError("unreachable: the last call returns")
+
+    def _call(self, call: dict[str, Any], fresh: Any) -> tuple[dict[str, Any], list]:
+        """One call of a batch: its inputs (copied into the slot's tensors of its last call
+        with `refill`), run and recorded, and its output and output arguments encoded."""
+        slot = int(call["slot"])
+        started = time.perf_counter()
+        if call.get("refill") and slot in self.inputs:
             args = refill(self.inputs[slot], fresh)
         else:
             args = tuple(fresh)
         self.inputs[slot] = args
-        seed = header.get("seed")
-        written = tuple(int(i) for i in header.get("written") or ())
+        seed = call.get("seed")
+        written = tuple(int(i) for i in call.get("written") or ())
         before = input_copies(args, written)
-        started = self._spend("call:decode", started)
+        started = self._spend("call:refill", started)
         report, out = run_call(self.entry, args, self.device, self.interpreter,
                                seed=int(seed) if seed is not None else None, written=written, source_path=self.path,
                                guard=self.guard, tracer=self.tracer)
@@ -196,7 +222,7 @@ class CandidateServer:
             return report, []
         report["modified"] = changed_inputs(before, args)
         self.held.add(out, args, written)
-        spec, tensors = wire.encode_values([out, [args[i] for i in written]], objects=False)
+        spec, tensors = structure.encode_values([out, [args[i] for i in written]], objects=False)
         self._spend("call:checks", started)
         return {**report, "values": spec}, tensors
 
@@ -283,7 +309,7 @@ class CandidateServer:
         from judge.candidate.sampling import CandidateTimer
 
         if header.get("step") == "start" or self.timer is None:
-            args = tuple(wire.decode_values(header["args"], tensors, wire.Rebuilder(self.module)))
+            args = tuple(structure.decode_values(header["args"], tensors, structure.Rebuilder(self.module)))
             self.timer = CandidateTimer(self.entry, args, header.get("refresh"))
         reply, out = self.timer.step(header)
         return {"ok": True, **reply}, out
