@@ -201,8 +201,10 @@ class Worker:
         repeat's): torch draws without the GIL, and a key a job
         asks for while it is being drawn is waited for, not drawn twice (judge/case_inputs.py
         `_InputCache`). Stops when the worker closes or the input cache is nearly full."""
+        from judge import fused_compare
         from judge.case_inputs import input_cache_full
 
+        fused_compare.prepare(self.device)  # the comparison's kernel compiled and checked now, not under a ticket
         self._prepare_cases(lambda: self.closing or input_cache_full())
 
     def handle(self, job: Job | dict[str, Any]) -> dict[str, Any]:
