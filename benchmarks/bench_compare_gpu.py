@@ -253,7 +253,8 @@ def measure(label: str, config: CompareConfig, out: Path, sample_s: float,
                     settings={k: v for k, v in sorted(os.environ.items()) if k in JUDGE_SWITCHES})
 
 
-JUDGE_SWITCHES = ("KMC_PRECOMPILE", "KMC_TIMING_HOLD", CONTEXT_GATE_ENV, SPARES_ENV)
+JUDGE_SWITCHES = ("KMC_PRECOMPILE", "KMC_TIMING_HOLD", "KMC_CALL_BATCH", "KMC_FUSED_COMPARE", CONTEXT_GATE_ENV,
+                  SPARES_ENV)
 """The judge's experiment switches a measurement records when set."""
 
 

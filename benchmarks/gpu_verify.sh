@@ -67,7 +67,7 @@ speed)
   # in SEVEN_WORKERS, the 7-task command with N workers; SEVEN_ALT_ENV: once more with those
   # variables set (the switches of judge/precompile and judge/worker). SEVEN_ARGS: more flags.
   step gpu_tests 150 python3 -m pytest -q -p no:cacheprovider -m "gpu or not slow" tests/test_precompile.py \
-    tests/test_timing_protocols.py tests/test_calls_ahead.py tests/test_wire.py
+    tests/test_timing_protocols.py tests/test_calls_ahead.py tests/test_wire.py tests/test_fused_compare.py
   for batch in 0 1; do  # the judged call's milliseconds, one call per request and batched (judge/oracle.py batches)
     step "spans_batch$batch" 120 env KMC_CALL_BATCH=$batch python3 scripts/judge_profile.py --spans \
       --tasks vector_add,flip,softmax,rms_norm,cumsum --repeats 3 --case-set hidden
@@ -81,7 +81,7 @@ speed)
     step full $((FULL_LIMIT_S + 120)) python3 benchmarks/bench_compare_gpu.py --skip-seven --steps \
       --full-limit-s "$FULL_LIMIT_S" ${FULL_ARGS:-} --json "$OUT/full.json"
   fi
-  if [ -n "${SEVEN_ALT_ENV:-}" ]; then  # e.g. "KMC_CALL_BATCH=0 KMC_PRECOMPILE=0 KMC_TIMING_HOLD=job": the design before
+  if [ -n "${SEVEN_ALT_ENV:-}" ]; then  # e.g. "KMC_CALL_BATCH=0 KMC_FUSED_COMPARE=0 KMC_PRECOMPILE=0 KMC_TIMING_HOLD=job"
     step seven_alt 260 env $SEVEN_ALT_ENV python3 benchmarks/bench_compare_gpu.py --skip-full --steps ${SEVEN_ARGS:-} \
       --json "$OUT/seven-alt.json"
   fi
