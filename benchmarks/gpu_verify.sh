@@ -66,13 +66,18 @@ speed)
   # FULL_LIMIT_S: the full suite at budget 100 cut there (FULL_ARGS: its flags); then, for each N
   # in SEVEN_WORKERS, the 7-task command with N workers; SEVEN_ALT_ENV: once more with those
   # variables set (the switches of judge/precompile and judge/worker). SEVEN_ARGS: more flags.
-  step gpu_tests 150 python3 -m pytest -q -p no:cacheprovider -m "gpu or not slow" tests/test_precompile.py \
-    tests/test_timing_protocols.py tests/test_calls_ahead.py tests/test_wire.py tests/test_fused_compare.py
-  for batch in 0 1; do  # the judged call's milliseconds, one call per request and batched (judge/oracle.py batches)
-    step "spans_batch$batch" 120 env KMC_CALL_BATCH=$batch python3 scripts/judge_profile.py --spans \
-      --tasks vector_add,flip,softmax,rms_norm,cumsum --repeats 3 --case-set hidden
-  done
-  step seven 260 python3 benchmarks/bench_compare_gpu.py --skip-full --steps ${SEVEN_ARGS:-} --json "$OUT/seven.json"
+  # SPEED_TESTS=0 skips the GPU tests and the per-call spans, SEVEN=0 the default 7-task run.
+  if [ "${SPEED_TESTS:-1}" != 0 ]; then  # SPEED_TESTS=0: straight to the runs (a second call)
+    step gpu_tests 150 python3 -m pytest -q -p no:cacheprovider -m "gpu or not slow" tests/test_precompile.py \
+      tests/test_timing_protocols.py tests/test_calls_ahead.py tests/test_wire.py tests/test_fused_compare.py
+    for batch in 0 1; do  # the judged call's milliseconds, one call per request and batched (judge/oracle.py batches)
+      step "spans_batch$batch" 120 env KMC_CALL_BATCH=$batch python3 scripts/judge_profile.py --spans \
+        --tasks vector_add,flip,softmax,rms_norm,cumsum --repeats 3 --case-set hidden
+    done
+  fi
+  if [ "${SEVEN:-1}" != 0 ]; then  # SEVEN=0: only the variants below
+    step seven 260 python3 benchmarks/bench_compare_gpu.py --skip-full --steps ${SEVEN_ARGS:-} --json "$OUT/seven.json"
+  fi
   if [ -n "${SEVEN_UNGATED:-}" ]; then
     step seven_ungated 260 python3 benchmarks/bench_compare_gpu.py --skip-full --steps --ungated-contexts \
       --workers "$SEVEN_UNGATED" ${SEVEN_ARGS:-} --json "$OUT/seven-ungated.json"
