@@ -209,7 +209,7 @@ class CallSpans:
         out = {"correctness": correctness_s / n * 1e3, "judge_waiting_for_calls": self.waiting_s / n * 1e3,
                "judge_rest": (correctness_s - self.waiting_s) / n * 1e3}
         out.update({f"candidate {k}": v / n * 1e3 for k, v in sorted(self.said.items(), key=lambda kv: -kv[1])
-                    if k.startswith("call:") or k == "copy_in"})
+                    if k.startswith("call:") or k in ("copy_in", "calls:handle")})  # a batch's handling, all of it
         return {k: round(v, 3) for k, v in out.items()}
 
 

@@ -331,7 +331,7 @@ def test_judge_profile_spans_split_each_call_between_the_judge_and_the_candidate
     assert row["verdict"] == "correct" and row["calls"] == 2 * 2 * cases  # two evaluations, two calls a case
     ms = row["per_call_ms"]
     assert 0 < ms["judge_waiting_for_calls"] <= ms["correctness"] and ms["judge_rest"] >= 0
-    assert ms["candidate call:run_and_record"] > 0 and ms["candidate call:handle"] >= ms["candidate call:run_and_record"]
+    assert ms["candidate call:run_and_record"] > 0 and ms["candidate calls:handle"] >= ms["candidate call:run_and_record"]
     assert ms["candidate call:run_and_record:steady"] > 0
     assert 0 <= ms["candidate call:run_and_record:slow"] <= ms["candidate call:run_and_record"]
     assert "milliseconds per call" in proc.stdout
