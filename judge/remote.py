@@ -299,8 +299,8 @@ class RemoteRunner:
         if index != sent.index:
             raise wire.WireError(f"a reply for call {str(index)[:20]} where call {sent.index} was due")
         self._open = reply.get("more") is True
-        if self._open and not self._queue:
-            raise wire.WireError("more replies than calls")
+        if self._open and (not self._queue or reply.get("ok") is not True):
+            raise wire.WireError("more replies than calls" if not self._queue else "more replies after a failed call")
         if reply.get("ok") is not True:
             self._queue = []  # the candidate process stops at a failed call: nothing after it runs
         return self._report(reply, back, sent.call.args, sent.call.written)

@@ -125,6 +125,12 @@ def test_nothing_runs_after_a_failed_call_and_replies_out_of_turn_are_refused() 
     shuffled.submit(_calls(0, 1))
     with pytest.raises(wire.WireError, match="where call 0 was due"):
         shuffled.result()
+    forged = _FakeProcess()
+    forged_runner = RemoteRunner(forged)  # type: ignore[arg-type]
+    forged_runner.submit(_calls(0, 1))
+    forged.receive = lambda: ({"ok": False, "kind": "runtime_error", "index": 0, "more": True}, [])  # type: ignore[method-assign]
+    with pytest.raises(wire.WireError, match="after a failed call"):
+        forged_runner.result()
 
 
 HANGS_ON_A_REFILL = '''
