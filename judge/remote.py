@@ -309,17 +309,19 @@ class RemoteRunner:
         """The calls submitted and not yet taken are no longer wanted (a verdict came first):
         the replies still to come read and dropped, so the process is idle for what the judge
         asks next. Where they never come (the process hung or died on one), `lost` says so."""
-        self._queue = []
+        due, self._queue = len(self._queue), []
         if self._failure is not None:
             self.lost, self._failure = f"{type(self._failure).__name__}: {self._failure}"[:300], None
             return
         while self._open:
             try:
+                if due <= 0:  # a reply past the last call's: never read one more than was asked for
+                    raise wire.WireError("more replies than calls")
                 reply, _ = self.proc.receive()
             except Exception as exc:  # noqa: BLE001 - said by `lost`; the verdict is already decided
                 self.lost, self._open = f"{type(exc).__name__}: {exc}"[:300], False
                 return
-            self._open = reply.get("more") is True
+            self._open, due = reply.get("more") is True, due - 1
 
     @staticmethod
     def _report(reply: dict[str, Any], back: list[torch.Tensor], args: tuple, written: tuple[int, ...]) -> CallReport:

@@ -102,6 +102,13 @@ def test_calls_dropped_after_a_verdict_are_read_and_a_lost_process_is_said() -> 
     drained.result()
     drained.discard()
     assert drained.lost == "" and fine.log[-2:] == ["read 1", "read 2"] and not fine.pending
+    endless = _FakeProcess()
+    flooded = RemoteRunner(endless)  # type: ignore[arg-type]
+    flooded.submit(_calls(0, 1))
+    flooded.result()
+    endless.receive = lambda: ({"ok": True, "index": 1, "more": True}, [])  # type: ignore[method-assign]
+    flooded.discard()  # a candidate that never stops answering is read no further than its calls
+    assert "more replies than calls" in flooded.lost
 
 
 def test_a_batch_the_candidate_stopped_early_is_sent_again_from_where_it_stopped() -> None:
