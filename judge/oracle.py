@@ -277,12 +277,16 @@ class _Planned:
         return sum(t.untyped_storage().nbytes() for t in tensors if isinstance(t, torch.Tensor))
 
 
-def batches(planned: list[_Planned], inline_limit: int, input_limit: int = BATCH_INPUT_BYTES) -> list[list[_Planned]]:
+def batches(planned: list[_Planned], inline_limit: int, input_limit: int = BATCH_INPUT_BYTES,
+            first_case_alone: bool = False) -> list[list[_Planned]]:
     """`planned` cut into requests, in order: a call joins the request before it while that
     request's inputs stay within `input_limit` and the call before it answers with at most
     `inline_limit` bytes (judge/candidate/wire.py `INLINE_LIMIT`: every reply but a request's
-    last goes inline). Depends only on the case set, never on timing, so which calls run
-    before a failure is judged is the same from run to run. `BATCH_ENV`=0: one call each."""
+    last goes inline). `first_case_alone`: the first case's calls make a request of their own
+    (a case set's start: a candidate wrong on its first case, the commonest failure, runs no
+    other case's calls before its verdict). Depends only on the case set, never on timing, so
+    which calls run before a failure is judged is the same from run to run. `BATCH_ENV`=0: one
+    call each."""
     import os
 
     one_each = os.environ.get(BATCH_ENV, "1") == "0"
@@ -290,7 +294,9 @@ def batches(planned: list[_Planned], inline_limit: int, input_limit: int = BATCH
     size = 0
     for p in planned:
         n = p.input_bytes()
-        if out and not one_each and size + n <= input_limit and out[-1][-1].reply_bytes() <= inline_limit:
+        alone = first_case_alone and len(out) == 1 and p.slot != out[0][0].slot
+        if out and not one_each and not alone and size + n <= input_limit \
+                and out[-1][-1].reply_bytes() <= inline_limit:
             out[-1].append(p)
             size += n
         else:
@@ -322,7 +328,7 @@ class _Judging:
 
     def run(self, planned: list[_Planned]) -> Verdict | None:
         """Every planned call run and judged in order: the verdict of the first that fails, else None."""
-        requests = batches(planned, INLINE_LIMIT)
+        requests = batches(planned, INLINE_LIMIT, first_case_alone=not self.ran)
         for r, request in enumerate(requests):
             if r == 0:
                 self.runner.submit([p.call for p in request])

@@ -191,8 +191,9 @@ def pool_task_source(task_id: str) -> str:
 
 def test_the_oracle_sends_a_holds_calls_in_one_batch_and_judges_them_in_turn(tmp_path: Any,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    """`judge_cases` submits a hold's calls together (both attempts of both cases), then takes
-    and judges each in order: every call taken before the end-of-set check."""
+    """`judge_cases` submits a case set's first case alone, then the rest of the hold together,
+    sent before the first case's last call is judged; every call taken and judged in order
+    before the end-of-set check."""
     from bench.registry import get_task
     from judge import oracle
     from tests.helpers import in_process_runner
@@ -228,8 +229,8 @@ def test_the_oracle_sends_a_holds_calls_in_one_batch_and_judges_them_in_turn(tmp
     cases = task.cases("visible", True)[:2]
     verdict = oracle.judge_cases(task, Recording(), cases, "cpu", True)  # type: ignore[arg-type]
     assert verdict.correct, verdict.one_line()
-    assert events == ["submit 0 0 1 1", "result", "judge", "result", "judge", "result", "judge", "result", "judge",
-                      "collect"]
+    assert events == ["submit 0 0", "result", "judge", "result", "submit 1 1", "judge", "result", "judge", "result",
+                      "judge", "collect"]  # the first case alone, the next request sent before its last call is judged
 
 
 @pytest.mark.parametrize("races", [False, True])
@@ -275,7 +276,10 @@ def test_the_judge_keeps_no_output_past_its_judging(tmp_path: Any, monkeypatch: 
 def test_a_holds_calls_are_cut_into_requests_by_the_case_set_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     """`batches`: a call joins the request before it while that request's inputs stay within
     the input limit and the call before it answers with bytes that may go inline; a large
-    answer ends its request; `KMC_CALL_BATCH=0` sends one call per request."""
+    answer ends its request; a case set's first case goes alone; `KMC_CALL_BATCH=0` sends one
+    call per request."""
+    from dataclasses import replace
+
     from judge.oracle import BATCH_ENV, _Planned, batches
 
     def planned(input_elems: int, answer_elems: int) -> _Planned:
@@ -288,6 +292,9 @@ def test_a_holds_calls_are_cut_into_requests_by_the_case_set_alone(monkeypatch: 
     assert [len(b) for b in cut] == [3, 1, 1, 1]  # the big answer ends a request; 1200 input bytes fill one
     assert cut[0][2] is big_answer and cut[2][0] is big_input
     assert [len(b) for b in batches([small, big_input, small], 400, 1300)] == [3]
+    two_cases = [small, small, replace(small, slot=1), replace(small, slot=1)]
+    assert [len(b) for b in batches(two_cases, 400, 1200, first_case_alone=True)] == [2, 2]
+    assert [len(b) for b in batches(two_cases, 400, 1200)] == [4]
     monkeypatch.setenv(BATCH_ENV, "0")
     assert [len(b) for b in batches([small, small, small], 400, 1200)] == [1, 1, 1]
 
