@@ -170,25 +170,29 @@ def _same(a: list[float], b: list[float]) -> bool:
 
 def _crafted(device: str, dtype: torch.dtype) -> list[tuple[str, torch.Tensor, torch.Tensor, float, float]]:
     """Outputs of `dtype` close to, matching the NaN and infinities of, missing them in, and all
-    off from a random expected output, at sizes on and off the block; integers and booleans
-    equal and unequal."""
+    off from a random expected output, at sizes on and off the block and at addresses off
+    Triton's 16-byte alignment (a view one element in, made on the device: Triton compiles such
+    pointers apart); integers and booleans equal and unequal."""
     g = torch.Generator(device="cpu").manual_seed(0)
-    cases = []
+    cases: list[tuple[str, torch.Tensor, torch.Tensor, float, float, int]] = []  # ..., elements cut off the front
     if not dtype.is_floating_point:
         values = torch.randint(-50, 50, (BLOCK + 9,), generator=g)
         e = values > 0 if dtype == torch.bool else values.to(dtype)
-        cases += [("equal", e.clone(), e, 0.0, 0.0), ("unequal", e.flip(0), e, 0.0, 0.0)]
+        cases += [("equal", e.clone(), e, 0.0, 0.0, 0), ("unequal", e.flip(0), e, 0.0, 0.0, 0),
+                  ("off the alignment", e.clone(), e, 0.0, 0.0, 1)]
     for n in () if not dtype.is_floating_point else (1, 7, BLOCK, BLOCK + 3, 3 * BLOCK + 517):
         atol = rtol = {torch.float16: 1e-3, torch.bfloat16: 1e-2, torch.float64: 1e-7}.get(dtype, 1e-5)
         e = torch.randn(n, generator=g).to(dtype)
         o = (e.double() + 1e-4 * torch.randn(n, generator=g, dtype=torch.float64)).to(dtype)
-        cases.append((f"n={n} close", o, e, atol, rtol))
+        cases.append((f"n={n} close", o, e, atol, rtol, 0))
         if n > 3:
             special, matched = e.clone(), o.clone()
             for t in (special, matched):
                 t[0], t[1], t[2] = float("nan"), float("inf"), float("-inf")
             wrong = matched.clone()
             wrong[1], wrong[3] = float("-inf"), float("nan")
-            cases += [(f"n={n} specials matched", matched, special, atol, rtol),
-                      (f"n={n} specials wrong", wrong, special, atol, rtol), (f"n={n} all off", o + 1, e, atol, rtol)]
-    return [(f"{dtype} {name}", o.to(device), e.to(device), atol, rtol) for name, o, e, atol, rtol in cases]
+            cases += [(f"n={n} specials matched", matched, special, atol, rtol, 0),
+                      (f"n={n} specials wrong", wrong, special, atol, rtol, 0),
+                      (f"n={n} all off", o + 1, e, atol, rtol, 0), (f"n={n} off the alignment", o, e, atol, rtol, 1)]
+    return [(f"{dtype} {name}", o.to(device)[cut:], e.to(device)[cut:], atol, rtol)
+            for name, o, e, atol, rtol, cut in cases]
