@@ -26,6 +26,7 @@ def test_the_kernel_passes_its_own_self_check_on_the_interpreter(dtype: torch.dt
 
 
 @pytest.mark.interpreter
+@pytest.mark.slow  # seconds: the fast subset stays under two minutes
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int32])
 def test_random_outputs_give_the_same_numbers_both_ways(dtype: torch.dtype) -> None:
     g = torch.Generator().manual_seed(len(str(dtype)))

@@ -102,6 +102,7 @@ def test_timers_take_turns_in_ticket_order(tmp_path: Path) -> None:
     assert log.waited_for["timer2"] == sorted([log.tickets["timer1"], log.tickets["judge"]])
 
 
+@pytest.mark.slow  # seconds: the fast subset stays under two minutes
 def test_a_timer_steps_back_from_a_stuck_judging_job_so_the_queue_behind_it_flows(tmp_path: Path) -> None:
     """A judging job holding its ticket past the patience (a candidate hanging until its time
     limit): the timer gives its place up, so judging that asked after it goes on, and it still

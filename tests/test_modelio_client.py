@@ -38,6 +38,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@pytest.mark.slow  # seconds: the fast subset stays under two minutes
 def test_injected_429_500_drop_and_timeout_are_retried_and_the_call_completes() -> None:
     script = ("429", "500", "drop", "timeout")
     with SimServer(options=ServerOptions(fault_script=script, stall_s=2.0)) as server:

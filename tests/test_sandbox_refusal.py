@@ -34,6 +34,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 CANDIDATE = ROOT / "bench" / "kernels" / "vector_add.py"
 
 
+@pytest.mark.slow  # seconds: the fast subset stays under two minutes
 def test_eval_is_refused_in_one_line_with_exit_2() -> None:
     done = _run("eval", "--task", "vector_add", "--candidate", str(CANDIDATE), "--visible", "--device", "cpu")
     assert done.returncode == 2, done.stderr

@@ -30,6 +30,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from record.run_folder import RunFolder
 from tests.helpers import ROOT, cli_env, run_cli
 
@@ -92,6 +94,7 @@ def compared(recorded: Any, replayed: Any, at: str = "") -> tuple[list[str], lis
     return [at], [] if recorded == replayed else [at]
 
 
+@pytest.mark.slow  # seconds: the fast subset stays under two minutes
 def test_the_shipped_gpu_run_replays_on_the_cpu_and_reproduces_its_summary(tmp_path: Path) -> None:
     from results.summary import build_summary
 

@@ -118,6 +118,7 @@ def test_a_built_in_name_is_never_looked_up_and_a_broken_plugin_is_one_line(synt
     assert code == 2 and err.startswith("error: figure 'broken': cannot load") and len(err.splitlines()) == 1, err
 
 
+@pytest.mark.slow  # seconds: the fast subset stays under two minutes
 def test_a_figure_that_breaks_its_contract_is_one_line(synthetic: Path, tmp_path: Path) -> None:
     @register_figure("misnamed")
     class Misnamed:
