@@ -45,13 +45,14 @@ def _summary_kernel(o_ptr, e_ptr, tol_ptr, out_ptr, n, BLOCK: tl.constexpr):
     e = tl.load(e_ptr + at, mask=inside, other=0).to(tl.float64)
     atol = tl.load(tol_ptr)
     rtol = tl.load(tol_ptr + 1)
+    tiny = tl.load(tol_ptr + 2)  # 1e-12 in float64: a literal would be float32 on a GPU (9.99999996e-13)
     e_fin = inside & (e - e == 0)  # finite: x - x is NaN for NaN and both infinities
     o_fin = inside & (o - o == 0)
     same_special = (o == e) | ((o != o) & (e != e))
     special_missing = inside & ~e_fin & ~same_special
     e_abs = tl.abs(e)
     diff = tl.where(e_fin, tl.abs(o - e), 0.0)
-    rel = tl.where(e_fin, diff / tl.maximum(e_abs, 1e-12), 0.0)  # float64 division is IEEE-rounded
+    rel = tl.where(e_fin, diff / tl.maximum(e_abs, tiny), 0.0)  # float64 division is IEEE-rounded
     bad = e_fin & (diff > atol + rtol * e_abs)
     row = out_ptr + tl.program_id(0) * 12
     tl.store(row + 0, tl.max((e_fin & ~o_fin & inside).to(tl.int32), 0).to(tl.float64))
@@ -81,7 +82,7 @@ def fused_summary(out: torch.Tensor, expected: torch.Tensor, atol: float, rtol: 
     n = o.numel()
     blocks = triton.cdiv(n, BLOCK)
     partial = torch.empty((blocks, COLUMNS), dtype=torch.float64, device=o.device)
-    tol = torch.tensor([atol, rtol], dtype=torch.float64, device=o.device)
+    tol = torch.tensor([atol, rtol, 1e-12], dtype=torch.float64, device=o.device)  # judge/comparison.py's floor
     _summary_kernel[(blocks,)](o, e, tol, partial, n, BLOCK=BLOCK, enable_fp_fusion=False)
     values = partial.amax(dim=0).tolist()
     for c in _MIN_COLUMNS:
@@ -183,6 +184,7 @@ def _crafted(device: str, dtype: torch.dtype) -> list[tuple[str, torch.Tensor, t
     for n in () if not dtype.is_floating_point else (1, 7, BLOCK, BLOCK + 3, 3 * BLOCK + 517):
         atol = rtol = {torch.float16: 1e-3, torch.bfloat16: 1e-2, torch.float64: 1e-7}.get(dtype, 1e-5)
         e = torch.randn(n, generator=g).to(dtype)
+        e[::5] = 0.0  # where the relative error divides by the floor (1e-12)
         o = (e.double() + 1e-4 * torch.randn(n, generator=g, dtype=torch.float64)).to(dtype)
         cases.append((f"n={n} close", o, e, atol, rtol, 0))
         if n > 3:

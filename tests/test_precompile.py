@@ -5,6 +5,7 @@ nothing); the GPU test shows that a judged launch after the pass compiles nothin
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 from pathlib import Path
@@ -67,6 +68,7 @@ def test_a_description_reaching_past_its_storage_is_refused() -> None:
         precompile.placeholder({**d, "size": [5, 4]})
 
 
+@pytest.mark.interpreter  # runs the module on CPU tensors after the pass
 def test_the_pass_runs_every_launch_compile_only_and_leaves_the_placeholders_unwritten(tmp_path: Path) -> None:
     module = _module(tmp_path)
     launches.install_launch_recorder()
@@ -321,9 +323,14 @@ def test_compiles_of_the_pass_run_on_threads_and_a_failed_one_raises_nothing() -
     with precompile._concurrent_compiles():
         mode = _async.active_mode.get()
         assert mode is not None
-        cache["k"] = mode.submit("k", failing, lambda kernel: cache.__setitem__("k", kernel),
-                                 lambda future: cache.pop("k", None))
-    assert _async.active_mode.get() is None and "k" not in cache
+        with_failure_callback = len(inspect.signature(mode.submit).parameters) >= 4
+        if with_failure_callback:  # Triton 3.9's mode: the failed compile's entry is dropped
+            cache["k"] = mode.submit("k", failing, lambda kernel: cache.__setitem__("k", kernel),
+                                     lambda future: cache.pop("k", None))
+        else:  # an older mode (Triton 3.6) has no failure callback: its failure is still not raised
+            mode.submit("k", failing, lambda kernel: kernel)
+    assert _async.active_mode.get() is None
+    assert "k" not in cache or not with_failure_callback
 
 
 @pytest.mark.slow

@@ -28,10 +28,13 @@ import torch
 from bench.slack import front_bytes, raw_bytes, slack_bytes
 
 MAX_FRAME = 64 << 20  # a JSON frame larger than this is a protocol violation
-INLINE_LIMIT = 4 << 20
+INLINE_LIMIT = 256 << 10
 """The most tensor bytes a message may carry inline, in the socket after its frame (`Link.send`
 with `inline`): a batched call's reply that the candidate process sends before running the
-next call of its batch (judge/candidate/server.py `_op_calls`)."""
+next call of its batch (judge/candidate/server.py `_op_calls`). Small: inline bytes cross
+pageable memory and the socket, page-locked arenas are faster for large ones (on an H100,
+vector_add's hidden set with multi-megabyte outputs inline took longer per call than one call
+per request)."""
 DTYPES = {str(d).removeprefix("torch."): d for d in vars(torch).values() if isinstance(d, torch.dtype)}
 """Every dtype this torch build has (float8 and unsigned kinds included), by its canonical name."""
 
