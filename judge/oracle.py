@@ -30,6 +30,7 @@ leaves unwritten, the operations its wrapper runs).
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -287,8 +288,6 @@ def batches(planned: list[_Planned], inline_limit: int, input_limit: int = BATCH
     other case's calls before its verdict). Depends only on the case set, never on timing, so
     which calls run before a failure is judged is the same from run to run. `BATCH_ENV`=0: one
     call each."""
-    import os
-
     one_each = os.environ.get(BATCH_ENV, "1") == "0"
     out: list[list[_Planned]] = []
     size = 0

@@ -35,7 +35,7 @@ from bench.task import Case, CaseUnavailable, Task
 from judge.baselines import Acquired, BaselineCache, BaselineKey, DriftEvent, ReferenceTiming, clock_state
 from judge.candidate.sampling import SMALL_KERNEL_MS, graph_launches, median_rse
 from judge.candidate.verdict import CaseTiming, Timing
-from judge.clocks import CLOCKS_LOCKED_ENV, clock_flags, read_clocks
+from judge.clocks import CLOCKS_LOCKED_ENV, clock_flags, clocks_up, read_clocks
 from judge.policy import FEEDBACK_SHORT, TimingPolicy
 from stats.sequential import decide, geomean_speedup_interval, look_confidence, speedup_interval
 
@@ -144,8 +144,6 @@ def warm_up(side: Any, policy: TimingPolicy, allow_graphs: bool, clocks: Clocks 
     its clocks, which a GPU shared by judge workers nearly always is. Where the clocks cannot
     tell (no reading, no maximum) the warm-up runs its full `warmup_ms`, as before; the estimate
     is taken once, at the end, on a warm GPU either way."""
-    from judge.clocks import clocks_up
-
     if clocks is None:
         return side.warm_up(policy.warmup_ms, policy.warmup_calls, allow_graphs)
     spent = min(policy.warmup_floor_ms, policy.warmup_ms)
