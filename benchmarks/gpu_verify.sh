@@ -11,6 +11,7 @@
 #   bash benchmarks/gpu_verify.sh runs       # bench check of every expert, the shipped small run re-recorded, the 7-task command
 #   bash benchmarks/gpu_verify.sh speed      # issue 42: the compile pass and timing holds on the GPU, the 7-task command
 #                                              (SEVEN_WORKERS="N M", SEVEN_UNGATED=N, SEVEN_ARGS: see the part)
+#   bash benchmarks/gpu_verify.sh profile    # own-test jobs' phases, then both sides of the boundary under cProfile
 #   bash benchmarks/gpu_verify.sh strength DATA_DIR [MINUTES]   # bench strength on GEAK-eval's TritonBench-revised files
 #
 # Wheels for packages the image lacks (openai and its needs, tenacity, rank-bm25, pyseccomp) are
@@ -60,6 +61,15 @@ runs)
     && tar -C /tmp -czf "$OUT/gpu_run_small.tgz" gpu_run_small  # one file: at most 8 come back from a device call
   step seven 200 python3 benchmarks/bench_compare_gpu.py --skip-full --json "$OUT/seven.json"
   ;;
+profile)
+  # where a method's own-test job and a judged call spend their seconds (scripts/judge_profile.py):
+  # own-test jobs as a compare run makes them, then under cProfile on both sides of the boundary
+  step own_tests 240 python3 scripts/judge_profile.py --own-tests --repeats 3 \
+    --tasks "${PROFILE_TASKS:-vector_add,softmax,layer_norm,rms_norm,matmul,cumsum,flip}" --json "$OUT/own-tests.json"
+  step own_tests_profile 150 python3 scripts/judge_profile.py --own-tests --candidate-profile --tasks softmax,matmul \
+    --repeats 2
+  step judge_cprofile 150 python3 scripts/judge_profile.py --cprofile --tasks softmax,rms_norm --repeats 3
+  ;;
 speed)
   # Issue 42: the compile pass and the split timing hold on the GPU, then the 7-task command
   # with the defaults; SEVEN_UNGATED=N: with N workers and contexts made without a ticket;
@@ -102,5 +112,5 @@ strength)
   tar -C /tmp -czf "$OUT/strength.tgz" strength
   ;;
 *)
-  echo "unknown part: $part (boundary, runs, speed or strength)"; exit 2 ;;
+  echo "unknown part: $part (boundary, runs, speed, profile or strength)"; exit 2 ;;
 esac

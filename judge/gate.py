@@ -55,6 +55,11 @@ far above a case's seconds on a GPU, far below a job's time limit."""
 _SUFFIX = {True: "x", False: "s"}
 WAIT_STEPS = {True: "gate:timer waits", False: "gate:judging waits"}
 """The step names under which a job's waits at the gate are summed, by the kind of ticket."""
+HELD_STEPS = {True: "gate:timer held", False: "gate:judging held"}
+"""... and its seconds holding a ticket: a held judging ticket is what a timer drains."""
+ENTRY_STEPS = {True: "gate:timer entries", False: "gate:judging entries"}
+"""... and how many tickets it took (a count, summed like the seconds): waits over entries is
+the mean drain a timer waited for, held over entries the mean judging hold."""
 
 
 @dataclass
@@ -213,10 +218,17 @@ def gpu_gate(exclusive: bool, clock: PhaseClock | None = None) -> Iterator[Ticke
         with clock("gate") if clock is not None else contextlib.nullcontext():
             ticket = stack.enter_context(FairGate(folder).enter(exclusive))
         if clock is not None:  # which waits the gate phase is made of, for diagnosis (judge/phases.py steps)
-            step = WAIT_STEPS[exclusive]
-            clock.steps[step] = clock.steps.get(step, 0.0) + ticket.wait_s
+            _add_step(clock, WAIT_STEPS[exclusive], ticket.wait_s)
+            _add_step(clock, ENTRY_STEPS[exclusive], 1.0)
         held.append(ticket)
+        entered = time.perf_counter()
         try:
             yield ticket
         finally:
             held.pop()
+            if clock is not None:
+                _add_step(clock, HELD_STEPS[exclusive], time.perf_counter() - entered)
+
+
+def _add_step(clock: PhaseClock, step: str, amount: float) -> None:
+    clock.steps[step] = clock.steps.get(step, 0.0) + amount

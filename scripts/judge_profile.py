@@ -11,6 +11,10 @@ Usage: python scripts/judge_profile.py [--tasks vector_add,softmax] [--repeats 3
        [--wire]       (the cost of moving tensors through fresh and reused shared memory, and to and from the GPU)
        [--spans]      (warm evaluations with no profiler anywhere: milliseconds per call, the judge's
                        wait for the candidate process against that process's own steps)
+       [--own-tests [--candidate-profile]]  (a method's own-test jobs as a compare run makes them:
+                       the simulated model's tests against a fresh copy of the expert each time;
+                       phases, steps and the candidate process's seconds per test request, and
+                       with --candidate-profile its requests under cProfile)
 """
 
 from __future__ import annotations
@@ -244,6 +248,63 @@ def spans_in_process(tasks: list[str], case_set: str, repeats: int) -> list[dict
     return rows
 
 
+def simulated_tests(task_id: str, n: int = 5, seed: int = 0) -> str:
+    """The tests the simulated model writes when Reflexion asks for `n` (methods/reflexion.py)."""
+    import random
+
+    from methods.extract import extract_tests
+    from modelio.simulated import SimulatedModel
+
+    task = get_task(task_id)
+    return extract_tests(SimulatedModel()._write_tests(task, n, random.Random(seed)), n).source
+
+
+def own_tests_in_process(tasks: list[str], repeats: int, candidate_profile: bool) -> list[dict[str, Any]]:
+    """Own-test jobs by a judge worker in this process, as a compare run sends them: each on a
+    source no process has seen (so the compile pass runs, as for a method's new candidate).
+    One row per job: its wall, phases, named steps and what its candidate process reports per
+    `tests` request (`CallSpans`); `candidate_profile`: those requests under cProfile too,
+    the last job's printed."""
+    import os
+
+    from judge.candidate.internal_tests import JOB_KIND
+    from judge.candidate.server import PROFILE_ENV
+    from judge.job import Job
+    from judge.worker import Worker
+
+    if detect_target().interpreter:
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+    if candidate_profile:
+        os.environ[PROFILE_ENV] = "1"
+    rows = []
+    worker = Worker()
+    try:
+        for task_id in tasks:
+            tests = simulated_tests(task_id)
+            base = get_task(task_id).baseline_source()
+            for i in range(repeats):
+                job = Job(task_id, base + f"\n# own-test job {i} {time.time_ns()}\n", kind=JOB_KIND, tests=tests,
+                          id=i + 1)
+                t = time.perf_counter()
+                with CallSpans() as spans:
+                    reply = worker.handle(job)
+                wall = time.perf_counter() - t
+                ev = reply["evaluation"]
+                row = {"task": task_id, "repeat": i, "wall_s": round(wall, 3), "verdict": ev["verdict"]["kind"],
+                       "tests": len(ev.get("tests") or ()),
+                       "phases": {k: round(v, 3) for k, v in (ev.get("phases") or {}).items()},
+                       "steps": {k: round(v, 3) for k, v in worker.clock.steps.items()},
+                       "candidate_s": spans.steps_s()}
+                rows.append(row)
+                print(f"== {task_id} #{i}: {wall:.2f} s, {row['verdict']} ({row['tests']} tests); phases "
+                      f"{row['phases']}; steps {row['steps']}; its candidate process: {row['candidate_s']}", flush=True)
+                if candidate_profile and i == repeats - 1 and spans.profiles:
+                    print("its candidate process's requests under cProfile:\n" + spans.profiles[-1], flush=True)
+    finally:
+        worker.close()
+    return rows
+
+
 def _print_stats(prof: Any, top: int) -> None:
     import pstats
 
@@ -305,7 +366,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="warm evaluations with no profiler: milliseconds per call, judge and candidate process")
     ap.add_argument("--cold", action="store_true",
                     help="with --cprofile: the worker's start-up and first evaluations of new sources")
+    ap.add_argument("--own-tests", action="store_true",
+                    help="a method's own-test jobs (the simulated model's tests, a new source each time)")
+    ap.add_argument("--candidate-profile", action="store_true",
+                    help="with --own-tests: the candidate process's requests under cProfile")
     args = ap.parse_args(argv)
+    if args.own_tests:
+        rows = own_tests_in_process(args.tasks.split(","), args.repeats, args.candidate_profile)
+        if args.json_out:
+            args.json_out.write_text(json.dumps(rows, indent=2))
+        return 0
     if args.wire:
         print(json.dumps(wire_costs()), flush=True)
         return 0

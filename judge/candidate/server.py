@@ -131,7 +131,7 @@ class CandidateServer:
                 finally:
                     if self.profiler is not None:
                         self.profiler.disable()
-                if op == "collect":
+                if op == "collect" or (op == "tests" and self.profiler is not None):
                     spent = {**self.spent, **steady_and_slow(self.call_steps)}
                     reply = {**reply, "spent": {k: round(v, 4) for k, v in spent.items()},
                              **({"profile": _top_lines(self.profiler)} if self.profiler is not None else {})}
