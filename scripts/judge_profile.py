@@ -122,6 +122,8 @@ def profile_in_process(tasks: list[str], case_set: str, repeats: int, timing: bo
     from judge.worker import Worker
 
     os.environ[PROFILE_ENV] = "1"  # the template inherits it, and every candidate process from it
+    if detect_target().interpreter:
+        os.environ.setdefault("TRITON_INTERPRET", "1")  # as the pool sets it for its workers
     if cold:
         _profile_cold(Worker, tasks, case_set, timing, top, protocol)
         return

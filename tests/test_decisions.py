@@ -135,3 +135,16 @@ def test_a_methods_tests_hand_the_kernel_copies_followed_by_nan() -> None:
     (outcome,) = run_test_functions(reads_one_past_the_end, "f", tests, "cpu")
     assert outcome.passed, outcome.message
     assert len(seen) == 1 and math.isnan(seen[0])
+
+
+def test_a_failing_tests_index_is_unravelled_in_row_major_order() -> None:
+    """The index quoted for a test's first differing element, without torch.unravel_index
+    (whose first call imports sympy in a fresh candidate process)."""
+    import torch
+
+    from judge.candidate.internal_tests import _unravel
+
+    for shape in [(3, 4, 5), (7,), (1, 100), (2, 1, 3)]:
+        for flat in range(torch.Size(shape).numel()):
+            assert _unravel(flat, shape) == tuple(int(k) for k in torch.unravel_index(torch.tensor(flat), shape))
+

@@ -150,6 +150,12 @@ def test_gpu_gate_is_reentrant_and_counts_its_wait(tmp_path: Path, monkeypatch: 
         with gpu_gate(exclusive=False, clock=clock) as inner:  # a job retried alone: served already
             assert inner is None
     assert "gate" in clock.seconds
+    # one exclusive ticket taken (the inner request took none), held for the sleep at least
+    assert clock.steps["gate:timer entries"] == 1.0 and "gate:judging entries" not in clock.steps
+    with gpu_gate(exclusive=False, clock=clock):
+        time.sleep(0.02)
+    assert clock.steps["gate:judging entries"] == 1.0 and clock.steps["gate:judging held"] >= 0.02
+    assert clock.steps["gate:timer held"] >= 0.0 and clock.steps["gate:judging waits"] >= 0.0
     with gpu_gate(exclusive=False), pytest.raises(RuntimeError, match="wait for itself"):
         with gpu_gate(exclusive=True):
             pass
