@@ -18,7 +18,16 @@ placed on one GPU of a node):
 
 So a timing job waits only behind the jobs that were on the GPU, or queued, when it asked; a
 judging job that asks later waits until the timer is done (judging pauses while timing
-measures); and with no timer queued, judging jobs never wait for each other. A judging job
+measures); and with no timer queued, judging jobs never wait for each other.
+
+`KMC_GATE_ORDER=timers-first` changes one rule: a judging ticket is let in only while no
+exclusive ticket exists at all, and a timer waits only for the judging tickets already let in
+(renamed `.g` when let in, under the counter's lock) and the timers before it. Why: every time
+the GPU goes from judging to timing, the timer waits for the judging holds in flight to end (a
+*drain*), and the workers queued behind it wait too; under FIFO a second timer that asks while
+the first drains waits behind the judging queued between them and drains the GPU again. Timers
+first, the timers queued at once measure one after another on one drain. Judging waits at most
+for the timers queued (each worker times one job at a time), so it cannot starve. A judging job
 stuck past `TIMER_PATIENCE_S` (a candidate hanging in a kernel until its time limit) does not
 hold up the queue: the timer steps back and waits for it without a ticket (`FairGate`). Timers queue in
 ticket order: one timing lane per GPU. Waits only ever point at smaller numbers, so there is
@@ -38,7 +47,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from judge.phases import PhaseClock
@@ -53,6 +62,18 @@ TIMER_PATIENCE_S = 10.0
 """How long a timer waits for one judging job ahead of it before stepping back (`FairGate`):
 far above a case's seconds on a GPU, far below a job's time limit."""
 _SUFFIX = {True: "x", False: "s"}
+_LET_IN = "g"  # a judging ticket let in (timers-first): what a timer drawn after it waits for
+ORDER_ENV = "KMC_GATE_ORDER"
+"""`fifo` (the default) or `timers-first` (the module's docstring): every process at one gate
+must use the same order (the pool's workers inherit it)."""
+ORDERS = ("fifo", "timers-first")
+
+
+def timers_first_from_env() -> bool:
+    value = os.environ.get(ORDER_ENV, "").strip() or "fifo"
+    if value not in ORDERS:
+        raise ValueError(f"{ORDER_ENV}={value!r} is not one of {', '.join(ORDERS)}")
+    return value == "timers-first"
 WAIT_STEPS = {True: "gate:timer waits", False: "gate:judging waits"}
 """The step names under which a job's waits at the gate are summed, by the kind of ticket."""
 HELD_STEPS = {True: "gate:timer held", False: "gate:judging held"}
@@ -72,10 +93,11 @@ class Ticket:
     waited_for: list[str] = field(default_factory=list)
     wait_s: float = 0.0
     stepped_back_for: list[str] = field(default_factory=list)  # judging tickets that outlasted the patience
+    let_in: bool = False  # a judging ticket renamed `.g` (timers-first)
 
     @property
     def name(self) -> str:
-        return f"{self.number:016d}.{_SUFFIX[self.exclusive]}"
+        return f"{self.number:016d}.{_LET_IN if self.let_in else _SUFFIX[self.exclusive]}"
 
 
 class FairGate:
@@ -88,10 +110,12 @@ class FairGate:
     behind it goes on), waits without a ticket for that job to let go, and draws a new one. It
     still never measures beside a judging job; it only stops holding the queue for a stuck one."""
 
-    def __init__(self, folder: str | Path, patience: float = TIMER_PATIENCE_S) -> None:
+    def __init__(self, folder: str | Path, patience: float = TIMER_PATIENCE_S, timers_first: bool | None = None) -> None:
+        """`timers_first`: the order (`ORDER_ENV`, read when None)."""
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.patience = patience
+        self.timers_first = timers_first_from_env() if timers_first is None else timers_first
 
     @contextlib.contextmanager
     def enter(self, exclusive: bool) -> Iterator[Ticket]:
@@ -100,6 +124,8 @@ class FairGate:
         stepped_back: list[str] = []
         ticket, fd = self._draw(exclusive)
         try:
+            if self.timers_first and not exclusive:
+                self._let_in(ticket)
             while (stuck := self._wait(ticket, self.patience if exclusive else None)) is not None:
                 self._release(ticket, fd)
                 fd = -1
@@ -118,12 +144,20 @@ class FairGate:
             (self.folder / ticket.name).unlink()
         os.close(fd)  # releases the ticket's lock: whoever waits on it goes on
 
-    def _draw(self, exclusive: bool) -> tuple[Ticket, int]:
-        """The next number and the ticket's file, created and locked while the counter is held,
-        so whoever draws a later number finds every earlier ticket on disk."""
+    @contextlib.contextmanager
+    def _counter(self) -> Iterator[int]:
+        """The counter file, locked: the gate's one mutex (drawing, letting judging in)."""
         counter = os.open(self.folder / _COUNTER, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(counter, fcntl.LOCK_EX)
+            yield counter
+        finally:
+            os.close(counter)  # releases the counter's lock
+
+    def _draw(self, exclusive: bool) -> tuple[Ticket, int]:
+        """The next number and the ticket's file, created and locked while the counter is held,
+        so whoever draws a later number finds every earlier ticket on disk."""
+        with self._counter() as counter:
             text = os.pread(counter, 32, 0).decode(errors="replace").strip()
             number = int(text) + 1 if text.isdigit() else 1
             os.pwrite(counter, f"{number:020d}".encode(), 0)
@@ -131,27 +165,51 @@ class FairGate:
             fd = os.open(self.folder / ticket.name, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
             fcntl.flock(fd, fcntl.LOCK_EX)
             return ticket, fd
-        finally:
-            os.close(counter)  # releases the counter's lock
 
-    def _earlier(self, ticket: Ticket) -> list[str]:
-        """Tickets drawn before this one that it must wait for, oldest first."""
-        ahead = []
+    def _tickets(self) -> list[tuple[int, str, str]]:
+        """(number, kind, file name) of every ticket on disk."""
+        out = []
         for name in os.listdir(self.folder):
             number, _, kind = name.partition(".")
-            if not number.isdigit() or kind not in ("x", "s") or int(number) >= ticket.number:
-                continue
-            if ticket.exclusive or kind == "x":
-                ahead.append(name)
-        return sorted(ahead)
+            if number.isdigit() and kind in ("x", "s", _LET_IN):
+                out.append((int(number), kind, name))
+        return out
+
+    def _let_in(self, ticket: Ticket) -> None:
+        """Timers first: wait until no timer's ticket exists, then (under the counter's lock, so
+        no timer draws meanwhile) rename this judging ticket `.g`: let in."""
+        while True:
+            with self._counter():
+                timers = sorted(name for _, kind, name in self._tickets() if kind == "x")
+                if not timers:
+                    let_in = replace(ticket, let_in=True)
+                    os.rename(self.folder / ticket.name, self.folder / let_in.name)
+                    ticket.let_in = True
+                    return
+            if timers[0] not in ticket.waited_for:
+                ticket.waited_for.append(timers[0])
+            self._wait_for(timers[0], None)
+
+    def _earlier(self, ticket: Ticket) -> list[str]:
+        """Tickets drawn before this one that it must wait for, oldest first. Timers first: a
+        timer waits for the judging let in and the timers before it, a judging ticket let in for
+        nothing more."""
+        if self.timers_first:
+            if not ticket.exclusive:
+                return []
+            return sorted(name for number, kind, name in self._tickets()
+                          if kind == _LET_IN or (kind == "x" and number < ticket.number))
+        return sorted(name for number, kind, name in self._tickets()
+                      if number < ticket.number and (ticket.exclusive or kind == "x"))
 
     def _wait(self, ticket: Ticket, patience: float | None) -> str | None:
         """Wait for every ticket ahead to let go: None then. With `patience`, the name of a
         judging (shared) ticket still held that many seconds after the wait began."""
-        ticket.waited_for = self._earlier(ticket)
+        ahead = self._earlier(ticket)
+        ticket.waited_for = [*ticket.waited_for, *ahead] if ticket.let_in else ahead
         deadline = None if patience is None else time.monotonic() + patience
-        for name in ticket.waited_for:
-            if not self._wait_for(name, deadline if name.endswith(".s") else None):
+        for name in ahead:
+            if not self._wait_for(name, deadline if not name.endswith(".x") else None):
                 return name
         return None
 

@@ -102,12 +102,55 @@ def test_timers_take_turns_in_ticket_order(tmp_path: Path) -> None:
     assert log.waited_for["timer2"] == sorted([log.tickets["timer1"], log.tickets["judge"]])
 
 
+def test_timers_first_a_second_timer_goes_before_the_judging_queued_between_them(tmp_path: Path) -> None:
+    """`KMC_GATE_ORDER=timers-first`: a timer that asks while another measures goes next, on the
+    same drain, ahead of the judging that asked between them; that judging goes after both."""
+    gate, log = FairGate(tmp_path / "gate", timers_first=True), Log()
+    inside = hold(gate, log, "inside", False, 0.3)
+    first = hold(gate, log, "timer1", True, 0.3)
+    judge = hold(gate, log, "judge", False, 0.1)
+    second = hold(gate, log, "timer2", True, 0.2)
+    for t in (inside, first, judge, second):
+        t.join()
+    assert log.tickets["inside"].endswith(".g") and log.entered["inside"] < log.asked["timer1"]
+    assert log.entered["timer1"] >= log.left["inside"]  # timing never beside judging let in
+    assert log.waited_for["timer1"] == [log.tickets["inside"]]
+    assert log.entered["timer2"] >= log.left["timer1"]  # timers in ticket order ...
+    assert log.entered["judge"] >= log.left["timer2"]  # ... and the judging queued between them after both
+    number = log.tickets["judge"].split(".")[0]
+    assert log.tickets["timer1"] in log.waited_for["timer2"]  # and the judging still in when it asked,
+    assert not [name for name in log.waited_for["timer2"] if name.startswith(number)]  # not the judging it overtook
+    assert log.tickets["timer1"] in log.waited_for["judge"]
+
+
+def test_timers_first_judging_shares_the_gate_when_no_timer_asks(tmp_path: Path) -> None:
+    gate, log = FairGate(tmp_path / "gate", timers_first=True), Log()
+    threads = [hold(gate, log, f"judge{i}", False, 0.3) for i in range(3)]
+    for t in threads:
+        t.join()
+    assert max(log.entered.values()) < min(log.left.values())
+    assert all(not waited for waited in log.waited_for.values())
+    assert os.listdir(tmp_path / "gate") == ["counter"]  # every ticket's file gone
+
+
+def test_the_gate_order_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv(gate_module.ORDER_ENV, "timers-first")
+    assert FairGate(tmp_path / "a").timers_first
+    monkeypatch.setenv(gate_module.ORDER_ENV, "fifo")
+    assert not FairGate(tmp_path / "b").timers_first
+    monkeypatch.setenv(gate_module.ORDER_ENV, "lifo")
+    with pytest.raises(ValueError, match="KMC_GATE_ORDER='lifo' is not one of fifo, timers-first"):
+        FairGate(tmp_path / "c")
+
+
 @pytest.mark.slow  # seconds: the fast subset stays under two minutes
-def test_a_timer_steps_back_from_a_stuck_judging_job_so_the_queue_behind_it_flows(tmp_path: Path) -> None:
+@pytest.mark.parametrize("timers_first", [False, True])
+def test_a_timer_steps_back_from_a_stuck_judging_job_so_the_queue_behind_it_flows(tmp_path: Path,
+                                                                                   timers_first: bool) -> None:
     """A judging job holding its ticket past the patience (a candidate hanging until its time
     limit): the timer gives its place up, so judging that asked after it goes on, and it still
     measures only once the stuck job has left."""
-    gate, log = FairGate(tmp_path / "gate", patience=0.3), Log()
+    gate, log = FairGate(tmp_path / "gate", patience=0.3, timers_first=timers_first), Log()
     stuck = hold(gate, log, "stuck", False, 2.0)
     timer = hold(gate, log, "timer", True, 0.2)
     late = hold(gate, log, "late", False, 0.2)
@@ -120,10 +163,12 @@ def test_a_timer_steps_back_from_a_stuck_judging_job_so_the_queue_behind_it_flow
     assert log.stepped_back["timer"] == [log.tickets["stuck"]]
 
 
-def test_a_dead_holder_does_not_wedge_the_gate(tmp_path: Path) -> None:
+@pytest.mark.parametrize("timers_first", [False, True])
+def test_a_dead_holder_does_not_wedge_the_gate(tmp_path: Path, timers_first: bool) -> None:
     folder = tmp_path / "gate"
     script = ("import sys, time; from judge.gate import FairGate\n"
-              f"with FairGate({str(folder)!r}).enter(True):\n    print('in', flush=True); time.sleep(60)\n")
+              f"with FairGate({str(folder)!r}, timers_first={timers_first}).enter(True):\n"
+              "    print('in', flush=True); time.sleep(60)\n")
     holder = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE,
                               env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
@@ -133,7 +178,7 @@ def test_a_dead_holder_does_not_wedge_the_gate(tmp_path: Path) -> None:
         holder.kill()
         holder.wait(10)
         started = time.monotonic()
-        with FairGate(folder).enter(False) as ticket:
+        with FairGate(folder, timers_first=timers_first).enter(False) as ticket:
             assert ticket.waited_for == stale
         assert time.monotonic() - started < 2
         assert not [n for n in os.listdir(folder) if n.endswith(".x")]  # the dead holder's file is removed
