@@ -118,4 +118,4 @@ def _compile_passes(reports: list[dict[str, Any]]) -> dict[str, float]:
     if not ran and not lost:
         return {}
     return {"pass:jobs": len(ran), "pass:kernels": sum(float(r.get("kernels", 0)) for r in ran) / max(len(ran), 1),
-            "pass:lost": lost}
+            "pass:carried": sum(float(r.get("carried", 0)) for r in ran) / max(len(ran), 1), "pass:lost": lost}

@@ -311,6 +311,78 @@ def test_on_a_gpu_a_launch_after_the_pass_compiles_nothing(tmp_path: Path) -> No
         knobs.runtime.jit_post_compile_hook = None
 
 
+CARRIED_FILE = '''
+from triton.runtime.jit import JITFunction
+
+
+def _scale(x_ptr, n):
+    pass
+
+
+scale = JITFunction(_scale)
+
+
+class Tuner:  # stands for an autotuner: the kernel it wraps in `.fn`
+    def __init__(self, fn):
+        self.fn = fn
+
+
+tuned = Tuner(JITFunction(_scale))
+'''
+
+
+def test_the_passs_compiled_kernels_are_carried_to_the_module_imported_afresh(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`precompile.carry_compiled_kernels`: Triton's in-memory kernels of the first import go to
+    the same kernels (by source hash) of the second, also under a wrapper's `.fn`; a kernel
+    whose source changed gets nothing, and `KMC_CARRY_KERNELS=0` moves nothing."""
+    from judge.candidate.loading import load_module
+
+    path = tmp_path / "carried.py"
+    path.write_text(CARRIED_FILE)
+
+    def imported(name: str) -> object:
+        return load_module(path, name)
+
+    old = imported("kmc_carry_old")
+    old.scale.device_caches[0] = ({"spec-a": "kernel a", "spec-b": "kernel b"}, {}, None, None, None)  # type: ignore[attr-defined]
+    old.tuned.fn.device_caches[0] = ({"spec-c": "kernel c"}, {}, None, None, None)  # type: ignore[attr-defined]
+    new = imported("kmc_carry_new")
+    assert precompile.carry_compiled_kernels(old, new) == 3
+    assert new.scale.device_caches[0][0] == {"spec-a": "kernel a", "spec-b": "kernel b"}  # type: ignore[attr-defined]
+    assert new.tuned.fn.device_caches[0][0] == {"spec-c": "kernel c"}  # type: ignore[attr-defined]
+    path.write_text(CARRIED_FILE.replace("    pass", "    x = n + 1"))  # the second import's source differs
+    assert precompile.carry_compiled_kernels(old, imported("kmc_carry_changed")) == 0
+    path.write_text(CARRIED_FILE)
+    monkeypatch.setenv(precompile.CARRY_ENV, "0")
+    assert precompile.carry_compiled_kernels(old, imported("kmc_carry_off")) == 0
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_module_imported_afresh_launches_the_passs_kernels_without_looking_them_up(
+        tmp_path: Path) -> None:
+    if not torch.cuda.is_available() or os.environ.get("TRITON_INTERPRET") == "1":
+        pytest.skip("needs a GPU and Triton's compiler")
+    from triton import knobs
+
+    from judge.candidate.loading import load_module
+
+    source = KERNEL_FILE.replace("_double", "_double_carried")
+    module = _module(tmp_path, source)
+    report = precompile.compile_cases(module.double, _cases(torch.ones(1000)), module)  # type: ignore[attr-defined]
+    assert report.kernels >= 1, report
+    again = load_module(tmp_path / "cand.py", "kmc_precompile_carried_again")
+    assert precompile.carry_compiled_kernels(module, again) >= 1
+    looked_up: list[str] = []
+    knobs.runtime.jit_cache_hook = lambda *a, **k: looked_up.append("miss")  # Triton's in-memory cache missed
+    try:
+        x = torch.ones(1000, device="cuda")
+        assert torch.equal(again.double(x), x * 2)  # type: ignore[attr-defined]
+    finally:
+        knobs.runtime.jit_cache_hook = None
+    assert looked_up == [], "the module imported afresh looked its kernel up again"
+
+
 def test_compiles_of_the_pass_run_on_threads_and_a_failed_one_raises_nothing() -> None:
     """Triton's asynchronous compile mode is on during the pass (where this Triton has it); a
     compile that fails there is dropped (its judged launch reports it), never raised by the pass."""

@@ -64,6 +64,7 @@ class PassReport:
     failures: int = 0  # cases whose entry point raised on placeholders
     seconds: float = 0.0
     stopped: str = ""  # why the pass stopped before the last case, if it did
+    carried: int = 0  # compiled kernels handed to the module imported afresh (`carry_compiled_kernels`)
 
 
 def enabled(interpreter: bool) -> bool:
@@ -220,6 +221,54 @@ def compile_for_tests(entry: Any, entry_name: str, tests: str, test_limit_s: flo
         return [fn for name in session.names if callable(fn := session.namespace.get(name))]
 
     return _drive(test_functions, "test", test_limit_s, pass_limit_s, stop_without_launch=False)
+
+
+CARRY_ENV = "KMC_CARRY_KERNELS"
+"""0: the module imported afresh after the pass gets none of the pass's compiled kernels
+(`carry_compiled_kernels`) and loads each from the Triton cache on disk at its first judged launch."""
+
+
+def _jit_function(value: Any, jit_type: type) -> Any:
+    """The `JITFunction` under a module attribute (an autotuner or heuristics wraps one in
+    `.fn`), or None."""
+    for _ in range(4):
+        if isinstance(value, jit_type):
+            return value
+        value = getattr(value, "fn", None)
+        if value is None:
+            return None
+    return None
+
+
+def carry_compiled_kernels(old: Any, new: Any) -> int:
+    """The kernels the pass compiled and loaded in module `old` handed to the same kernels of
+    module `new` (the candidate imported afresh after the pass): Triton's in-memory cache of a
+    `JITFunction`, per device, keyed by specialization, moved where the new function's source
+    hash (`cache_key`, its source, dependencies and constexpr globals) is the old one's. Why:
+    otherwise every kernel is found again in the Triton cache on disk at its first judged launch
+    (hashing, reading and loading the binary, building its launcher) while the judge holds a
+    GPU ticket. Only compiled code moves, never module state; nothing moves where Triton's
+    internals differ from what this expects. Returns how many kernels moved."""
+    if os.environ.get(CARRY_ENV, "1").strip() == "0":
+        return 0
+    try:
+        from triton.runtime.jit import JITFunction
+    except ImportError:
+        return 0
+    moved = 0
+    for name, before in list(vars(old).items()):
+        was, now = _jit_function(before, JITFunction), _jit_function(vars(new).get(name), JITFunction)
+        if was is None or now is None or was is now or type(was) is not type(now):
+            continue
+        with contextlib.suppress(Exception):  # Triton's internals are not an API: nothing moves then
+            caches = was.device_caches
+            if not caches or was.cache_key != now.cache_key:
+                continue
+            for device, entry in list(caches.items()):
+                if device not in now.device_caches and isinstance(entry, tuple) and isinstance(entry[0], dict):
+                    now.device_caches[device] = entry
+                    moved += len(entry[0])
+    return moved
 
 
 def reply(report: PassReport, import_problem: str = "") -> dict[str, Any]:

@@ -249,14 +249,19 @@ class CandidateServer:
         if not precompile.enabled(self.interpreter):
             return precompile.reply(precompile.PassReport(stopped="off")), []
         report = run()
-        return precompile.reply(report, self._import_again()), []
+        problem = self._import_again(report)
+        return precompile.reply(report, problem), []
 
-    def _import_again(self) -> str:
+    def _import_again(self, report: Any) -> str:
         """The candidate imported afresh after a compile pass, under the same name: whatever the
         pass left in its module (a buffer cached on the host placeholders' device, a counter of
         calls) is gone, so the judged calls meet the module as a pass-free process would. Its
         kernels are not compiled again: the pass left them in this process's Triton cache on
-        disk. Where the second import fails, the first module stays, and the reply says why."""
+        disk, and those it compiled are handed to the new module's kernels
+        (`precompile.carry_compiled_kernels`). Where the second import fails, the first module
+        stays, and the reply says why."""
+        from judge.candidate.precompile import carry_compiled_kernels
+
         assert self.path is not None and self.module is not None
         try:
             module = load_module(self.path, self.module.__name__)
@@ -265,6 +270,7 @@ class CandidateServer:
         entry = getattr(module, self.entry_name, None)
         if not callable(entry):
             return "the second import has no entry point"
+        report.carried = carry_compiled_kernels(self.module, module)
         self.module, self.entry = module, entry
         return ""
 
