@@ -63,12 +63,20 @@ runs)
   ;;
 profile)
   # where a method's own-test job and a judged call spend their seconds (scripts/judge_profile.py):
-  # own-test jobs as a compare run makes them, then under cProfile on both sides of the boundary
-  step own_tests 240 python3 scripts/judge_profile.py --own-tests --repeats 3 \
-    --tasks "${PROFILE_TASKS:-vector_add,softmax,layer_norm,rms_norm,matmul,cumsum,flip}" --json "$OUT/own-tests.json"
-  step own_tests_profile 150 python3 scripts/judge_profile.py --own-tests --candidate-profile --tasks softmax,matmul \
-    --repeats 2
-  step judge_cprofile 150 python3 scripts/judge_profile.py --cprofile --tasks softmax,rms_norm --repeats 3
+  # own-test jobs as a compare run makes them (PROFILE_ALT_ENV: once more with those variables
+  # set), then with PROFILE_CPROFILE=1 under cProfile on both sides of the boundary
+  tasks=${PROFILE_TASKS:-vector_add,softmax,layer_norm,rms_norm,matmul,cumsum,flip}
+  step own_tests 240 python3 scripts/judge_profile.py --own-tests --repeats "${PROFILE_REPEATS:-3}" --tasks "$tasks" \
+    --json "$OUT/own-tests.json"
+  if [ -n "${PROFILE_ALT_ENV:-}" ]; then
+    step own_tests_alt 240 env $PROFILE_ALT_ENV python3 scripts/judge_profile.py --own-tests \
+      --repeats "${PROFILE_REPEATS:-3}" --tasks "$tasks" --json "$OUT/own-tests-alt.json"
+  fi
+  if [ "${PROFILE_CPROFILE:-0}" = 1 ]; then
+    step own_tests_profile 150 python3 scripts/judge_profile.py --own-tests --candidate-profile --tasks softmax,matmul \
+      --repeats 2
+    step judge_cprofile 150 python3 scripts/judge_profile.py --cprofile --tasks softmax,rms_norm --repeats 3
+  fi
   ;;
 speed)
   # Issue 42: the compile pass and the split timing hold on the GPU, then the 7-task command
