@@ -296,10 +296,11 @@ def own_tests_in_process(tasks: list[str], repeats: int, candidate_profile: bool
                        "tests": len(ev.get("tests") or ()),
                        "phases": {k: round(v, 3) for k, v in (ev.get("phases") or {}).items()},
                        "steps": {k: round(v, 3) for k, v in worker.clock.steps.items()},
-                       "candidate_s": spans.steps_s()}
+                       "candidate_s": spans.steps_s(), "pass": dict(worker.compile_pass)}
                 rows.append(row)
                 print(f"== {task_id} #{i}: {wall:.2f} s, {row['verdict']} ({row['tests']} tests); phases "
-                      f"{row['phases']}; steps {row['steps']}; its candidate process: {row['candidate_s']}", flush=True)
+                      f"{row['phases']}; steps {row['steps']}; pass {row['pass']}; its candidate process: {row['candidate_s']}",
+                      flush=True)
                 if candidate_profile and i == repeats - 1 and spans.profiles:
                     print("its candidate process's requests under cProfile:\n" + spans.profiles[-1], flush=True)
     finally:
