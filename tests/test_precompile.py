@@ -346,11 +346,23 @@ def test_the_passs_compiled_kernels_are_carried_to_the_module_imported_afresh(
 
     old = imported("kmc_carry_old")
     old.scale.device_caches[0] = ({"spec-a": "kernel a", "spec-b": "kernel b"}, {}, None, None, None)  # type: ignore[attr-defined]
-    old.tuned.fn.device_caches[0] = ({"spec-c": "kernel c"}, {}, None, None, None)  # type: ignore[attr-defined]
+    from concurrent.futures import Future
+
+    class _Pending:  # an asynchronous compile's placeholder (Triton's FutureKernel)
+        def __init__(self, error: BaseException | None) -> None:
+            self.future: Future = Future()
+            if error is None:
+                self.future.set_result("kernel")
+            else:
+                self.future.set_exception(error)
+
+    failed, done = _Pending(RuntimeError("compile failed")), _Pending(None)
+    old.tuned.fn.device_caches[0] = ({"spec-c": "kernel c", "spec-d": failed, "spec-e": done},  # type: ignore[attr-defined]
+                                     {}, None, None, None)
     new = imported("kmc_carry_new")
-    assert precompile.carry_compiled_kernels(old, new) == 3
+    assert precompile.carry_compiled_kernels(old, new) == 4
     assert new.scale.device_caches[0][0] == {"spec-a": "kernel a", "spec-b": "kernel b"}  # type: ignore[attr-defined]
-    assert new.tuned.fn.device_caches[0][0] == {"spec-c": "kernel c"}  # type: ignore[attr-defined]
+    assert new.tuned.fn.device_caches[0][0] == {"spec-c": "kernel c", "spec-e": done}  # type: ignore[attr-defined]
     path.write_text(CARRIED_FILE.replace("    pass", "    x = n + 1"))  # the second import's source differs
     assert precompile.carry_compiled_kernels(old, imported("kmc_carry_changed")) == 0
     path.write_text(CARRIED_FILE)

@@ -266,9 +266,19 @@ def carry_compiled_kernels(old: Any, new: Any) -> int:
                 continue
             for device, entry in list(caches.items()):
                 if device not in now.device_caches and isinstance(entry, tuple) and isinstance(entry[0], dict):
-                    now.device_caches[device] = entry
-                    moved += len(entry[0])
+                    kernels = {key: k for key, k in entry[0].items() if not _failed(k)}
+                    now.device_caches[device] = (kernels, *entry[1:])
+                    moved += len(kernels)
     return moved
+
+
+def _failed(kernel: Any) -> bool:
+    """A compile of the pass that failed or never finished (an asynchronous compile's future
+    left in Triton's cache): not carried, so its judged launch compiles it and reports as before."""
+    future = getattr(kernel, "future", None)
+    if future is None:
+        return False
+    return not future.done() or future.exception() is not None
 
 
 def reply(report: PassReport, import_problem: str = "") -> dict[str, Any]:
