@@ -6,7 +6,7 @@ remembers its output by a checksum of the inputs' contents (tests/hostile/memo_b
 is correct on every check, and on a compute-bound task its remembered calls cost a checksum and
 a copy. judge/candidate/sampling.py `InputRefresher` gives each sample input values no earlier call saw.
 This script times a candidate file against the task's expert on each perf case, in this
-process (the judge's own timing code, `time_candidate` with a plain callable), once with the
+process (the judge's own timing code, judge/timing_job.py `time_candidate` with a plain callable), once with the
 inputs refreshed (the default) and once without, and prints each case's medians, the launch
 method and the speedup. A memo shows as a speedup that collapses once the inputs are refreshed.
 
@@ -36,7 +36,7 @@ def measure(task_id: str, candidate: Path, policy_json: dict[str, Any]) -> dict[
     from judge.candidate.loading import load_module, prepare_process
     from judge.device import detect_target
     from judge.policy import TimingPolicy
-    from judge.timing import time_candidate
+    from judge.timing_job import time_candidate
     from judge.worker import physical_device
 
     target = detect_target()

@@ -47,7 +47,8 @@ def child() -> None:
     from bench.task import case
     from judge.candidate.loading import load_module, prepare_process
     from judge.device import detect_target
-    from judge.timing import TimingPolicy, time_candidate
+    from judge.timing import TimingPolicy
+    from judge.timing_job import time_candidate
     from judge.worker import physical_device
 
     target = detect_target()

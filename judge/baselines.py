@@ -29,7 +29,7 @@ none). A job of the short protocol carries the run's reference timings of its ta
 measurement (`adopt`), and its reply carries what it measured itself (`take_new`: a first
 measurement, or a fresh one after drift), which the pool keeps for every later job. A task's
 first timed job of the run measures the references whatever its candidate's verdict
-(`put`, judge/timing.py `prime_references`), and the pool sends the task's other timed jobs
+(`put`, judge/timing_job.py `prime_references`), and the pool sends the task's other timed jobs
 once it has returned, so the first measurement is taken once.
 
 Why one per run, not one per worker: each worker used to measure its own, and a candidate's
@@ -205,7 +205,7 @@ class BaselineCache:
 
     def put(self, key: BaselineKey, timing: ReferenceTiming) -> bool:
         """A measurement taken outside `acquire` (the first job of a task priming the run's
-        references, judge/timing.py `prime_references`), kept where the key has none."""
+        references, judge/timing_job.py `prime_references`), kept where the key has none."""
         if key in self._entries:
             return False
         self._store(key, timing, self._clock(), "fresh")

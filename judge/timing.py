@@ -19,9 +19,7 @@ between the two flags the timing), and an output remembered by the inputs' conte
 from __future__ import annotations
 
 import contextlib
-import functools
 import math
-import os
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -31,13 +29,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from bench.task import Case, CaseUnavailable, Task
-from judge.baselines import Acquired, BaselineCache, BaselineKey, DriftEvent, ReferenceTiming, clock_state
+from judge.baselines import Acquired, DriftEvent, ReferenceTiming, clock_state
 from judge.candidate.sampling import SMALL_KERNEL_MS, graph_launches, median_rse
-from judge.candidate.verdict import CaseTiming, Timing
-from judge.clocks import CLOCKS_LOCKED_ENV, clock_flags, clocks_up, read_clocks
-from judge.policy import FEEDBACK_SHORT, TimingPolicy
-from stats.sequential import decide, geomean_speedup_interval, look_confidence, speedup_interval
+from judge.candidate.verdict import CaseTiming
+from judge.clocks import clocks_up
+from judge.policy import TimingPolicy
+from stats.sequential import decide, look_confidence, speedup_interval
 
 
 class OutputChangedDuringTiming(Exception):
@@ -50,18 +47,20 @@ class OutputChangedDuringTiming(Exception):
 class RemoteSide:
     """The candidate's side, sampled in its own process on the judge's command (judge/candidate/server.py)."""
 
-    def __init__(self, proc: Any, args: tuple, refresh: dict[str, Any] | None = None) -> None:
+    def __init__(self, proc: Any, args: tuple, refresh: dict[str, Any] | None = None, timer: int = 0) -> None:
         """`refresh`: how the candidate process refreshes its inputs between samples
-        (`judge.candidate.sampling.InputRefresher`'s skip and seed), None for never."""
+        (`judge.candidate.sampling.InputRefresher`'s skip and seed), None for never. `timer`:
+        which of the process's timers (one per perf case prepared at once) this side drives."""
         from judge.candidate import structure
 
         self.proc = proc
+        self.timer = timer
         spec, tensors = structure.encode_values(list(args))
         self._start: tuple[dict[str, Any], list[torch.Tensor]] | None = (
-            {"op": "time", "step": "start", "args": spec, "refresh": refresh}, tensors)
+            {"op": "time", "step": "start", "timer": timer, "args": spec, "refresh": refresh}, tensors)
 
     def _step(self, step: str, **fields: Any) -> dict[str, Any]:
-        reply, _ = self.proc.request({"op": "time", "step": step, **fields})
+        reply, _ = self.proc.request({"op": "time", "step": step, "timer": self.timer, **fields})
         if reply.get("ok") is not True:
             raise RuntimeError(f"the candidate process failed the timing step {step}: {str(reply)[:300]}")
         return reply
@@ -69,7 +68,7 @@ class RemoteSide:
     def warm_up(self, warmup_ms: float, warmup_calls: int, allow_graphs: bool = True,
                 estimate: bool = True) -> float:
         """The first warm-up sends the inputs ("start"), later slices only warm ("warm")."""
-        header, tensors = self._start or ({"op": "time", "step": "warm"}, [])
+        header, tensors = self._start or ({"op": "time", "step": "warm", "timer": self.timer}, [])
         reply, _ = self.proc.request({**header, "warmup_ms": warmup_ms, "warmup_calls": warmup_calls,
                                       "allow_graphs": allow_graphs, "estimate": estimate}, tensors)
         if reply.get("ok") is not True:
@@ -101,11 +100,16 @@ class RemoteSide:
         torch seeded with `seed`): its output and the inputs after it."""
         from judge.candidate import structure, wire
 
-        reply, tensors = self.proc.request({"op": "time", "step": "output", "poisoned": list(poisoned), "seed": seed})
+        reply, tensors = self.proc.request({"op": "time", "step": "output", "timer": self.timer,
+                                            "poisoned": list(poisoned), "seed": seed})
         values = structure.decode_values(reply.get("values"), tensors)
         if not isinstance(values, list) or len(values) != 2:
             raise wire.WireError("timing output that is not (output, inputs)")
         return values[0], tuple(values[1])
+
+    def close(self) -> None:
+        """The process lets this side's timer go (its inputs, captured graphs)."""
+        self._step("close")
 
 
 PLAIN_AFTER_FAILED_CAPTURE = 1
@@ -222,12 +226,29 @@ def time_case(sides: dict[str, Any], case_name: str, policy: TimingPolicy,
     """
     holds = holds or Holds()
     with holds.shared():
-        launches, methods, _ = _prepare_sides(sides, policy, allow_graphs, clocks=clocks)
+        prepared = prepare_case(sides, policy, allow_graphs, clocks)
     with holds.alone():
-        clocks_before = clocks() if clocks else {}
-        samples = _sample_rounds(sides, policy.min_samples, policy.max_samples, policy.target_rse,
-                                 policy.max_seconds_per_case)
-        clocks_after = clocks() if clocks else {}
+        ct = sample_case(sides, case_name, policy, prepared, clocks)
+    return ct, ct.clocks_before, ct.clocks_after
+
+
+def prepare_case(sides: dict[str, Any], policy: TimingPolicy, allow_graphs: bool,
+                 clocks: Clocks | None = None) -> tuple[int, dict[str, str]]:
+    """The full protocol's part before its samples, which other judging may overlap: every side
+    warmed up and prepared (`_prepare_sides`). Returns (launches per sample, each side's method)."""
+    launches, methods, _ = _prepare_sides(sides, policy, allow_graphs, clocks=clocks)
+    return launches, methods
+
+
+def sample_case(sides: dict[str, Any], case_name: str, policy: TimingPolicy, prepared: tuple[int, dict[str, str]],
+                clocks: Clocks | None = None) -> CaseTiming:
+    """The full protocol's samples of sides `prepare_case` prepared, with the clock readings
+    just before and after them: what is measured, so the GPU is held alone around it."""
+    launches, methods = prepared
+    clocks_before = clocks() if clocks else {}
+    samples = _sample_rounds(sides, policy.min_samples, policy.max_samples, policy.target_rse,
+                             policy.max_seconds_per_case)
+    clocks_after = clocks() if clocks else {}
     return CaseTiming(
         case=case_name,
         candidate_ms=tuple(samples["candidate"]),
@@ -239,7 +260,7 @@ def time_case(sides: dict[str, Any], case_name: str, policy: TimingPolicy,
         baseline_wall_ms=sides["baseline"].wall(),
         clocks_before=clocks_before,
         clocks_after=clocks_after,
-    ), clocks_before, clocks_after
+    )
 
 
 NATURAL = "natural"
@@ -283,61 +304,6 @@ def recheck_references(sides: dict[str, Any], policy: TimingPolicy, cached: Refe
                            methods["baseline"])
 
 
-def prime_references(task: Task, baseline: Callable[..., Any], cases: tuple[Case, ...], vendor: str,
-                     device_index: int | str, policy: TimingPolicy, baselines: BaselineCache) -> int:
-    """The references of every case measured now in the natural launch mode, where `baselines`
-    has none for the clock state they were measured under: the first feedback-timing job of a
-    task in a run does this whatever its candidate's verdict, so the run's other candidates of
-    the task are all compared with this one measurement (runners/references.py). Returns how
-    many were measured."""
-    locked = os.environ.get(CLOCKS_LOCKED_ENV) == "1"
-    measured = 0
-    for c in cases:
-        args = _timed_args(task, c)
-        timing = measure_references(_reference_sides(task, baseline, args, policy, task.output_args(c).written), policy,
-                                    lambda: read_clocks(vendor, device_index), not task.seeded_rng)
-        state = clock_state(timing.clocks_before, locked)  # read after warm-up, as time_case_short reads it
-        measured += baselines.put(BaselineKey(str(device_index), task.id, c.name, state, NATURAL), timing)
-        del args
-    return measured
-
-
-def _timed_args(task: Task, case: Case) -> tuple:
-    """A perf case's inputs on the GPU from the judge worker's cache (as the perf-case check drew
-    them: drawing a large input on the CPU took a noticeable fraction of a second, inside the
-    exclusive ticket), output arguments poisoned, every tensor a copy of its own (what is timed
-    may write into it). `CaseUnavailable` for a case the task cannot build."""
-    from judge.case_inputs import cached_inputs, poisoned_outputs
-
-    drawn = poisoned_outputs(cached_inputs(task, case, "cuda", refill=False), task.output_args(case))
-    return tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in drawn)
-
-
-def _reference_sides(task: Task, baseline: Callable[..., Any], args: tuple, policy: TimingPolicy,
-                     written: tuple[int, ...]) -> dict[str, Any]:
-    """The sides a reference timing samples: the expert baseline, and eager PyTorch when timed,
-    on one set of inputs refreshed before each sample as the candidate's are (`written`: the
-    output arguments, left alone)."""
-    from judge.candidate.sampling import Side
-
-    refresher = _refresher(args, written, policy)
-    sides: dict[str, Any] = {"baseline": Side(functools.partial(baseline, *args), refresher)}
-    if policy.time_eager:
-        sides["eager"] = Side(functools.partial(task.reference, *args), refresher)
-    return sides
-
-
-def _refresh_spec(written: tuple[int, ...], policy: TimingPolicy) -> dict[str, Any] | None:
-    """What `InputRefresher` needs (skip, seed), None when the policy turns refreshing off."""
-    return {"skip": list(written), "seed": policy.seed} if policy.refresh_inputs else None
-
-
-def _refresher(args: tuple, written: tuple[int, ...], policy: TimingPolicy) -> Any:
-    from judge.candidate.sampling import InputRefresher
-
-    return InputRefresher.from_spec(args, _refresh_spec(written, policy))
-
-
 References = Callable[[str, str], Acquired]
 """(clock state, launch mode) -> the case's reference timing from the cache (judge/baselines.py)."""
 
@@ -363,13 +329,14 @@ def time_case_short(candidate: Any, case_name: str, policy: TimingPolicy, refere
     with holds.shared():
         est = warm_up(candidate, policy, allow_graphs, clocks)
     with holds.alone():
-        return _short_samples(candidate, case_name, policy, references, clocks, allow_graphs, locked, est)
+        return sample_short(candidate, case_name, policy, references, clocks, allow_graphs, locked, est)
 
 
-def _short_samples(candidate: Any, case_name: str, policy: TimingPolicy, references: References,
-                   clocks: Callable[[], dict[str, Any]] | None, allow_graphs: bool, locked: bool,
-                   est: float) -> tuple[CaseTiming, list[DriftEvent]]:
-    """`time_case_short` after the warm-up: the references, the capture and the samples."""
+def sample_short(candidate: Any, case_name: str, policy: TimingPolicy, references: References,
+                 clocks: Callable[[], dict[str, Any]] | None, allow_graphs: bool, locked: bool,
+                 est: float) -> tuple[CaseTiming, list[DriftEvent]]:
+    """`time_case_short` after the warm-up (`est`: its estimate): the references, the capture
+    and the samples, all of it measured or measuring, so the GPU is held alone around it."""
     before = clocks() if clocks else {}
     state = clock_state(before, locked)
     got = references(state, NATURAL)
@@ -471,125 +438,3 @@ _TINY_MS = 1e-6  # below any real kernel time: keeps a zero median (timer resolu
 
 def _positive(value: float) -> float:
     return max(float(value), _TINY_MS)
-
-
-def time_candidate(task: Task, candidate: Any, baseline: Callable[..., Any], cases: tuple[Case, ...],
-                   vendor: str, device_index: int | str, policy: TimingPolicy,
-                   baselines: BaselineCache | None = None, holds: Holds | None = None) -> Timing:
-    """`candidate`: a candidate process (judge/remote.py), or a plain callable (benchmarks
-    that time in one process). The baseline and eager PyTorch run here, in the judge.
-
-    `policy.protocol` picks the protocol: FINAL_FULL times every case with `time_case`
-    (candidate, baseline and eager interleaved); FEEDBACK_SHORT with `time_case_short`,
-    against reference timings from `baselines` (the worker's cache; a throwaway one when None,
-    so every reference is measured afresh).
-
-    `holds` (`Holds`): the judge worker holds the GPU alone only around each case's samples
-    and shared around the rest. Every second held alone pauses the judging on that GPU, so each
-    case's inputs and expected output come from the worker's cache, as the perf-case check just
-    drew them. (Holding it alone only around the samples was once measured slower than one hold
-    for the whole job, when a judging hold could last a compile: an exclusive ticket waits for
-    every judging hold in flight. Kernels now compile before any ticket, judge/precompile.py.)"""
-    from judge.candidate.allocations import poison_tensor
-    from judge.candidate.sampling import Side
-    from judge.case_inputs import cached_expected
-    from judge.comparison import Mismatch, accept_unwritten, call_seeded, compare, to_device
-    from judge.oracle import FIRST, modified_inputs
-
-    # Locked clocks (`--lock-clocks`) show up in NVML as an applications-clocks "throttle".
-    locked = os.environ.get(CLOCKS_LOCKED_ENV) == "1"
-    ignore = ("applications_clocks_setting",) if locked else ()
-    short = policy.protocol == FEEDBACK_SHORT
-    cache = baselines if baselines is not None else BaselineCache()
-    drift: list[DriftEvent] = []
-
-    def clocks() -> dict[str, Any]:
-        return read_clocks(vendor, device_index)
-
-    holds = holds or Holds()
-    results = []
-    readings: list[tuple[dict[str, Any], dict[str, Any]]] = []
-    flags: list[str] = []
-    skipped: list[str] = []
-    for c in cases:
-        outputs = task.output_args(c)
-        try:
-            with holds.shared():
-                args = _timed_args(task, c)
-                pristine = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
-                expected, unwritten = cached_expected(task, c, "cuda", FIRST, pristine)
-                mine = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
-        except CaseUnavailable as exc:  # skipped by the perf-case check too
-            skipped.append(str(exc))
-            continue
-        remote = RemoteSide(candidate, args, _refresh_spec(outputs.written, policy)) if not callable(candidate) else None
-        cand_side = remote or Side(functools.partial(candidate, *args), _refresher(args, outputs.written, policy))
-
-        def reference_sides(inputs: tuple = mine, written: tuple[int, ...] = outputs.written) -> dict[str, Any]:
-            return _reference_sides(task, baseline, inputs, policy, written)
-
-        if short:
-            def references(state: str, mode: str, case: Case = c) -> Acquired:
-                key = BaselineKey(str(device_index), task.id, case.name, state, mode)
-                return cache.acquire(
-                    key, lambda: measure_references(reference_sides(), policy, clocks, not task.seeded_rng, mode),
-                    lambda cached: recheck_references(reference_sides(), policy, cached, clocks),
-                    policy.baseline_recheck_uses, policy.baseline_recheck_seconds)
-
-            ct, events = time_case_short(cand_side, c.name, policy, references, clocks,
-                                         allow_graphs=not task.seeded_rng, locked=locked, holds=holds)
-            drift += events
-        else:
-            with holds.shared():
-                sides = {"candidate": cand_side, **reference_sides()}
-            ct, _, _ = time_case(sides, c.name, policy, clocks, allow_graphs=not task.seeded_rng, holds=holds)
-            del sides
-        before, after = ct.clocks_before, ct.clocks_after
-        results.append(ct)
-        readings.append((before, after))
-        flags += [f for f in clock_flags(before, after, ignore=ignore) if f not in flags]
-        # A kernel that behaves once the judge has looked away (after N calls, or only
-        # outside warm-up) is caught here, on the very inputs it was timed on.
-        seed = c.seed if task.seeded_rng else None
-        with holds.shared():
-            if remote is not None:
-                returned, inputs_after = remote.output(outputs.poisoned, seed)
-            else:
-                for i in outputs.poisoned:
-                    poison_tensor(args[i])
-                returned, inputs_after = call_seeded(task, c, candidate, args), args
-                torch.cuda.synchronize()
-            changed = modified_inputs(pristine, inputs_after, outputs)
-            if changed:
-                raise OutputChangedDuringTiming(c.name, f"input {changed[0]} was modified during timing")
-            out = task.judged_output(to_device(returned, "cuda"), to_device(tuple(inputs_after), "cuda"), c)
-            try:
-                compare(accept_unwritten(out, expected, unwritten), expected, task)
-            except Mismatch as m:
-                raise OutputChangedDuringTiming(c.name, f"output after timing is wrong: {m}") from None
-        del args, pristine, expected, out, mine, returned, inputs_after
-    if not results:
-        raise CaseUnavailable(f"no perf case can be timed: {'; '.join(skipped) or 'none given'}")
-    flags += [f"side_stream_suspected:{ct.case}" for ct in results if side_stream_suspected(ct)]
-    if short:  # its few samples: the sequential rule's interval, noise floor included (stats/sequential.py)
-        speedup = point_speedup(results)
-        ci = geomean_speedup_interval([(ct.baseline_ms, ct.candidate_ms) for ct in results], 0.95,
-                                      policy.feedback_noise_floor)[1:]
-    else:
-        speedup, ci = speedup_with_ci(results, policy)
-    eager = point_speedup(results, against="eager") if policy.time_eager else None
-    cand_ms = math.exp(float(np.mean([math.log(_positive(np.median(ct.candidate_ms))) for ct in results])))
-    return Timing(
-        cases=tuple(results),
-        clocks_before=readings[0][0] if readings else {},
-        clocks_after=readings[-1][1] if readings else {},
-        flagged=bool([f for f in flags if f != "clocks_unavailable"]),
-        flag_reasons=tuple(flags),
-        speedup_vs_baseline=speedup,
-        speedup_ci=ci,
-        speedup_vs_eager=eager,
-        candidate_ms=cand_ms,
-        clocks_locked=locked,
-        protocol=policy.protocol,
-        drift_events=tuple(e.to_json() for e in drift),
-    )

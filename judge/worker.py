@@ -42,9 +42,6 @@ THREADS_ENV = "KMC_TORCH_THREADS"
 INPUT_CACHE_ENV = "KMC_INPUT_CACHE_MB"  # device memory kept for cached case inputs and reference outputs
 PREPARE_ENV = "KMC_PREPARE_TASKS"  # the run's task ids: their hidden inputs drawn while the template starts
 TMP_CAP_ENV = "KMC_CANDIDATE_TMP_MB"  # size cap of a candidate's private /tmp and folder
-TIMING_HOLD_ENV = "KMC_TIMING_HOLD"
-"""`samples` (default): a timing holds the GPU alone only while it measures; `job`: alone for
-the whole timing of a job (the design before issue 42 item 1, kept to measure the difference)."""
 ALONE_STEP = "gpu:alone"
 """The step (`$KMC_JOB_STEPS`) of a job's seconds holding the GPU exclusively to time: summed
 over a run's jobs, the busy time of the GPU's one timing lane, which no number of judging
@@ -465,7 +462,8 @@ class Worker:
         from bench.task import CaseUnavailable
         from judge.candidate.verdict import Verdict
         from judge.oracle import judge_cases
-        from judge.timing import Holds, OutputChangedDuringTiming, TimingPolicy, time_candidate
+        from judge.timing import Holds, OutputChangedDuringTiming, TimingPolicy
+        from judge.timing_job import TIMING_HOLD_ENV, time_candidate
 
         perf_verdict = judge_cases(task, runner, task.perf, self.device, False, hold=self._shared_ticket)
         if not perf_verdict.correct:
@@ -494,13 +492,14 @@ class Worker:
 
     def _prime_references(self, job: Job) -> None:
         """The run's first feedback timing of a task: its references measured whatever the
-        candidate's verdict (judge/timing.py `prime_references`), for the pool to hand every
+        candidate's verdict (judge/timing_job.py `prime_references`), for the pool to hand every
         later job of the task (runners/references.py). An optimisation only: if it fails, the
         timings that need the references measure them."""
         from bench.registry import get_task
         from judge.baselines import BaselineCache
         from judge.candidate.loading import is_device_error
-        from judge.timing import TimingPolicy, prime_references
+        from judge.timing import TimingPolicy
+        from judge.timing_job import prime_references
 
         try:
             task = get_task(job.task)

@@ -647,14 +647,14 @@ def test_a_sample_keeps_the_gpu_busy_from_the_flush_to_the_timed_launch(monkeypa
 
 
 def test_timing_takes_inputs_and_expected_outputs_from_the_judges_cache(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`time_candidate` runs holding the GPU alone: each case's inputs and expected output come
+    """`time_candidate` (judge/timing_job.py): each case's inputs and expected output come
     from the worker's cache (drawn once, by the perf-case check or the first timing), never
     drawn again per timing; a case the task cannot build is left out, and with none left the
     timing says so (`CaseUnavailable`) instead of failing on an empty set."""
     import torch
 
     from bench.task import CaseUnavailable, OutputArgs
-    from judge import case_inputs, comparison, timing
+    from judge import case_inputs, comparison, timing_job
 
     drawn: list[str] = []
     answered: list[str] = []
@@ -692,17 +692,18 @@ def test_timing_takes_inputs_and_expected_outputs_from_the_judges_cache(monkeypa
     monkeypatch.setattr(case_inputs, "expected_and_unwritten", expected)
     monkeypatch.setattr(comparison, "to_device", lambda out, device: out)
     monkeypatch.setattr(case_inputs, "_CACHE", case_inputs._InputCache(1 << 20))
-    monkeypatch.setattr(timing, "time_case_short", measure)
+    monkeypatch.setattr(timing_job, "warm_up", lambda *a, **k: 1.0)
+    monkeypatch.setattr(timing_job, "sample_short", measure)
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
     cases = tuple(type("C", (), {"name": n, "seed": 0})() for n in ("c0", "gone", "c1"))
     for _ in range(2):
-        result = timing.time_candidate(FakeTask(), lambda x: x + 1, lambda x: x + 1, cases, "none", 0,  # type: ignore[arg-type]
-                                       POLICY, BaselineCache())
+        result = timing_job.time_candidate(FakeTask(), lambda x: x + 1, lambda x: x + 1, cases, "none", 0,  # type: ignore[arg-type]
+                                           POLICY, BaselineCache())
         assert result.speedup_vs_baseline == pytest.approx(2.0)
         assert [ct.case for ct in result.cases] == ["c0", "c1"]
     assert drawn == ["c0", "c1"] and answered == ["c0", "c1"]  # once each, over both timings
     with pytest.raises(CaseUnavailable, match="no perf case can be timed: gone: not here"):
-        timing.time_candidate(FakeTask(), lambda x: x, lambda x: x, cases[1:2], "none", 0, POLICY)  # type: ignore[arg-type]
+        timing_job.time_candidate(FakeTask(), lambda x: x, lambda x: x, cases[1:2], "none", 0, POLICY)  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------------------- how the gate is held
@@ -890,3 +891,111 @@ def test_the_candidate_process_warms_in_slices_and_sends_the_first_looks_samples
     assert proc.headers[-2]["count"] == 5 and "count" not in proc.headers[-1]
     with pytest.raises(RuntimeError, match="samples asked for"):
         side.samples(10_000)
+
+
+def test_the_candidate_process_keeps_one_timer_per_perf_case_prepared(monkeypatch: pytest.MonkeyPatch) -> None:
+    """judge/candidate/server.py `_op_time`: RemoteSides of two perf cases (timers 0 and 1) warm
+    up before either samples, each step reaches its own case's timer, and `close` lets one go."""
+    import torch
+
+    from judge.candidate import sampling
+    from judge.candidate.server import CandidateServer
+    from judge.timing import RemoteSide
+
+    class Timer(sampling.CandidateTimer):
+        def __init__(self, entry: Any, args: tuple, refresh: Any) -> None:
+            super().__init__(entry, args, refresh)
+            self.side = FakeSide(float(args[0].numel()))  # type: ignore[assignment]  # 2 or 3 ms: which case
+
+    monkeypatch.setattr(sampling, "CandidateTimer", Timer)
+    server = object.__new__(CandidateServer)
+    server.entry, server.module, server.timers = (lambda x: x), None, {}
+
+    class Process:
+        def request(self, header: dict[str, Any], tensors: Any = None) -> tuple[dict[str, Any], list]:
+            return server._op_time(header, list(tensors or []))
+
+    proc = Process()
+    first, second = RemoteSide(proc, (torch.zeros(2),), timer=0), RemoteSide(proc, (torch.zeros(3),), timer=1)
+    assert first.warm_up(1.0, 1) == 2.0 and second.warm_up(1.0, 1) == 3.0
+    assert set(server.timers) == {0, 1}
+    assert first.sample() == pytest.approx(2.0, rel=0.05) and second.sample() == pytest.approx(3.0, rel=0.05)
+    first.close()
+    assert set(server.timers) == {1} and second.samples(2) == pytest.approx([3.0, 3.0], rel=0.05)
+
+
+# ---------------------------------------------------------------------------- a job's cases under one exclusive ticket
+class _PerfTask:
+    """A task of perf cases c0 and c1, inputs of 16 float32 elements each."""
+
+    id, seeded_rng = "fake-grouped-timing", False
+
+    def output_args(self, case: Any) -> Any:
+        from bench.task import OutputArgs
+
+        return OutputArgs()
+
+    def inputs(self, case: Any, device: str) -> tuple:
+        import torch
+
+        return (torch.ones(16),)
+
+    def judged_output(self, out: Any, inputs: Any, case: Any) -> Any:
+        return out
+
+    def reference(self, x: Any) -> Any:
+        return x + 1
+
+    def tolerance(self, dtype: str) -> Any:
+        from bench.task import Tolerance
+
+        return Tolerance(1e-5, 1e-5)
+
+
+@pytest.mark.parametrize("hold, group_bytes, grouped", [("samples", None, True), ("case", None, False),
+                                                        ("samples", 64, False)])
+def test_a_timed_jobs_cases_are_prepared_then_measured_under_one_exclusive_ticket(
+        monkeypatch: pytest.MonkeyPatch, hold: str, group_bytes: int | None, grouped: bool) -> None:
+    """judge/timing_job.py: every perf case prepared (inputs, warm-up) under shared tickets, then
+    all sampled under one exclusive ticket, then each output checked under a shared one; with
+    `KMC_TIMING_HOLD=case`, or cases whose inputs reach `GROUP_BYTES` each (64 bytes against
+    64), each case is measured under its own, as before."""
+    import torch
+
+    from judge import case_inputs, comparison, timing_job
+    from judge.timing import Holds
+
+    log, events = HoldLog(), []
+
+    def warm(side: Any, *args: Any, **kwargs: Any) -> float:
+        events.append(("warm_up", log.current))
+        return 1.0
+
+    def sample(side: Any, name: str, *args: Any, **kwargs: Any) -> tuple[CaseTiming, list[Any]]:
+        events.append((f"sample {name}", log.current))
+        return CaseTiming(case=name, candidate_ms=(1.0, 1.0), baseline_ms=(2.0, 2.0), eager_ms=(2.0, 2.0)), []
+
+    def checked(task: Any, prepared: Any, candidate: Any) -> None:
+        events.append((f"check {prepared.case.name}", log.current))
+
+    monkeypatch.setenv(timing_job.TIMING_HOLD_ENV, hold)
+    if group_bytes is not None:
+        monkeypatch.setattr(timing_job, "GROUP_BYTES", group_bytes)
+    monkeypatch.setattr(timing_job, "warm_up", warm)
+    monkeypatch.setattr(timing_job, "sample_short", sample)
+    monkeypatch.setattr(timing_job, "_check_after", checked)
+    monkeypatch.setattr(case_inputs, "expected_and_unwritten", lambda task, args, case: (args[0] + 1, None))
+    monkeypatch.setattr(comparison, "to_device", lambda out, device: out)
+    monkeypatch.setattr(case_inputs, "_CACHE", case_inputs._InputCache(1 << 20))
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    cases = tuple(type("C", (), {"name": n, "seed": 0})() for n in ("c0", "c1"))
+    result = timing_job.time_candidate(_PerfTask(), lambda x: x + 1, lambda x: x + 1, cases, "none", 0,  # type: ignore[arg-type]
+                                       POLICY, BaselineCache(), Holds(shared=log.hold("shared"), alone=log.hold("alone")))
+    assert [ct.case for ct in result.cases] == ["c0", "c1"] and result.speedup_vs_baseline == pytest.approx(2.0)
+    if grouped:
+        assert events == [("warm_up", "shared"), ("warm_up", "shared"), ("sample c0", "alone"), ("sample c1", "alone"),
+                          ("check c0", "shared"), ("check c1", "shared")]
+    else:
+        assert events == [("warm_up", "shared"), ("sample c0", "alone"), ("check c0", "shared"),
+                          ("warm_up", "shared"), ("sample c1", "alone"), ("check c1", "shared")]
+    assert log.entered.count("alone") == (1 if grouped else 2)

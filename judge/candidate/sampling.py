@@ -204,7 +204,7 @@ class InputRefresher:
     @classmethod
     def from_spec(cls, args: tuple, spec: dict[str, Any] | None) -> InputRefresher | None:
         """The refresher a timing job asks for: `spec` holds its `skip` and `seed` (what the judge
-        sends the candidate process, judge/timing.py `_refresh_spec`); None for no refreshing."""
+        sends the candidate process, judge/timing_job.py `_refresh_spec`); None for no refreshing."""
         if not isinstance(spec, dict):
             return None
         return cls(args, tuple(spec.get("skip") or ()), int(spec.get("seed") or 0))

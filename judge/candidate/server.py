@@ -71,7 +71,7 @@ class CandidateServer:
         self.inputs: dict[int, tuple] = {}
         self.held = HeldOutputs()
         self.kept: list[Any] = []  # spacers of judge/candidate/reruns.py, alive for the process's life
-        self.timer: Any = None
+        self.timers: dict[int, Any] = {}  # per perf case being timed (judge/timing_job.py prepares several)
         self.test_session: Any = None  # a method's tests, defined once (`_op_tests`)
         self.tracer: CallTracer | None = None  # on a GPU: the device's trace of each judged call
         self.path: Path | None = None  # the candidate's file, whose frames its tracebacks show
@@ -314,10 +314,14 @@ class CandidateServer:
     def _op_time(self, header: dict[str, Any], tensors: list[torch.Tensor]) -> tuple[dict[str, Any], list]:
         from judge.candidate.sampling import CandidateTimer
 
-        if header.get("step") == "start" or self.timer is None:
+        number = int(header.get("timer") or 0)
+        if header.get("step") == "close":
+            self.timers.pop(number, None)
+            return {"ok": True}, []
+        if header.get("step") == "start" or number not in self.timers:
             args = tuple(structure.decode_values(header["args"], tensors, structure.Rebuilder(self.module)))
-            self.timer = CandidateTimer(self.entry, args, header.get("refresh"))
-        reply, out = self.timer.step(header)
+            self.timers[number] = CandidateTimer(self.entry, args, header.get("refresh"))
+        reply, out = self.timers[number].step(header)
         return {"ok": True, **reply}, out
 
 
