@@ -646,6 +646,33 @@ def test_a_sample_keeps_the_gpu_busy_from_the_flush_to_the_timed_launch(monkeypa
     assert side.sample() == 1.0 and order == ["flush", "event", "launches", "event", "sync"]  # no spin: the flush alone
 
 
+class _PerfTask:
+    """A task of perf cases c0 and c1, inputs of 16 float32 elements each."""
+
+    id, seeded_rng = "fake-grouped-timing", False
+
+    def output_args(self, case: Any) -> Any:
+        from bench.task import OutputArgs
+
+        return OutputArgs()
+
+    def inputs(self, case: Any, device: str) -> tuple:
+        import torch
+
+        return (torch.ones(16),)
+
+    def judged_output(self, out: Any, inputs: Any, case: Any) -> Any:
+        return out
+
+    def reference(self, x: Any) -> Any:
+        return x + 1
+
+    def tolerance(self, dtype: str) -> Any:
+        from bench.task import Tolerance
+
+        return Tolerance(1e-5, 1e-5)
+
+
 def test_timing_takes_inputs_and_expected_outputs_from_the_judges_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     """`time_candidate` (judge/timing_job.py): each case's inputs and expected output come
     from the worker's cache (drawn once, by the perf-case check or the first timing), never
@@ -653,34 +680,20 @@ def test_timing_takes_inputs_and_expected_outputs_from_the_judges_cache(monkeypa
     timing says so (`CaseUnavailable`) instead of failing on an empty set."""
     import torch
 
-    from bench.task import CaseUnavailable, OutputArgs
+    from bench.task import CaseUnavailable
     from judge import case_inputs, comparison, timing_job
 
     drawn: list[str] = []
     answered: list[str] = []
 
-    class FakeTask:
-        id, seeded_rng = "fake-timing-cache", False
-
-        def output_args(self, case: Any) -> OutputArgs:
-            return OutputArgs()
+    class FakeTask(_PerfTask):
+        id = "fake-timing-cache"
 
         def inputs(self, case: Any, device: str) -> tuple:
             if case.name == "gone":
                 raise CaseUnavailable("gone: not here")
             drawn.append(case.name)
             return (torch.ones(4),)
-
-        def judged_output(self, out: Any, inputs: Any, case: Any) -> Any:
-            return out
-
-        def reference(self, x: Any) -> Any:
-            return x + 1
-
-        def tolerance(self, dtype: str) -> Any:
-            from bench.task import Tolerance
-
-            return Tolerance(1e-5, 1e-5)
 
     def expected(task: Any, args: tuple, case: Any) -> tuple[Any, Any]:
         answered.append(case.name)
@@ -925,33 +938,6 @@ def test_the_candidate_process_keeps_one_timer_per_perf_case_prepared(monkeypatc
 
 
 # ---------------------------------------------------------------------------- a job's cases under one exclusive ticket
-class _PerfTask:
-    """A task of perf cases c0 and c1, inputs of 16 float32 elements each."""
-
-    id, seeded_rng = "fake-grouped-timing", False
-
-    def output_args(self, case: Any) -> Any:
-        from bench.task import OutputArgs
-
-        return OutputArgs()
-
-    def inputs(self, case: Any, device: str) -> tuple:
-        import torch
-
-        return (torch.ones(16),)
-
-    def judged_output(self, out: Any, inputs: Any, case: Any) -> Any:
-        return out
-
-    def reference(self, x: Any) -> Any:
-        return x + 1
-
-    def tolerance(self, dtype: str) -> Any:
-        from bench.task import Tolerance
-
-        return Tolerance(1e-5, 1e-5)
-
-
 @pytest.mark.parametrize("hold, group_bytes, grouped", [("samples", None, True), ("case", None, False),
                                                         ("samples", 64, False)])
 def test_a_timed_jobs_cases_are_prepared_then_measured_under_one_exclusive_ticket(
