@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from judge.phases import STEPS_ENV  # noqa: E402
-from judge.spares import CONTEXT_GATE_ENV, MAX_SPARES, SPARES_ENV, contexts_gated  # noqa: E402
+from judge.spares import CONTEXT_GATE_ENV, MAX_SPARES, SPARES_ENV, context_gate, contexts_gated  # noqa: E402
 from judge.worker import ALONE_STEP  # noqa: E402
 from record.run_folder import RunFolder, RunFolderError  # noqa: E402
 from record.store import Store  # noqa: E402
@@ -435,7 +435,7 @@ def main(argv: list[str] | None = None) -> int:
                 "full_suite": asdict(full) if full else None,
                 "goals": {"seven_task_wall_s": 20, "full_suite_budget_100_wall_s": 600, "identical_share": 0.95},
                 "environment": environment, "spares": os.environ.get(SPARES_ENV) or "1",
-                "contexts_gated": contexts_gated()}
+                "contexts_gated": contexts_gated(), "context_gate": context_gate()}
 
     for i in range(0 if args.skip_seven else args.determinism):
         seven.append(measure(f"seven-task run {i + 1}", config(args.budget, args.seven_tasks.split(",")), out,

@@ -27,7 +27,11 @@ the GPU goes from judging to timing, the timer waits for the judging holds in fl
 *drain*), and the workers queued behind it wait too; under FIFO a second timer that asks while
 the first drains waits behind the judging queued between them and drains the GPU again. Timers
 first, the timers queued at once measure one after another on one drain. Judging waits at most
-for the timers queued (each worker times one job at a time), so it cannot starve. A judging job
+for the timers queued (each worker times one job at a time), so it cannot starve.
+
+A *background* ticket (`.b`, a spare's GPU context: judge/spares.py) waits for the timers ahead
+of it as judging does, but no timer waits for it: such work never starts while a timer measures,
+and never holds one up. A judging job
 stuck past `TIMER_PATIENCE_S` (a candidate hanging in a kernel until its time limit) does not
 hold up the queue: the timer steps back and waits for it without a ticket (`FairGate`). Timers queue in
 ticket order: one timing lane per GPU. Waits only ever point at smaller numbers, so there is
@@ -63,6 +67,7 @@ TIMER_PATIENCE_S = 10.0
 far above a case's seconds on a GPU, far below a job's time limit."""
 _SUFFIX = {True: "x", False: "s"}
 _LET_IN = "g"  # a judging ticket let in (timers-first): what a timer drawn after it waits for
+_BACKGROUND = "b"  # waits for the timers before it, as judging does; no timer waits for it
 ORDER_ENV = "KMC_GATE_ORDER"
 """`fifo` (the default) or `timers-first` (the module's docstring): every process at one gate
 must use the same order (the pool's workers inherit it)."""
@@ -94,10 +99,12 @@ class Ticket:
     wait_s: float = 0.0
     stepped_back_for: list[str] = field(default_factory=list)  # judging tickets that outlasted the patience
     let_in: bool = False  # a judging ticket renamed `.g` (timers-first)
+    background: bool = False  # a spare's context (`FairGate.enter`)
 
     @property
     def name(self) -> str:
-        return f"{self.number:016d}.{_LET_IN if self.let_in else _SUFFIX[self.exclusive]}"
+        kind = _BACKGROUND if self.background else _LET_IN if self.let_in else _SUFFIX[self.exclusive]
+        return f"{self.number:016d}.{kind}"
 
 
 class FairGate:
@@ -118,15 +125,20 @@ class FairGate:
         self.timers_first = timers_first_from_env() if timers_first is None else timers_first
 
     @contextlib.contextmanager
-    def enter(self, exclusive: bool) -> Iterator[Ticket]:
-        """Hold the GPU: shared (judging) or alone (timing), in ticket order."""
+    def enter(self, exclusive: bool, background: bool = False) -> Iterator[Ticket]:
+        """Hold the GPU: shared (judging) or alone (timing), in ticket order. `background` (not
+        exclusive): wait for the timers ahead as judging does, but let no timer wait for it:
+        for work that must not start while a timer measures but may overlap one that began
+        after it (a spare's context, judge/spares.py)."""
         started = time.perf_counter()
         stepped_back: list[str] = []
-        ticket, fd = self._draw(exclusive)
+        ticket, fd = self._draw(exclusive, background and not exclusive)
         try:
-            if self.timers_first and not exclusive:
+            if ticket.background:
+                self._wait_for_timers(ticket)
+            elif self.timers_first and not exclusive:
                 self._let_in(ticket)
-            while (stuck := self._wait(ticket, self.patience if exclusive else None)) is not None:
+            while not ticket.background and (stuck := self._wait(ticket, self.patience if exclusive else None)):
                 self._release(ticket, fd)
                 fd = -1
                 stepped_back.append(stuck)
@@ -154,14 +166,14 @@ class FairGate:
         finally:
             os.close(counter)  # releases the counter's lock
 
-    def _draw(self, exclusive: bool) -> tuple[Ticket, int]:
+    def _draw(self, exclusive: bool, background: bool = False) -> tuple[Ticket, int]:
         """The next number and the ticket's file, created and locked while the counter is held,
         so whoever draws a later number finds every earlier ticket on disk."""
         with self._counter() as counter:
             text = os.pread(counter, 32, 0).decode(errors="replace").strip()
             number = int(text) + 1 if text.isdigit() else 1
             os.pwrite(counter, f"{number:020d}".encode(), 0)
-            ticket = Ticket(number, exclusive)
+            ticket = Ticket(number, exclusive, background=background)
             fd = os.open(self.folder / ticket.name, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
             fcntl.flock(fd, fcntl.LOCK_EX)
             return ticket, fd
@@ -171,9 +183,21 @@ class FairGate:
         out = []
         for name in os.listdir(self.folder):
             number, _, kind = name.partition(".")
-            if number.isdigit() and kind in ("x", "s", _LET_IN):
+            if number.isdigit() and kind in ("x", "s", _LET_IN, _BACKGROUND):
                 out.append((int(number), kind, name))
         return out
+
+    def _wait_for_timers(self, ticket: Ticket) -> None:
+        """A background ticket: until no timer's ticket exists that was drawn before it (in
+        timers-first order, none at all)."""
+        while True:
+            timers = sorted(name for number, kind, name in self._tickets()
+                            if kind == "x" and (self.timers_first or number < ticket.number))
+            if not timers:
+                return
+            if timers[0] not in ticket.waited_for:
+                ticket.waited_for.append(timers[0])
+            self._wait_for(timers[0], None)
 
     def _let_in(self, ticket: Ticket) -> None:
         """Timers first: wait until no timer's ticket exists, then (under the counter's lock, so
@@ -200,7 +224,7 @@ class FairGate:
             return sorted(name for number, kind, name in self._tickets()
                           if kind == _LET_IN or (kind == "x" and number < ticket.number))
         return sorted(name for number, kind, name in self._tickets()
-                      if number < ticket.number and (ticket.exclusive or kind == "x"))
+                      if number < ticket.number and kind != _BACKGROUND and (ticket.exclusive or kind == "x"))
 
     def _wait(self, ticket: Ticket, patience: float | None) -> str | None:
         """Wait for every ticket ahead to let go: None then. With `patience`, the name of a
@@ -259,12 +283,13 @@ def holds_exclusive() -> bool:
 
 
 @contextlib.contextmanager
-def gpu_gate(exclusive: bool, clock: PhaseClock | None = None) -> Iterator[Ticket | None]:
+def gpu_gate(exclusive: bool, clock: PhaseClock | None = None, background: bool = False) -> Iterator[Ticket | None]:
     """The gate of this process's GPU when it has one (`$KMC_GPU_GATE`), else nothing to wait
     for. Re-entrant: inside an exclusive ticket (a job retried alone) every inner request is
     already served, and a shared one inside a shared one too (a later ticket would wait for this
     thread's own). Tickets are per thread: another thread's request waits like any other
-    process's. `clock`: the wait is counted as its `gate` phase."""
+    process's. `clock`: the wait is counted as its `gate` phase. `background`: a shared ticket
+    no timer waits for (`FairGate.enter`)."""
     folder = os.environ.get(GATE_ENV)
     held = _held()
     if not folder or (held and (held[-1].exclusive or not exclusive)):
@@ -274,7 +299,7 @@ def gpu_gate(exclusive: bool, clock: PhaseClock | None = None) -> Iterator[Ticke
         raise RuntimeError("an exclusive GPU ticket asked inside a shared one would wait for itself")
     with contextlib.ExitStack() as stack:
         with clock("gate") if clock is not None else contextlib.nullcontext():
-            ticket = stack.enter_context(FairGate(folder).enter(exclusive))
+            ticket = stack.enter_context(FairGate(folder).enter(exclusive, background))
         if clock is not None:  # which waits the gate phase is made of, for diagnosis (judge/phases.py steps)
             _add_step(clock, WAIT_STEPS[exclusive], ticket.wait_s)
             _add_step(clock, ENTRY_STEPS[exclusive], 1.0)

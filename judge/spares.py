@@ -24,24 +24,36 @@ SPARE_START_S = 120.0  # how long a spare may take to make its GPU context befor
 SPARES_ENV = "KMC_SPARES"  # candidate processes forked ahead of need (default 1; each holds a GPU context)
 MAX_SPARES = 4
 CONTEXT_GATE_ENV = "KMC_GATE_CONTEXTS"
-"""0: a candidate process makes its GPU context without a ticket at the GPU's gate (an
-experiment; default 1, a shared ticket). Why try it: under a full run's load a context took
-several times as long to make as on an idle GPU, held a shared ticket all that time, so every
-timer queued behind it waited, and every spare waited behind those timers. What it risks: a
-context made while a timer measures (benchmarks/bench_lanes_gpu.py --ungated-contexts measures
-exactly that). Measured on a GPU (benchmarks/results/README.md, "Two lanes"): the timer's
-medians did not move, but neither did throughput, since judging jobs wait behind the timers
-themselves, not behind contexts; so the default stays gated, and this stays a switch for that
-measurement."""
+"""How a candidate process's GPU context is made at the gate: `1` (the default), under a
+shared ticket; `background`, under a ticket that waits for the timers ahead but that no timer
+waits for (judge/gate.py `FairGate.enter`); `0`, without a ticket. Why not always shared: a
+context takes 0.6 s under a full run's load, several times an idle GPU's, and every timer that
+asks meanwhile waits for it, with the judging queued behind that timer
+(benchmarks/gate_policy_model.py put the 7-task command's gate share at 30% with contexts
+shared, 20% without). Why not none by default: a context made while a timer measures (with
+eight workers some feedback samples once read many times the kernel's time). `background` never
+starts one while a timer measures, but lets one already started overlap a timer that asked
+after it; benchmarks/bench_lanes_gpu.py --ungated-contexts measured fully ungated contexts
+beside a timer, its medians unmoved (benchmarks/results/README.md, "Two lanes")."""
+CONTEXT_GATES = ("1", "background", "0")
+
+
+def context_gate() -> str:
+    """`CONTEXT_GATE_ENV` read: one of `CONTEXT_GATES` (anything else is `1`, the default)."""
+    value = os.environ.get(CONTEXT_GATE_ENV, "1").strip()
+    return value if value in CONTEXT_GATES else "1"
 
 
 def contexts_gated() -> bool:
-    return os.environ.get(CONTEXT_GATE_ENV, "1").strip() != "0"
+    return context_gate() != "0"
 
 
 def _context_ticket(clock: Any = None) -> Any:
     """The ticket a candidate process's context is made under (`CONTEXT_GATE_ENV`)."""
-    return gpu_gate(exclusive=False, clock=clock) if contexts_gated() else contextlib.nullcontext()
+    gate = context_gate()
+    if gate == "0":
+        return contextlib.nullcontext()
+    return gpu_gate(exclusive=False, clock=clock, background=gate == "background")
 
 
 def _spare_count(value: str) -> int:

@@ -34,13 +34,14 @@ class Log:
         self.stepped_back: dict[str, list[str]] = {}
 
 
-def hold(gate: FairGate, log: Log, name: str, exclusive: bool, seconds: float) -> threading.Thread:
+def hold(gate: FairGate, log: Log, name: str, exclusive: bool, seconds: float,
+         background: bool = False) -> threading.Thread:
     """A job (a fake timer when exclusive: it holds the GPU `seconds` and measures nothing)."""
     drawn = threading.Event()
 
     def run() -> None:
         log.asked[name] = time.monotonic()
-        with gate.enter(exclusive) as ticket:
+        with gate.enter(exclusive, background) as ticket:
             log.entered[name] = time.monotonic()
             log.waited_for[name] = list(ticket.waited_for)
             log.tickets[name] = ticket.name
@@ -131,6 +132,23 @@ def test_timers_first_judging_shares_the_gate_when_no_timer_asks(tmp_path: Path)
     assert max(log.entered.values()) < min(log.left.values())
     assert all(not waited for waited in log.waited_for.values())
     assert os.listdir(tmp_path / "gate") == ["counter"]  # every ticket's file gone
+
+
+@pytest.mark.parametrize("timers_first", [False, True])
+def test_a_background_ticket_waits_for_a_timer_but_no_timer_waits_for_it(tmp_path: Path, timers_first: bool) -> None:
+    """A spare's context (`background`): it does not start while a timer measures, and a timer
+    that asks while it is in goes on at once (judging in goes first as before)."""
+    gate, log = FairGate(tmp_path / "gate", timers_first=timers_first), Log()
+    context = hold(gate, log, "context", False, 0.6, background=True)
+    timer = hold(gate, log, "timer", True, 0.3)
+    late = hold(gate, log, "late context", False, 0.1, background=True)
+    for t in (context, timer, late):
+        t.join()
+    assert log.tickets["context"].endswith(".b")
+    assert log.entered["timer"] < log.left["context"]  # not waiting for the context in
+    assert log.waited_for["timer"] == []
+    assert log.entered["late context"] >= log.left["timer"]  # ... while one asked later waits for it
+    assert log.waited_for["late context"] == [log.tickets["timer"]]
 
 
 def test_the_gate_order_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -304,7 +322,7 @@ class _FakeSpare:
         pass
 
 
-@pytest.mark.parametrize("gated", ["1", "0"])
+@pytest.mark.parametrize("gated", ["1", "background", "0"])
 def test_a_spares_context_waits_for_a_timer_unless_contexts_are_ungated(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gated: str) -> None:
     """judge/spares.py `KMC_GATE_CONTEXTS`: by default a spare makes its GPU context under a
@@ -323,7 +341,7 @@ def test_a_spares_context_waits_for_a_timer_unless_contexts_are_ungated(
     starting.join(timeout=10)
     timer.join(timeout=10)
     assert spare.started_at is not None and set(spare.spare_steps) == {"spare:gate", "spare:context"}
-    if gated == "1":
+    if gated in ("1", "background"):  # a timer already measuring: neither kind of ticket starts beside it
         assert spare.started_at >= log.left["timer"] and spare.spare_steps["spare:gate"] >= 0.3
     else:
         assert spare.started_at < log.left["timer"] and spare.spare_steps["spare:gate"] < 0.3
