@@ -80,13 +80,14 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Setting:
-    """`hold_factor`: holds that many times shorter (more of them); `alone_per_job`: a timed
-    job's perf cases prepared under shared tickets, then sampled under one exclusive ticket."""
+    """`hold_factor`: holds that many times shorter (more of them); `contexts`: a spare's context
+    under a `shared` ticket, a `background` one (judge/gate.py) or `none`; `alone_per_job`: a
+    timed job's perf cases prepared under shared tickets, then sampled under one exclusive ticket."""
 
     name: str
     timers_first: bool = False
     hold_factor: float = 1.0
-    gated_contexts: bool = True
+    contexts: str = "shared"
     alone_per_job: bool = False
 
 
@@ -96,10 +97,10 @@ SETTINGS = (
     Setting("fifo, holds half as long", hold_factor=2.0),
     Setting("fifo, holds twice as long", hold_factor=0.5),
     Setting("fifo, one exclusive ticket per timed job", alone_per_job=True),
-    Setting("fifo, contexts without a ticket", gated_contexts=False),
-    Setting("timers-first, contexts without a ticket", timers_first=True, gated_contexts=False),
-    Setting("timers-first, contexts without a ticket, one exclusive per job", timers_first=True,
-            gated_contexts=False, alone_per_job=True),
+    Setting("fifo, contexts without a ticket", contexts="none"),
+    Setting("fifo, contexts under background tickets", contexts="background"),
+    Setting("timers-first, contexts without a ticket", timers_first=True, contexts="none"),
+    Setting("fifo, background contexts, one exclusive per job", contexts="background", alone_per_job=True),
 )
 
 
@@ -127,11 +128,11 @@ def run(workers: int, scale: float, setting: Setting, seed: int) -> tuple[float,
                 nap(seconds)
 
         def spare() -> None:  # the next job's process makes its context meanwhile
-            if setting.gated_contexts:
-                with gate.enter(False):
-                    nap(CONTEXT_S)
-            else:
+            if setting.contexts == "none":
                 nap(CONTEXT_S)
+            else:
+                with gate.enter(False, background=setting.contexts == "background"):
+                    nap(CONTEXT_S)
 
         while True:
             try:
