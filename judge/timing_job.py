@@ -2,16 +2,23 @@
 output checked again, with the GPU's gate held alone only while measuring (judge/timing.py has
 the protocols themselves).
 
-Why the cases are measured together: each exclusive ticket at the gate waits for every judging
-hold in flight to end (a drain) while the workers queued behind it wait too, so a timed job of
-two perf cases timed one after the other drained the GPU twice. Now its cases are prepared
-(inputs, warm-up, graph capture) under shared tickets, then all measured under one exclusive
-ticket, then their outputs checked under shared tickets again; the samples, their counts, the
-stopping rules, flushes, input refreshes and interleaving are each case's as before. A group of
-cases is measured once its inputs reach `GROUP_BYTES`, so a job of large perf cases holds one
-(or two) at a time; `KMC_TIMING_HOLD=case` measures every case under its own ticket, as before.
-(benchmarks/gate_policy_model.py modelled the 7-task command's gate: one exclusive ticket per
-timed job cut the modelled wait at the gate from 30% of worker time to 22%.)
+Why a feedback timing's cases are measured together: each exclusive ticket at the gate waits for
+every judging hold in flight to end (a drain) while the workers queued behind it wait too, so a
+timed job of two perf cases timed one after the other drained the GPU twice. In the short
+protocol (FEEDBACK_SHORT, every visible feedback's timing) the cases are now prepared (inputs,
+warm-up) under shared tickets, then all measured under one exclusive ticket, each case's capture
+and samples in turn, then their outputs checked under shared tickets again; the samples, their
+counts, the stopping rule, flushes and input refreshes are each case's as before. A group is
+measured once its inputs reach `GROUP_BYTES`, so a job of large perf cases holds one (or two) at
+a time. On an H200, with the compile pass's kernels carried over too, the 7-task command took 72 s
+and 13% of worker time at the gate, against 96 s and 30% with both off (benchmarks/results/).
+
+The full protocol (FINAL_FULL, final submissions) keeps one exclusive ticket per case: it
+prepares every side, graph capture included, before its samples, and prepared for all cases at
+once, one case's capture (a failed one included) would come between another's warm-up and its
+samples. Grouped, tests/test_judge_gpu.py's memo cheat timed 1.21x and 1.35x the expert without
+input refreshing where per case it timed 1.57x (1.43-1.58x in earlier sessions): a reported
+timing must not depend on the other cases. `KMC_TIMING_HOLD=case` times every protocol per case.
 """
 
 from __future__ import annotations
@@ -49,9 +56,10 @@ from judge.timing import (
 from stats.sequential import geomean_speedup_interval
 
 TIMING_HOLD_ENV = "KMC_TIMING_HOLD"
-"""`samples` (default): a timing holds the GPU alone only while it measures, its cases together
-(up to `GROUP_BYTES`); `case`: alone once per perf case; `job`: alone for the whole timing
-(judge/worker.py), as at first. The last two are kept to measure the difference."""
+"""`samples` (default): a timing holds the GPU alone only while it measures, a feedback timing's
+cases together (up to `GROUP_BYTES`); `case`: alone once per perf case in either protocol;
+`job`: alone for the whole timing (judge/worker.py), as at first. The last two are kept to
+measure the difference."""
 GROUP_BYTES = 512 << 20
 """Perf cases prepared are measured together once their inputs reach this many bytes."""
 
@@ -92,7 +100,8 @@ def time_candidate(task: Task, candidate: Any, baseline: Callable[..., Any], cas
     short = policy.protocol == FEEDBACK_SHORT
     cache = baselines if baselines is not None else BaselineCache()
     holds = holds or Holds()
-    group_bytes = 0 if os.environ.get(TIMING_HOLD_ENV, "samples") == "case" else GROUP_BYTES
+    per_case = os.environ.get(TIMING_HOLD_ENV, "samples") == "case" or not short
+    group_bytes = 0 if per_case else GROUP_BYTES
 
     def clocks() -> dict[str, Any]:
         return read_clocks(vendor, device_index)

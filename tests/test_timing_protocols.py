@@ -938,14 +938,16 @@ def test_the_candidate_process_keeps_one_timer_per_perf_case_prepared(monkeypatc
 
 
 # ---------------------------------------------------------------------------- a job's cases under one exclusive ticket
-@pytest.mark.parametrize("hold, group_bytes, grouped", [("samples", None, True), ("case", None, False),
-                                                        ("samples", 64, False)])
+@pytest.mark.parametrize("hold, group_bytes, protocol, grouped", [
+    ("samples", None, FEEDBACK_SHORT, True), ("case", None, FEEDBACK_SHORT, False), ("samples", 64, FEEDBACK_SHORT, False),
+    ("samples", None, FINAL_FULL, False)])
 def test_a_timed_jobs_cases_are_prepared_then_measured_under_one_exclusive_ticket(
-        monkeypatch: pytest.MonkeyPatch, hold: str, group_bytes: int | None, grouped: bool) -> None:
+        monkeypatch: pytest.MonkeyPatch, hold: str, group_bytes: int | None, protocol: str, grouped: bool) -> None:
     """judge/timing_job.py: every perf case prepared (inputs, warm-up) under shared tickets, then
     all sampled under one exclusive ticket, then each output checked under a shared one; with
     `KMC_TIMING_HOLD=case`, or cases whose inputs reach `GROUP_BYTES` each (64 bytes against
-    64), each case is measured under its own, as before."""
+    64), each case is measured under its own, as before; and always in the full protocol, whose
+    preparation captures graphs (judge/timing_job.py says why)."""
     import torch
 
     from judge import case_inputs, comparison, timing_job
@@ -969,6 +971,8 @@ def test_a_timed_jobs_cases_are_prepared_then_measured_under_one_exclusive_ticke
         monkeypatch.setattr(timing_job, "GROUP_BYTES", group_bytes)
     monkeypatch.setattr(timing_job, "warm_up", warm)
     monkeypatch.setattr(timing_job, "sample_short", sample)
+    monkeypatch.setattr(timing_job, "prepare_case", lambda sides, *a, **k: warm(sides) and (1, {}))
+    monkeypatch.setattr(timing_job, "sample_case", lambda sides, name, *a, **k: sample(sides, name)[0])
     monkeypatch.setattr(timing_job, "_check_after", checked)
     monkeypatch.setattr(case_inputs, "expected_and_unwritten", lambda task, args, case: (args[0] + 1, None))
     monkeypatch.setattr(comparison, "to_device", lambda out, device: out)
@@ -976,7 +980,8 @@ def test_a_timed_jobs_cases_are_prepared_then_measured_under_one_exclusive_ticke
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
     cases = tuple(type("C", (), {"name": n, "seed": 0})() for n in ("c0", "c1"))
     result = timing_job.time_candidate(_PerfTask(), lambda x: x + 1, lambda x: x + 1, cases, "none", 0,  # type: ignore[arg-type]
-                                       POLICY, BaselineCache(), Holds(shared=log.hold("shared"), alone=log.hold("alone")))
+                                       replace(POLICY, protocol=protocol), BaselineCache(),
+                                       Holds(shared=log.hold("shared"), alone=log.hold("alone")))
     assert [ct.case for ct in result.cases] == ["c0", "c1"] and result.speedup_vs_baseline == pytest.approx(2.0)
     if grouped:
         assert events == [("warm_up", "shared"), ("warm_up", "shared"), ("sample c0", "alone"), ("sample c1", "alone"),
