@@ -127,9 +127,10 @@ def _concurrent_compiles() -> Iterator[None]:
 
 def _loaded(kernels: list[Any]) -> int:
     """Each compiled kernel's module loaded and launcher built (`_init_handles`), as its first
-    launch would do: a driver call and a C compile, no GPU work. Returns how many."""
+    launch would do: a driver call and a C compile, no GPU work. Returns how many distinct
+    kernels (a kernel several cases launch comes back from each launch)."""
     done = 0
-    for k in kernels:
+    for k in {id(k): k for k in kernels}.values():
         with contextlib.suppress(Exception):
             result = getattr(k, "result", None)
             kernel = result(ignore_errors=True) if callable(result) and hasattr(k, "future") else k
