@@ -80,6 +80,17 @@ def test_stats_benchmark_runs_at_a_small_size() -> None:
     assert "30 tasks x 3 methods x 10 samples" in proc.stdout and "(target < 10 s): OK" in proc.stdout
 
 
+def test_the_gate_model_runs_every_setting_and_says_it_is_a_model(tmp_path: Path) -> None:
+    out = tmp_path / "model.json"
+    proc = _script("gate_policy_model.py", "--workers", "2", "--scale", "0.002", "--repeats", "1", "--json", str(out),
+                   timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.startswith("A MODEL of the gate")
+    record = json.loads(out.read_text())
+    assert record["model"] is True and len(record["rows"]) == len(_benchmark("gate_policy_model").SETTINGS)
+    assert all(r["wall_s"] > 0 and 0 <= r["gate_share"] < 1 for r in record["rows"])
+
+
 def test_modelio_concurrency_benchmark_runs_against_serve_sim() -> None:
     proc = _script("bench_modelio_concurrency.py", "--latency", "0.5", "--concurrency", "8", "--serial-calls", "2",
                    "--calls-per-caller", "1", timeout=300)
