@@ -328,6 +328,15 @@ class Tuner:  # stands for an autotuner: the kernel it wraps in `.fn`
 
 
 tuned = Tuner(JITFunction(_scale))
+
+
+class Raising:  # a module attribute whose `.fn` raises: carrying skips it
+    @property
+    def fn(self):
+        raise RuntimeError("not here")
+
+
+raising = Raising()
 '''
 
 

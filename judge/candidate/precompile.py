@@ -258,10 +258,10 @@ def carry_compiled_kernels(old: Any, new: Any) -> int:
         return 0
     moved = 0
     for name, before in list(vars(old).items()):
-        was, now = _jit_function(before, JITFunction), _jit_function(vars(new).get(name), JITFunction)
-        if was is None or now is None or was is now or type(was) is not type(now):
-            continue
-        with contextlib.suppress(Exception):  # Triton's internals are not an API: nothing moves then
+        with contextlib.suppress(Exception):  # Triton's internals are not an API (nor a module's `.fn`s): nothing moves then
+            was, now = _jit_function(before, JITFunction), _jit_function(vars(new).get(name), JITFunction)
+            if was is None or now is None or was is now or type(was) is not type(now):
+                continue
             caches = was.device_caches
             if not caches or was.cache_key != now.cache_key:
                 continue
