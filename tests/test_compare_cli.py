@@ -111,7 +111,8 @@ def test_interrupt_then_resume_equals_uninterrupted_run(tmp_path: Path, uninterr
                             start_new_session=True, preexec_fn=ctrl_c_default)
     try:
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not (out.exists() and any(out.iterdir())):
+        # Until the run's folder shows (another entry, a lock or a file being written, can come first).
+        while time.monotonic() < deadline and not (out.exists() and any(p.is_dir() for p in out.iterdir())):
             time.sleep(0.05)
         killed_dir = _only_run_dir(out)
         _wait_for_calls(killed_dir / "store.sqlite", 5, timeout=120)
