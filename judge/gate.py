@@ -190,25 +190,25 @@ class FairGate:
     def _wait_for_timers(self, ticket: Ticket) -> None:
         """A background ticket: until no timer's ticket exists that was drawn before it (in
         timers-first order, none at all)."""
-        while True:
-            timers = sorted(name for number, kind, name in self._tickets()
-                            if kind == "x" and (self.timers_first or number < ticket.number))
-            if not timers:
-                return
-            if timers[0] not in ticket.waited_for:
-                ticket.waited_for.append(timers[0])
-            self._wait_for(timers[0], None)
+        self._until_no_timer(ticket, every_timer=self.timers_first, let_in=False)
 
     def _let_in(self, ticket: Ticket) -> None:
         """Timers first: wait until no timer's ticket exists, then (under the counter's lock, so
         no timer draws meanwhile) rename this judging ticket `.g`: let in."""
+        self._until_no_timer(ticket, every_timer=True, let_in=True)
+
+    def _until_no_timer(self, ticket: Ticket, every_timer: bool, let_in: bool) -> None:
+        """Wait, oldest first, for the timers' tickets (every one, or those drawn before
+        `ticket`) until none is left; with `let_in`, the last look and the rename to `.g` under
+        the counter's lock."""
         while True:
-            with self._counter():
-                timers = sorted(name for _, kind, name in self._tickets() if kind == "x")
+            with self._counter() if let_in else contextlib.nullcontext():
+                timers = sorted(name for number, kind, name in self._tickets()
+                                if kind == "x" and (every_timer or number < ticket.number))
                 if not timers:
-                    let_in = replace(ticket, let_in=True)
-                    os.rename(self.folder / ticket.name, self.folder / let_in.name)
-                    ticket.let_in = True
+                    if let_in:
+                        os.rename(self.folder / ticket.name, self.folder / replace(ticket, let_in=True).name)
+                        ticket.let_in = True
                     return
             if timers[0] not in ticket.waited_for:
                 ticket.waited_for.append(timers[0])

@@ -429,12 +429,13 @@ def point_speedup(cases: list[CaseTiming], against: str = "baseline") -> float:
         base = ct.baseline_ms if against == "baseline" else ct.eager_ms
         if len(ct.candidate_ms) == 0 or len(base) == 0:
             raise ValueError(f"case {ct.case}: no {against if len(base) == 0 else 'candidate'} samples")
-        logs.append(math.log(_positive(np.median(base)) / _positive(np.median(ct.candidate_ms))))
+        logs.append(math.log(positive_ms(np.median(base)) / positive_ms(np.median(ct.candidate_ms))))
     return math.exp(float(np.mean(logs)))
 
 
 _TINY_MS = 1e-6  # below any real kernel time: keeps a zero median (timer resolution) finite
 
 
-def _positive(value: float) -> float:
+def positive_ms(value: float) -> float:
+    """`value` (milliseconds) at least `_TINY_MS`, so its logarithm is finite."""
     return max(float(value), _TINY_MS)

@@ -45,6 +45,7 @@ from judge.timing import (
     RemoteSide,
     measure_references,
     point_speedup,
+    positive_ms,
     prepare_case,
     recheck_references,
     sample_case,
@@ -69,6 +70,7 @@ class _Prepared:
     """A perf case made ready for its samples: its inputs, its expected output, its sides."""
 
     case: Case
+    outputs: Any  # the task's `OutputArgs` for the case
     args: tuple
     pristine: tuple
     expected: Any
@@ -185,12 +187,12 @@ def _prepare(s: _Setting, c: Case, timer: int) -> _Prepared:
                 policy.baseline_recheck_uses, policy.baseline_recheck_seconds)
 
         est = warm_up(side, policy, allow_graphs, clocks)
-        return _Prepared(c, args, pristine, expected, unwritten, remote,
+        return _Prepared(c, outputs, args, pristine, expected, unwritten, remote,
                          lambda: sample_short(side, c.name, policy, references, clocks, allow_graphs, s.locked, est),
                          [mine])
     sides = {"candidate": side, **reference_sides()}
     ready = prepare_case(sides, policy, allow_graphs, clocks)
-    return _Prepared(c, args, pristine, expected, unwritten, remote,
+    return _Prepared(c, outputs, args, pristine, expected, unwritten, remote,
                      lambda: (sample_case(sides, c.name, policy, ready, clocks), []), [mine, sides])
 
 
@@ -202,7 +204,7 @@ def _check_after(task: Task, p: _Prepared, candidate: Any) -> None:
     from judge.comparison import Mismatch, accept_unwritten, call_seeded, compare, to_device
     from judge.oracle import modified_inputs
 
-    c, outputs = p.case, task.output_args(p.case)
+    c, outputs = p.case, p.outputs
     seed = c.seed if task.seeded_rng else None
     if p.remote is not None:
         returned, inputs_after = p.remote.output(outputs.poisoned, seed)
@@ -238,7 +240,7 @@ def _summary(results: list[CaseTiming], drift: list[DriftEvent], policy: TimingP
     else:
         speedup, ci = speedup_with_ci(results, policy)
     eager = point_speedup(results, against="eager") if policy.time_eager else None
-    cand_ms = math.exp(float(np.mean([math.log(max(float(np.median(ct.candidate_ms)), 1e-6)) for ct in results])))
+    cand_ms = math.exp(float(np.mean([math.log(positive_ms(np.median(ct.candidate_ms))) for ct in results])))
     return Timing(
         cases=tuple(results),
         clocks_before=results[0].clocks_before,
