@@ -83,7 +83,7 @@ speed)
   # with the defaults; SEVEN_UNGATED=N: with N workers and contexts made without a ticket;
   # FULL_LIMIT_S: the full suite at budget 100 cut there (FULL_ARGS: its flags); then, for each N
   # in SEVEN_WORKERS, the 7-task command with N workers; SEVEN_ALT_ENV: once more with those
-  # variables set (the switches of judge/precompile and judge/worker). SEVEN_ARGS: more flags.
+  # variables set, once per ';'-separated group (the switches of judge/ and runners/pool.py). SEVEN_ARGS: more flags.
   # SPEED_TESTS=0 skips the GPU tests and the per-call spans, SEVEN=0 the default 7-task run.
   if [ "${SPEED_TESTS:-1}" != 0 ]; then  # SPEED_TESTS=0: straight to the runs (a second call)
     step gpu_tests 150 python3 -m pytest -q -p no:cacheprovider -m "gpu or not slow" tests/test_precompile.py \
@@ -104,10 +104,13 @@ speed)
     step full $((FULL_LIMIT_S + 120)) python3 benchmarks/bench_compare_gpu.py --skip-seven --steps \
       --full-limit-s "$FULL_LIMIT_S" ${FULL_ARGS:-} --json "$OUT/full.json"
   fi
-  if [ -n "${SEVEN_ALT_ENV:-}" ]; then  # e.g. "KMC_CALL_BATCH=0 KMC_FUSED_COMPARE=0 KMC_PRECOMPILE=0 KMC_TIMING_HOLD=job"
-    step seven_alt 260 env $SEVEN_ALT_ENV python3 benchmarks/bench_compare_gpu.py --skip-full --steps ${SEVEN_ARGS:-} \
-      --json "$OUT/seven-alt.json"
-  fi
+  # SEVEN_ALT_ENV: one run per ';'-separated group, e.g. "KMC_CALL_BATCH=0 KMC_PRECOMPILE=0;KMC_SPARES=2"
+  IFS=';' read -r -a alts <<<"${SEVEN_ALT_ENV:-}"
+  for i in "${!alts[@]}"; do
+    [ -n "${alts[$i]// /}" ] || continue
+    step "seven_alt$i" 260 env ${alts[$i]} python3 benchmarks/bench_compare_gpu.py --skip-full --steps ${SEVEN_ARGS:-} \
+      --json "$OUT/seven-alt$i.json"
+  done
   for n in ${SEVEN_WORKERS:-}; do
     step "seven_w$n" 260 python3 benchmarks/bench_compare_gpu.py --skip-full --steps --workers "$n" ${SEVEN_ARGS:-} \
       --json "$OUT/seven-w$n.json"
