@@ -28,6 +28,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import queue
 import re
 import shutil
 import signal
@@ -50,7 +51,6 @@ from judge.privileges import hand_over, resolve_worker_user, worker_environment
 from judge.sandbox import UNSANDBOXED_ENV, risk_accepted
 from judge.sandbox import require as require_sandbox
 from judge.worker import INPUT_CACHE_ENV, PREPARE_ENV
-from runners.idle_workers import DEFERRABLE, URGENT, IdleWorkers
 from runners.references import RunReferences
 from runners.sizing import WorkerPlan, plan_workers
 from runners.worker_process import (
@@ -115,19 +115,6 @@ class PoolStats:
 OUT_OF_MEMORY = re.compile(r"out of memory|OutOfMemoryError|hipErrorOutOfMemory|CUDA_ERROR_OUT_OF_MEMORY", re.I)
 
 
-DISPATCH_ENV = "KMC_DISPATCH"
-"""`arrival`: every job served in arrival order, as before runners/idle_workers.py (kept to
-measure the difference); anything else: most urgent first."""
-
-
-def urgency(job: Job) -> int:
-    """Hidden judging waits for nobody but its unit's end; a method waits for every other job
-    (runners/idle_workers.py)."""
-    if os.environ.get(DISPATCH_ENV) == "arrival":
-        return URGENT
-    return DEFERRABLE if not job.tests_job and job.case_set == "hidden" else URGENT
-
-
 def out_of_memory(verdict: Verdict) -> bool:
     """A verdict a GPU out-of-memory error decided (the candidate's, or the judge's own side):
     possibly the doing of other jobs on the same GPU, so not yet the candidate's verdict.
@@ -188,7 +175,7 @@ class LocalPool:
         self.references = RunReferences()  # the run's reference timings, which every worker follows
         self.contained = ""  # the candidate processes' one-line containment statement, once known
         self._stats_lock = threading.Lock()
-        self._idle: IdleWorkers[WorkerProcess] = IdleWorkers()  # most urgent job first (runners/idle_workers.py)
+        self._idle: queue.Queue[WorkerProcess] = queue.Queue()
         self.workdir = Path(tempfile.mkdtemp(prefix="kmc-pool-"))
         # What the workers must know goes into their own environment or command line, never this process's.
         extra_env = {**(extra_env or {}), **(worker_environment(hand_over(self.workdir, user), user) if user else {})}
@@ -216,7 +203,7 @@ class LocalPool:
                                            torch_threads=threads, workdir=self.workdir, extra_env=extra_env,
                                            task_sources=tuple(task_sources)))
         for w in self._all:
-            self._idle.give_back(w)
+            self._idle.put(w)
 
     @property
     def size(self) -> int:
@@ -251,7 +238,7 @@ class LocalPool:
         judge that is itself stuck, and restarts the worker after that, a crash, a protocol
         violation or a reply that asks for it."""
         asked = time.perf_counter()
-        worker = self._idle.take(urgency(job))
+        worker = self._idle.get()
         given = asked
 
         def ran() -> float:
@@ -289,7 +276,7 @@ class LocalPool:
             self.contained = reply.contained or self.contained
             return reply, queued, ran()
         finally:
-            self._idle.give_back(worker)
+            self._idle.put(worker)
 
     def _run_job_or_alone(self, job: Job, limit: float,
                           timeout_message: str) -> tuple[JobReply | Verdict, dict[str, float], float]:

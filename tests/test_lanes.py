@@ -18,7 +18,6 @@ from judge.candidate.verdict import Verdict
 from judge.device import Target
 from judge.gate import FairGate
 from judge.job import Job, JobReply
-from runners.idle_workers import IdleWorkers
 from runners.pool import LocalPool, out_of_memory
 from runners.sizing import GPU_MIB_PER_WORKER, HOST_MIB_PER_WORKER, MAX_WORKERS_PER_GPU, plan_workers
 
@@ -122,8 +121,8 @@ def scripted_pool(verdicts: list[Verdict], gated: bool = True) -> tuple[LocalPoo
     pool = LocalPool(CPU, workers=1, gate_on_cpu=gated)
     worker = ScriptedWorker(verdicts)
     pool._all = [worker]  # type: ignore[list-item]
-    pool._idle = IdleWorkers()
-    pool._idle.give_back(worker)  # type: ignore[arg-type]
+    pool._idle.get_nowait()
+    pool._idle.put(worker)  # type: ignore[arg-type]
     return pool, worker
 
 
@@ -189,9 +188,10 @@ def test_feedback_timing_jobs_carry_the_runs_reference_timings_and_bring_new_one
     workers = [ScriptedWorker([Verdict("correct", "")] * 4) for _ in range(2)]
     workers[0].measures.append(measured)
     pool._all = workers  # type: ignore[assignment]
-    pool._idle = IdleWorkers()
+    while not pool._idle.empty():
+        pool._idle.get_nowait()
     for w in workers:
-        pool._idle.give_back(w)  # type: ignore[arg-type]
+        pool._idle.put(w)  # type: ignore[arg-type]
     short = TimingPolicy().for_protocol(FEEDBACK_SHORT)
     with pool:
         pool.evaluate("softmax", "a", "visible", timing=True, timing_policy=short)
