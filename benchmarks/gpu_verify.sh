@@ -83,7 +83,7 @@ speed)
   # with the defaults; SEVEN_UNGATED=N: with N workers and contexts made without a ticket;
   # FULL_LIMIT_S: the full suite at budget 100 cut there (FULL_ARGS: its flags); then, for each N
   # in SEVEN_WORKERS, the 7-task command with N workers; SEVEN_ALT_ENV: once more with those
-  # variables set, once per ';'-separated group (the switches of judge/ and runners/pool.py). SEVEN_ARGS: more flags.
+  # variables set, once per ';'-separated group (the judge's switches). SEVEN_ARGS: more flags.
   # SPEED_TESTS=0 skips the GPU tests and the per-call spans, SEVEN=0 the default 7-task run.
   if [ "${SPEED_TESTS:-1}" != 0 ]; then  # SPEED_TESTS=0: straight to the runs (a second call)
     step gpu_tests 150 python3 -m pytest -q -p no:cacheprovider -m "gpu or not slow" tests/test_precompile.py \
