@@ -14,6 +14,14 @@ Each source's cache is seeded with copies of Triton's driver helpers, compiled o
 into its own entries beside `SOURCE_CACHES` (`build_helpers`), and of the launchers the judge
 built for signatures candidates used (judge/candidate/launchers.py): a candidate process does
 not rebuild them, and nothing a candidate wrote is ever taken for one of them.
+
+Two sides per source. What a process wrote after it saw hidden cases (a hidden job's, or one
+compiling the hidden cases in the background, judge/hidden_warmup.py) goes to the source's
+hidden side only, which only such processes are lent; the visible side gets nothing from them,
+so a later feedback or own-test process of the source (whose output reaches the method) never
+reads what a candidate may have noted about the hidden cases. The visible side is lent as
+copies, never links: a process holding a link (or an open file) to one of its files could
+write into it after it saw the hidden cases.
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 SOURCE_CACHES = "sources"  # under the Triton cache root: one writable cache per candidate source
+HIDDEN_SIDE = ".hidden"  # the suffix of a source's hidden side (module docstring)
 
 
 def prebuilt_helpers(root: Path, suffix: str) -> list[Path]:
@@ -91,35 +100,75 @@ class SourceCaches:
             except OSError:
                 shutil.rmtree(partial, ignore_errors=True)
 
-    def lend(self, proc: Any, source: str) -> None:
+    def lend(self, proc: Any, source: str, hidden: bool = False) -> None:
         """On a GPU, the source's own Triton cache lent to the process that judges it (`fill`):
         duplicates reuse their kernels, and no candidate can plant a
         binary where another source's candidate (or the expert) will look for its own. The
         pool's workers share the sources' caches (runners/pool.py): a duplicate judged by another
         worker compiles nothing. They live apart from the judge's own entries, which
-        `build_helpers` lists: nothing a candidate wrote is ever taken for a helper."""
+        `build_helpers` lists: nothing a candidate wrote is ever taken for a helper. `hidden`:
+        the process will see hidden cases, so it is lent the hidden side as well and gives back
+        to it alone (the module's docstring)."""
         if self.interpreter or not proc.cache:
             return
-        cache = self.root / SOURCE_CACHES / hashlib.sha256(source.encode()).hexdigest()[:24]
+        visible = self.side(source, hidden=False)
+        fill(visible, Path(proc.cache), self.user, copy=True)
+        proc.source_cache = visible
+        if hidden:
+            proc.source_cache = self.side(source, hidden=True)
+            fill(proc.source_cache, Path(proc.cache), self.user)
+
+    def side(self, source: str, hidden: bool) -> Path:
+        """The source's visible or hidden cache, made and seeded on first use."""
+        name = hashlib.sha256(source.encode()).hexdigest()[:24] + (HIDDEN_SIDE if hidden else "")
+        cache = self.root / SOURCE_CACHES / name
         cache.mkdir(parents=True, exist_ok=True)
         self.seed(cache)
-        fill(cache, Path(proc.cache), self.user)
-        proc.source_cache = cache
+        return cache
+
+    def hide(self, proc: Any, source: str) -> None:
+        """A process lent the visible side is about to see hidden cases: what it compiled so
+        far is copied to the visible side now, and what it writes from here on goes back to
+        the hidden side alone."""
+        if self.interpreter or not proc.cache:
+            return
+        snapshot(Path(proc.cache), self.side(source, hidden=False))
+        proc.source_cache = self.side(source, hidden=True)
 
     def close(self) -> None:
         self.launchers.close()
 
 
-def fill(source_cache: Path, cache: Path, owner: tuple[int, int] | None = None) -> int:
-    """The source cache's entries hard-linked into `cache` (a folder the candidate process
-    writes); `owner`: the worker user's (uid, gid), which then owns them. Returns the files."""
+def fill(source_cache: Path, cache: Path, owner: tuple[int, int] | None = None, copy: bool = False) -> int:
+    """The source cache's entries hard-linked (`copy`: copied) into `cache` (a folder the
+    candidate process writes); `owner`: the worker user's (uid, gid), which then owns the
+    folders. Returns the files."""
     linked = 0
     for entry in sorted(source_cache.iterdir()):
         if _plain_tree(entry) and not (cache / entry.name).exists():
-            linked += _link_tree(entry, cache / entry.name, owner)
+            linked += _link_tree(entry, cache / entry.name, owner, copy)
     if owner is not None:
         os.chown(cache, *owner)
     return linked
+
+
+def snapshot(cache: Path, source_cache: Path) -> int:
+    """Copies of the entries a live candidate process added to `cache`, each renamed into
+    `source_cache` whole (`harvest` moves them once the process is gone). Returns how many."""
+    copied = 0
+    with contextlib.suppress(OSError):
+        for entry in sorted(cache.iterdir()):
+            target = source_cache / entry.name
+            if entry.name.startswith(".") or target.exists() or not _plain_tree(entry):
+                continue
+            partial = source_cache / f".{entry.name}.{os.getpid()}.partial"
+            try:
+                _link_tree(entry, partial, None, copy=True)
+                os.rename(partial, target)
+                copied += 1
+            except OSError:
+                shutil.rmtree(partial, ignore_errors=True)
+    return copied
 
 
 def harvest(cache: Path, source_cache: Path) -> int:
@@ -149,11 +198,14 @@ def _plain_tree(path: Path) -> bool:
     return all(_plain_tree(child) for child in path.iterdir())
 
 
-def _link_tree(source: Path, target: Path, owner: tuple[int, int] | None) -> int:
+def _link_tree(source: Path, target: Path, owner: tuple[int, int] | None, copy: bool = False) -> int:
     if source.is_file():
-        os.link(source, target, follow_symlinks=False)
+        if copy:
+            shutil.copyfile(source, target, follow_symlinks=False)
+        else:
+            os.link(source, target, follow_symlinks=False)
         return 1
     target.mkdir()
     if owner is not None:
         os.chown(target, *owner)
-    return sum(_link_tree(child, target / child.name, owner) for child in sorted(source.iterdir()))
+    return sum(_link_tree(child, target / child.name, owner, copy) for child in sorted(source.iterdir()))

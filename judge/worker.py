@@ -107,6 +107,7 @@ class Worker:
         import bench.registry
         from judge.case_inputs import set_input_cache_bytes
         from judge.device import detect_target
+        from judge.hidden_warmup import HiddenWarmups
         from judge.privileges import check_worker_user
         from judge.remote import TemplateProcess
         from judge.source_caches import SourceCaches, build_helpers
@@ -131,6 +132,8 @@ class Worker:
         self.prepared = self._prepare_cases(template.done)
         # Candidate processes forked ahead of need (judge/spares.py), and the template they fork from.
         self.spares = Spares(template.result(), self.device, self.target.interpreter)
+        # Visible jobs' processes compiling their sources' hidden cases in the background.
+        self.warmups = HiddenWarmups(self.caches, self.device, self.target.interpreter)
         self.closing = False
         self.preparing: threading.Thread | None = None
         if not self.target.interpreter:  # an interpreter worker's few cores are the candidates'
@@ -210,6 +213,7 @@ class Worker:
         from judge.phases import PhaseClock
 
         job = job if isinstance(job, Job) else Job.from_json(job)
+        self.warmups.reap()  # background compiles done since the last job closed, what they made kept
 
         self.clock = PhaseClock()  # seconds per phase of this job, sent back with the evaluation
         self.compile_pass = {}  # what the compile pass did (judge/precompile.py), for `record`
@@ -262,7 +266,7 @@ class Worker:
             for with_pass in (True, False):
                 with self.clock("start"):
                     proc = self.spares.take(limit, self.clock)
-                self.caches.lend(proc, job.source)
+                self.caches.lend(proc, job.source, hidden=job.case_set == "hidden" and not job.tests_job)
                 with self.clock("compile"):  # writing and importing the candidate, in its process
                     reply, _ = proc.request({"op": "load", "source": job.source, "entry_point": task.entry_point,
                                              "allowed_ops": list(task.allowed_torch_ops),
@@ -276,7 +280,10 @@ class Worker:
                 proc.close()  # lost to the pass: judged in a fresh process, as without it
                 proc = None
             assert proc is not None
-            return body(task, job, proc)
+            outcome = body(task, job, proc)
+            if self._warm_hidden(task, job, proc, outcome[0]):
+                proc = None  # it compiles the hidden cases now, and `self.warmups` closes it
+            return outcome
         except CandidateTimeout:
             return Verdict("timeout", f"no verdict within {limit:.0f} s; the candidate process was killed"), None
         except CandidateDied as exc:
@@ -291,6 +298,24 @@ class Worker:
             if proc is not None:
                 with self.clock.step("close"):
                     proc.close()
+
+    def _warm_hidden(self, task: Any, job: Job, proc: Any, verdict: Any) -> bool:
+        """A visible job's process that passed handed to `self.warmups` to compile the hidden
+        cases in the background (judge/hidden_warmup.py); False where it stays the caller's.
+        Never the verdict's business: any failure here just closes the process as before."""
+        from judge.hidden_warmup import worth_warming
+
+        if not worth_warming(job, verdict):
+            return False
+        try:
+            handed = self.warmups.start(proc, task, job.source)
+        except Exception as exc:  # noqa: BLE001 - an optimisation: the process is closed as usual
+            print(f"judge worker: hidden cases not compiled ahead ({type(exc).__name__}: {exc})"[:300],
+                  file=sys.stderr)
+            return False
+        if handed:
+            self.clock.steps["warmup:started"] = 1.0
+        return handed
 
     def _compile_pass(self, task: Any, job: Job, proc: Any) -> bool:
         """Every kernel the job's cases (or a method's tests) need compiled now, before any ticket
@@ -398,7 +423,7 @@ class Worker:
                 with gpu_gate(exclusive=False, clock=self.clock):
                     proc.start_device()
                     proc.wait_ready(600.0)
-                self.caches.lend(proc, job.source)
+                self.caches.lend(proc, job.source, hidden=True)
                 reply, _ = proc.request({"op": "load", "source": job.source, "entry_point": task.entry_point,
                                          "allowed_ops": list(task.allowed_torch_ops),
                                          "judges_overruns": task.judges_overruns})
@@ -518,6 +543,7 @@ class Worker:
         self.closing = True
         if self.preparing is not None:
             self.preparing.join(timeout=10)
+        self.warmups.close()
         self.caches.close()
         self.spares.close()
         os.chdir("/")

@@ -90,9 +90,11 @@ def test_a_sources_cache_is_the_same_for_every_worker_and_seeded_whole(tmp_path:
     assert cache.parent == tmp_path / "cache" / SOURCE_CACHES
     assert sorted(p.name for p in cache.iterdir()) == ["HELPERHASH", "LAUNCHERHASH"]  # no partial copy beside them
     assert (cache / "HELPERHASH" / f"launcher{SUFFIX}").read_bytes() == b"\x7fELF"
-    lent = Path(procs[0].cache)  # what the candidate's sandbox sees: the same files, linked
+    lent = Path(procs[0].cache)  # what the candidate's sandbox sees: copies of the same files
     assert sorted(p.name for p in lent.iterdir()) == ["HELPERHASH", "LAUNCHERHASH"]
-    assert os.path.samefile(lent / "HELPERHASH" / f"launcher{SUFFIX}", cache / "HELPERHASH" / f"launcher{SUFFIX}")
+    assert (lent / "HELPERHASH" / f"launcher{SUFFIX}").read_bytes() == b"\x7fELF"
+    # never the source cache's own file: a write through it would change what later processes load
+    assert not os.path.samefile(lent / "HELPERHASH" / f"launcher{SUFFIX}", cache / "HELPERHASH" / f"launcher{SUFFIX}")
     other = _process(tmp_path, "c")
     second.lend(other, "def other(): pass\n")
     assert other.source_cache != cache
@@ -147,3 +149,40 @@ def test_a_pools_workers_share_one_probe_folder(monkeypatch: pytest.MonkeyPatch)
     with LocalPool(GPU, workers=2, plan=_plan(2)) as pool:
         assert {w._env()[PROBE_DIR_ENV] for w in pool._all} == {str(pool.workdir / "probes")}
     assert PROBE_DIR_ENV not in os.environ
+
+
+def test_what_a_process_wrote_after_it_saw_hidden_cases_never_reaches_a_visible_process(tmp_path: Path) -> None:
+    """judge/source_caches.py, two sides per source: a visible job's process, turned to the
+    hidden cases (`hide`), leaves what it compiled so far to the visible side (copied) and
+    gives what it writes afterwards to the hidden side alone; a hidden job is lent both sides,
+    a later visible (or own-test) process only the visible one, and no file of the visible side
+    is ever shared with a process, so nothing written afterwards through an open file reaches it."""
+    caches = _worker_caches(tmp_path, [])
+    source = "def kernel(): pass\n"
+    feedback = _process(tmp_path, "feedback")
+    caches.lend(feedback, source)
+    lent = Path(feedback.cache)
+    (lent / "VISIBLE").mkdir()
+    (lent / "VISIBLE" / "k.cubin").write_bytes(b"visible kernel")
+    caches.hide(feedback, source)  # the hidden cases' layouts are sent after this
+    visible, hidden = caches.side(source, hidden=False), caches.side(source, hidden=True)
+    assert feedback.source_cache == hidden
+    assert (visible / "VISIBLE" / "k.cubin").read_bytes() == b"visible kernel"
+    (lent / "VISIBLE" / "k.cubin").write_bytes(b"notes on the hidden cases")  # through its own file
+    (lent / "HIDDEN").mkdir()
+    (lent / "HIDDEN" / "k.cubin").write_bytes(b"hidden kernel")
+    from judge.source_caches import harvest
+
+    harvest(lent, feedback.source_cache)  # as its close does
+    assert (visible / "VISIBLE" / "k.cubin").read_bytes() == b"visible kernel"
+    assert not (visible / "HIDDEN").exists() and (hidden / "HIDDEN" / "k.cubin").read_bytes() == b"hidden kernel"
+
+    later_feedback, hidden_job = _process(tmp_path, "later"), _process(tmp_path, "hidden-job")
+    caches.lend(later_feedback, source)
+    caches.lend(hidden_job, source, hidden=True)
+    assert sorted(p.name for p in Path(later_feedback.cache).iterdir()) == ["VISIBLE"]
+    assert sorted(p.name for p in Path(hidden_job.cache).iterdir()) == ["HIDDEN", "VISIBLE"]
+    assert (Path(hidden_job.cache) / "VISIBLE" / "k.cubin").read_bytes() == b"visible kernel"
+    assert later_feedback.source_cache == visible and hidden_job.source_cache == hidden
+    (Path(hidden_job.cache) / "VISIBLE" / "k.cubin").write_bytes(b"more notes")  # a hidden job's lent copy
+    assert (visible / "VISIBLE" / "k.cubin").read_bytes() == b"visible kernel"
