@@ -254,7 +254,7 @@ def measure(label: str, config: CompareConfig, out: Path, sample_s: float,
 
 
 JUDGE_SWITCHES = ("KMC_PRECOMPILE", "KMC_TIMING_HOLD", "KMC_CALL_BATCH", "KMC_FUSED_COMPARE", CONTEXT_GATE_ENV,
-                  SPARES_ENV, "KMC_GATE_ORDER", "KMC_CARRY_KERNELS")
+                  SPARES_ENV, "KMC_GATE_ORDER", "KMC_CARRY_KERNELS", "KMC_HIDDEN_WARMUP")
 """The judge's experiment switches a measurement records when set."""
 
 
