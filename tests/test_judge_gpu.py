@@ -78,7 +78,9 @@ def test_a_memo_by_input_contents_gains_nothing_in_timing(pool: Any) -> None:
 
     speedups = (big_case_speedup(refreshed), big_case_speedup(fooled))
     print(f"memo_by_content_hash perf-4096 speedup: refreshed {speedups[0]:.3f}x, not refreshed {speedups[1]:.3f}x")
-    assert speedups[1] > 1.3, speedups  # without refreshing, the memo passes for a faster kernel
+    # Without refreshing, the memo passes for a faster kernel: 1.43-1.58x on an H200, 1.29x on
+    # an H100 (2026-12-05), whose expert product is relatively faster.
+    assert speedups[1] > 1.15, speedups
     assert speedups[0] < 1.0, speedups  # refreshed, it computes every time, and pays its checksum
 
 
