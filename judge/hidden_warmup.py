@@ -1,5 +1,5 @@
-"""A visible job's candidate process, once its verdict is sent, compiles the source's hidden cases
-in the background, so the source's hidden job finds its kernels compiled.
+"""A passing visible or own-test job's candidate process, once its verdict is made, compiles the
+source's hidden cases in the background, so the source's hidden job finds its kernels compiled.
 
 Why: every candidate that passes its visible cases is judged on the hidden cases later (at its
 unit's end), and those cases need specializations the visible ones did not (sizes past block
@@ -12,16 +12,25 @@ ticket) while its worker takes the next job. What it compiles goes back to the s
 side (judge/source_caches.py `SourceCaches.hide`), which only processes that saw hidden cases are
 lent: nothing it writes after seeing them can reach a feedback or own-test process of the source.
 
-Nothing it does is judged or read: its reply only says it is done, then it is closed. At most
-`MAX_WARMING` per worker (an older one is closed when another would exceed it); each gets
-`WARMUP_LIMIT_S`. `KMC_HIDDEN_WARMUP=0` turns it off.
+Nothing it does is judged or read: its reply only says it is done, then it is closed (a thread
+looks every `REAP_EVERY_S`, so what it compiled reaches the source's cache while the worker
+judges on). At most `MAX_WARMING` per worker, one per source; each gets `WARMUP_LIMIT_S`.
+
+Off by default (`KMC_HIDDEN_WARMUP=1` turns it on): its first version, on an H100, left the
+7-task command's hidden compile pass where it was (1.15 and 0.95 s a job against 1.06 s off;
+wall 82.8 and 89.5 s against 82.7 s). That version killed a process still compiling whenever
+its worker's next passing job came (one at a time) and collected finished ones only when the
+worker's next job began; this one starts no new process at the cap and collects from a thread,
+and has not yet been measured on a GPU (benchmarks/results/README.md).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import select
+import threading
 import time
 from typing import Any
 
@@ -32,21 +41,23 @@ from judge.precompile import case_descriptions
 WARMUP_ENV = "KMC_HIDDEN_WARMUP"
 WARMUP_LIMIT_S = 30.0
 """How long a process may compile the hidden cases before it is closed (what it finished is kept)."""
-MAX_WARMING = 1
+MAX_WARMING = 2
 """Processes per worker compiling in the background: each holds a GPU context (memory) and a
 few compile threads."""
+REAP_EVERY_S = 0.25
 
 
 def warmup_enabled(interpreter: bool) -> bool:
     from judge.candidate.precompile import enabled
 
-    return not interpreter and os.environ.get(WARMUP_ENV, "1") != "0" and enabled(interpreter)
+    return not interpreter and os.environ.get(WARMUP_ENV, "0") == "1" and enabled(interpreter)
 
 
 def worth_warming(job: Job, verdict: Any) -> bool:
-    """A visible evaluation that passed: its source will be judged on the hidden cases (one
-    that failed is mostly decided without a job, runners/savings.py)."""
-    return not job.tests_job and job.case_set == "visible" and bool(getattr(verdict, "correct", False))
+    """A visible evaluation, or a method's own tests, that passed: its source will be judged on
+    the hidden cases (one that failed its visible cases is mostly decided without a job,
+    runners/savings.py). The verdict is made before the process sees a hidden case."""
+    return (job.tests_job or job.case_set == "visible") and bool(getattr(verdict, "correct", False))
 
 
 class HiddenWarmups:
@@ -55,21 +66,27 @@ class HiddenWarmups:
     def __init__(self, caches: Any, device: str, interpreter: bool) -> None:
         self.caches, self.device, self.interpreter = caches, device, interpreter
         self.warming: list[Any] = []
+        self.sources: set[str] = set()  # the sources handed over on this worker: each once
         self.started = 0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._reaper: threading.Thread | None = None
 
     def start(self, proc: Any, task: Task, source: str) -> bool:
         """`proc` (loaded with `source`, its last request answered) compiles the hidden cases
         from now on, and this object closes it. False, with `proc` left to the caller, where
-        there is nothing to compile or it cannot be asked."""
-        if not warmup_enabled(self.interpreter) or not getattr(proc, "cache", ""):
+        it is off, there is nothing to compile, the source was handed over before, the cap is
+        reached, or `proc` cannot be asked."""
+        if not warmup_enabled(self.interpreter) or not getattr(proc, "cache", "") or proc.unanswered is not None:
+            return False
+        key = hashlib.sha256(source.encode()).hexdigest()
+        if key in self.sources or self.reap() >= MAX_WARMING:
             return False
         cases = tuple(task.cases("hidden", self.interpreter)) + tuple(task.perf)
         described = case_descriptions(task, cases, self.device, self.interpreter)
-        if not described or proc.unanswered is not None:
+        if not described:
             return False
-        self.reap()
-        while len(self.warming) >= MAX_WARMING:
-            self._close(self.warming.pop(0))
+        self.sources.add(key)
         self.caches.hide(proc, source)  # what it wrote so far stays visible; from here on, hidden only
         proc.deadline = time.monotonic() + WARMUP_LIMIT_S
         try:
@@ -77,24 +94,38 @@ class HiddenWarmups:
         except Exception:  # noqa: BLE001 - lost before it began: closed like any other (hidden side)
             self._close(proc)
             return True
-        self.warming.append(proc)
+        with self._lock:
+            self.warming.append(proc)
         self.started += 1
+        if self._reaper is None:
+            self._reaper = threading.Thread(target=self._reap_until_closed, name="hidden-warmups", daemon=True)
+            self._reaper.start()
         return True
 
     def reap(self) -> int:
         """Processes done (their reply came) or past their limit closed, what they compiled
         kept. Returns how many are still compiling."""
         now = time.monotonic()
-        for proc in list(self.warming):
-            if proc.deadline <= now or _replied(proc):
-                self.warming.remove(proc)
-                self._close(proc)
-        return len(self.warming)
+        with self._lock:
+            done = [p for p in self.warming if p.deadline <= now or _replied(p)]
+            self.warming = [p for p in self.warming if p not in done]
+            left = len(self.warming)
+        for proc in done:
+            self._close(proc)
+        return left
 
     def close(self) -> None:
-        for proc in self.warming:
+        self._stop.set()
+        if self._reaper is not None:
+            self._reaper.join(timeout=5)
+        with self._lock:
+            warming, self.warming = self.warming, []
+        for proc in warming:
             self._close(proc)
-        self.warming.clear()
+
+    def _reap_until_closed(self) -> None:
+        while not self._stop.wait(REAP_EVERY_S):
+            self.reap()
 
     @staticmethod
     def _close(proc: Any) -> None:

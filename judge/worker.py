@@ -213,7 +213,6 @@ class Worker:
         from judge.phases import PhaseClock
 
         job = job if isinstance(job, Job) else Job.from_json(job)
-        self.warmups.reap()  # background compiles done since the last job closed, what they made kept
 
         self.clock = PhaseClock()  # seconds per phase of this job, sent back with the evaluation
         self.compile_pass = {}  # what the compile pass did (judge/precompile.py), for `record`
@@ -300,8 +299,8 @@ class Worker:
                     proc.close()
 
     def _warm_hidden(self, task: Any, job: Job, proc: Any, verdict: Any) -> bool:
-        """A visible job's process that passed handed to `self.warmups` to compile the hidden
-        cases in the background (judge/hidden_warmup.py); False where it stays the caller's.
+        """A passing visible or own-test job's process handed to `self.warmups` to compile the
+        hidden cases in the background (judge/hidden_warmup.py); False where it stays the caller's.
         Never the verdict's business: any failure here just closes the process as before."""
         from judge.hidden_warmup import worth_warming
 

@@ -1,4 +1,4 @@
-"""judge/hidden_warmup.py: a visible job's process that passed goes on compiling the hidden cases
+"""judge/hidden_warmup.py: a visible (or own-test) job's process that passed goes on compiling the hidden cases
 in the background, turned to its source's hidden cache side first, and is closed once it
 replies or its limit passes; nothing it does can change a verdict (CPU, with stand-in
 processes; the GPU run is in benchmarks/results/)."""
@@ -59,7 +59,7 @@ class Caches:
 
 @pytest.fixture
 def warmups(monkeypatch: pytest.MonkeyPatch) -> HiddenWarmups:
-    monkeypatch.delenv(WARMUP_ENV, raising=False)
+    monkeypatch.setenv(WARMUP_ENV, "1")  # off by default (judge/hidden_warmup.py says why)
     monkeypatch.delenv("KMC_PRECOMPILE", raising=False)
     monkeypatch.setattr(hidden_warmup, "case_descriptions", lambda task, cases, device, interpreter: LAYOUTS)
     return HiddenWarmups(Caches(), "cuda", interpreter=False)
@@ -73,20 +73,26 @@ def test_a_passing_visible_process_compiles_the_hidden_cases_and_is_closed_when_
     assert proc.sent == [{"op": "compile", "cases": LAYOUTS}]
     assert warmups.reap() == 1 and not proc.closed  # still compiling
     proc.reply()
-    assert warmups.reap() == 0 and proc.closed
+    deadline = time.monotonic() + 5
+    while not proc.closed:  # the reaper thread closes it, what it compiled kept
+        assert time.monotonic() < deadline, "a process that replied was never closed"
+        time.sleep(0.02)
+    assert warmups.reap() == 0
+    warmups.close()
 
 
-def test_one_past_its_limit_is_closed_and_another_beyond_the_cap_closes_the_oldest(warmups: HiddenWarmups) -> None:
+def test_one_past_its_limit_is_closed_and_none_starts_beyond_the_cap_or_twice(warmups: HiddenWarmups) -> None:
     first = StandIn()
     assert warmups.start(first, get_task("softmax"), "first")
     first.deadline = time.monotonic() - 1
     assert warmups.reap() == 0 and first.closed
+    assert not warmups.start(StandIn(), get_task("softmax"), "first")  # that source was handed over already
     procs = [StandIn() for _ in range(MAX_WARMING + 1)]
-    for p in procs:
-        assert warmups.start(p, get_task("softmax"), "source")
-    assert procs[0].closed and not procs[-1].closed
+    handed = [warmups.start(p, get_task("softmax"), f"source {i}") for i, p in enumerate(procs)]
+    # at the cap the new process stays the caller's; none still compiling is cut short
+    assert handed == [True] * MAX_WARMING + [False] and not any(p.closed for p in procs)
     warmups.close()
-    assert all(p.closed for p in procs)
+    assert all(p.closed for p in procs[:MAX_WARMING]) and not procs[-1].closed
 
 
 def test_nothing_is_taken_where_it_is_off_or_cannot_be_asked(warmups: HiddenWarmups,
@@ -94,9 +100,9 @@ def test_nothing_is_taken_where_it_is_off_or_cannot_be_asked(warmups: HiddenWarm
     busy = StandIn()
     busy.unanswered = 3  # a request still unanswered: the link holds one message each way
     assert not warmups.start(busy, get_task("softmax"), "source")
-    monkeypatch.setenv(WARMUP_ENV, "0")
+    monkeypatch.delenv(WARMUP_ENV)  # the default: off
     assert not warmups.start(StandIn(), get_task("softmax"), "source")
-    monkeypatch.delenv(WARMUP_ENV)
+    monkeypatch.setenv(WARMUP_ENV, "1")
     assert not HiddenWarmups(Caches(), "cpu", interpreter=True).start(StandIn(), get_task("softmax"), "source")
     monkeypatch.setattr(hidden_warmup, "case_descriptions", lambda *args: [])
     assert not warmups.start(StandIn(), get_task("softmax"), "source")
@@ -107,9 +113,10 @@ def test_nothing_is_taken_where_it_is_off_or_cannot_be_asked(warmups: HiddenWarm
     (Job("softmax", "src", case_set="visible", timing=True), Verdict("correct", ""), True),
     (Job("softmax", "src", case_set="visible"), Verdict("wrong_result", "no"), False),
     (Job("softmax", "src", case_set="hidden"), Verdict("correct", ""), False),
-    (Job("softmax", "src", kind="internal_tests", tests="def test_x(): pass"), Verdict("correct", ""), False),
+    (Job("softmax", "src", kind="internal_tests", tests="def test_x(): pass"), Verdict("correct", ""), True),
+    (Job("softmax", "src", kind="internal_tests", tests="def test_x(): pass"), Verdict("wrong_result", "no"), False),
 ])
-def test_only_a_visible_evaluation_that_passed_is_worth_warming(job: Job, verdict: Verdict, warmed: bool) -> None:
+def test_only_a_visible_evaluation_or_own_tests_that_passed_are_worth_warming(job: Job, verdict: Verdict, warmed: bool) -> None:
     assert worth_warming(job, verdict) is warmed
 
 
