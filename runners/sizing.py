@@ -36,10 +36,10 @@ MAX_WORKERS_PER_GPU = 4
 6 finished fewer units of the full suite than 4 in the same time: its memory filled and
 out-of-memory retries cost more than the extra workers gained (in a task-by-task run every worker
 holds the same big task's case set at once; benchmarks/results/README.md, "Workers per GPU").
-Measured again on an H100 (2026-12-05, the 7-task command): 8 workers took 111 s against 78-88 s
-with 4, with the CPU 43% busy and the GPU's SM 18%, every job's GPU steps slower (a hidden job's
-judging holds 1.9 s against 0.5 s, a context 1.65 s against 0.6 s): the processes' contexts
-take turns on the GPU. `--workers N` overrides it."""
+Measured again on an H100 (2026-12-05, the 7-task command, one sitting): 8 workers took 111 s
+against 88 s with 4, with the CPU 43% busy and the GPU's SM 18%, and every job's GPU steps slower
+(a hidden job's judging holds 1.9 s against 0.8 s, a context 1.65 s against 0.58 s): the
+processes' contexts take turns on the GPU. `--workers N` overrides it."""
 INPUT_CACHE_MIB = 4096
 """The most device memory a GPU worker keeps for cached case inputs and reference outputs."""
 
