@@ -33,6 +33,7 @@ import shutil
 import stat
 import sys
 import sysconfig
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -156,18 +157,14 @@ def snapshot(cache: Path, source_cache: Path) -> int:
     """Copies of the entries a live candidate process added to `cache`, each renamed into
     `source_cache` whole (`harvest` moves them once the process is gone). Returns how many."""
     copied = 0
-    with contextlib.suppress(OSError):
-        for entry in sorted(cache.iterdir()):
-            target = source_cache / entry.name
-            if entry.name.startswith(".") or target.exists() or not _plain_tree(entry):
-                continue
-            partial = source_cache / f".{entry.name}.{os.getpid()}.partial"
-            try:
-                _link_tree(entry, partial, None, copy=True)
-                os.rename(partial, target)
-                copied += 1
-            except OSError:
-                shutil.rmtree(partial, ignore_errors=True)
+    for entry, target in _new_entries(cache, source_cache):
+        partial = source_cache / f".{entry.name}.{os.getpid()}.partial"
+        try:
+            _link_tree(entry, partial, None, copy=True)
+            os.rename(partial, target)
+            copied += 1
+        except OSError:
+            shutil.rmtree(partial, ignore_errors=True)
     return copied
 
 
@@ -176,16 +173,29 @@ def harvest(cache: Path, source_cache: Path) -> int:
     (a rename: another worker sees an entry complete or not at all), then `cache` emptied.
     Returns how many entries moved."""
     moved = 0
-    with contextlib.suppress(OSError):
-        for entry in sorted(cache.iterdir()):
-            target = source_cache / entry.name
-            if entry.name.startswith(".") or target.exists() or not _plain_tree(entry):
-                continue
-            with contextlib.suppress(OSError):
-                os.rename(entry, target)
-                moved += 1
+    for entry, target in _new_entries(cache, source_cache):
+        with contextlib.suppress(OSError):
+            os.rename(entry, target)
+            moved += 1
     shutil.rmtree(cache, ignore_errors=True)
     return moved
+
+
+def _new_entries(cache: Path, source_cache: Path) -> Iterator[tuple[Path, Path]]:
+    """`cache`'s entries that `source_cache` lacks, plain files and folders only (never a link
+    or a device), each with its place there; none where `cache` cannot be read."""
+    try:
+        entries = sorted(cache.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        target = source_cache / entry.name
+        try:
+            fresh = not entry.name.startswith(".") and not target.exists() and _plain_tree(entry)
+        except OSError:  # gone meanwhile
+            continue
+        if fresh:
+            yield entry, target
 
 
 def _plain_tree(path: Path) -> bool:
