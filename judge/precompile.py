@@ -11,6 +11,7 @@ one: the same size and strides, at the start of a storage of its own.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -57,10 +58,27 @@ def case_descriptions(task: Task, cases: tuple[Case, ...], device: str, interpre
 
 def precompile(proc: Any, task: Task, cases: tuple[Case, ...], device: str, interpreter: bool) -> dict[str, Any]:
     """Ask the candidate process `proc` (loaded) to compile for `cases`; its report (counts, for
-    the record), or {} where there was nothing to ask."""
+    the record), or {} where there was nothing to ask. `written`, counted here rather than
+    reported: the entries the pass added to the process's Triton cache (kernels compiled and
+    launchers built, not found cached), which tells a pass that compiled from one that loaded."""
     described = case_descriptions(task, cases, device, interpreter)
     if not described:
         return {}
+    before = cache_entries(getattr(proc, "cache", ""))
     reply, _ = proc.request({"op": "compile", "cases": described})
     report = reply.get("pass")
-    return report if isinstance(report, dict) else {}
+    report = dict(report) if isinstance(report, dict) else {}
+    if before is not None:
+        after = cache_entries(proc.cache)
+        report["written"] = len(after - before) if after is not None else 0
+    return report
+
+
+def cache_entries(folder: str) -> set[str] | None:
+    """The names in a candidate process's Triton cache folder, or None where it has none."""
+    if not folder:
+        return None
+    try:
+        return {entry.name for entry in Path(folder).iterdir() if not entry.name.startswith(".")}
+    except OSError:
+        return None

@@ -110,12 +110,17 @@ def steps_by_kind(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _compile_passes(reports: list[dict[str, Any]]) -> dict[str, float]:
     """What the jobs' compile passes did (judge/candidate/precompile.py `PassReport`), for telling
-    whether the pass worked on a run: how many jobs ran one, the mean kernels it left compiled
-    among those, and how many lost their process to it (judged afresh without it). Nothing for
-    jobs that recorded no pass (older workers, the pass off)."""
+    whether the pass worked on a run: how many jobs ran one; among those, the mean kernels it left
+    compiled, carried to the fresh import, written to the cache (compiled rather than found:
+    judge/precompile.py) and cases whose entry point raised on placeholders; and how many lost
+    their process to it (judged afresh without it). Nothing for jobs that recorded no pass
+    (older workers, the pass off)."""
     ran = [r for r in reports if "launches" in r]
     lost = sum(1 for r in reports if "lost" in r)
     if not ran and not lost:
         return {}
-    return {"pass:jobs": len(ran), "pass:kernels": sum(float(r.get("kernels", 0)) for r in ran) / max(len(ran), 1),
-            "pass:carried": sum(float(r.get("carried", 0)) for r in ran) / max(len(ran), 1), "pass:lost": lost}
+    def mean(field: str) -> float:
+        return sum(float(r.get(field, 0)) for r in ran) / max(len(ran), 1)
+
+    return {"pass:jobs": len(ran), "pass:kernels": mean("kernels"), "pass:carried": mean("carried"),
+            "pass:written": mean("written"), "pass:failures": mean("failures"), "pass:lost": lost}

@@ -46,7 +46,8 @@ def test_step_lines_are_summarised_by_job_kind() -> None:
              {"kind": "internal_tests", "case_set": None, "timing": False, "wall": 0.5,
               "phases": {"correctness": 0.5}, "steps": {}},
              {"kind": "internal_tests", "case_set": None, "timing": False, "wall": 0.5,
-              "phases": {"correctness": 0.5}, "steps": {}, "compile_pass": {"launches": 3, "kernels": 2}},
+              "phases": {"correctness": 0.5}, "steps": {},
+              "compile_pass": {"launches": 3, "kernels": 2, "written": 5, "failures": 1}},
              {"kind": "internal_tests", "case_set": None, "timing": False, "wall": 0.5,
               "phases": {"correctness": 0.5}, "steps": {}, "compile_pass": {"lost": "CandidateDied: ..."}}]
     rows = {r["kind"]: r for r in steps_by_kind(lines)}
@@ -58,6 +59,7 @@ def test_step_lines_are_summarised_by_job_kind() -> None:
     assert rows["internal"]["unnamed_s"] == pytest.approx(0.0)
     # What the compile passes did: one ran (2 kernels), one lost its process; none recorded for the timed jobs.
     assert (rows["internal"]["pass:jobs"], rows["internal"]["pass:kernels"], rows["internal"]["pass:lost"]) == (1, 2, 1)
+    assert (rows["internal"]["pass:written"], rows["internal"]["pass:failures"]) == (5, 1)
     assert "pass:jobs" not in timed
 
 

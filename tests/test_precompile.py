@@ -505,3 +505,27 @@ def test_on_a_gpu_only_inputs_already_drawn_are_described_and_nothing_is_drawn()
     finally:  # the cache as it was: other tests in this process see none of this
         cache.max_bytes, cache.used = saved[0], saved[1]
         cache.entries, cache.sizes, cache.task_bytes = saved[2], saved[3], saved[4]
+
+
+def test_the_judge_counts_what_the_pass_wrote_to_the_cache_itself(tmp_path: Path) -> None:
+    """judge/precompile.py: `written`, the cache entries the pass added (kernels compiled rather
+    than found), is counted by the judge in the process's folder, never taken from its reply."""
+    from types import SimpleNamespace
+
+    from bench.registry import get_task
+    from judge.precompile import precompile
+
+    task = get_task("vector_add")
+    (tmp_path / "FOUND").mkdir()  # lent from the source's cache before the pass
+
+    def request(header: dict, tensors: object = None) -> tuple[dict, list]:
+        assert header["op"] == "compile" and header["cases"]
+        for name in ("COMPILED", "LAUNCHER", ".HALF.partial"):  # a hidden name (a copy in progress) is no entry
+            (tmp_path / name).mkdir()
+        return {"pass": {"kernels": 3, "written": 99}}, []
+
+    proc = SimpleNamespace(cache=str(tmp_path), request=request)
+    report = precompile(proc, task, task.cases("visible", True), "cpu", True)
+    assert report["kernels"] == 3 and report["written"] == 2
+    no_cache = SimpleNamespace(cache="", request=lambda header, tensors=None: ({"pass": {"kernels": 1}}, []))
+    assert "written" not in precompile(no_cache, task, task.cases("visible", True), "cpu", True)
