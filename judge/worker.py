@@ -132,7 +132,7 @@ class Worker:
         self.prepared = self._prepare_cases(template.done)
         # Candidate processes forked ahead of need (judge/spares.py), and the template they fork from.
         self.spares = Spares(template.result(), self.device, self.target.interpreter)
-        # Visible jobs' processes compiling their sources' hidden cases in the background.
+        # Passing jobs' processes compiling their sources' hidden cases in the background (opt-in).
         self.warmups = HiddenWarmups(self.caches, self.device, self.target.interpreter)
         self.closing = False
         self.preparing: threading.Thread | None = None
