@@ -67,7 +67,6 @@ class HiddenWarmups:
         self.caches, self.device, self.interpreter = caches, device, interpreter
         self.warming: list[Any] = []
         self.sources: set[str] = set()  # the sources handed over on this worker: each once
-        self.started = 0
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._reaper: threading.Thread | None = None
@@ -96,7 +95,6 @@ class HiddenWarmups:
             return True
         with self._lock:
             self.warming.append(proc)
-        self.started += 1
         if self._reaper is None:
             self._reaper = threading.Thread(target=self._reap_until_closed, name="hidden-warmups", daemon=True)
             self._reaper.start()
