@@ -91,15 +91,8 @@ class SourceCaches:
         at all (copied beside it, then renamed): the pool's workers share the sources' caches,
         and a candidate of another worker must never load a helper half copied."""
         for entry in (*self.helpers, *self.launchers.folders):
-            target = cache / entry.name
-            if target.exists():
-                continue
-            partial = cache / f".{entry.name}.{os.getpid()}.partial"
-            try:
-                shutil.copytree(entry, partial)
-                os.rename(partial, target)  # fails when another worker's copy landed first
-            except OSError:
-                shutil.rmtree(partial, ignore_errors=True)
+            if not (cache / entry.name).exists():
+                _copy_whole(entry, cache / entry.name)
 
     def lend(self, proc: Any, source: str, hidden: bool = False) -> None:
         """On a GPU, the source's own Triton cache lent to the process that judges it (`fill`):
@@ -156,16 +149,23 @@ def fill(source_cache: Path, cache: Path, owner: tuple[int, int] | None = None, 
 def snapshot(cache: Path, source_cache: Path) -> int:
     """Copies of the entries a live candidate process added to `cache`, each renamed into
     `source_cache` whole (`harvest` moves them once the process is gone). Returns how many."""
-    copied = 0
-    for entry, target in _new_entries(cache, source_cache):
-        partial = source_cache / f".{entry.name}.{os.getpid()}.partial"
-        try:
-            _link_tree(entry, partial, None, copy=True)
-            os.rename(partial, target)
-            copied += 1
-        except OSError:
-            shutil.rmtree(partial, ignore_errors=True)
-    return copied
+    return sum(_copy_whole(entry, target) for entry, target in _new_entries(cache, source_cache))
+
+
+def _copy_whole(entry: Path, target: Path) -> bool:
+    """`entry` copied beside `target`, then renamed to it: a process (of any worker) sees it
+    whole or not at all. False where that failed (another worker's copy landed first)."""
+    partial = target.parent / f".{target.name}.{os.getpid()}.partial"
+    try:
+        if entry.is_dir():
+            shutil.copytree(entry, partial, symlinks=True)
+        else:
+            shutil.copyfile(entry, partial, follow_symlinks=False)
+        os.rename(partial, target)
+        return True
+    except OSError:
+        shutil.rmtree(partial, ignore_errors=True)
+        return False
 
 
 def harvest(cache: Path, source_cache: Path) -> int:
