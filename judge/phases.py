@@ -74,3 +74,15 @@ def record_steps(line: dict[str, Any]) -> None:
         return
     with contextlib.suppress(OSError), open(Path(folder) / f"steps-{os.getpid()}.jsonl", "a") as f:
         f.write(json.dumps(line) + "\n")
+
+
+def process_age() -> float:
+    """Seconds since this process started (Linux: its start in /proc against the boot clock;
+    0.0 elsewhere). For the worker's start line (`record_steps`): its imports happen before
+    any clock of its own could start."""
+    try:
+        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        started = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22: starttime, in clock ticks since boot
+        return round(time.clock_gettime(time.CLOCK_BOOTTIME) - started, 3)
+    except (OSError, ValueError, IndexError, AttributeError):
+        return 0.0

@@ -131,7 +131,7 @@ class Worker:
                                    self.target.interpreter)
         self.prepared = self._prepare_cases(template.done)
         # Candidate processes forked ahead of need (judge/spares.py), and the template they fork from.
-        self.spares = Spares(template.result(), self.device, self.target.interpreter)
+        self.spares = Spares(template.result(), self.device, self.target.interpreter, self.caches.seed_process)
         # Passing jobs' processes compiling their sources' hidden cases in the background (opt-in).
         self.warmups = HiddenWarmups(self.caches, self.device, self.target.interpreter)
         self.closing = False
@@ -417,6 +417,7 @@ class Worker:
             template = TemplateProcess(self.device, prefix=(tool_path, "--tool", tool, "--target-processes", "all",
                                                             "--print-limit", "10", "--log-file", str(log)))
             proc = template.spawn()
+            self.caches.seed_process(proc)
             try:
                 proc.start_clock(float(job.timeout) * 4)
                 with gpu_gate(exclusive=False, clock=self.clock):
@@ -564,9 +565,11 @@ def main() -> None:
     undumpable()
     task_sources = _task_sources(sys.argv[1:])
     inp, out = _protocol_streams()
+    from judge.phases import process_age, record_steps
     from judge.template import launch
 
     worker = Worker(task_sources, launched=launch(candidate_device_guess()))
+    record_steps({"kind": "worker_start", "wall": process_age()})  # imports, template, helpers: once a run
     out.write(_dumps({"ready": True, "pid": os.getpid(), "target": worker.target.to_json()}) + "\n")
     last_digest = ""
     exit_after_confirm = False

@@ -63,6 +63,16 @@ def test_step_lines_are_summarised_by_job_kind() -> None:
     assert "pass:jobs" not in timed
 
 
+def test_a_workers_start_is_its_own_row_and_its_age_is_read_from_the_system() -> None:
+    from judge.phases import process_age
+
+    rows = {r["kind"]: r for r in steps_by_kind([{"kind": "worker_start", "wall": 4.0},
+                                                  {"kind": "worker_start", "wall": 2.0}])}
+    assert set(rows) == {"worker_start"} and rows["worker_start"]["wall_s"] == pytest.approx(3.0)
+    age = process_age()  # this test process began before this line, and not days ago
+    assert 0.0 < age < 86400.0
+
+
 def test_phases_are_stored_beside_the_evaluation_and_an_old_store_gains_the_columns(tmp_path: Path) -> None:
     path = tmp_path / "store.sqlite"
     db = sqlite3.connect(path)  # an evaluations table as stores wrote it before phases were kept
