@@ -254,10 +254,8 @@ def measure(label: str, config: CompareConfig, out: Path, sample_s: float,
 
 
 JUDGE_SWITCHES = ("KMC_PRECOMPILE", "KMC_TIMING_HOLD", "KMC_CALL_BATCH", "KMC_FUSED_COMPARE", CONTEXT_GATE_ENV,
-                  SPARES_ENV, "KMC_GATE_ORDER", "KMC_CARRY_KERNELS", "KMC_HIDDEN_WARMUP", "KMC_WARM_DRIVER",
-                  "PYTHONPYCACHEPREFIX")
-"""The judge's experiment switches a measurement records when set (and the bytecode folder the
-workers read, benchmarks/gpu_verify.sh: its start costs differ by seconds with and without)."""
+                  SPARES_ENV, "KMC_GATE_ORDER", "KMC_CARRY_KERNELS", "KMC_HIDDEN_WARMUP")
+"""The judge's experiment switches a measurement records when set."""
 
 
 def _planned_workers(run_dir: Path) -> int | None:

@@ -24,24 +24,6 @@ if [ -d .whl ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} || { echo "wheel install failed"; exit 1; }
 fi
-# Bytecode for what the processes import, as a user's pip install has it: the lent image's torch
-# has none, so each worker and template compiled it from source (4.2 s per start). PYC=0 skips
-# it (to measure that cost); the workers read the folder and never write it (runners/worker_process.py).
-if [ "${PYC:-1}" != 0 ]; then
-  export PYTHONPYCACHEPREFIX=${PYTHONPYCACHEPREFIX:-/tmp/kmc-pyc}
-  python3 - <<'PRIME' >"$OUT/bytecode.log" 2>&1
-import importlib, time
-t0 = time.perf_counter()
-for name in ("torch", "triton", "triton.compiler", "triton.backends.nvidia.compiler", "triton.backends.nvidia.driver",
-             "numpy", "scipy.stats", "pandas", "statsmodels.api", "click", "matplotlib.pyplot", "pynvml",
-             "cli", "judge.worker", "judge.template", "judge.candidate.server", "judge.oracle", "runners.compare"):
-    try:
-        importlib.import_module(name)
-    except Exception as exc:  # a module this image lacks: the rest still primed
-        print(f"{name}: {type(exc).__name__}: {exc}")
-print(f"bytecode primed in {time.perf_counter() - t0:.1f} s")
-PRIME
-fi
 STATUS=()
 step() {  # step NAME SECONDS COMMAND...: run it capped, log to $OUT/NAME.log, remember its status
   local name=$1 secs=$2; shift 2

@@ -36,7 +36,8 @@ from typing import Any
 
 from bench.task import Task
 from judge.job import Job
-from judge.precompile import case_descriptions
+from judge.phases import record_steps
+from judge.precompile import cache_entries, case_descriptions
 
 WARMUP_ENV = "KMC_HIDDEN_WARMUP"
 WARMUP_LIMIT_S = 30.0
@@ -87,6 +88,7 @@ class HiddenWarmups:
             return False
         self.sources.add(key)
         self.caches.hide(proc, source)  # what it wrote so far stays visible; from here on, hidden only
+        proc.warm_since = (time.perf_counter(), cache_entries(proc.cache) or set())
         proc.deadline = time.monotonic() + WARMUP_LIMIT_S
         try:
             proc.send({"op": "compile", "cases": described})
@@ -109,6 +111,7 @@ class HiddenWarmups:
             self.warming = [p for p in self.warming if p not in done]
             left = len(self.warming)
         for proc in done:
+            _record(proc)
             self._close(proc)
         return left
 
@@ -129,6 +132,27 @@ class HiddenWarmups:
     def _close(proc: Any) -> None:
         with contextlib.suppress(Exception):
             proc.close()
+
+
+def _record(proc: Any) -> None:
+    """A finished warm-up's line among the job steps (judge/phases.py `record_steps`, kind
+    `warmup`): its seconds, the pass's counts as its process replied them, and `written`,
+    counted here in its folder: what the source's hidden job will find compiled. Only counts,
+    for the record; a process that did not reply gets `stopped`."""
+    since, before = getattr(proc, "warm_since", (time.perf_counter(), set()))
+    report: dict[str, Any] = {}
+    try:
+        if proc.unanswered is not None and _replied(proc):
+            reply, _ = proc.receive()
+            found = reply.get("pass")
+            report = {k: v for k, v in found.items() if isinstance(v, (int, float))} if isinstance(found, dict) else {}
+        else:
+            report = {"lost": "closed at its limit, before its reply"}
+    except Exception:  # noqa: BLE001 - a process that died or sent nonsense: nothing to count
+        report = {"lost": "no reply"}
+    after = cache_entries(proc.cache)
+    report["written"] = len(after - before) if after is not None else 0
+    record_steps({"kind": "warmup", "wall": time.perf_counter() - since, "compile_pass": report})
 
 
 def _replied(proc: Any) -> bool:

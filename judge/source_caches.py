@@ -94,14 +94,6 @@ class SourceCaches:
             if not (cache / entry.name).exists():
                 _copy_whole(entry, cache / entry.name)
 
-    def seed_process(self, proc: Any) -> None:
-        """A freshly forked process's cache seeded with the judge's helpers before its source is
-        known, so it can make Triton's driver while it waits as a spare
-        (judge/candidate/server.py `warm_triton_driver`) without building them; `lend` then
-        leaves them in place."""
-        if not self.interpreter and proc.cache:
-            self.seed(Path(proc.cache))
-
     def lend(self, proc: Any, source: str, hidden: bool = False) -> None:
         """On a GPU, the source's own Triton cache lent to the process that judges it (`fill`):
         duplicates reuse their kernels, and no candidate can plant a

@@ -16,7 +16,6 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
 from judge.gate import gpu_gate, holds_exclusive
@@ -98,13 +97,8 @@ class Spares:
     (None on the interpreter). More than one (`KMC_SPARES`) lets a short job find its process
     ready although the one before it was short too (`take`)."""
 
-    def __init__(self, template: Any, device: str, interpreter: bool,
-                 prepare: Callable[[Any], None] | None = None) -> None:
-        """`prepare`: called on each process forked, before it makes its GPU context (the
-        worker seeds its Triton cache with the judge's helpers there: judge/source_caches.py
-        `SourceCaches.seed_process`)."""
+    def __init__(self, template: Any, device: str, interpreter: bool) -> None:
         self.template = template
-        self.prepare = prepare
         self.device, self.interpreter = device, interpreter
         self.waiting: collections.deque[tuple[Any, threading.Thread | None]] = collections.deque()
         self.count = _spare_count(os.environ.get(SPARES_ENV, ""))
@@ -117,7 +111,7 @@ class Spares:
         socket serves one request at a time."""
         while len(self.waiting) < self.count:
             try:
-                proc = self._spawn()
+                proc = self.template.spawn()
             except (OSError, EOFError) as exc:
                 self.spawn_error = str(exc)
                 print(f"judge worker: could not fork a spare candidate process: {exc}", file=sys.stderr)
@@ -128,12 +122,6 @@ class Spares:
                                            name="spare-start", daemon=True)
                 started.start()
             self.waiting.append((proc, started))
-
-    def _spawn(self) -> Any:
-        proc = self.template.spawn()
-        if self.prepare is not None:
-            self.prepare(proc)
-        return proc
 
     def check_boundary(self) -> None:
         """The first spare must come up inside its boundary (judge/sandbox.py), on a GPU with
@@ -199,10 +187,10 @@ class Spares:
         if proc is None:
             with clock.step("start:fresh"):
                 try:
-                    proc = self._spawn()
+                    proc = self.template.spawn()
                 except (OSError, EOFError):
                     self.restart_template()
-                    proc = self._spawn()
+                    proc = self.template.spawn()
                 proc.start_clock(limit)
                 with _context_ticket(clock):
                     proc.start_device()

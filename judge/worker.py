@@ -131,7 +131,7 @@ class Worker:
                                    self.target.interpreter)
         self.prepared = self._prepare_cases(template.done)
         # Candidate processes forked ahead of need (judge/spares.py), and the template they fork from.
-        self.spares = Spares(template.result(), self.device, self.target.interpreter, self.caches.seed_process)
+        self.spares = Spares(template.result(), self.device, self.target.interpreter)
         # Passing jobs' processes compiling their sources' hidden cases in the background (opt-in).
         self.warmups = HiddenWarmups(self.caches, self.device, self.target.interpreter)
         self.closing = False
@@ -417,7 +417,6 @@ class Worker:
             template = TemplateProcess(self.device, prefix=(tool_path, "--tool", tool, "--target-processes", "all",
                                                             "--print-limit", "10", "--log-file", str(log)))
             proc = template.spawn()
-            self.caches.seed_process(proc)
             try:
                 proc.start_clock(float(job.timeout) * 4)
                 with gpu_gate(exclusive=False, clock=self.clock):

@@ -91,7 +91,8 @@ def steps_by_kind(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
     it; these lines tell the two apart, and split `start` into the spare's own waits."""
     grouped: dict[str, list[dict[str, Any]]] = {}
     for line in lines:
-        named = {"internal_tests": "internal", "worker_start": "worker_start"}.get(str(line.get("kind")))
+        named = {"internal_tests": "internal", "worker_start": "worker_start", "warmup": "warmup"}.get(
+            str(line.get("kind")))
         kind = named or job_kind(str(line.get("case_set")), bool(line.get("timing")))
         grouped.setdefault(kind, []).append(line)
     rows = []

@@ -31,13 +31,7 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 _ENV_ALLOW_PREFIXES = ("TRITON_", "CUDA_", "HIP_", "ROCR_", "HSA_", "NCCL_", "TORCH_", "NVSHMEM_", "OMP_",
                        "MKL_", "OPENBLAS_", "LC_", "KMC_")
-_ENV_ALLOW = {"PATH", "HOME", "LANG", "TMPDIR", "LD_LIBRARY_PATH", "USER", "TERM", "XDG_CACHE_HOME",
-              "PYTHONPYCACHEPREFIX"}
-"""PYTHONPYCACHEPREFIX: where the caller keeps bytecode for packages installed without it (a
-container image installed with --no-compile: on the lent H200/H100 image each worker and
-template compiled torch from source, 4.2 s per start against about 1 s). The workers only read
-it (they never write bytecode, below), and no candidate's sandbox binds it (judge/sandbox_layout.py
-allow-lists what a candidate sees), so what the judge imports from it only its caller wrote."""
+_ENV_ALLOW = {"PATH", "HOME", "LANG", "TMPDIR", "LD_LIBRARY_PATH", "USER", "TERM", "XDG_CACHE_HOME"}
 _ENV_SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "AUTH")
 
 

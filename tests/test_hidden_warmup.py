@@ -42,6 +42,10 @@ class StandIn:
     def reply(self) -> None:
         self.other_end.sendall(json.dumps({"pass": {}}).encode())
 
+    def receive(self) -> tuple[dict[str, Any], list[Any]]:
+        self.unanswered = None
+        return {"pass": {"launches": 3, "kernels": 2, "stopped": ""}}, []
+
     def close(self) -> None:
         self.closed = True
         self.sock.close()
@@ -132,3 +136,64 @@ def test_a_failure_handing_over_leaves_the_process_to_the_worker_and_the_verdict
     handing = SimpleNamespace(warmups=SimpleNamespace(start=lambda *args: True), clock=PhaseClock())
     assert Worker._warm_hidden(handing, get_task("softmax"), job, StandIn(), Verdict("correct", "")) is True  # type: ignore[arg-type]
     assert handing.clock.steps["warmup:started"] == 1.0
+
+
+def test_a_finished_warmup_leaves_a_step_line_with_what_it_compiled(warmups: HiddenWarmups, tmp_path: Any,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """For telling on a GPU run whether the warm-ups compiled what the hidden jobs then found
+    (benchmarks/bench_compare_gpu.py --steps, kind `warmup`): the counts its process replied and
+    the entries counted in its folder."""
+    from judge.phases import STEPS_ENV
+
+    steps, cache = tmp_path / "steps", tmp_path / "cache"
+    steps.mkdir()
+    cache.mkdir()
+    monkeypatch.setenv(STEPS_ENV, str(steps))
+    proc = StandIn()
+    proc.cache = str(cache)
+    (cache / "OLDHASH").mkdir()  # compiled for the visible cases, before the hand-over
+    assert warmups.start(proc, get_task("softmax"), "source")
+    (cache / "HIDDENHASH").mkdir()  # what the hidden cases needed
+    proc.reply()
+    deadline = time.monotonic() + 5
+    while not proc.closed:
+        assert time.monotonic() < deadline, "a process that replied was never closed"
+        time.sleep(0.02)
+    warmups.close()
+    (line,) = [json.loads(text) for path in steps.iterdir() for text in path.read_text().splitlines()]
+    assert line["kind"] == "warmup" and line["wall"] >= 0
+    assert line["compile_pass"] == {"launches": 3, "kernels": 2, "written": 1}
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_on_a_gpu_a_warmed_sources_hidden_job_finds_its_kernels_compiled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The warm-up's whole point, end to end in a judge worker on a GPU: after a passing visible
+    job's process compiled the hidden cases in the background, the source's hidden job compiles
+    nothing (its pass writes no cache entry), and its verdict is the same."""
+    import os
+    from pathlib import Path
+
+    import torch
+
+    if not torch.cuda.is_available() or os.environ.get("TRITON_INTERPRET") == "1":
+        pytest.skip("needs a GPU and Triton's compiler")
+    monkeypatch.setenv(WARMUP_ENV, "1")
+    monkeypatch.chdir(Path.cwd())  # Worker.close changes directory to /
+    task = get_task("softmax")
+    source = task.baseline_source().replace("def softmax(", "def softmax(  ")  # a source of this test's own
+    worker = Worker()
+    try:
+        visible = worker.handle({"id": 1, "task": "softmax", "source": source, "case_set": "visible", "timeout": 300})
+        assert visible["evaluation"]["verdict"]["kind"] == "correct", visible
+        assert worker.clock.steps.get("warmup:started") == 1.0, "the passing visible job's process was not handed over"
+        deadline = time.monotonic() + 60
+        while worker.warmups.reap():
+            assert time.monotonic() < deadline, "the warm-up did not finish in a minute"
+            time.sleep(0.2)
+        hidden = worker.handle({"id": 2, "task": "softmax", "source": source, "case_set": "hidden", "timeout": 300})
+        assert hidden["evaluation"]["verdict"]["kind"] == "correct", hidden
+        assert worker.compile_pass.get("kernels", 0) > 0, worker.compile_pass
+        assert worker.compile_pass.get("written") == 0, worker.compile_pass  # every kernel found compiled
+    finally:
+        worker.close()

@@ -22,14 +22,6 @@ def test_scrubbed_env_keeps_no_secret(monkeypatch: pytest.MonkeyPatch) -> None:
     assert env["TRITON_CACHE_DIR"] == "/tmp/tc" and env["CUDA_VISIBLE_DEVICES"] == "1"
 
 
-def test_workers_read_the_callers_bytecode_folder_and_never_write_bytecode(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PYTHONPYCACHEPREFIX", "/var/cache/pyc")
-    monkeypatch.setenv("PYTHONSTARTUP", "/tmp/startup.py")  # the caller's other Python settings stay out
-    env = scrubbed_env()
-    assert env["PYTHONPYCACHEPREFIX"] == "/var/cache/pyc" and env["PYTHONDONTWRITEBYTECODE"] == "1"
-    assert "PYTHONSTARTUP" not in env
-
-
 def test_workers_import_from_the_project_then_the_callers_python_path(monkeypatch: pytest.MonkeyPatch) -> None:
     """A package on the caller's PYTHONPATH (pyseccomp, which contains every candidate) reaches
     the workers; the project comes first, and nothing else of the caller's environment does."""

@@ -186,25 +186,3 @@ def test_what_a_process_wrote_after_it_saw_hidden_cases_never_reaches_a_visible_
     assert later_feedback.source_cache == visible and hidden_job.source_cache == hidden
     (Path(hidden_job.cache) / "VISIBLE" / "k.cubin").write_bytes(b"more notes")  # a hidden job's lent copy
     assert (visible / "VISIBLE" / "k.cubin").read_bytes() == b"visible kernel"
-
-
-def test_a_forked_process_is_seeded_with_the_helpers_before_its_source_is_known(tmp_path: Path) -> None:
-    """A spare makes Triton's driver before its job (judge/candidate/server.py
-    `warm_triton_driver`): the helpers it loads are the judge's copies, seeded at the fork, and
-    lending the source later leaves them as they are and adds the source's own entries."""
-    helper = _helper(tmp_path / "built", "HELPERHASH")
-    caches = _worker_caches(tmp_path, [helper])
-    proc = _process(tmp_path, "spare")
-    caches.seed_process(proc)
-    lent = Path(proc.cache)
-    assert sorted(p.name for p in lent.iterdir()) == ["HELPERHASH"]
-    assert (lent / "HELPERHASH" / f"launcher{SUFFIX}").read_bytes() == b"\x7fELF"
-    source = "def kernel(): pass\n"
-    (caches.side(source, hidden=False) / "KERNELHASH").mkdir()
-    (caches.side(source, hidden=False) / "KERNELHASH" / "k.cubin").write_bytes(b"k")
-    caches.lend(proc, source)
-    assert sorted(p.name for p in lent.iterdir()) == ["HELPERHASH", "KERNELHASH"]
-    interpreted = SourceCaches(tmp_path / "cpu", [helper], None, interpreter=True)
-    bare = _process(tmp_path, "cpu")
-    interpreted.seed_process(bare)
-    assert list(Path(bare.cache).iterdir()) == []  # nothing to compile under the interpreter

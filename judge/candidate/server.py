@@ -106,8 +106,6 @@ class CandidateServer:
                 self.link.send({"ready": False, "error": f"the GPU could not be used{where}: {format_exception(exc)}"})
                 return False
         self.link.send({"ready": True, "pid": os.getpid(), "trace_problem": self.tracer.problem if self.tracer else ""})
-        if self.device != "cpu" and driver_warmup_enabled():
-            self._spend("start:triton_driver", warm_triton_driver(self.plan.writable[0] if self.plan.writable else ""))
         return True
 
     def serve(self) -> None:
@@ -514,37 +512,6 @@ def run_call(entry: Any, args: tuple, device: str, interpreter: bool, seed: int 
 
 def _storages(args: tuple, indices: tuple[int, ...]) -> set[tuple[str, int]]:
     return {call_record.storage_key(args[i]) for i in indices if i < len(args) and isinstance(args[i], torch.Tensor)}
-
-
-DRIVER_WARMUP_ENV = "KMC_WARM_DRIVER"
-"""0 leaves Triton's driver to the candidate's first compile, as before (for measuring what
-`warm_triton_driver` saves)."""
-
-
-def driver_warmup_enabled() -> bool:
-    return os.environ.get(DRIVER_WARMUP_ENV, "1").strip().lower() not in ("0", "off", "no", "false")
-
-
-def warm_triton_driver(cache: str) -> float:
-    """Triton's driver made and its device-properties query asked now, in a spare process before
-    any candidate code, rather than inside the job's compile pass (74 ms of every job's pass on
-    an H100: loading the driver's C helpers, then the first query; Triton keeps the answer for
-    the process's life). Done after this process said it is ready, so the judge's GPU ticket
-    for its context is not held meanwhile; a job that arrives first just waits for it. The
-    helpers are found in `cache` (the judge seeded them there when it forked this process:
-    judge/source_caches.py `SourceCaches.seed_process`), never built here. Best effort: a
-    Triton without this query, or any failure, leaves the work to the first compile, as before.
-    Returns when it started (for the step's seconds)."""
-    started = time.perf_counter()
-    try:
-        if cache:
-            use_triton_cache(cache)
-        from triton.compiler.compiler import max_shared_mem
-
-        max_shared_mem(torch.cuda.current_device())
-    except Exception:  # noqa: BLE001 - an optimisation only: the compile pass asks again
-        pass
-    return started
 
 
 def serve_candidate(sock: socket.socket, device: str, interpreter: bool, plan: Any) -> None:
