@@ -172,6 +172,10 @@ class Measured:
     gate_share: float | None = None  # of the workers' time outside the queue, the share spent waiting at the GPU gate
     workers: int | None = None  # judging workers, as config.json's executor plan recorded them
     settings: dict[str, str] = field(default_factory=dict)  # the KMC_* switches of the judge in force
+    # hidden evaluations per verdict kind, and the runtime errors' first lines (distinct, a few):
+    # a judge fault that turns correct kernels into runtime errors shows here first
+    hidden_verdicts: dict[str, int] = field(default_factory=dict)
+    runtime_errors: list[str] = field(default_factory=list)
 
     def dishonest(self) -> str:
         """Why this run's figure must not be believed ("" when it may): a run that made no
@@ -226,11 +230,21 @@ def measure(label: str, config: CompareConfig, out: Path, sample_s: float,
                    zip(last["method"], last["task"], last["repeat"], last["source_hash"], strict=True)})
     tasks = ",".join(config.tasks) if config.tasks else "(suite)"
     visible_cases: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    hidden_verdicts: dict[str, int] = {}
+    runtime_errors: list[str] = []
     store = Store.for_reading(Path(run_dir) / "store.sqlite")
     try:
         for ev in store.evaluations():
             if ev["case_set"] == "visible":
                 visible_cases.setdefault(str(ev["task"]), {})[str(ev["source_hash"])] = case_timings(ev["evaluation"])
+            kind = str(ev["verdict"])
+            if ev["case_set"] == "hidden":
+                hidden_verdicts[kind] = hidden_verdicts.get(kind, 0) + 1
+            if kind == "runtime_error" and len(runtime_errors) < 8:
+                message = str((json.loads(ev["evaluation"] or "{}").get("verdict") or {}).get("message") or "")
+                first_line = f"{ev['case_set']}: " + (message.strip().splitlines() or [""])[0][:160]
+                if first_line not in runtime_errors:
+                    runtime_errors.append(first_line)
     finally:
         store.close()
     visible: dict[str, dict[str, list[Any]]] = {}
@@ -250,7 +264,8 @@ def measure(label: str, config: CompareConfig, out: Path, sample_s: float,
                     evaluations_per_s=round(len(data.evaluations) / wall, 3) if wall > 0 else 0.0,
                     gate_share=round(spent.get("gate_s", 0.0) / busy, 4) if busy > 0 else None,
                     workers=_planned_workers(Path(run_dir)),
-                    settings={k: v for k, v in sorted(os.environ.items()) if k in JUDGE_SWITCHES})
+                    settings={k: v for k, v in sorted(os.environ.items()) if k in JUDGE_SWITCHES},
+                    hidden_verdicts=dict(sorted(hidden_verdicts.items())), runtime_errors=runtime_errors)
 
 
 JUDGE_SWITCHES = ("KMC_PRECOMPILE", "KMC_TIMING_HOLD", "KMC_CALL_BATCH", "KMC_FUSED_COMPARE", CONTEXT_GATE_ENV,
@@ -328,6 +343,7 @@ def print_measured(m: Measured) -> None:
     print(f"  wall {m.wall_s:.1f} s; {m.units} units, {m.calls} calls, {m.evaluations} evaluations stored{done}; "
           f"{m.evaluations_per_s:.2f} evaluations a second"
           + (f"; {100 * m.gate_share:.0f}% of worker time waiting at the GPU gate" if m.gate_share is not None else ""))
+    print(f"  hidden verdicts: {m.hidden_verdicts}; runtime errors: {m.runtime_errors}")
     print(f"  CPU ({u['cores']} cores, {u['cpu_source']}): "
           + (f"mean {cpu['mean']:.0f}%, p90 {cpu['p90']:.0f}%" if cpu else "not sampled"))
     print(f"  GPU SM ({u['gpus']} GPU(s), {u['gpu_source']}): "

@@ -145,7 +145,8 @@ def _record(proc: Any) -> None:
         if proc.unanswered is not None and _replied(proc):
             reply, _ = proc.receive()
             found = reply.get("pass")
-            report = {k: v for k, v in found.items() if isinstance(v, (int, float))} if isinstance(found, dict) else {}
+            report = {k: v for k, v in found.items() if isinstance(v, (int, float)) or k == "first_failure"
+                      } if isinstance(found, dict) else {}
         else:
             report = {"lost": "closed at its limit, before its reply"}
     except Exception:  # noqa: BLE001 - a process that died or sent nonsense: nothing to count

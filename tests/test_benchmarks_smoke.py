@@ -122,7 +122,10 @@ def test_compare_benchmark_runs_the_seven_task_command_at_toy_size(tmp_path: Pat
         steps = {r["kind"]: r for r in run["steps"]}
         assert steps.keys() >= {"visible", "hidden"} and sum(r["jobs"] for r in steps.values()) >= run["evaluations_judged"]
         assert 0 < run["evaluations_judged"] <= run["evaluations"]
+        starts = steps.pop("worker_start")  # the worker's start, once: its imports, template and helpers
+        assert starts["jobs"] == 1 and starts["wall_s"] > 0
         assert all(r["wall_s"] > 0 and r["unnamed_s"] >= 0 and "close" in r for r in steps.values())
+        assert sum(run["hidden_verdicts"].values()) >= 1 and isinstance(run["runtime_errors"], list)
     assert record["identical_submission_share"] == 1.0 and record["differences"] == {}
     assert all(run["visible"].keys() <= {"vector_add", "flip"} and run["visible"] for run in runs)
     assert "identical final submissions over 2 runs with seed 0: 100.0% of units" in proc.stdout

@@ -9,6 +9,7 @@ import inspect
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -368,10 +369,20 @@ def test_the_passs_compiled_kernels_are_carried_to_the_module_imported_afresh(
     failed, done = _Pending(RuntimeError("compile failed")), _Pending(None)
     old.tuned.fn.device_caches[0] = ({"spec-c": "kernel c", "spec-d": failed, "spec-e": done},  # type: ignore[attr-defined]
                                      {}, None, None, None)
+    from triton.runtime.jit import JITFunction
+
+    def create_binder(self: Any) -> tuple:  # Triton's own set-up of a device's entry, without a GPU here
+        self.ASTSource = "what Triton compiles a new specialization with"
+        return {}, {}, None, None, None
+
+    monkeypatch.setattr(JITFunction, "create_binder", create_binder)
     new = imported("kmc_carry_new")
     assert precompile.carry_compiled_kernels(old, new) == 4
     assert new.scale.device_caches[0][0] == {"spec-a": "kernel a", "spec-b": "kernel b"}  # type: ignore[attr-defined]
     assert new.tuned.fn.device_caches[0][0] == {"spec-c": "kernel c", "spec-e": done}  # type: ignore[attr-defined]
+    # Made by Triton, so a specialization the pass did not compile can still be compiled: before,
+    # the entry was copied whole and a correct kernel's next new specialization raised AttributeError.
+    assert new.scale.ASTSource and new.tuned.fn.ASTSource  # type: ignore[attr-defined]
     path.write_text(CARRIED_FILE.replace("    pass", "    x = n + 1"))  # the second import's source differs
     assert precompile.carry_compiled_kernels(old, imported("kmc_carry_changed")) == 0
     path.write_text(CARRIED_FILE)
@@ -402,6 +413,10 @@ def test_on_a_gpu_the_module_imported_afresh_launches_the_passs_kernels_without_
     finally:
         knobs.runtime.jit_cache_hook = None
     assert looked_up == [], "the module imported afresh looked its kernel up again"
+    # A specialization the pass did not compile (another dtype) compiles at its launch, as
+    # without the pass; it raised AttributeError ('ASTSource') when the entry was copied whole.
+    h = torch.ones(1000, device="cuda", dtype=torch.float16)
+    assert torch.equal(again.double(h), h * 2)  # type: ignore[attr-defined]
 
 
 def test_compiles_of_the_pass_run_on_threads_and_a_failed_one_raises_nothing() -> None:

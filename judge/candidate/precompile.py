@@ -65,6 +65,7 @@ class PassReport:
     seconds: float = 0.0
     stopped: str = ""  # why the pass stopped before the last case, if it did
     carried: int = 0  # compiled kernels handed to the module imported afresh (`carry_compiled_kernels`)
+    first_failure: str = ""  # what the first case that raised raised, cut short (for telling why a pass helped nothing)
 
 
 def enabled(interpreter: bool) -> bool:
@@ -177,8 +178,9 @@ def _drive(runs: Callable[[], Iterable[Callable[[], object]]], unit: str, limit_
                 report.failures += 1
                 report.stopped = f"a {unit} over {limit_s:.0f} s"
                 break
-            except (Exception, SystemExit):  # noqa: BLE001 - a pass that helps nothing is fine; the judged run tells
+            except (Exception, SystemExit) as exc:  # noqa: BLE001 - a pass that helps nothing is fine; the judged run tells
                 report.failures += 1
+                report.first_failure = report.first_failure or f"{type(exc).__name__}: {exc}"[:300]
                 if stop_without_launch and counter.launches == before:
                     report.stopped = f"the {unit} raised before any launch on host tensors"
                     break
@@ -268,8 +270,17 @@ def carry_compiled_kernels(old: Any, new: Any) -> int:
             for device, entry in list(caches.items()):
                 if device not in now.device_caches and isinstance(entry, tuple) and isinstance(entry[0], dict):
                     kernels = {key: k for key, k in entry[0].items() if not _failed(k)}
-                    now.device_caches[device] = (kernels, *entry[1:])
-                    moved += len(kernels)
+                    # Made by Triton itself (its `device_caches` is a defaultdict of `create_binder`,
+                    # which also gives the function what it compiles with: `ASTSource`, `compile`),
+                    # then given the kernels. Before, the old function's entry was copied in whole,
+                    # so the new function had no `ASTSource`: any specialization the pass had not
+                    # compiled raised AttributeError at its judged launch, and a correct kernel was
+                    # judged a runtime error (on an H100, every expert whose hidden cases were not
+                    # all drawn before its pass; and every warm-up's pass, judge/hidden_warmup.py).
+                    fresh = now.device_caches[device]
+                    if isinstance(fresh, tuple) and isinstance(fresh[0], dict) and not fresh[0]:
+                        fresh[0].update(kernels)
+                        moved += len(kernels)
     return moved
 
 
