@@ -20,8 +20,14 @@ Off by default (`KMC_HIDDEN_WARMUP=1` turns it on): its first version, on an H10
 7-task command's hidden compile pass where it was (1.15 and 0.95 s a job against 1.06 s off;
 wall 82.8 and 89.5 s against 82.7 s). That version killed a process still compiling whenever
 its worker's next passing job came (one at a time) and collected finished ones only when the
-worker's next job began; this one starts no new process at the cap and collects from a thread,
-and has not yet been measured on a GPU (benchmarks/results/README.md).
+worker's next job began; this one starts no new process at the cap and collects from a thread.
+On an H100 (session 27) it did nothing at first either: every warm-up's pass failed on its cases
+(a carried kernel's function could not compile a new specialization: judge/candidate/precompile.py
+`carry_compiled_kernels`, fixed). Since the fix a warmed source's hidden job compiles nothing
+(softmax's expert: the warm-up compiled 30 kernels in 2.1 s, its hidden job's pass wrote none),
+but in the 7-task command about half the hidden jobs' sources were warmed: the hidden pass took
+0.59 s against 0.68 s off, the wall 80.9 s against 81.9 s, within the noise. Each warm-up leaves
+a `warmup` step line (`_record`).
 """
 
 from __future__ import annotations
