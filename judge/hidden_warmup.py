@@ -43,7 +43,7 @@ from typing import Any
 from bench.task import Task
 from judge.job import Job
 from judge.phases import record_steps
-from judge.precompile import cache_entries, case_descriptions
+from judge.precompile import cache_entries, case_descriptions, reported_counts
 
 WARMUP_ENV = "KMC_HIDDEN_WARMUP"
 WARMUP_LIMIT_S = 30.0
@@ -150,9 +150,7 @@ def _record(proc: Any) -> None:
     try:
         if proc.unanswered is not None and _replied(proc):
             reply, _ = proc.receive()
-            found = reply.get("pass")
-            report = {k: v for k, v in found.items() if isinstance(v, (int, float)) or k == "first_failure"
-                      } if isinstance(found, dict) else {}
+            report = reported_counts(reply.get("pass"))
         else:
             report = {"lost": "closed at its limit, before its reply"}
     except Exception:  # noqa: BLE001 - a process that died or sent nonsense: nothing to count

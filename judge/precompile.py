@@ -66,12 +66,28 @@ def precompile(proc: Any, task: Task, cases: tuple[Case, ...], device: str, inte
         return {}
     before = cache_entries(getattr(proc, "cache", ""))
     reply, _ = proc.request({"op": "compile", "cases": described})
-    report = reply.get("pass")
-    report = dict(report) if isinstance(report, dict) else {}
+    report = reported_counts(reply.get("pass"))
     if before is not None:
         after = cache_entries(proc.cache)
         report["written"] = len(after - before) if after is not None else 0
     return report
+
+
+def reported_counts(found: Any) -> dict[str, Any]:
+    """What a candidate process said its pass did, kept for the record only (step lines): its
+    counts, and its few short texts cut to 300 characters. Whatever else its reply holds (it
+    comes from the candidate's process, which may be hostile) is dropped."""
+    if not isinstance(found, dict):
+        return {}
+    kept: dict[str, Any] = {}
+    for key, value in list(found.items())[:32]:
+        if not isinstance(key, str) or len(key) > 40 or isinstance(value, bool):
+            continue
+        if isinstance(value, (int, float)):
+            kept[key] = value
+        elif isinstance(value, str):
+            kept[key] = value[:300]
+    return kept
 
 
 def cache_entries(folder: str) -> set[str] | None:

@@ -323,7 +323,7 @@ class Worker:
         in a fresh process without it, so the pass can never decide a verdict."""
         from judge.candidate.precompile import PASS_WAIT_S, enabled
         from judge.candidate.wire import WireError
-        from judge.precompile import precompile
+        from judge.precompile import precompile, reported_counts
         from judge.remote import CandidateDied, CandidateTimeout
 
         if not enabled(self.target.interpreter) or (job.tests_job and not job.tests.strip()):
@@ -333,8 +333,7 @@ class Worker:
             with self.clock("compile"), self.clock.step("compile pass"), proc.judge_side(), proc.limited(PASS_WAIT_S):
                 if job.tests_job:
                     reply, _ = proc.request({"op": "compile_tests", "tests": job.tests})
-                    found = reply.get("pass")
-                    self.compile_pass = found if isinstance(found, dict) else {}
+                    self.compile_pass = reported_counts(reply.get("pass"))
                 else:
                     cases = tuple(task.cases(job.case_set, self.target.interpreter))
                     self.compile_pass = precompile(proc, task, cases + (tuple(task.perf) if timed else ()),

@@ -410,3 +410,16 @@ def test_the_load_estimate_judges_the_experts_correct_and_every_breaking_mutatio
             if m.find in expert:
                 broken = expert.replace(m.find, m.replace, 1)
                 assert executor._verdict(task.id, broken)[0].kind != "correct", (task.id, m.kind)
+
+
+def test_the_worker_start_profile_times_each_part_in_a_fresh_process() -> None:
+    """scripts/worker_start_profile.py on the CPU: torch's import, the judge's modules and the
+    candidate template's start with its own steps, each measured (the helpers need a GPU)."""
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "worker_start_profile.py"), "--device", "cpu"],
+                          cwd=str(ROOT), env=cli_env(), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert float(report["torch import, no bytecode folder"]) > 0
+    assert float(report["judge worker modules, torch already imported"]) >= 0
+    template = json.loads(report["candidate template start"])
+    assert template["seconds"] > 0 and "import torch" in template["steps"]

@@ -545,3 +545,17 @@ def test_the_judge_counts_what_the_pass_wrote_to_the_cache_itself(tmp_path: Path
     assert report["kernels"] == 3 and report["written"] == 2
     no_cache = SimpleNamespace(cache="", request=lambda header, tensors=None: ({"pass": {"kernels": 1}}, []))
     assert "written" not in precompile(no_cache, task, task.cases("visible", True), "cpu", True)
+
+
+def test_only_counts_and_short_texts_of_a_pass_report_are_kept() -> None:
+    """A pass's report comes from the candidate's process: the judge keeps its counts and a few
+    short texts for the step lines, and nothing else it might send."""
+    from judge.precompile import reported_counts
+
+    hostile = {"kernels": 3, "seconds": 0.5, "first_failure": "x" * 10_000, "nested": {"a": [1] * 1000},
+               7: "a key that is not a name", "k" * 100: 1, "flag": True, **{f"n{i}": i for i in range(100)}}
+    kept = reported_counts(hostile)
+    assert kept["kernels"] == 3 and kept["seconds"] == 0.5 and len(kept["first_failure"]) == 300
+    assert "nested" not in kept and 7 not in kept and "k" * 100 not in kept and "flag" not in kept
+    assert len(kept) <= 32
+    assert reported_counts(["not", "a", "dict"]) == {} and reported_counts(None) == {}
