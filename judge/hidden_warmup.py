@@ -43,7 +43,7 @@ from typing import Any
 from bench.task import Task
 from judge.job import Job
 from judge.phases import record_steps
-from judge.precompile import cache_entries, case_descriptions, reported_counts
+from judge.precompile import cache_entries, case_descriptions, entries_added, reported_counts
 
 WARMUP_ENV = "KMC_HIDDEN_WARMUP"
 WARMUP_LIMIT_S = 30.0
@@ -144,9 +144,8 @@ def _record(proc: Any) -> None:
     """A finished warm-up's line among the job steps (judge/phases.py `record_steps`, kind
     `warmup`): its seconds, the pass's counts as its process replied them, and `written`,
     counted here in its folder: what the source's hidden job will find compiled. Only counts,
-    for the record; a process that did not reply gets `stopped`."""
+    for the record; a process that did not reply gets `lost`."""
     since, before = getattr(proc, "warm_since", (time.perf_counter(), set()))
-    report: dict[str, Any] = {}
     try:
         if proc.unanswered is not None and _replied(proc):
             reply, _ = proc.receive()
@@ -155,8 +154,7 @@ def _record(proc: Any) -> None:
             report = {"lost": "closed at its limit, before its reply"}
     except Exception:  # noqa: BLE001 - a process that died or sent nonsense: nothing to count
         report = {"lost": "no reply"}
-    after = cache_entries(proc.cache)
-    report["written"] = len(after - before) if after is not None else 0
+    report["written"] = entries_added(proc.cache, before)
     record_steps({"kind": "warmup", "wall": time.perf_counter() - since, "compile_pass": report})
 
 

@@ -68,8 +68,7 @@ def precompile(proc: Any, task: Task, cases: tuple[Case, ...], device: str, inte
     reply, _ = proc.request({"op": "compile", "cases": described})
     report = reported_counts(reply.get("pass"))
     if before is not None:
-        after = cache_entries(proc.cache)
-        report["written"] = len(after - before) if after is not None else 0
+        report["written"] = entries_added(proc.cache, before)
     return report
 
 
@@ -98,3 +97,10 @@ def cache_entries(folder: str) -> set[str] | None:
         return {entry.name for entry in Path(folder).iterdir() if not entry.name.startswith(".")}
     except OSError:
         return None
+
+
+def entries_added(folder: str, before: set[str]) -> int:
+    """How many entries `folder` has that it did not have `before` (`cache_entries`): what a
+    process's pass compiled rather than found. 0 where the folder cannot be read."""
+    after = cache_entries(folder)
+    return len(after - before) if after is not None else 0

@@ -83,6 +83,11 @@ def phase_seconds_by_kind(evaluations: pd.DataFrame) -> pd.DataFrame:
     return out[cols]
 
 
+NAMED_STEP_KINDS = {"internal_tests": "internal", "worker_start": "worker_start", "warmup": "warmup"}
+"""Step lines whose row is named by their kind (a method's own tests, a worker's start, a hidden
+warm-up); the others are rowed by case set and timing (`job_kind`)."""
+
+
 def steps_by_kind(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per job kind from the judge workers' step lines (judge/phases.py `record_steps`):
     jobs, the mean wall seconds at the worker, the mean seconds the worker's named phases left
@@ -91,8 +96,7 @@ def steps_by_kind(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
     it; these lines tell the two apart, and split `start` into the spare's own waits."""
     grouped: dict[str, list[dict[str, Any]]] = {}
     for line in lines:
-        named = {"internal_tests": "internal", "worker_start": "worker_start", "warmup": "warmup"}.get(
-            str(line.get("kind")))
+        named = NAMED_STEP_KINDS.get(str(line.get("kind")))
         kind = named or job_kind(str(line.get("case_set")), bool(line.get("timing")))
         grouped.setdefault(kind, []).append(line)
     rows = []
