@@ -77,7 +77,7 @@ class BugAwareExecutor:
         return Verdict("correct", "", cases_run=1, kernel_launched=True), tunings
 
     def evaluate(self, task_id: str, source: str, case_set: str, timing: bool = False,
-                 timing_policy: Any = None, timeout: float | None = None) -> Evaluation:
+                 timing_policy: Any = None, timeout: float | None = None, compile_through: str = "") -> Evaluation:
         verdict, tunings = self._verdict(task_id, source)
         with self._lock:
             self.jobs[(task_id, case_set, timing)] += 1

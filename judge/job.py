@@ -31,6 +31,9 @@ class Job:
     `alone`: hold the GPU's gate exclusively throughout (a retry after running out of GPU
     memory beside other jobs). `references`: reference timings the pool already has for the
     task (runners/references.py); `prime_references`: measure them whatever the verdict.
+    `compile_through`: the case a hidden job's source failed on in its visible run (the hidden
+    set begins with the visible cases): its compile pass stops at that case
+    (judge/precompile.py `cases_to_compile`); a hint for speed, never for the verdict.
     `id` and `nonce` are set by the worker's handle when it sends the job
     (runners/worker_process.py), so a reply names the job it answers."""
 
@@ -46,6 +49,7 @@ class Job:
     references: tuple[dict[str, Any], ...] = ()
     prime_references: bool = False
     alone: bool = False
+    compile_through: str = ""
     timeout: float = DEFAULT_LIMIT_S
     id: int = 0
     nonce: str = ""
@@ -110,7 +114,8 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "task": (str,), "source": (str,), "kind": (str,), "case_set": (str,), "timing": (bool,),
     "timing_policy": (dict, type(None)), "sanitize": (bool,), "tests": (str,),
     "per_test_timeout": (*_NUMBER, type(None)), "references": (list, tuple), "prime_references": (bool,),
-    "alone": (bool,), "timeout": _NUMBER, "id": (int,), "nonce": (str,), "evaluation": (dict,), "fatal": (bool,),
+    "alone": (bool,), "compile_through": (str,), "timeout": _NUMBER, "id": (int,), "nonce": (str,),
+    "evaluation": (dict,), "fatal": (bool,),
     "restart_reason": (str,), "contained": (str,),
 }
 """Each field's JSON types, checked as a line is read."""

@@ -56,6 +56,22 @@ def case_descriptions(task: Task, cases: tuple[Case, ...], device: str, interpre
     return out
 
 
+def cases_to_compile(task: Task, case_set: str, interpreter: bool, timed: bool, through: str = "") -> tuple[Case, ...]:
+    """The cases a job's compile pass compiles for: its case set's, and the perf cases where it
+    is timed. `through`: the case the source failed on in its visible run (`Job.compile_through`):
+    the hidden set begins with the visible cases on the same draws, so its run is expected to
+    stop there too; the pass then compiles up to that case and no perf case. Why: a source that
+    failed its visible cases still gets hidden jobs (a method's submission, judged for the record),
+    and its pass compiled every hidden specialization for a run that stops at the second case.
+    A run that goes on past it anyway compiles the rest at their first launch, as with no pass:
+    the hint never decides a verdict. An unknown case name leaves every case in."""
+    cases = tuple(task.cases(case_set, interpreter))
+    for i, c in enumerate(cases):
+        if through and (through == c.name or through.startswith(c.name + "+")):
+            return cases[:i + 1]
+    return cases + (tuple(task.perf) if timed else ())
+
+
 def precompile(proc: Any, task: Task, cases: tuple[Case, ...], device: str, interpreter: bool) -> dict[str, Any]:
     """Ask the candidate process `proc` (loaded) to compile for `cases`; its report (counts, for
     the record), or {} where there was nothing to ask. `written`, counted here rather than

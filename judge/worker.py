@@ -323,7 +323,7 @@ class Worker:
         in a fresh process without it, so the pass can never decide a verdict."""
         from judge.candidate.precompile import PASS_WAIT_S, enabled
         from judge.candidate.wire import WireError
-        from judge.precompile import precompile, reported_counts
+        from judge.precompile import cases_to_compile, precompile, reported_counts
         from judge.remote import CandidateDied, CandidateTimeout
 
         if not enabled(self.target.interpreter) or (job.tests_job and not job.tests.strip()):
@@ -335,9 +335,9 @@ class Worker:
                     reply, _ = proc.request({"op": "compile_tests", "tests": job.tests})
                     self.compile_pass = reported_counts(reply.get("pass"))
                 else:
-                    cases = tuple(task.cases(job.case_set, self.target.interpreter))
-                    self.compile_pass = precompile(proc, task, cases + (tuple(task.perf) if timed else ()),
-                                                   self.device, self.target.interpreter)
+                    cases = cases_to_compile(task, job.case_set, self.target.interpreter, timed, job.compile_through)
+                    self.clock.steps["pass:through"] = 1.0 if job.compile_through else 0.0  # the hint's share of jobs
+                    self.compile_pass = precompile(proc, task, cases, self.device, self.target.interpreter)
         except (CandidateDied, CandidateTimeout, WireError) as exc:
             self.compile_pass = {"lost": f"{type(exc).__name__}: {exc}"[:300]}
             return False

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from judge.candidate.internal_tests import InternalTestReport, case_set_for
-from judge.candidate.verdict import Evaluation
+from judge.candidate.verdict import Evaluation, Verdict
 from judge.device import Target
 from judge.policy import FINAL_FULL, TimingPolicy
 from record.store import source_hash
@@ -138,7 +138,8 @@ class Evaluator:
                 self.saved += 1
                 return decided
             return self.executor.evaluate(task_id, judged_source(task_id, source), case_set, timing=timed,
-                                          timing_policy=policy)
+                                          timing_policy=policy,
+                                          compile_through=self.visible_failure(task_id, source, case_set))
 
         return Evaluation.from_json(self._cached(source, task_id, case_set, self.judging_key(timed), judge,
                                                  timed=timed))
@@ -159,12 +160,29 @@ class Evaluator:
         visible = get_task(task_id).visible
         if not visible:
             return None
-        for was_timed in (True, False):
-            stored = self.store.evaluation(h, task_id, "visible", self.judging_key(was_timed), timed=was_timed)
+        for stored in self._visible_evaluations(h, task_id):
             decided = carried_failure(stored, visible[0].name)
             if decided is not None:
                 return decided
         return None
+
+    def visible_failure(self, task_id: str, source: str, case_set: str) -> str:
+        """For a hidden job, the case this source failed on in a visible run stored here, or "":
+        its compile pass's hint (judge/job.py `Job.compile_through`). Read whether or not the
+        savings are on, as it changes no verdict."""
+        if case_set != "hidden":
+            return ""
+        for stored in self._visible_evaluations(source_hash(source), task_id):
+            verdict = Verdict.from_json(stored["verdict"])
+            if verdict.kind != "correct" and verdict.failing_case:
+                return verdict.failing_case
+        return ""
+
+    def _visible_evaluations(self, h: str, task_id: str) -> list[dict[str, Any]]:
+        """The stored visible evaluations of source hash `h`, timed first."""
+        found = (self.store.evaluation(h, task_id, "visible", self.judging_key(timed), timed=timed)
+                 for timed in (True, False))
+        return [e for e in found if e]
 
     def run_tests(self, task_id: str, source: str, tests: str) -> InternalTestReport:
         """A method's own tests against a candidate, in the sandboxed worker; cached under the

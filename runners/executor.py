@@ -32,7 +32,11 @@ class Executor(Protocol):
         ...
 
     def evaluate(self, task_id: str, source: str, case_set: str, timing: bool = False,
-                 timing_policy: TimingPolicy | None = None, timeout: float | None = None) -> Evaluation: ...
+                 timing_policy: TimingPolicy | None = None, timeout: float | None = None,
+                 compile_through: str = "") -> Evaluation:
+        """`compile_through`: a hint for the job's compile pass (judge/job.py `Job`), never
+        its verdict."""
+        ...
 
     def run_tests(self, task_id: str, source: str, tests: str, timeout: float | None = None,
                   per_test_timeout: float | None = None) -> InternalTestReport: ...
@@ -59,7 +63,8 @@ class NothingRuns:
                 "why": "an exact replay answers every evaluation from the recorded run; nothing runs"}
 
     def evaluate(self, task_id: str, source: str, case_set: str, timing: bool = False,
-                 timing_policy: TimingPolicy | None = None, timeout: float | None = None) -> Evaluation:
+                 timing_policy: TimingPolicy | None = None, timeout: float | None = None,
+                 compile_through: str = "") -> Evaluation:
         raise RuntimeError("an exact replay runs no evaluation")
 
     def run_tests(self, task_id: str, source: str, tests: str, timeout: float | None = None,

@@ -295,10 +295,11 @@ class LocalPool:
         return reply, {"queue": queued + queued_again, "retry": ran}, ran_again
 
     def evaluate(self, task_id: str, source: str, case_set: str, timing: bool = False,
-                 timing_policy: TimingPolicy | None = None, timeout: float | None = None) -> Evaluation:
+                 timing_policy: TimingPolicy | None = None, timeout: float | None = None,
+                 compile_through: str = "") -> Evaluation:
         policy = timing_policy or TimingPolicy()
         job = Job(task_id, source, case_set=case_set, timing=timing, timing_policy=policy.to_json(),
-                  sanitize=self.sanitize)
+                  sanitize=self.sanitize, compile_through=compile_through)
         limit = timeout or self.job_timeout
         short = timing and policy.protocol == FEEDBACK_SHORT and not self.target.interpreter
         with self.references.first_of(task_id) if short else contextlib.nullcontext(False) as first:

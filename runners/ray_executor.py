@@ -79,9 +79,10 @@ class _EvalActor:
                               clocks_locked=clocks_locked, sanitize=sanitize, unsandboxed=unsandboxed)
 
     def evaluate(self, task_id: str, source: str, case_set: str, timing: bool,
-                 timing_policy: dict[str, Any] | None, timeout: float | None) -> dict[str, Any]:
+                 timing_policy: dict[str, Any] | None, timeout: float | None,
+                 compile_through: str = "") -> dict[str, Any]:
         policy = TimingPolicy.from_json(timing_policy) if timing_policy is not None else None
-        return self.pool.evaluate(task_id, source, case_set, timing, policy, timeout).to_json()
+        return self.pool.evaluate(task_id, source, case_set, timing, policy, timeout, compile_through).to_json()
 
     def run_tests(self, task_id: str, source: str, tests: str, timeout: float | None,
                   per_test_timeout: float | None) -> dict[str, Any]:
@@ -209,11 +210,13 @@ class RayExecutor:
         return TIMING if timing and self.lanes and self._layout["timing_lanes"] else JUDGING
 
     def evaluate(self, task_id: str, source: str, case_set: str, timing: bool = False,
-                 timing_policy: TimingPolicy | None = None, timeout: float | None = None) -> Evaluation:
+                 timing_policy: TimingPolicy | None = None, timeout: float | None = None,
+                 compile_through: str = "") -> Evaluation:
         limit = timeout or self.job_timeout
         policy = timing_policy.to_json() if timing_policy is not None else None
         reply, queued = self._call(self._lane(timing), limit,
-                                   lambda a: a.evaluate.remote(task_id, source, case_set, timing, policy, limit))
+                                   lambda a: a.evaluate.remote(task_id, source, case_set, timing, policy, limit,
+                                                               compile_through))
         if isinstance(reply, Verdict):
             return Evaluation(reply, phases={"queue": queued})
         return _queued(Evaluation.from_json(reply), queued)

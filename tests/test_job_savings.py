@@ -59,10 +59,12 @@ class Counting:
     def __init__(self, evaluation: Evaluation) -> None:
         self.evaluation = evaluation
         self.jobs: list[tuple[str, bool]] = []
+        self.hints: list[str] = []
 
     def evaluate(self, task_id: str, source: str, case_set: str, timing: bool = False, timing_policy: Any = None,
-                 timeout: float | None = None) -> Evaluation:
+                 timeout: float | None = None, compile_through: str = "") -> Evaluation:
         self.jobs.append((case_set, timing))
+        self.hints.append(compile_through)
         return self.evaluation
 
 
@@ -81,6 +83,24 @@ def test_with_the_savings_off_every_job_runs(tmp_path: Path) -> None:
     evaluator.evaluate("vector_add", "source", "visible", timing=True)
     evaluator.evaluate("vector_add", "source", "hidden")
     assert executor.jobs == [("visible", False), ("hidden", False)] and evaluator.saved == 0
+
+
+@pytest.mark.parametrize("save_jobs", [True, False])
+def test_a_hidden_job_is_told_the_case_its_source_failed_in_its_visible_run(tmp_path: Path, save_jobs: bool) -> None:
+    """A failure on the second visible case is not carried over (runners/savings.py), but its
+    hidden job's compile pass is told where the run is expected to stop (judge/job.py
+    `Job.compile_through`); a visible job, and a source that passed, get no hint."""
+    second = get_task("vector_add").visible[1].name
+    executor = Counting(Evaluation(Verdict("wrong_result", "outside atol", second, cases_run=1), None))
+    evaluator = Evaluator(executor, Store(tmp_path / "s.sqlite"), GPU, save_jobs=save_jobs)  # type: ignore[arg-type]
+    evaluator.evaluate("vector_add", "wrong", "visible", timing=True)
+    evaluator.evaluate("vector_add", "wrong", "hidden", timing=True)
+    executor.evaluation = Evaluation(Verdict("correct", cases_run=2), None)
+    evaluator.evaluate("vector_add", "right", "visible", timing=True)
+    evaluator.evaluate("vector_add", "right", "hidden")
+    evaluator.evaluate("vector_add", "never shown", "hidden")
+    assert executor.jobs == [("visible", True), ("hidden", True), ("visible", True), ("hidden", False), ("hidden", False)]
+    assert executor.hints == ["", second, "", "", ""]
 
 
 def _sources() -> dict[str, tuple[str, str]]:

@@ -45,7 +45,7 @@ class ScriptedExecutor:
         pass
 
     def evaluate(self, task_id: str, source: str, case_set: str, timing: bool = False, timing_policy: Any = None,
-                 timeout: float | None = None) -> Evaluation:
+                 timeout: float | None = None, compile_through: str = "") -> Evaluation:
         self.jobs.append((case_set, source, timing))
         return Evaluation(self.verdict, None)
 

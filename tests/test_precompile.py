@@ -158,6 +158,66 @@ def test_the_judge_describes_each_layout_once_and_poisoned_outputs_as_fresh_copi
     assert all("bytes" not in d for c in described for d in c["tensors"])  # descriptions, never values
 
 
+def test_a_visible_failure_stops_the_pass_at_that_case_and_leaves_out_the_perf_cases() -> None:
+    from bench.registry import get_task
+    from judge.precompile import cases_to_compile
+
+    task = get_task("softmax")
+    hidden = tuple(task.cases("hidden", False))
+    second = task.visible[1].name
+    assert hidden[1].name == second  # the hidden set begins with the visible cases
+    assert cases_to_compile(task, "hidden", False, timed=True, through=second) == hidden[:2]
+    assert cases_to_compile(task, "hidden", False, timed=False, through=second + "+after in-place refill") == hidden[:2]
+    everything = hidden + tuple(task.perf)
+    assert cases_to_compile(task, "hidden", False, timed=True) == everything
+    assert cases_to_compile(task, "hidden", False, timed=True, through="no-such-case") == everything
+    assert cases_to_compile(task, "hidden", False, timed=False) == hidden
+
+
+VECTOR_ADD_WRONG_PAST_2048 = "tl.where(offsets < 2048, x + y, x - y)"
+"""vector_add's expert made wrong past element 2048: it passes the first visible case (1024
+elements) and fails the second (4096)."""
+
+
+@pytest.mark.slow
+def test_a_hidden_job_with_the_hint_compiles_less_and_gets_the_same_verdict(tmp_path: Path) -> None:
+    """The hint (judge/job.py `Job.compile_through`) for a source that fails the second visible
+    case, and a wrong hint for the expert (a run that goes past the case compiles the rest at
+    first launch): each hidden verdict is the one judged without the hint, and the hinted
+    pass ran fewer cases. The pass forced on under the interpreter."""
+    from bench.registry import get_task
+    from judge.device import detect_target
+    from runners.pool import LocalPool
+
+    task = get_task("vector_add")
+    expert = task.baseline_source()
+    wrong = expert.replace("x + y", VECTOR_ADD_WRONG_PAST_2048)
+    second = task.visible[1].name
+    steps = tmp_path / "steps"
+    steps.mkdir()
+    found: dict[tuple[str, str], tuple[dict[str, Any], int]] = {}
+    saved = {k: os.environ.get(k) for k in (precompile.PRECOMPILE_ENV, "KMC_JOB_STEPS")}
+    os.environ.update({precompile.PRECOMPILE_ENV: "force", "KMC_JOB_STEPS": str(steps)})
+    try:
+        with LocalPool(detect_target(force_cpu=True), workers=1, job_timeout=300) as pool:
+            for name, source in (("wrong past 2048", wrong), ("expert", expert)):
+                for hint in ("", second):
+                    verdict = pool.evaluate("vector_add", source, "hidden", compile_through=hint).verdict
+                    lines = [json.loads(line) for f in steps.iterdir() for line in f.read_text().splitlines()]
+                    found[(name, hint)] = verdict.to_json(), int(lines[-1]["compile_pass"]["cases"])
+                    for f in steps.iterdir():
+                        f.unlink()
+    finally:
+        for k, v in saved.items():
+            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+    for name in ("wrong past 2048", "expert"):
+        (unhinted, all_cases), (hinted, up_to_the_case) = found[(name, "")], found[(name, second)]
+        assert hinted == unhinted, name
+        assert up_to_the_case == 2 < all_cases, (name, up_to_the_case, all_cases)
+    assert found[("wrong past 2048", "")][0]["failing_case"] == second
+    assert found[("expert", second)][0]["kind"] == "correct"
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("task_id", ["softmax", "vector_add"])
 def test_the_pass_changes_no_verdict_and_reaches_every_layout(tmp_path: Path, task_id: str) -> None:

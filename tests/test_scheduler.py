@@ -42,7 +42,7 @@ class Recorder:
         return {"kind": "recorder", "workers": self.size, "timing_lanes": 1, "chosen": "given", "why": "test"}
 
     def evaluate(self, task_id: str, source: str, case_set: str, timing: bool = False, timing_policy: Any = None,
-                 timeout: float | None = None) -> Evaluation:
+                 timeout: float | None = None, compile_through: str = "") -> Evaluation:
         if case_set != "hidden":
             return Evaluation(Verdict("wrong_result", "scripted", "visible-0"))
         if self.fail_hidden:

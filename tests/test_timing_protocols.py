@@ -363,7 +363,7 @@ def test_the_evaluator_asks_for_the_protocol_it_is_told() -> None:
         size = 1
 
         def evaluate(self, task_id: str, source: str, case_set: str, timing: bool = False,
-                     timing_policy: TimingPolicy | None = None, timeout: float | None = None) -> Evaluation:
+                     timing_policy: TimingPolicy | None = None, timeout: float | None = None, compile_through: str = "") -> Evaluation:
             assert timing_policy is not None
             asked.append(timing_policy.protocol)
             return Evaluation(Verdict("correct"))
