@@ -210,6 +210,7 @@ class Worker:
     def handle(self, job: Job | dict[str, Any]) -> dict[str, Any]:
         """One job (a `Job`, or its JSON), answered as a `JobReply`'s JSON."""
         from judge.candidate.verdict import Evaluation
+        from judge.device_memory import release_cached_blocks
         from judge.phases import PhaseClock
 
         job = job if isinstance(job, Job) else Job.from_json(job)
@@ -229,6 +230,7 @@ class Worker:
                     verdict, timing = self._run(job, self._judge_job)
         finally:
             _reset_timers()
+            self.clock.steps["memory:released_gib"] = release_cached_blocks(self.device) / 2**30
         if job.prime_references and not self.target.interpreter:
             with self.clock("timing"):
                 self._prime_references(job)

@@ -423,3 +423,13 @@ def test_the_worker_start_profile_times_each_part_in_a_fresh_process() -> None:
     assert float(report["judge worker modules, torch already imported"]) >= 0
     template = json.loads(report["candidate template start"])
     assert template["seconds"] > 0 and "import torch" in template["steps"]
+
+
+def test_the_judge_memory_probe_says_in_one_line_that_it_needs_a_gpu() -> None:
+    """scripts/judge_memory_probe.py measures a judge worker's GPU memory; without a GPU it
+    stops at once, non-zero, with one line saying so."""
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "judge_memory_probe.py"), "vector_add"],
+                          cwd=str(ROOT), env=cli_env(CUDA_VISIBLE_DEVICES=""), capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+        "judge_memory_probe: needs a GPU (torch sees none)"], proc.stderr[-2000:]

@@ -64,8 +64,9 @@ def hold(gate: FairGate, log: Log, name: str, exclusive: bool, seconds: float,
     return thread
 
 
-def test_judging_jobs_share_the_gate_in_parallel(tmp_path: Path) -> None:
-    gate, log = FairGate(tmp_path / "gate"), Log()
+@pytest.mark.parametrize("timers_first", [False, True])
+def test_judging_jobs_share_the_gate_in_parallel(tmp_path: Path, timers_first: bool) -> None:
+    gate, log = FairGate(tmp_path / "gate", timers_first=timers_first), Log()
     threads = [hold(gate, log, f"judge{i}", False, 0.4) for i in range(4)]
     for t in threads:
         t.join()
@@ -73,8 +74,10 @@ def test_judging_jobs_share_the_gate_in_parallel(tmp_path: Path) -> None:
     assert all(not waited for waited in log.waited_for.values())
 
 
-def test_a_timer_waits_only_for_the_jobs_inside_and_later_judging_waits_for_it(tmp_path: Path) -> None:
-    gate, log = FairGate(tmp_path / "gate"), Log()
+@pytest.mark.parametrize("timers_first", [False, True])
+def test_a_timer_waits_only_for_the_jobs_inside_and_later_judging_waits_for_it(tmp_path: Path,
+                                                                               timers_first: bool) -> None:
+    gate, log = FairGate(tmp_path / "gate", timers_first=timers_first), Log()
     inside = [hold(gate, log, f"early{i}", False, 0.5) for i in range(3)]
     time.sleep(0.05)
     timer = hold(gate, log, "timer", True, 0.4)
@@ -91,8 +94,8 @@ def test_a_timer_waits_only_for_the_jobs_inside_and_later_judging_waits_for_it(t
         assert log.waited_for[f"late{i}"] == [log.tickets["timer"]]
 
 
-def test_timers_take_turns_in_ticket_order(tmp_path: Path) -> None:
-    gate, log = FairGate(tmp_path / "gate"), Log()
+def test_under_fifo_timers_take_turns_in_ticket_order(tmp_path: Path) -> None:
+    gate, log = FairGate(tmp_path / "gate", timers_first=False), Log()
     first = hold(gate, log, "timer1", True, 0.3)
     judge = hold(gate, log, "judge", False, 0.2)
     second = hold(gate, log, "timer2", True, 0.2)
@@ -156,6 +159,8 @@ def test_the_gate_order_is_read_from_the_environment(monkeypatch: pytest.MonkeyP
     assert FairGate(tmp_path / "a").timers_first
     monkeypatch.setenv(gate_module.ORDER_ENV, "fifo")
     assert not FairGate(tmp_path / "b").timers_first
+    monkeypatch.delenv(gate_module.ORDER_ENV)
+    assert FairGate(tmp_path / "d").timers_first  # the default: queued timers share one drain
     monkeypatch.setenv(gate_module.ORDER_ENV, "lifo")
     with pytest.raises(ValueError, match="KMC_GATE_ORDER='lifo' is not one of fifo, timers-first"):
         FairGate(tmp_path / "c")
