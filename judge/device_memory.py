@@ -2,9 +2,9 @@
 
 Why: torch's caching allocator keeps the blocks a job freed, for the next allocation of this
 process. A judge worker's jobs on the big cases (perf cases of 256-512 MiB inputs, their
-references and comparisons) left 3.6-5.2 GiB of such blocks reserved beside the 2.5-4.1 GiB its
-input cache holds, and peaked at 16-19 GiB reserved (an H100, 2026-12-05, scripts of session 28:
-swiglu, axpby, gather, embedding, transpose). Blocks a judge keeps idle are memory no candidate
+references and comparisons) left 2.1-5.7 GiB of such blocks reserved beside the 0.9-4.0 GiB its
+input cache holds, and peaked at 15.8-18.6 GiB reserved (an H100, 2026-12-05,
+scripts/judge_memory_probe.py on swiglu, axpby, gather, embedding, transpose and three more). Blocks a judge keeps idle are memory no candidate
 process can have: in the full suite with four workers the GPU filled (79 GiB, 15-130 MiB free)
 and candidates were judged out of memory, also when retried alone (runners/pool.py), since the
 other workers' cached blocks stay theirs while the gate holds them off. So after each job a

@@ -4,7 +4,7 @@ experts of the given tasks (hidden cases, timed as a final submission), and afte
 prints the worker's allocated and reserved bytes, its peak, and the GPU's memory in use.
 
 Why: a full-suite run filled an H100 (79 GiB) with four workers and candidates were judged out
-of memory; this run showed one worker peaking at 16-19 GiB reserved and keeping 3.6-5.2 GiB of
+of memory; this run showed one worker peaking at 15.8-18.6 GiB reserved and keeping 2.1-5.7 GiB of
 idle cached blocks between jobs (judge/device_memory.py says what the worker does about it).
 
 Usage: python scripts/judge_memory_probe.py [swiglu,axpby,gather,embedding,transpose]
