@@ -4,12 +4,13 @@ Why: torch's caching allocator keeps the blocks a job freed, for the next alloca
 process. A judge worker's jobs on the big cases (perf cases of 256-512 MiB inputs, their
 references and comparisons) left 2.1-5.7 GiB of such blocks reserved beside the 0.9-4.0 GiB its
 input cache holds, and peaked at 15.8-18.6 GiB reserved (an H100, 2026-12-05,
-scripts/judge_memory_probe.py on swiglu, axpby, gather, embedding, transpose and three more). Blocks a judge keeps idle are memory no candidate
-process can have: in the full suite with four workers the GPU filled (79 GiB, 15-130 MiB free)
-and candidates were judged out of memory, also when retried alone (runners/pool.py), since the
-other workers' cached blocks stay theirs while the gate holds them off. So after each job a
-worker hands back what it holds beyond `RELEASE_ABOVE_BYTES` of idle blocks; the next job's
-first allocations then come from the driver again, at most once per job.
+scripts/judge_memory_probe.py on swiglu, axpby, gather, embedding, transpose and three more).
+Blocks a judge keeps idle are memory no candidate process can have: in the full suite with four
+workers the GPU filled (79 GiB, 15-130 MiB free) and candidates were judged out of memory, also
+when retried alone (runners/pool.py), since the other workers' cached blocks stay theirs while
+the gate holds them off. So after each job a worker hands back what it holds beyond
+`RELEASE_ABOVE_BYTES` of idle blocks; the next job's first allocations then come from the driver
+again, at most once per job.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Why not one `flock` (shared for judging, exclusive for timing)? Linux grants a new shared lock
 whenever no exclusive one is *held*, even while an exclusive request waits, so a steady stream
 of judging jobs can keep a timer waiting for as long as it lasts, and which waiter wins when the
-lock frees is arbitrary. This gate is a FIFO of tickets instead, kept in a folder on the local
+lock frees is arbitrary. This gate is a queue of tickets instead, kept in a folder on the local
 disk that every process using the GPU shares (the judge workers of a pool, or the Ray actors
 placed on one GPU of a node):
 
@@ -21,17 +21,17 @@ judging job that asks later waits until the timer is done (judging pauses while 
 measures); and with no timer queued, judging jobs never wait for each other.
 
 The default order, `timers-first` (`KMC_GATE_ORDER`; `fifo` is the order above), changes one
-rule: a judging ticket is let in only while no
-exclusive ticket exists at all, and a timer waits only for the judging tickets already let in
-(renamed `.g` when let in, under the counter's lock) and the timers before it. Why: every time
-the GPU goes from judging to timing, the timer waits for the judging holds in flight to end (a
-*drain*), and the workers queued behind it wait too; under FIFO a second timer that asks while
-the first drains waits behind the judging queued between them and drains the GPU again. Timers
-first, the timers queued at once measure one after another on one drain. Judging waits at most
-for the timers queued (each worker times one job at a time, and a timing job's own shared
-holds queue behind the timers too), so it cannot starve. Measured on an H100 (2026-12-05, the
-7-task command, four interleaved pairs in one sitting): 64.2 s against 68.3 s under FIFO, every
-pair faster, worker time at the gate 18-24% against 24-28% (benchmarks/results/README.md).
+rule: a judging ticket is let in only while no exclusive ticket exists at all, and a timer waits
+only for the judging tickets already let in (renamed `.g` when let in, under the counter's lock)
+and the timers before it. Why: every time the GPU goes from judging to timing, the timer waits
+for the judging holds in flight to end (a *drain*), and the workers queued behind it wait too;
+under FIFO a second timer that asks while the first drains waits behind the judging queued
+between them and drains the GPU again. Timers first, the timers queued at once measure one after
+another on one drain. Judging waits at most for the timers queued (each worker times one job at
+a time, and a timing job's own shared holds queue behind the timers too), so it cannot starve.
+Measured on an H100 (2026-12-05, the 7-task command, four interleaved pairs in one sitting):
+64.2 s against 68.3 s under FIFO, every pair faster, worker time at the gate 18-24% against
+24-28% (benchmarks/results/README.md).
 
 A *background* ticket (`.b`, a spare's GPU context: judge/spares.py) waits for the timers ahead
 of it as judging does, but no timer waits for it: such work never starts while a timer measures,
