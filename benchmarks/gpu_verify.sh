@@ -9,7 +9,7 @@
 #
 #   bash benchmarks/gpu_verify.sh boundary   # sandbox smoke, device-trace probe, sandbox + hostile + judge GPU tests, sandbox cost
 #   bash benchmarks/gpu_verify.sh runs       # bench check of every expert, the shipped small run re-recorded, the 7-task command
-#   bash benchmarks/gpu_verify.sh speed      # issue 42: the compile pass and timing holds on the GPU, the 7-task command
+#   bash benchmarks/gpu_verify.sh speed      # issue 42: the compile pass, timing holds and the judge's memory on the GPU, the 7-task command
 #                                              (SEVEN_WORKERS="N M", SEVEN_UNGATED=N, SEVEN_ARGS: see the part)
 #   bash benchmarks/gpu_verify.sh profile    # own-test jobs' phases, then both sides of the boundary under cProfile
 #   bash benchmarks/gpu_verify.sh strength DATA_DIR [MINUTES]   # bench strength on GEAK-eval's TritonBench-revised files
@@ -87,7 +87,10 @@ speed)
   # SPEED_TESTS=0 skips the GPU tests and the per-call spans, SEVEN=0 the default 7-task run.
   if [ "${SPEED_TESTS:-1}" != 0 ]; then  # SPEED_TESTS=0: straight to the runs (a second call)
     step gpu_tests 150 python3 -m pytest -q -p no:cacheprovider -m "gpu or not slow" tests/test_precompile.py \
-      tests/test_timing_protocols.py tests/test_calls_ahead.py tests/test_wire.py tests/test_fused_compare.py
+      tests/test_timing_protocols.py tests/test_calls_ahead.py tests/test_wire.py tests/test_fused_compare.py \
+      tests/test_hidden_warmup.py tests/test_device_memory.py
+    # a judge worker's own GPU memory after big tasks' jobs (judge/device_memory.py hands idle blocks back)
+    step memory 120 python3 scripts/judge_memory_probe.py
     for batch in 0 1; do  # the judged call's milliseconds, one call per request and batched (judge/oracle.py batches)
       step "spans_batch$batch" 120 env KMC_CALL_BATCH=$batch python3 scripts/judge_profile.py --spans \
         --tasks vector_add,flip,softmax,rms_norm,cumsum --repeats 3 --case-set hidden
