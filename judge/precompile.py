@@ -66,9 +66,10 @@ def cases_to_compile(task: Task, case_set: str, interpreter: bool, timed: bool, 
     A run that goes on past it anyway compiles the rest at their first launch, as with no pass:
     the hint never decides a verdict. An unknown case name leaves every case in."""
     cases = tuple(task.cases(case_set, interpreter))
-    for i, c in enumerate(cases):
-        if through and (through == c.name or through.startswith(c.name + "+")):
-            return cases[:i + 1]
+    if through:
+        for i, c in enumerate(cases):
+            if through == c.name or through.startswith(c.name + "+"):
+                return cases[:i + 1]
     return cases + (tuple(task.perf) if timed else ())
 
 

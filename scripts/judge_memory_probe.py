@@ -23,6 +23,7 @@ import torch  # noqa: E402
 
 from bench.registry import get_task  # noqa: E402
 from judge.case_inputs import set_input_cache_bytes  # noqa: E402
+from judge.job import Job  # noqa: E402
 from judge.policy import FINAL_FULL, TimingPolicy  # noqa: E402
 from runners.sizing import INPUT_CACHE_MIB  # noqa: E402
 
@@ -46,9 +47,8 @@ def main(argv: list[str]) -> int:
     started = time.perf_counter()
     try:
         for i, task_id in enumerate((argv[0] if argv else DEFAULT_TASKS).split(",")):
-            job = {"task": task_id, "source": get_task(task_id).baseline_source(), "case_set": "hidden",
-                   "timing": True, "timeout": 600, "timing_policy": TimingPolicy(protocol=FINAL_FULL).to_json(),
-                   "id": i}
+            job = Job(task_id, get_task(task_id).baseline_source(), case_set="hidden", timing=True,
+                      timing_policy=TimingPolicy(protocol=FINAL_FULL).to_json(), id=i)
             verdict = worker.handle(job)["evaluation"]["verdict"]["kind"]
             print(f"{time.perf_counter() - started:6.1f} s {task_id:14s} {verdict:12s} judge allocated "
                   f"{torch.cuda.memory_allocated() >> 20} MiB, reserved {torch.cuda.memory_reserved() >> 20} MiB, "

@@ -4,6 +4,7 @@ checks the real allocator."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import pytest
@@ -26,8 +27,6 @@ class FakeCuda:
         return self.allocated
 
     def device(self, device: Any) -> Any:
-        import contextlib
-
         return contextlib.nullcontext()
 
     def empty_cache(self) -> None:
