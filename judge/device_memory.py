@@ -11,6 +11,10 @@ when retried alone (runners/pool.py), since the other workers' cached blocks sta
 the gate holds them off. So after each job a worker hands back what it holds beyond
 `RELEASE_ABOVE_BYTES` of idle blocks; the next job's first allocations then come from the driver
 again, at most once per job.
+
+Each job's step line (judge/phases.py `record_steps`) also carries the worker's peak allocated
+and reserved bytes during that job (`job_memory`), so a run shows which jobs fill the GPU, and
+scripts/judge_memory_probe.py --history says which of the judge's lines allocated the peak.
 """
 
 from __future__ import annotations
@@ -21,10 +25,36 @@ RELEASE_ABOVE_BYTES = 1 << 30
 """Idle cached bytes a judge worker may keep between jobs before it hands them back."""
 
 
+PEAK_STEPS = ("memory:peak_allocated_gib", "memory:peak_reserved_gib")
+"""Step names of a job's peaks, in GiB (summarised by their largest too: results/phases.py)."""
+
+
+def _on_gpu(device: str) -> bool:
+    return device != "cpu" and torch.cuda.is_available()
+
+
+def start_job(device: str) -> None:
+    """The allocator's peaks reset, so that `job_memory` reads this job's (a counter reset, no
+    device work)."""
+    if _on_gpu(device):
+        torch.cuda.reset_peak_memory_stats(device)
+
+
+def job_memory(device: str) -> dict[str, float]:
+    """The job's step lines about memory, read at its end: its peaks since `start_job`, then
+    what `release_cached_blocks` handed back (nothing on the CPU but the release's 0)."""
+    steps: dict[str, float] = {}
+    if _on_gpu(device):
+        steps = dict(zip(PEAK_STEPS, (torch.cuda.max_memory_allocated(device) / 2**30,
+                                      torch.cuda.max_memory_reserved(device) / 2**30), strict=True))
+    steps["memory:released_gib"] = release_cached_blocks(device) / 2**30
+    return steps
+
+
 def release_cached_blocks(device: str) -> int:
     """Hand this process's idle cached blocks on `device` back to the driver when they exceed
     `RELEASE_ABOVE_BYTES`; the bytes that were idle (0 where nothing was released, and on the CPU)."""
-    if device == "cpu" or not torch.cuda.is_available():
+    if not _on_gpu(device):
         return 0
     idle = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
     if idle <= RELEASE_ABOVE_BYTES:

@@ -210,13 +210,14 @@ class Worker:
     def handle(self, job: Job | dict[str, Any]) -> dict[str, Any]:
         """One job (a `Job`, or its JSON), answered as a `JobReply`'s JSON."""
         from judge.candidate.verdict import Evaluation
-        from judge.device_memory import release_cached_blocks
+        from judge.device_memory import job_memory, start_job
         from judge.phases import PhaseClock
 
         job = job if isinstance(job, Job) else Job.from_json(job)
 
         self.clock = PhaseClock()  # seconds per phase of this job, sent back with the evaluation
         self.compile_pass = {}  # what the compile pass did (judge/precompile.py), for `record`
+        start_job(self.device)
         tests: list[dict[str, Any]] | None = None
         timing = None
         # A job retried alone (it ran out of GPU memory beside other workers' jobs: runners/pool.py)
@@ -230,13 +231,12 @@ class Worker:
                     verdict, timing = self._run(job, self._judge_job)
         finally:
             _reset_timers()
-            self.clock.steps["memory:released_gib"] = release_cached_blocks(self.device) / 2**30
+            self.clock.steps.update(job_memory(self.device))
         if job.prime_references and not self.target.interpreter:
             with self.clock("timing"):
                 self._prime_references(job)
-        evaluation = Evaluation(verdict, timing, dict(self.clock.seconds)).to_json()
-        if tests is not None:
-            evaluation["tests"] = tests
+        evaluation = Evaluation(verdict, timing, dict(self.clock.seconds)).to_json() | (
+            {"tests": tests} if tests is not None else {})
         fatal, self.fatal = self.fatal, ""
         measured = [s.to_json() for s in self.references.take_new()] if self.references is not None else []
         return JobReply(job.id, job.nonce, evaluation, bool(fatal), fatal, self.contained, tuple(measured)).to_json()

@@ -83,6 +83,8 @@ def phase_seconds_by_kind(evaluations: pd.DataFrame) -> pd.DataFrame:
     return out[cols]
 
 
+PEAK_STEP_PREFIX = "memory:peak"
+"""Step names of a job's memory peaks begin so (judge/device_memory.py `PEAK_STEPS`)."""
 NAMED_STEP_KINDS = {"internal_tests": "internal", "worker_start": "worker_start", "warmup": "warmup"}
 """Step lines whose row is named by their kind (a method's own tests, a worker's start, a hidden
 warm-up); the others are rowed by case set and timing (`job_kind`)."""
@@ -108,6 +110,9 @@ def steps_by_kind(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
                                "unnamed_s": sum(float(j.get("wall", 0.0)) - sum(j.get("phases", {}).values())
                                                 for j in jobs) / n}
         row.update({name: sum(float(j.get("steps", {}).get(name, 0.0)) for j in jobs) / n for name in names})
+        # A memory peak's mean hides the job that filled the GPU: its largest beside it.
+        row.update({f"{name}:max": max(float(j.get("steps", {}).get(name, 0.0)) for j in jobs)
+                    for name in names if name.startswith(PEAK_STEP_PREFIX)})
         row.update(_compile_passes([j.get("compile_pass") or {} for j in jobs]))
         rows.append(row)
     return rows

@@ -1,23 +1,34 @@
 #!/usr/bin/env python
-"""GPU memory a judge worker keeps after each job: one judge worker in this process judges the
+"""GPU memory a judge worker holds, job by job: one judge worker in this process judges the
 experts of the given tasks (hidden cases, timed as a final submission), and after each job this
-prints the worker's allocated and reserved bytes, its peak, and the GPU's memory in use.
+prints the worker's allocated and reserved bytes, the job's peaks, and the GPU's memory in use.
+With `--history`, torch's allocator records every allocation of the job with its Python stack,
+and this prints what was live at the job's peak, by the line of this project that allocated it.
 
 Why: a full-suite run filled an H100 (79 GiB) with four workers and candidates were judged out
 of memory; this run showed one worker peaking at 15.8-18.6 GiB reserved and keeping 2.1-5.7 GiB of
-idle cached blocks between jobs (judge/device_memory.py says what the worker does about it).
+idle cached blocks between jobs (judge/device_memory.py says what the worker does about it). The
+peak itself was not explained: `--history` says which of the judge's allocations make it up
+(the reference's float64 run, input copies, timing's sides), so it can be bounded or planned for.
 
-Usage: python scripts/judge_memory_probe.py [swiglu,axpby,gather,embedding,transpose]
+Usage: python scripts/judge_memory_probe.py [swiglu,axpby,gather,embedding,transpose] [--history]
+           [--json FILE]
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
@@ -28,6 +39,91 @@ from judge.policy import FINAL_FULL, TimingPolicy  # noqa: E402
 from runners.sizing import INPUT_CACHE_MIB  # noqa: E402
 
 DEFAULT_TASKS = "swiglu,axpby,gather,embedding,transpose"
+HISTORY_ENTRIES = 2_000_000
+"""The allocator's trace keeps this many events, the oldest dropped first (`JobPeak.wrapped`)."""
+GIB = 2**30
+
+
+@dataclass(frozen=True)
+class PeakPart:
+    """Bytes live at a job's peak that one line allocated (`where`), in how many blocks."""
+
+    where: str
+    bytes: int
+    blocks: int
+
+
+@dataclass
+class JobPeak:
+    """A job's most allocated bytes and what made them up. `before`: allocated when the job
+    began (the input cache, mostly), which the trace does not describe; what of it the job
+    freed before its peak is taken off it."""
+
+    before: int
+    peak: int
+    parts: list[PeakPart] = field(default_factory=list)
+    entries: int = 0
+    wrapped: bool = False
+
+
+def allocating_line(frames: list[dict[str, Any]], root: Path = ROOT) -> str:
+    """The innermost frame in this project's code (not this script) that led to an allocation,
+    as `path:line function`; the innermost frame at all where none is ours."""
+    me = Path(__file__).resolve()
+    for frame in frames:
+        path = Path(str(frame.get("filename", "")))
+        try:
+            resolved = path.resolve()
+            relative = resolved.relative_to(root)
+        except (OSError, ValueError):
+            continue
+        if resolved != me and not str(relative).startswith((".venv", "site-packages")):
+            return f"{relative}:{frame.get('line')} {frame.get('name')}"
+    if frames:
+        return f"outside the project: {frames[0].get('filename')}:{frames[0].get('line')} {frames[0].get('name')}"
+    return "no stack recorded"
+
+
+def peak_parts(entries: Iterable[dict[str, Any]], before: int, wrapped: bool = False,
+               root: Path = ROOT) -> JobPeak:
+    """Replay an allocator trace (torch.cuda.memory._snapshot()'s `device_traces` of one device,
+    recorded from the job's start): the moment the most bytes were allocated, and the blocks
+    live then, by the line that allocated them. Bytes count at `alloc` and `free_completed`,
+    as torch's own viewer counts them."""
+    events = [e for e in entries if e.get("action") in ("alloc", "free_completed")]
+    best_at = _replay(events, len(events), before, root)[3]
+    live, held, best, _ = _replay(events, best_at + 1, before, root)
+    by_line: dict[str, list[int]] = {}
+    for size, where in live.values():
+        by_line.setdefault(where, []).append(size)
+    parts = [PeakPart(where, sum(sizes), len(sizes)) for where, sizes in by_line.items()]
+    if held > 0:
+        parts.append(PeakPart("held before the job (the input cache and earlier jobs' tensors)", held, 0))
+    parts.sort(key=lambda p: -p.bytes)
+    return JobPeak(before, best, parts, len(events), wrapped)
+
+
+def _replay(events: list[dict[str, Any]], stop: int, before: int,
+            root: Path) -> tuple[dict[int, tuple[int, str]], int, int, int]:
+    """The first `stop` events replayed: the blocks live after them (address: size, line), the
+    bytes still held of those allocated before the job, and the most allocated on the way with
+    the index of the event that reached it (-1: none rose above `before`)."""
+    live: dict[int, tuple[int, str]] = {}
+    held = current = best = before
+    best_at = -1
+    for i, e in enumerate(events[:stop]):
+        size, addr = int(e.get("size", 0)), int(e["addr"])
+        if e["action"] == "alloc":
+            live[addr] = (size, allocating_line(e.get("frames") or [], root))
+            current += size
+        elif addr in live:
+            current -= live.pop(addr)[0]
+        else:  # a block allocated before the job
+            held -= size
+            current -= size
+        if current > best:
+            best, best_at = current, i
+    return live, held, best, best_at
 
 
 def gpu_used() -> str:
@@ -36,7 +132,20 @@ def gpu_used() -> str:
     return out.stdout.strip() or "unknown"
 
 
+def describe(peak: JobPeak, top: int = 8) -> str:
+    lines = [f"    peak allocated within the job {peak.peak / GIB:.2f} GiB (held when it began "
+             f"{peak.before / GIB:.2f} GiB; {peak.entries} events"
+             + ("; the trace wrapped, its oldest events lost" if peak.wrapped else "") + "), live then:"]
+    lines += [f"      {p.bytes / GIB:7.3f} GiB in {p.blocks:4d} block(s)  {p.where}" for p in peak.parts[:top]]
+    return "\n".join(lines)
+
+
 def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("tasks", nargs="?", default=DEFAULT_TASKS)
+    p.add_argument("--history", action="store_true", help="what was live at each job's peak, by allocating line")
+    p.add_argument("--json", type=Path, help="write every job's figures here too")
+    args = p.parse_args(argv)
     if not torch.cuda.is_available():
         print("judge_memory_probe: needs a GPU (torch sees none)", file=sys.stderr)
         return 2
@@ -45,16 +154,40 @@ def main(argv: list[str]) -> int:
     set_input_cache_bytes(INPUT_CACHE_MIB << 20)  # the pool's bound for one worker
     worker = Worker()
     started = time.perf_counter()
+    rows: list[dict[str, Any]] = []
     try:
-        for i, task_id in enumerate((argv[0] if argv else DEFAULT_TASKS).split(",")):
+        for i, task_id in enumerate(args.tasks.split(",")):
             job = Job(task_id, get_task(task_id).baseline_source(), case_set="hidden", timing=True,
                       timing_policy=TimingPolicy(protocol=FINAL_FULL).to_json(), id=i)
-            verdict = worker.handle(job)["evaluation"]["verdict"]["kind"]
-            print(f"{time.perf_counter() - started:6.1f} s {task_id:14s} {verdict:12s} judge allocated "
-                  f"{torch.cuda.memory_allocated() >> 20} MiB, reserved {torch.cuda.memory_reserved() >> 20} MiB, "
-                  f"peak reserved {torch.cuda.max_memory_reserved() >> 20} MiB; GPU in use {gpu_used()}", flush=True)
+            before = torch.cuda.memory_allocated()
+            if args.history:  # off and on again: a fresh trace for this job (torch clears it on either)
+                torch.cuda.memory._record_memory_history(enabled=None)
+                torch.cuda.memory._record_memory_history(context="alloc", stacks="python",
+                                                         max_entries=HISTORY_ENTRIES)
+            reply = worker.handle(job)
+            verdict = reply["evaluation"]["verdict"]["kind"]
+            row: dict[str, Any] = {
+                "task": task_id, "verdict": verdict, "seconds": round(time.perf_counter() - started, 1),
+                "allocated_mib": torch.cuda.memory_allocated() >> 20,
+                "reserved_mib": torch.cuda.memory_reserved() >> 20,
+                "job_peak_allocated_mib": torch.cuda.max_memory_allocated() >> 20,  # the worker resets them per job
+                "job_peak_reserved_mib": torch.cuda.max_memory_reserved() >> 20, "gpu_in_use": gpu_used()}
+            print(f"{row['seconds']:6.1f} s {task_id:14s} {verdict:12s} judge allocated {row['allocated_mib']} MiB, "
+                  f"reserved {row['reserved_mib']} MiB (after the job's release); the job's peaks: allocated "
+                  f"{row['job_peak_allocated_mib']} MiB, reserved {row['job_peak_reserved_mib']} MiB; "
+                  f"GPU in use {row['gpu_in_use']}", flush=True)
+            if args.history:
+                trace = torch.cuda.memory._snapshot()["device_traces"][torch.cuda.current_device()]
+                peak = peak_parts(trace, before, wrapped=len(trace) >= HISTORY_ENTRIES)
+                row["peak"] = asdict(peak)
+                print(describe(peak), flush=True)
+            rows.append(row)
     finally:
+        if args.history:
+            torch.cuda.memory._record_memory_history(enabled=None)
         worker.close()
+        if args.json:
+            args.json.write_text(json.dumps(rows, indent=1))
     return 0
 
 

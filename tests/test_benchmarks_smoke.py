@@ -433,3 +433,4 @@ def test_the_judge_memory_probe_says_in_one_line_that_it_needs_a_gpu() -> None:
                           timeout=300)
     assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
         "judge_memory_probe: needs a GPU (torch sees none)"], proc.stderr[-2000:]
+

@@ -16,6 +16,7 @@ from judge import device_memory
 class FakeCuda:
     def __init__(self, reserved: int, allocated: int) -> None:
         self.reserved, self.allocated, self.emptied = reserved, allocated, 0
+        self.peak_allocated, self.peak_reserved, self.resets = allocated, reserved, 0
 
     def is_available(self) -> bool:
         return True
@@ -25,6 +26,16 @@ class FakeCuda:
 
     def memory_allocated(self, device: Any = None) -> int:
         return self.allocated
+
+    def max_memory_allocated(self, device: Any = None) -> int:
+        return self.peak_allocated
+
+    def max_memory_reserved(self, device: Any = None) -> int:
+        return self.peak_reserved
+
+    def reset_peak_memory_stats(self, device: Any = None) -> None:
+        self.resets += 1
+        self.peak_allocated, self.peak_reserved = self.allocated, self.reserved
 
     def device(self, device: Any) -> Any:
         return contextlib.nullcontext()
@@ -50,6 +61,25 @@ def test_nothing_happens_on_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
     assert device_memory.release_cached_blocks("cpu") == 0 and fake.emptied == 0
 
 
+def test_a_jobs_peaks_are_its_own_and_read_before_the_release(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeCuda(reserved=12 * 2**30, allocated=2 * 2**30)  # peaks of an earlier job
+    fake.peak_reserved = 18 * 2**30
+    monkeypatch.setattr(device_memory.torch, "cuda", fake)
+    device_memory.start_job("cuda")
+    assert fake.resets == 1
+    fake.peak_allocated, fake.peak_reserved = 5 * 2**30, 14 * 2**30  # this job's
+    steps = device_memory.job_memory("cuda")
+    assert steps == {"memory:peak_allocated_gib": 5.0, "memory:peak_reserved_gib": 14.0, "memory:released_gib": 10.0}
+    assert fake.emptied == 1
+
+
+def test_on_the_cpu_a_job_records_no_peak_and_resets_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeCuda(reserved=8 * 2**30, allocated=0)
+    monkeypatch.setattr(device_memory.torch, "cuda", fake)
+    device_memory.start_job("cpu")
+    assert device_memory.job_memory("cpu") == {"memory:released_gib": 0.0} and fake.resets == 0
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
 def test_on_a_gpu_the_allocators_idle_blocks_are_handed_back() -> None:
@@ -61,3 +91,15 @@ def test_on_a_gpu_the_allocators_idle_blocks_are_handed_back() -> None:
     assert device_memory.release_cached_blocks("cuda") == idle
     assert torch.cuda.memory_reserved() - torch.cuda.memory_allocated() < idle
     assert kept.numel() == 64 << 20
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_on_a_gpu_a_jobs_peak_counts_what_it_allocated_and_freed() -> None:
+    device_memory.start_job("cuda")
+    before = torch.cuda.memory_allocated()
+    transient = torch.empty(512 << 20, dtype=torch.uint8, device="cuda")
+    del transient
+    steps = device_memory.job_memory("cuda")
+    assert steps["memory:peak_allocated_gib"] * 2**30 >= before + (512 << 20)
+    assert steps["memory:peak_reserved_gib"] >= steps["memory:peak_allocated_gib"]

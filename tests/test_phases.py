@@ -63,6 +63,21 @@ def test_step_lines_are_summarised_by_job_kind() -> None:
     assert "pass:jobs" not in timed
 
 
+def test_a_memory_peak_is_summarised_by_its_largest_beside_its_mean() -> None:
+    """The job that filled the GPU must show: a peak's mean over a kind's jobs hides it."""
+    from judge.device_memory import PEAK_STEPS
+    from results.phases import PEAK_STEP_PREFIX
+
+    assert all(name.startswith(PEAK_STEP_PREFIX) for name in PEAK_STEPS)
+    lines = [{"kind": "evaluation", "case_set": "hidden", "timing": True, "wall": 1.0, "phases": {},
+              "steps": {PEAK_STEPS[1]: reserved, PEAK_STEPS[0]: 1.0, "memory:released_gib": 2.0}}
+             for reserved in (2.0, 16.0, 3.0)]
+    row = steps_by_kind(lines)[0]
+    assert row[PEAK_STEPS[1]] == pytest.approx(7.0) and row[f"{PEAK_STEPS[1]}:max"] == 16.0
+    assert row[f"{PEAK_STEPS[0]}:max"] == 1.0
+    assert "memory:released_gib:max" not in row  # not a peak: its mean alone, as every other step
+
+
 def test_a_workers_start_is_its_own_row_and_its_age_is_read_from_the_system() -> None:
     from judge.phases import process_age
 
