@@ -402,8 +402,11 @@ def _wilson_columns(x: np.ndarray, conf: float) -> tuple[np.ndarray, np.ndarray,
     ends = np.ptp(x, axis=0) == 0
     ends &= (x[0] == 0.0) | (x[0] == 1.0)
     ok = (s2 > 0) | ends
+    # A mean that rounds to 0 or 1 while its tasks still differ by rounding (pass@k at large k:
+    # 0.9999999999999998 beside 1.0) has no m (1 - m) to scale the spread by: the bound, as at the ends.
+    bounded = ends | (pq <= 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        n_eff = np.where(ends, float(n), n * pq / np.where(s2 > 0, s2, 1.0))
+        n_eff = np.where(bounded, float(n), n * pq / np.where(s2 > 0, s2, 1.0))
     n_eff = np.where(ok, n_eff, float(n))
     c = float(sps.t.ppf(0.5 + conf / 2.0, n - 1))
     c2 = c * c

@@ -74,6 +74,22 @@ def test_every_rate_band_is_the_chosen_one() -> None:
     assert e.method == "wilson-effective-n" and 0.5 < e.lo < e.value == 0.9 < e.hi < 1.0
 
 
+def test_a_mean_rounding_to_one_gets_the_bound_not_a_division_by_zero() -> None:
+    """pass@k at large k over tasks with many runs: values a rounding below 1 beside 1.0 make a
+    mean of exactly 1.0 with a spread above 0. Before, the effective n was 0 there: a NumPy
+    warning in every report and a band of NaN."""
+    x = np.array([[0.47, 0.9999999999999998], [0.60, 1.0], [0.47, 1.0], [0.56, 1.0], [0.63, 0.9999999999999999]])
+    assert x[:, 1].mean() == 1.0 and x[:, 1].var(ddof=1) > 0
+    from stats.intervals import band_columns
+
+    with np.errstate(all="raise"):
+        cols = band_columns(x, method=RATE_BAND)
+    assert np.all(np.isfinite(cols.lo)) and np.all(np.isfinite(cols.hi))
+    assert cols.hi[1] == 1.0 and 0.0 < cols.lo[1] < 1.0  # Wilson's interval over 5 tasks at 1, as for exact ones
+    exact = band_columns(np.ones((5, 1)), method=RATE_BAND)
+    assert cols.lo[1] == pytest.approx(exact.lo[0])
+
+
 def test_coverage_words_by_suite_size() -> None:
     assert coverage_words(30) == "measured coverage at 30 tasks 0.93-0.97 (scripts/band_coverage_sim.py)"
     assert coverage_words(12).startswith("with 12 tasks this band covers less than 95%: as low as 0.875")
