@@ -89,8 +89,11 @@ speed)
     step gpu_tests 150 python3 -m pytest -q -p no:cacheprovider -m "gpu or not slow" tests/test_precompile.py \
       tests/test_timing_protocols.py tests/test_calls_ahead.py tests/test_wire.py tests/test_fused_compare.py \
       tests/test_hidden_warmup.py tests/test_device_memory.py
-    # a judge worker's own GPU memory after big tasks' jobs (judge/device_memory.py hands idle blocks back)
-    step memory 120 python3 scripts/judge_memory_probe.py
+    # a judge worker's own GPU memory after big tasks' jobs (judge/device_memory.py hands idle blocks back),
+    # and what was live at each job's peak, by the line that allocated it
+    step memory 180 python3 scripts/judge_memory_probe.py \
+      "${MEMORY_TASKS:-swiglu,axpby,gather,cross_entropy,embedding,transpose,add_relu,total_sum}" --history \
+      --json "$OUT/memory.json"
     for batch in 0 1; do  # the judged call's milliseconds, one call per request and batched (judge/oracle.py batches)
       step "spans_batch$batch" 120 env KMC_CALL_BATCH=$batch python3 scripts/judge_profile.py --spans \
         --tasks vector_add,flip,softmax,rms_norm,cumsum --repeats 3 --case-set hidden
