@@ -384,8 +384,12 @@ class Worker:
             with self.clock("timing"):  # the perf-case check, then the timing protocol
                 verdict, timing = self._time(task, runner, verdict, job)
         if verdict.correct and job.sanitize and job.timing and self.target.vendor == "nvidia":
+            from judge.sanitize import sanitized
+
+            self.counter += 1
             with gpu_gate(exclusive=False, clock=self.clock):
-                verdict = self._sanitize(task, job, cases, verdict)
+                verdict = sanitized(task, job, cases, verdict, device=self.device, interpreter=self.target.interpreter,
+                                    folder=self.tmp / f"sanitize-{self.counter}", caches=self.caches, clock=self.clock)
         return verdict, timing
 
     def _shared_ticket(self) -> Any:
@@ -397,49 +401,6 @@ class Worker:
         """The GPU held exclusively to time: the wait counted as `gate`, the hold as `ALONE_STEP`."""
         with gpu_gate(exclusive=True, clock=self.clock), self.clock.step(ALONE_STEP):
             yield
-
-    def _sanitize(self, task: Any, job: Job, cases: Any, verdict: Any) -> Any:
-        """`--sanitize` (config `sanitize: true`): the final submission judged again under
-        compute-sanitizer memcheck and racecheck, each in a template of its own; any error it
-        reports turns the verdict into wrong_result with the tool's first lines."""
-        import re
-        import shutil as sh
-
-        from judge.candidate.verdict import Verdict
-        from judge.oracle import judge_cases
-        from judge.remote import RemoteRunner, TemplateProcess
-
-        tool_path = sh.which("compute-sanitizer")
-        if tool_path is None:
-            return dataclasses.replace(verdict, message="compute-sanitizer not found; not sanitized")
-        self.counter += 1
-        for tool in ("memcheck", "racecheck"):
-            log = self.tmp / f"sanitize-{self.counter}-{tool}.log"
-            template = TemplateProcess(self.device, prefix=(tool_path, "--tool", tool, "--target-processes", "all",
-                                                            "--print-limit", "10", "--log-file", str(log)))
-            proc = template.spawn()
-            try:
-                proc.start_clock(float(job.timeout) * 4)
-                with gpu_gate(exclusive=False, clock=self.clock):
-                    proc.start_device()
-                    proc.wait_ready(600.0)
-                self.caches.lend(proc, job.source, hidden=True)
-                reply, _ = proc.request({"op": "load", "source": job.source, "entry_point": task.entry_point,
-                                         "allowed_ops": list(task.allowed_torch_ops),
-                                         "judges_overruns": task.judges_overruns})
-                if reply.get("ok") is True:
-                    judge_cases(task, RemoteRunner(proc), cases, self.device, False)
-            finally:
-                proc.close()
-                template.close()
-            text = log.read_text(errors="replace") if log.exists() else ""
-            errors = [int(n) for n in re.findall(r"ERROR SUMMARY: (\d+) error", text)]
-            if any(errors):
-                first = "; ".join(line.strip() for line in text.splitlines() if line.strip().startswith("=========")
-                                  and "ERROR SUMMARY" not in line)[:600]
-                return Verdict("wrong_result", f"compute-sanitizer {tool}: {max(errors)} error(s): {first}",
-                               cases_run=verdict.cases_run, kernel_launched=True)
-        return verdict
 
     def _internal_tests(self, task: Any, job: Job, proc: Any) -> tuple[Any, list[dict[str, Any]]]:
         """A method's own unit tests, run in the candidate's process (where neither hidden
