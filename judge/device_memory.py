@@ -10,7 +10,8 @@ workers the GPU filled (79 GiB, 15-130 MiB free) and candidates were judged out 
 when retried alone (runners/pool.py), since the other workers' cached blocks stay theirs while
 the gate holds them off. So after each job a worker hands back what it holds beyond
 `RELEASE_ABOVE_BYTES` of idle blocks; the next job's first allocations then come from the driver
-again, at most once per job.
+again, at most once per job. A worker about to wait behind a job retried alone hands back
+whatever it holds idle (judge/gate.py `on_waiting_behind_alone`): that job needs the memory now.
 
 Each job's step line (judge/phases.py `record_steps`) also carries the worker's peak allocated
 and reserved bytes during that job (`job_memory`), so a run shows which jobs fill the GPU, and
@@ -51,13 +52,14 @@ def job_memory(device: str) -> dict[str, float]:
     return steps
 
 
-def release_cached_blocks(device: str) -> int:
+def release_cached_blocks(device: str, above: int = RELEASE_ABOVE_BYTES) -> int:
     """Hand this process's idle cached blocks on `device` back to the driver when they exceed
-    `RELEASE_ABOVE_BYTES`; the bytes that were idle (0 where nothing was released, and on the CPU)."""
+    `above` bytes; the bytes that were idle (0 where nothing was released, and on the CPU).
+    `above=0` (before waiting behind a job retried alone, judge/gate.py): whatever is idle."""
     if not _on_gpu(device):
         return 0
     idle = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
-    if idle <= RELEASE_ABOVE_BYTES:
+    if idle <= above:
         return 0
     with torch.cuda.device(device):
         torch.cuda.empty_cache()

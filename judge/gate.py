@@ -42,6 +42,11 @@ ticket order: one timing lane per GPU. Waits only ever point at smaller numbers,
 no cycle and no deadlock. The gate holds nothing while nobody waits and costs one small file
 per ticket.
 
+A job retried alone (it ran out of GPU memory beside other workers' jobs: runners/pool.py) takes
+an exclusive ticket marked `<number>.alone`; whoever then waits behind it first runs this
+process's hook (`on_waiting_behind_alone`: a judge worker hands back its idle cached GPU blocks,
+judge/device_memory.py), so the job alone finds the memory the others' caches held.
+
 It is a cooperation protocol between trusted judge processes, not a defence: candidate code
 never holds a ticket, and a process that could flock the files could stall the GPU's queue
 (denial of service of the GPU is out of scope in docs/ARCHITECTURE.md's threat model).
@@ -54,7 +59,7 @@ import fcntl
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -72,6 +77,15 @@ far above a case's seconds on a GPU, far below a job's time limit."""
 _SUFFIX = {True: "x", False: "s"}
 _LET_IN = "g"  # a judging ticket let in (timers-first): what a timer drawn after it waits for
 _BACKGROUND = "b"  # waits for the timers before it, as judging does; no timer waits for it
+_ALONE = "alone"  # a file beside an exclusive ticket of a job retried alone: `<number>.alone`
+_waiting_behind_alone: Callable[[], int] | None = None
+
+
+def on_waiting_behind_alone(hook: Callable[[], int] | None) -> None:
+    """This process's hook, run once per ticket before it waits behind a job retried alone; it
+    returns the bytes it released (`Ticket.released_for_alone`). None: nothing is run."""
+    global _waiting_behind_alone
+    _waiting_behind_alone = hook
 ORDER_ENV = "KMC_GATE_ORDER"
 """`timers-first` (the default) or `fifo` (the module's docstring): every process at one gate
 must use the same order (the pool's workers inherit it)."""
@@ -88,6 +102,8 @@ WAIT_STEPS = {True: "gate:timer waits", False: "gate:judging waits"}
 """The step names under which a job's waits at the gate are summed, by the kind of ticket."""
 HELD_STEPS = {True: "gate:timer held", False: "gate:judging held"}
 """... and its seconds holding a ticket: a held judging ticket is what a timer drains."""
+RELEASED_FOR_ALONE_STEP = "memory:released_for_alone_gib"
+"""GiB this worker's hook released before waiting behind a job retried alone (`on_waiting_behind_alone`)."""
 ENTRY_STEPS = {True: "gate:timer entries", False: "gate:judging entries"}
 """... and how many tickets it took (a count, summed like the seconds): waits over entries is
 the mean drain a timer waited for, held over entries the mean judging hold."""
@@ -105,6 +121,8 @@ class Ticket:
     stepped_back_for: list[str] = field(default_factory=list)  # judging tickets that outlasted the patience
     let_in: bool = False  # a judging ticket renamed `.g` (timers-first)
     background: bool = False  # a spare's context (`FairGate.enter`)
+    alone: bool = False  # an exclusive ticket of a job retried alone (marked `<number>.alone`)
+    released_for_alone: int | None = None  # bytes the hook released before waiting behind one (None: not run)
 
     @property
     def name(self) -> str:
@@ -130,14 +148,15 @@ class FairGate:
         self.timers_first = timers_first_from_env() if timers_first is None else timers_first
 
     @contextlib.contextmanager
-    def enter(self, exclusive: bool, background: bool = False) -> Iterator[Ticket]:
+    def enter(self, exclusive: bool, background: bool = False, alone: bool = False) -> Iterator[Ticket]:
         """Hold the GPU: shared (judging) or alone (timing), in ticket order. `background` (not
         exclusive): wait for the timers ahead as judging does, but let no timer wait for it:
         for work that must not start while a timer measures but may overlap one that began
-        after it (a spare's context, judge/spares.py)."""
+        after it (a spare's context, judge/spares.py). `alone` (exclusive): a job retried alone,
+        marked so that those waiting behind it run their hook first (the module's docstring)."""
         started = time.perf_counter()
         stepped_back: list[str] = []
-        ticket, fd = self._draw(exclusive, background and not exclusive)
+        ticket, fd = self._draw(exclusive, background and not exclusive, alone and exclusive)
         try:
             if ticket.background:
                 self._wait_for_timers(ticket)
@@ -148,7 +167,7 @@ class FairGate:
                 fd = -1
                 stepped_back.append(stuck)
                 self._wait_for(stuck, None)  # holding no ticket: the queue behind flows meanwhile
-                ticket, fd = self._draw(exclusive)
+                ticket, fd = self._draw(exclusive, alone=ticket.alone)
             ticket.wait_s = time.perf_counter() - started
             ticket.stepped_back_for = stepped_back
             yield ticket
@@ -159,6 +178,9 @@ class FairGate:
     def _release(self, ticket: Ticket, fd: int) -> None:
         with contextlib.suppress(FileNotFoundError):
             (self.folder / ticket.name).unlink()
+        if ticket.alone:
+            with contextlib.suppress(FileNotFoundError):
+                self._alone_mark(ticket.name).unlink()
         os.close(fd)  # releases the ticket's lock: whoever waits on it goes on
 
     @contextlib.contextmanager
@@ -171,17 +193,29 @@ class FairGate:
         finally:
             os.close(counter)  # releases the counter's lock
 
-    def _draw(self, exclusive: bool, background: bool = False) -> tuple[Ticket, int]:
-        """The next number and the ticket's file, created and locked while the counter is held,
-        so whoever draws a later number finds every earlier ticket on disk."""
+    def _draw(self, exclusive: bool, background: bool = False, alone: bool = False) -> tuple[Ticket, int]:
+        """The next number and the ticket's file (and an alone ticket's mark), created and locked
+        while the counter is held, so whoever draws a later number finds every earlier ticket on disk."""
         with self._counter() as counter:
             text = os.pread(counter, 32, 0).decode(errors="replace").strip()
             number = int(text) + 1 if text.isdigit() else 1
             os.pwrite(counter, f"{number:020d}".encode(), 0)
-            ticket = Ticket(number, exclusive, background=background)
+            ticket = Ticket(number, exclusive, background=background, alone=alone)
             fd = os.open(self.folder / ticket.name, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
             fcntl.flock(fd, fcntl.LOCK_EX)
+            if alone:
+                self._alone_mark(ticket.name).touch(0o600)
             return ticket, fd
+
+    def _alone_mark(self, name: str) -> Path:
+        return self.folder / f"{name.partition('.')[0]}.{_ALONE}"
+
+    def _before_waiting(self, ticket: Ticket, name: str) -> None:
+        """Once per ticket, this process's hook before it waits behind a job retried alone."""
+        if _waiting_behind_alone is None or ticket.released_for_alone is not None:
+            return
+        if self._alone_mark(name).exists():
+            ticket.released_for_alone = _waiting_behind_alone()
 
     def _tickets(self) -> list[tuple[int, str, str]]:
         """(number, kind, file name) of every ticket on disk."""
@@ -217,6 +251,7 @@ class FairGate:
                     return
             if timers[0] not in ticket.waited_for:
                 ticket.waited_for.append(timers[0])
+            self._before_waiting(ticket, timers[0])
             self._wait_for(timers[0], None)
 
     def _earlier(self, ticket: Ticket) -> list[str]:
@@ -238,6 +273,7 @@ class FairGate:
         ticket.waited_for = [*ticket.waited_for, *ahead] if ticket.let_in else ahead
         deadline = None if patience is None else time.monotonic() + patience
         for name in ahead:
+            self._before_waiting(ticket, name)
             if not self._wait_for(name, deadline if not name.endswith(".x") else None):
                 return name
         return None
@@ -266,6 +302,7 @@ class FairGate:
             with contextlib.suppress(FileNotFoundError):
                 if os.fstat(fd).st_ino == os.stat(path).st_ino:
                     path.unlink()
+                    self._alone_mark(name).unlink(missing_ok=True)
             return True
         finally:
             os.close(fd)
@@ -288,13 +325,14 @@ def holds_exclusive() -> bool:
 
 
 @contextlib.contextmanager
-def gpu_gate(exclusive: bool, clock: PhaseClock | None = None, background: bool = False) -> Iterator[Ticket | None]:
+def gpu_gate(exclusive: bool, clock: PhaseClock | None = None, background: bool = False,
+             alone: bool = False) -> Iterator[Ticket | None]:
     """The gate of this process's GPU when it has one (`$KMC_GPU_GATE`), else nothing to wait
     for. Re-entrant: inside an exclusive ticket (a job retried alone) every inner request is
     already served, and a shared one inside a shared one too (a later ticket would wait for this
     thread's own). Tickets are per thread: another thread's request waits like any other
     process's. `clock`: the wait is counted as its `gate` phase. `background`: a shared ticket
-    no timer waits for (`FairGate.enter`)."""
+    no timer waits for, `alone`: an exclusive one marked as a job retried alone (`FairGate.enter`)."""
     folder = os.environ.get(GATE_ENV)
     held = _held()
     if not folder or (held and (held[-1].exclusive or not exclusive)):
@@ -304,10 +342,12 @@ def gpu_gate(exclusive: bool, clock: PhaseClock | None = None, background: bool 
         raise RuntimeError("an exclusive GPU ticket asked inside a shared one would wait for itself")
     with contextlib.ExitStack() as stack:
         with clock("gate") if clock is not None else contextlib.nullcontext():
-            ticket = stack.enter_context(FairGate(folder).enter(exclusive, background))
+            ticket = stack.enter_context(FairGate(folder).enter(exclusive, background, alone))
         if clock is not None:  # which waits the gate phase is made of, for diagnosis (judge/phases.py steps)
             _add_step(clock, WAIT_STEPS[exclusive], ticket.wait_s)
             _add_step(clock, ENTRY_STEPS[exclusive], 1.0)
+            if ticket.released_for_alone is not None:
+                _add_step(clock, RELEASED_FOR_ALONE_STEP, ticket.released_for_alone / 2**30)
         held.append(ticket)
         entered = time.perf_counter()
         try:

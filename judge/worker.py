@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -32,7 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from judge.gate import gpu_gate
+from judge.gate import gpu_gate, on_waiting_behind_alone
 from judge.job import Job, JobReply
 
 if TYPE_CHECKING:
@@ -115,6 +116,10 @@ class Worker:
 
         self.target = detect_target()  # TRITON_INTERPRET=1 in this worker's environment: the interpreter
         self.device = "cpu" if self.target.interpreter else "cuda"
+        # Behind a job retried alone (out of GPU memory beside others), idle cached blocks go back first.
+        from judge.device_memory import release_cached_blocks
+
+        on_waiting_behind_alone(functools.partial(release_cached_blocks, self.device, 0))
         # The template starts (imports, warm-up: seconds) while this process loads the task
         # sources and builds Triton's helpers: neither needs the other.
         starting = ThreadPoolExecutor(max_workers=1, thread_name_prefix="template-start")
@@ -222,7 +227,7 @@ class Worker:
         timing = None
         # A job retried alone (it ran out of GPU memory beside other workers' jobs: runners/pool.py)
         # holds the GPU's gate exclusively from start to end; its inner requests are then served.
-        alone = gpu_gate(exclusive=True, clock=self.clock) if job.alone else contextlib.nullcontext()
+        alone = gpu_gate(exclusive=True, clock=self.clock, alone=True) if job.alone else contextlib.nullcontext()
         try:
             with alone:
                 if job.tests_job:

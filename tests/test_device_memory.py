@@ -55,6 +55,13 @@ def test_idle_blocks_past_the_bound_go_back(monkeypatch: pytest.MonkeyPatch, idl
     assert fake.reserved == (fake.allocated if released else int((4 + idle_gib) * 2**30))
 
 
+def test_before_waiting_behind_a_job_alone_whatever_is_idle_goes_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeCuda(reserved=4 * 2**30 + (256 << 20), allocated=4 * 2**30)  # under the bound between jobs
+    monkeypatch.setattr(device_memory.torch, "cuda", fake)
+    assert device_memory.release_cached_blocks("cuda") == 0 and fake.emptied == 0
+    assert device_memory.release_cached_blocks("cuda", above=0) == 256 << 20 and fake.emptied == 1
+
+
 def test_nothing_happens_on_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
     fake = FakeCuda(reserved=8 * 2**30, allocated=0)
     monkeypatch.setattr(device_memory.torch, "cuda", fake)

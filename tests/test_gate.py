@@ -233,6 +233,65 @@ def test_gpu_gate_is_reentrant_and_counts_its_wait(tmp_path: Path, monkeypatch: 
         assert none is None
 
 
+@pytest.mark.parametrize("timers_first", [False, True])
+def test_whoever_waits_behind_a_job_retried_alone_runs_its_hook_first_and_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, timers_first: bool) -> None:
+    """A job retried alone after running out of GPU memory needs what the other workers' caches
+    hold: a ticket that finds it ahead runs this process's hook (a judge worker's: hand back its
+    idle cached blocks) before it waits, once, and records what was released. Behind a timer,
+    and with no job alone ahead, nothing is run."""
+    monkeypatch.setenv(GATE_ENV, str(tmp_path / "gate"))
+    monkeypatch.setenv(gate_module.ORDER_ENV, "timers-first" if timers_first else "fifo")
+    calls: list[str] = []
+
+    def hook() -> int:
+        calls.append(threading.current_thread().name)
+        return 3 << 30
+
+    monkeypatch.setattr(gate_module, "_waiting_behind_alone", None)
+    gate_module.on_waiting_behind_alone(hook)
+    gate, log = FairGate(tmp_path / "gate"), Log()
+
+    def alone_job(release: threading.Event) -> threading.Thread:
+        entered = threading.Event()
+
+        def run() -> None:
+            with gate.enter(True, alone=True) as ticket:
+                assert (gate.folder / f"{ticket.number:016d}.alone").exists()
+                entered.set()
+                release.wait(5)
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        assert entered.wait(5)
+        return thread
+
+    release = threading.Event()
+    first = alone_job(release)
+    clock = PhaseClock()
+    waiter = threading.Thread(target=lambda: gpu_gate_entry(clock), name="judging")
+    waiter.start()
+    time.sleep(0.2)
+    assert calls == ["judging"]  # run before the wait, while the job alone still holds the GPU
+    release.set()
+    first.join()
+    waiter.join()
+    assert calls == ["judging"] and clock.steps[gate_module.RELEASED_FOR_ALONE_STEP] == 3.0
+    assert not [n for n in os.listdir(gate.folder) if n.endswith(".alone")]  # the mark goes with its ticket
+    # Behind a plain timer, or with nothing ahead, the hook is not run.
+    timer = hold(gate, log, "timer", True, 0.2)
+    behind_timer = hold(gate, log, "judge", False, 0.0)
+    for t in (timer, behind_timer):
+        t.join()
+    assert log.waited_for["judge"] == [log.tickets["timer"]] and calls == ["judging"]
+    gate_module.on_waiting_behind_alone(None)
+
+
+def gpu_gate_entry(clock: PhaseClock) -> None:
+    with gpu_gate(exclusive=False, clock=clock):
+        pass
+
+
 def test_nested_phases_count_each_second_once() -> None:
     clock = PhaseClock()
     with clock("timing"):

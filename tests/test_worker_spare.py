@@ -94,3 +94,30 @@ def test_the_spare_count_is_read_safely(value: str, count: int) -> None:
     from judge.spares import _spare_count
 
     assert _spare_count(value) == count
+
+
+@pytest.mark.slow
+def test_a_job_retried_alone_takes_a_ticket_marked_alone(worker: Worker, monkeypatch: pytest.MonkeyPatch,
+                                                           tmp_path: Path) -> None:
+    """The pool retries a job alone after a GPU out-of-memory error (runners/pool.py); its ticket
+    is marked so, which is what makes the other workers hand their idle blocks back before
+    waiting behind it (judge/gate.py). A plain job takes no exclusive ticket of its own."""
+    import judge.worker as worker_module
+    from judge.gate import GATE_ENV
+
+    monkeypatch.setenv(GATE_ENV, str(tmp_path / "gate"))
+    asked: list[tuple[bool, bool]] = []
+    real = worker_module.gpu_gate
+
+    def recording(exclusive: bool, clock: Any = None, background: bool = False, alone: bool = False) -> Any:
+        asked.append((exclusive, alone))
+        return real(exclusive, clock=clock, background=background, alone=alone)
+
+    monkeypatch.setattr(worker_module, "gpu_gate", recording)
+    job = {"id": 1, "task": "vector_add", "source": get_task("vector_add").baseline_source(),
+           "case_set": "visible", "timeout": 300}
+    assert worker.handle({**job, "alone": True})["evaluation"]["verdict"]["kind"] == "correct"
+    assert asked[0] == (True, True)
+    asked.clear()
+    assert worker.handle({**job, "id": 2})["evaluation"]["verdict"]["kind"] == "correct"
+    assert (True, True) not in asked
