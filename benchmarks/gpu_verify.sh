@@ -94,6 +94,11 @@ speed)
     step memory 180 python3 scripts/judge_memory_probe.py \
       "${MEMORY_TASKS:-swiglu,axpby,gather,cross_entropy,embedding,transpose,add_relu,total_sum}" --history \
       --json "$OUT/memory.json"
+    if [ "${MEMORY_EXPANDABLE:-0}" = 1 ]; then  # the same under torch's expandable segments (less fragmentation?)
+      step memory_expandable 180 env PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True python3 \
+        scripts/judge_memory_probe.py "${MEMORY_TASKS:-swiglu,axpby,gather,cross_entropy,embedding,transpose,add_relu,total_sum}" \
+        --json "$OUT/memory-expandable.json"
+    fi
     for batch in 0 1; do  # the judged call's milliseconds, one call per request and batched (judge/oracle.py batches)
       step "spans_batch$batch" 120 env KMC_CALL_BATCH=$batch python3 scripts/judge_profile.py --spans \
         --tasks vector_add,flip,softmax,rms_norm,cumsum --repeats 3 --case-set hidden
