@@ -64,6 +64,16 @@ def hold(gate: FairGate, log: Log, name: str, exclusive: bool, seconds: float,
     return thread
 
 
+def wait_entered(log: Log, *names: str) -> None:
+    """Until the named jobs hold their tickets. Why: a judging ticket is drawn before it is let
+    in (timers first), so a timer drawn right after `hold` returns can come between, on a loaded
+    machine, and the job meant to be inside finds a timer ahead of it."""
+    deadline = time.monotonic() + 5
+    while not all(name in log.entered for name in names):
+        assert time.monotonic() < deadline, f"not entered: {[n for n in names if n not in log.entered]}"
+        time.sleep(0.002)
+
+
 @pytest.mark.parametrize("timers_first", [False, True])
 def test_judging_jobs_share_the_gate_in_parallel(tmp_path: Path, timers_first: bool) -> None:
     gate, log = FairGate(tmp_path / "gate", timers_first=timers_first), Log()
@@ -79,7 +89,7 @@ def test_a_timer_waits_only_for_the_jobs_inside_and_later_judging_waits_for_it(t
                                                                                timers_first: bool) -> None:
     gate, log = FairGate(tmp_path / "gate", timers_first=timers_first), Log()
     inside = [hold(gate, log, f"early{i}", False, 0.5) for i in range(3)]
-    time.sleep(0.05)
+    wait_entered(log, "early0", "early1", "early2")
     timer = hold(gate, log, "timer", True, 0.4)
     later = [hold(gate, log, f"late{i}", False, 0.1) for i in range(3)]
     for t in (*inside, timer, *later):
@@ -111,6 +121,7 @@ def test_timers_first_a_second_timer_goes_before_the_judging_queued_between_them
     same drain, ahead of the judging that asked between them; that judging goes after both."""
     gate, log = FairGate(tmp_path / "gate", timers_first=True), Log()
     inside = hold(gate, log, "inside", False, 0.3)
+    wait_entered(log, "inside")
     first = hold(gate, log, "timer1", True, 0.3)
     judge = hold(gate, log, "judge", False, 0.1)
     second = hold(gate, log, "timer2", True, 0.2)
@@ -271,8 +282,10 @@ def test_whoever_waits_behind_a_job_retried_alone_runs_its_hook_first_and_once(
     clock = PhaseClock()
     waiter = threading.Thread(target=lambda: gpu_gate_entry(clock), name="judging")
     waiter.start()
-    time.sleep(0.2)
-    assert calls == ["judging"]  # run before the wait, while the job alone still holds the GPU
+    deadline = time.monotonic() + 5
+    while not calls and time.monotonic() < deadline:
+        time.sleep(0.002)
+    assert calls == ["judging"] and waiter.is_alive()  # run before the wait, while the job alone holds the GPU
     release.set()
     first.join()
     waiter.join()
@@ -284,7 +297,6 @@ def test_whoever_waits_behind_a_job_retried_alone_runs_its_hook_first_and_once(
     for t in (timer, behind_timer):
         t.join()
     assert log.waited_for["judge"] == [log.tickets["timer"]] and calls == ["judging"]
-    gate_module.on_waiting_behind_alone(None)
 
 
 def gpu_gate_entry(clock: PhaseClock) -> None:
