@@ -141,16 +141,19 @@ def drawn(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return {"seen": seen, "results": results, "analysis": a}
 
 
+@pytest.mark.slow  # draws every figure of a run first: seconds on 2 cores
 def test_every_log_axis_has_three_labelled_ticks(drawn: dict[str, Any]) -> None:
     logs = check_log_ticks(drawn["seen"])
     assert {("paper/speedups", "y"), ("paper/parallel_scaling", "x")} <= set(logs)
     assert logs[("paper/speedups", "y")] == ["0.7x", "1x", "1.5x"]  # the shipped run's speedups lie in 0.85-1.01x
 
 
+@pytest.mark.slow  # draws every figure of a run first: seconds on 2 cores
 def test_the_watermark_is_above_everything_in_every_axes_of_every_style(drawn: dict[str, Any]) -> None:
     check_watermarks(drawn["seen"])
 
 
+@pytest.mark.slow  # draws every figure of a run first: seconds on 2 cores
 def test_bands_are_outlined_in_their_methods_colour_and_legends_show_them(drawn: dict[str, Any]) -> None:
     """The shipped run has 3 tasks, below the small-suite minimum (design invariant 12): its curves
     are drawn without bands, and each method is in the legend once. Outlines in each method's colour
@@ -162,6 +165,7 @@ def test_bands_are_outlined_in_their_methods_colour_and_legends_show_them(drawn:
         check_no_bands_and_legend(drawn["seen"][key], None if key == "paper/fast_p" else a.data.methods, key)
 
 
+@pytest.mark.slow  # draws every figure of a run first: seconds on 2 cores
 def test_the_outcome_heatmap_is_shaded_by_the_share_of_repeats_passed(drawn: dict[str, Any]) -> None:
     """GEAK passed layer_norm in 1 of 2 repeats, softmax in 2 of 2: they used to share a colour."""
     fig = drawn["seen"]["paper/outcomes"]
@@ -174,6 +178,7 @@ def test_the_outcome_heatmap_is_shaded_by_the_share_of_repeats_passed(drawn: dic
     assert np.mean(share_colour(0.5)[:3]) < np.mean(share_colour(0.0)[:3])  # darker with more passes
 
 
+@pytest.mark.slow  # draws every figure of a run first: seconds on 2 cores
 def test_a_figure_that_leaves_a_method_out_names_it_in_its_caption_file(drawn: dict[str, Any]) -> None:
     """Paper style has no title: parallel scaling left methods out without a word (GEAK here: its
     declared 20-call runs do not fit a budget of 6)."""

@@ -68,6 +68,7 @@ def test_the_readme_gives_the_command_and_shows_every_figure_of_the_gallery() ->
     assert sum(p.stat().st_size for p in GALLERY.iterdir()) < 1.5e6  # small enough to live in the repository
 
 
+@pytest.mark.slow  # draws every figure of a run first: seconds on 2 cores
 def test_the_gallery_is_what_the_command_draws_from_the_shipped_run(redrawn: dict[str, Any]) -> None:
     drawn = {p.name for p in redrawn["out"].iterdir()}
     assert drawn == {p.name for p in GALLERY.iterdir()}
@@ -77,6 +78,7 @@ def test_the_gallery_is_what_the_command_draws_from_the_shipped_run(redrawn: dic
         assert (redrawn["out"] / caption).read_text() == (GALLERY / caption).read_text(), caption
 
 
+@pytest.mark.slow  # draws every figure of a run first: seconds on 2 cores
 def test_every_gallery_figure_passes_the_tick_legend_and_watermark_checks(redrawn: dict[str, Any]) -> None:
     seen = redrawn["seen"]
     assert set(seen) == {f"paper/{n}" for n in FIGURE_NAMES}

@@ -115,6 +115,7 @@ def test_keyword_only_arguments_are_replayed_by_keyword(tasks: dict[str, Any]) -
     assert task.complete_source(own + "\ndef call_rms_norm(x, weight, eps):\n    return x\n").count("call_rms_norm") == 1
 
 
+@pytest.mark.slow  # judges a suite's reference and candidates end to end: seconds on 2 cores
 @pytest.mark.interpreter
 def test_autograd_function_called_directly_gets_a_plain_entry(tasks: dict[str, Any]) -> None:
     task = tasks["tb-scale_apply"]
@@ -125,6 +126,7 @@ def test_autograd_function_called_directly_gets_a_plain_entry(tasks: dict[str, A
     assert _judge(task, task.baseline_source()).correct
 
 
+@pytest.mark.slow  # judges a suite's reference and candidates end to end: seconds on 2 cores
 @pytest.mark.interpreter
 def test_a_kernel_the_test_launches_itself_is_replayed_with_its_grid(tasks: dict[str, Any]) -> None:
     """ROCm tests launch `kernel[grid](...)` themselves: the entry is that launch, the tensor the
@@ -203,6 +205,7 @@ def test_a_square_matrix_stays_square_and_integer_sizes_follow() -> None:
     assert grown[1].shape == (2,) and grown[2:] == (9, 81, 7), "n and numel follow; other integers stay"
 
 
+@pytest.mark.slow  # judges a suite's reference and candidates end to end: seconds on 2 cores
 @pytest.mark.interpreter
 def test_the_first_block_candidate_and_upstream_relu_fail_on_new_shapes(tasks: dict[str, Any]) -> None:
     """Both pass every call the suite records (five elements) and fail at 3001 elements."""
@@ -235,6 +238,7 @@ def _judge_on(task: Any, source: str, keep: Any) -> Any:
     return _judge(narrowed, source)
 
 
+@pytest.mark.slow  # judges a suite's reference and candidates end to end: seconds on 2 cores
 @pytest.mark.interpreter
 def test_output_arguments_are_judged_after_the_call(tasks: dict[str, Any]) -> None:
     gather = tasks["tb-gather_rows_into"]
@@ -441,6 +445,7 @@ def test_a_parameter_set_the_test_skips_is_passed_over(tmp_path: Path) -> None:
     assert suite.failure == "Skipped: NYI"
 
 
+@pytest.mark.slow  # judges a suite's reference and candidates end to end: seconds on 2 cores
 @pytest.mark.interpreter
 def test_a_reference_that_finishes_in_pytorch_is_its_own_interface(tasks: dict[str, Any]) -> None:
     """A suite wrapper that sums per-block partials in PyTorch passes its own cases; on a task
@@ -484,6 +489,7 @@ def test_hip_libdevice_imported_by_its_full_module_path_is_amd_only() -> None:
     assert not amd_only_constructs("from triton.language.extra.cuda.libdevice import pow\n")
 
 
+@pytest.mark.slow  # judges a suite's reference and candidates end to end: seconds on 2 cores
 @pytest.mark.interpreter
 def test_a_module_passed_beside_the_input_grows_with_it_in_new_shapes(tasks: dict[str, Any]) -> None:
     """Like fast_rms_layernorm.py: the wrapper reads `norm.weight` of a module the test passes.
@@ -524,6 +530,7 @@ def test_an_input_the_reference_hands_back_may_be_handed_back(tasks: dict[str, A
     assert v.kind == "wrong_result"
 
 
+@pytest.mark.slow  # judges a suite's reference and candidates end to end: seconds on 2 cores
 @pytest.mark.interpreter
 def test_output_a_reference_computes_from_past_its_input_is_not_judged(tasks: dict[str, Any]) -> None:
     """Like apply_penalty.py and flash_decode2_llama.py: the reference's last element reads one
@@ -663,6 +670,7 @@ def test_the_judges_copies_of_a_references_inputs_are_its_inputs() -> None:
     launches.add_inputs((out,))  # outside a recording: nothing to note, no error
 
 
+@pytest.mark.slow  # judges a suite's reference and candidates end to end: seconds on 2 cores
 @pytest.mark.interpreter
 def test_a_call_the_suite_makes_in_float64_is_judged_in_float64() -> None:
     """A suite test that passes float64 itself (FlagGems' uniform_, softmax, masked_select): the
@@ -763,6 +771,7 @@ def test_a_case_the_reference_answers_differently_each_run_is_skipped_with_why(t
     assert _judge(task, wrong).kind == "wrong_result"
 
 
+@pytest.mark.slow  # judges a suite's reference and candidates end to end: seconds on 2 cores
 @pytest.mark.interpreter
 def test_output_computed_from_scratch_the_reference_never_wrote_is_not_judged(
         tasks: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
