@@ -41,7 +41,7 @@ import torch
 
 from bench.slack import padded_copy
 from bench.task import Case, CaseUnavailable, OutputArgs, Task
-from judge.candidate.bit_equality import same_bits, unchanged
+from judge.candidate.bit_equality import same_bits, tensor_bytes, unchanged
 from judge.candidate.call_record import PARTLY_STORED, alias_text
 from judge.candidate.kernel_trace import TraceFindings, judged_findings
 from judge.candidate.known_memory import UNRECORDED, UNRECORDED_WHY
@@ -247,6 +247,13 @@ CASES_PER_HOLD = 8
 gate): a timer waiting there waits for at most these, and every call of them is judged before
 the hold is let go."""
 
+HOLD_PLAN_BYTES = 1 << 30
+"""The most bytes of inputs and expected outputs a hold plans before its calls are run and judged
+(`judge_cases`): cases past it are drawn once those are done. Why: a hold planned its eight cases
+at once, and on a GPU's large cases (the hidden set includes the perf cases) that kept 9-15 GiB
+live in the judge beside its input cache (an H100, 2026-12-05, scripts/judge_memory_probe.py
+--history: swiglu, gather, embedding, transpose); four workers at such peaks left candidates
+out of memory. Which calls go ahead of a failure still depends on the case set alone."""
 BATCH_INPUT_BYTES = 64 << 20
 """The most input bytes one request of calls carries (`batches`): a hold's calls on large cases
 go in several requests, so neither side holds a whole hold's inputs at once."""
@@ -422,6 +429,7 @@ def judge_cases(task: Task, runner: Runner, cases: tuple[Case, ...], device: str
     for first in range(0, len(numbered), CASES_PER_HOLD):
         with hold():
             planned: list[_Planned] = []
+            planned_bytes = 0
             for slot, c in numbered[first:first + CASES_PER_HOLD]:
                 if skipped_here(task, c, interpreter):
                     skipped += 1
@@ -457,6 +465,12 @@ def judge_cases(task: Task, runner: Runner, cases: tuple[Case, ...], device: str
                 planned += [_Planned(slot, c, attempt, outputs, answers[attempt], k == len(attempts) - 1,
                                      Call(slot, given[attempt], attempt != FIRST, seed, outputs.written))
                             for k, attempt in enumerate(attempts)]
+                planned_bytes += tensor_bytes((given[FIRST], given[REFILL], answers[FIRST], answers[REFILL]))
+                if planned_bytes >= HOLD_PLAN_BYTES:  # large cases: judged before more are drawn
+                    verdict = judging.run(planned)
+                    if verdict is not None:
+                        return verdict
+                    planned, planned_bytes = [], 0
             verdict = judging.run(planned)
             if verdict is not None:
                 return verdict
