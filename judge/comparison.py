@@ -11,6 +11,7 @@ writes are not judged (`accept_unwritten`; judge/reference_habits.py finds them)
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -108,31 +109,73 @@ def compare(out: Any, expected: Any, task: Task, path: str = "output") -> tuple[
     fused = fused_compare.summary(out, expected, tol.atol, tol.rtol)  # on a GPU: one kernel, one read
     if fused is not None and not any(fused[:3]):  # no element fails (a failure is worked out below)
         return _checked_span(_Summary(*fused), out.numel(), tol.atol, lambda: float(out.reshape(-1)[0]), path)
-    values, o, e, bad, bad_nonfinite = _torch_parts(out, expected, tol.atol, tol.rtol)
+    values, failures = _torch_parts(out, expected, tol.atol, tol.rtol)
     s = _Summary(*values)
     if s.nonfinite_missing:
-        raise Mismatch(f"{path}: {int(bad_nonfinite.sum())} NaN/Inf values where the reference is finite",
+        raise Mismatch(f"{path}: {failures.nonfinite_missing} NaN/Inf values where the reference is finite",
                        float("inf"), float("inf"))
     if s.special_missing:
         raise Mismatch(f"{path}: non-finite reference values not reproduced")
-    if s.any_bad:
-        idx = int(bad.flatten().nonzero()[0])
+    if s.any_bad and failures.first_bad is not None:
+        idx = failures.first_bad
         raise Mismatch(  # garbage is described against the answer's magnitude
-            f"{path}: {int(bad.sum())}/{bad.numel()} elements outside atol={tol.atol} rtol={tol.rtol}; "
-            f"first at flat index {idx}: got {describe_value(float(o.flatten()[idx]), s.e_scale)}, "
-            f"expected {float(e.flatten()[idx]):.6g}",
+            f"{path}: {failures.bad}/{out.numel()} elements outside atol={tol.atol} rtol={tol.rtol}; "
+            f"first at flat index {idx}: got {describe_value(_element(out, idx), s.e_scale)}, "
+            f"expected {_element(expected, idx):.6g}",
             s.max_abs, s.max_rel,
         )
-    return _checked_span(s, o.numel(), tol.atol, lambda: float(o.flatten()[0]), path)
+    return _checked_span(s, out.numel(), tol.atol, lambda: _element(out, 0), path)
 
 
-def _torch_parts(out: torch.Tensor, expected: torch.Tensor, atol: float,
-                 rtol: float) -> tuple[list[float], torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """`_Summary`'s numbers in PyTorch (float64), with what a failure's message reads: the
-    outputs in float64, the mask of elements outside tolerance and of NaN/Inf where the
-    reference is finite."""
-    o = out.detach().to(torch.float64)
-    e = expected.detach().to(torch.float64)
+def _element(t: torch.Tensor, flat_index: int) -> float:
+    """Element `flat_index` (row-major) of `t` as a float, as its float64 copy would read it,
+    without copying `t`."""
+    return float(t.detach()[torch.unravel_index(torch.tensor(flat_index), t.shape)].to(torch.float64))
+
+
+COMPARE_CHUNK = 1 << 24
+"""Elements the PyTorch path compares at once. Why: it makes about eight float64 temporaries of
+what it compares, and on a GPU's perf cases one output of 90M elements took 4 GiB of the judge's
+memory at once (an H100, 2026-12-05, scripts/judge_memory_probe.py --history); in chunks they
+stay near a GiB. Maxima, minima and flags are exact in any order, so the numbers are the same."""
+
+
+@dataclass(frozen=True)
+class _Failures:
+    """Where an output fails, for a failure's message: the elements outside tolerance, those
+    NaN/Inf where the reference is finite, and the first element outside tolerance (row-major)."""
+
+    bad: int
+    nonfinite_missing: int
+    first_bad: int | None
+
+
+def _torch_parts(out: torch.Tensor, expected: torch.Tensor, atol: float, rtol: float) -> tuple[list[float], _Failures]:
+    """`_Summary`'s numbers in PyTorch (float64), chunk by chunk (`COMPARE_CHUNK`), and where the
+    output fails; read from the device in one copy."""
+    o_all, e_all = out.detach().reshape(-1), expected.detach().reshape(-1)
+    parts = [_chunk_parts(o_all[i:i + COMPARE_CHUNK], e_all[i:i + COMPARE_CHUNK], atol, rtol, i)
+             for i in range(0, max(o_all.numel(), 1), COMPARE_CHUNK)]
+    if len(parts) == 1:
+        flags, values, counts, first = parts[0]
+        combined = torch.cat((flags, values))
+    else:
+        flag_rows, value_rows, count_rows, firsts = (torch.stack([p[k] for p in parts]) for k in range(4))
+        maxima = value_rows[:, (0, 1, 2, 4, 6)].amax(dim=0)  # NaN where any chunk's is, as one max would give
+        minima = value_rows[:, (3, 5)].amin(dim=0)
+        combined = torch.cat((flag_rows.amax(dim=0), maxima[:3], minima[:1], maxima[3:4], minima[1:], maxima[4:]))
+        counts = count_rows.sum(dim=0)
+        first = torch.where(firsts >= 0, firsts, torch.inf).amin()
+    read = torch.cat((combined, counts.to(torch.float64), first.reshape(1))).tolist()  # one device-to-host sync
+    return read[:12], _Failures(int(read[12]), int(read[13]), int(read[14]) if 0 <= read[14] < math.inf else None)
+
+
+def _chunk_parts(o: torch.Tensor, e: torch.Tensor, atol: float, rtol: float,
+                 offset: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One chunk's flags, numbers (`_Summary`'s order), counts of bad and non-finite-missing
+    elements, and its first bad element's index in the whole output (-1: none)."""
+    o = o.to(torch.float64)
+    e = e.to(torch.float64)
     e_finite = torch.isfinite(e)
     o_finite = torch.isfinite(o)
     bad_nonfinite = e_finite & ~o_finite
@@ -142,10 +185,19 @@ def _torch_parts(out: torch.Tensor, expected: torch.Tensor, atol: float,
     bad = e_finite & (diff > atol + rtol * e.abs())
     flags = torch.stack((bad_nonfinite.any(), ((~e_finite) & ~same_special).any(), bad.any(), e_finite.any(),
                          o_finite.any())).to(torch.float64)
-    values = torch.stack((diff.max(), rel.max(), _masked(e, e_finite, True), _masked(e, e_finite, False),
+    values = torch.stack((_max(diff), _max(rel), _masked(e, e_finite, True), _masked(e, e_finite, False),
                           _masked(o, o_finite, True), _masked(o, o_finite, False),
-                          torch.where(e_finite, e.abs(), 0.0).max()))
-    return torch.cat((flags, values)).tolist(), o, e, bad, bad_nonfinite  # one device-to-host sync, not twelve
+                          _max(torch.where(e_finite, e.abs(), 0.0))))
+    counts = torch.stack((bad.sum(), bad_nonfinite.sum()))
+    first = (torch.where(bad.any(), torch.argmax(bad.to(torch.uint8)) + offset, -1) if bad.numel()
+             else torch.tensor(-1, device=o.device)).to(torch.float64)  # exact below 2**53 elements
+    return flags, values, counts, first
+
+
+def _max(t: torch.Tensor) -> torch.Tensor:
+    """The largest element (NaN where any is NaN, as `Tensor.max`), 0 for an empty chunk (the
+    caller reads nothing of an empty output)."""
+    return t.max() if t.numel() else torch.zeros((), dtype=t.dtype, device=t.device)
 
 
 def torch_summary(out: torch.Tensor, expected: torch.Tensor, atol: float, rtol: float) -> list[float]:
@@ -193,6 +245,8 @@ def _masked(t: torch.Tensor, mask: torch.Tensor, largest: bool) -> torch.Tensor:
     """The largest (or smallest) of `t`'s elements where `mask` holds, without indexing by the
     mask (which waits for the device); -inf (+inf) when none does, which the caller never reads."""
     masked = torch.where(mask, t, float("-inf") if largest else float("inf"))
+    if not masked.numel():
+        return torch.tensor(float("-inf") if largest else float("inf"), dtype=t.dtype, device=t.device)
     return masked.max() if largest else masked.min()
 
 
