@@ -11,6 +11,7 @@ template is the one it watches, inside the same sandbox as any other.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shutil
 from collections.abc import Sequence
@@ -39,7 +40,7 @@ def sanitized(task: Any, job: Job, cases: Sequence[Any], verdict: Verdict, *, de
 
     tool_path = shutil.which("compute-sanitizer")
     if tool_path is None:
-        return _with_message(verdict, "compute-sanitizer not found; not sanitized")
+        return dataclasses.replace(verdict, message="compute-sanitizer not found; not sanitized")
     folder.mkdir(parents=True, exist_ok=True)
     for tool in TOOLS:
         log = folder / f"{tool}.log"
@@ -76,8 +77,3 @@ def tool_errors(tool: str, log: str) -> str | None:
                       if line.strip().startswith("=========") and "ERROR SUMMARY" not in line)[:600]
     return f"compute-sanitizer {tool}: {max(errors)} error(s): {first}"
 
-
-def _with_message(verdict: Verdict, message: str) -> Verdict:
-    import dataclasses
-
-    return dataclasses.replace(verdict, message=message)

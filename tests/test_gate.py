@@ -244,6 +244,12 @@ def test_gpu_gate_is_reentrant_and_counts_its_wait(tmp_path: Path, monkeypatch: 
         assert none is None
 
 
+def gpu_gate_entry(clock: PhaseClock) -> None:
+    """A judging job's pass through the gate (judge/worker.py's shared ticket), its steps on `clock`."""
+    with gpu_gate(exclusive=False, clock=clock):
+        pass
+
+
 @pytest.mark.parametrize("timers_first", [False, True])
 def test_whoever_waits_behind_a_job_retried_alone_runs_its_hook_first_and_once(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, timers_first: bool) -> None:
@@ -297,11 +303,6 @@ def test_whoever_waits_behind_a_job_retried_alone_runs_its_hook_first_and_once(
     for t in (timer, behind_timer):
         t.join()
     assert log.waited_for["judge"] == [log.tickets["timer"]] and calls == ["judging"]
-
-
-def gpu_gate_entry(clock: PhaseClock) -> None:
-    with gpu_gate(exclusive=False, clock=clock):
-        pass
 
 
 def test_nested_phases_count_each_second_once() -> None:
