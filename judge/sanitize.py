@@ -76,4 +76,3 @@ def tool_errors(tool: str, log: str) -> str | None:
     first = "; ".join(line.strip() for line in log.splitlines()
                       if line.strip().startswith("=========") and "ERROR SUMMARY" not in line)[:600]
     return f"compute-sanitizer {tool}: {max(errors)} error(s): {first}"
-

@@ -65,3 +65,16 @@ def install_entry_points(folder: Path, group: str, distribution: str, **entry_po
     lines = "".join(f"{name} = {value}\n" for name, value in entry_points.items())
     (dist / "entry_points.txt").write_text(f"[{group}]\n{lines}")
     return folder
+
+
+def script_module(name: str) -> Any:
+    """scripts/NAME.py imported as module NAME (scripts/ is not a package), registered in
+    sys.modules first: its dataclasses look their module up there."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module

@@ -5,9 +5,7 @@ suites of a budget curve at 30 and 10 tasks, and reports silent on coverage."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,20 +18,12 @@ from results.summary import build_summary
 from results.tables import build_tables
 from stats import RATE_BAND, aggregate_curves, mean_band, runs_pass_at_k
 from tests.fixtures.synthetic_run import Cand, UnitSpec, write_run
+from tests.helpers import script_module
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _load_sim():  # scripts/ is not a package: load the module from its path
-    spec = importlib.util.spec_from_file_location("band_coverage_sim", ROOT / "scripts" / "band_coverage_sim.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["band_coverage_sim"] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-sim = _load_sim()
+sim = script_module("band_coverage_sim")
 
 
 def test_chosen_band_covers_where_the_old_band_did_not() -> None:

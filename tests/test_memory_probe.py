@@ -4,20 +4,13 @@ so in one line)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from typing import Any
 
-from tests.helpers import ROOT
+from tests.helpers import ROOT, script_module
 
 
 def _probe() -> Any:
-    spec = importlib.util.spec_from_file_location("judge_memory_probe", ROOT / "scripts" / "judge_memory_probe.py")
-    assert spec is not None and spec.loader is not None
-    probe = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = probe  # its dataclasses look their module up there
-    spec.loader.exec_module(probe)
-    return probe
+    return script_module("judge_memory_probe")
 
 
 def test_the_memory_probe_finds_what_was_live_at_a_jobs_peak_by_allocating_line() -> None:

@@ -4,27 +4,14 @@ variation, where McNemar over (task, repeat) pairs (the old verdict) rejects far
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _load_sim():  # scripts/ is not a package: load the module from its path
-    spec = importlib.util.spec_from_file_location("null_fpr_sim", ROOT / "scripts" / "null_fpr_sim.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["null_fpr_sim"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+from tests.helpers import script_module
 
 
 @pytest.mark.slow
 def test_paired_t_holds_its_size_where_unit_mcnemar_does_not() -> None:
-    sim = _load_sim()
+    sim = script_module("null_fpr_sim")
     cfg = sim.NullConfig(task_counts=(30,), repeats=(5,), interaction_sd=(1.0,), sign_flip_resamples=200)
     res = sim.simulate_null(400, seed=3, cfg=cfg).set_index("test")
     assert set(res["reps"]) == {400}
