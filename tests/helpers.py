@@ -67,12 +67,12 @@ def install_entry_points(folder: Path, group: str, distribution: str, **entry_po
     return folder
 
 
-def script_module(name: str) -> Any:
-    """scripts/NAME.py imported as module NAME (scripts/ is not a package), registered in
-    sys.modules first: its dataclasses look their module up there."""
+def script_module(name: str, folder: str = "scripts") -> Any:
+    """FOLDER/NAME.py (scripts/ or benchmarks/, neither a package) imported as module NAME,
+    registered in sys.modules first: its dataclasses look their module up there."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(name, ROOT / folder / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import ROOT, cli_env
+from tests.helpers import ROOT, cli_env, script_module
 
 pytestmark = pytest.mark.slow  # worker processes or whole runs: minutes on 2 cores
 
@@ -134,14 +134,8 @@ def test_compare_benchmark_runs_the_seven_task_command_at_toy_size(tmp_path: Pat
     assert "the workers' time outside the queue: " in proc.stdout and "correctness " in proc.stdout
 
 
-def test_the_timing_lanes_busy_time_sums_the_alone_step_over_every_job(monkeypatch: pytest.MonkeyPatch) -> None:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("bench_compare_gpu", ROOT / "benchmarks" / "bench_compare_gpu.py")
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "bench_compare_gpu", bench)  # its dataclasses look their module up
-    spec.loader.exec_module(bench)
+def test_the_timing_lanes_busy_time_sums_the_alone_step_over_every_job() -> None:
+    bench = _compare_benchmark()
     rows = [{"kind": "visible timed", "jobs": 10, "gpu:alone": 0.25, "close": 0.01},
             {"kind": "hidden timed", "jobs": 4, "gpu:alone": 1.5}, {"kind": "hidden", "jobs": 50, "close": 0.02}]
     assert bench.lane_seconds(rows) == pytest.approx(10 * 0.25 + 4 * 1.5)
@@ -180,22 +174,15 @@ def test_the_compare_benchmark_measures_a_full_suite_run_stopped_at_its_time_lim
     assert (Path(full["run_dir"]) / "store.sqlite").exists()
 
 
-def _compare_benchmark(monkeypatch: pytest.MonkeyPatch) -> Any:
+def _compare_benchmark() -> Any:
     """benchmarks/bench_compare_gpu.py as a module."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("bench_compare_gpu", ROOT / "benchmarks" / "bench_compare_gpu.py")
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "bench_compare_gpu", bench)  # its dataclasses look their module up there
-    spec.loader.exec_module(bench)
-    return bench
+    return script_module("bench_compare_gpu", "benchmarks")
 
 
-def test_the_compare_benchmark_explains_units_that_differ_between_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_compare_benchmark_explains_units_that_differ_between_runs() -> None:
     """Each differing unit lists, per run, every final any run chose, with what that run's
     visible evaluation said of it (how a speed-based choice flipped)."""
-    bench = _compare_benchmark(monkeypatch)
+    bench = _compare_benchmark()
 
     def run(final: str, speeds: dict[str, list[object]]) -> object:
         return bench.Measured("r", "c", 1.0, "d", 2, 2, 2, [], {}, {"direct/flip/0": final, "geak/flip/0": "s"},
@@ -212,11 +199,11 @@ def test_the_compare_benchmark_explains_units_that_differ_between_runs(monkeypat
          "cases": {"h1": None, "h2": None}}]}
 
 
-def test_a_stored_timing_is_described_case_by_case(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_stored_timing_is_described_case_by_case() -> None:
     """What a determinism record keeps of each visible timing: per perf case, how it was timed
     and the medians (a unit that differs between runs shows which case moved, and whether its
     launch mode did)."""
-    bench = _compare_benchmark(monkeypatch)
+    bench = _compare_benchmark()
     stored = json.dumps({"verdict": {"kind": "correct"}, "timing": {"cases": [
         {"case": "perf-n64K", "candidate_ms": [0.003, 0.002, 0.004], "baseline_ms": [0.0031, 0.0029],
          "method": "graph", "launches_per_sample": 128, "baseline_source": "reused", "decision": "equivalent"}]}})
@@ -372,25 +359,14 @@ def test_primed_bytecode_covers_what_both_sides_import_and_is_only_read_after(
         assert Path(importlib.util.cache_from_source(source)).exists(), source
 
 
-def _compare_benchmark(monkeypatch: pytest.MonkeyPatch) -> Any:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("bench_compare_gpu", ROOT / "benchmarks" / "bench_compare_gpu.py")
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "bench_compare_gpu", bench)
-    spec.loader.exec_module(bench)
-    return bench
-
-
 @pytest.mark.parametrize(("calls", "evaluations", "errored", "why"), [
     (0, 0, 6, "no model call"), (12, 0, 0, "judged nothing"), (12, 9, 2, "2 of 6 units ended on an error"),
     (12, 9, 0, "")])
-def test_a_compare_run_that_measured_something_else_is_not_believed(monkeypatch: pytest.MonkeyPatch, calls: int,
-                                                                     evaluations: int, errored: int, why: str) -> None:
+def test_a_compare_run_that_measured_something_else_is_not_believed(calls: int, evaluations: int, errored: int,
+                                                                     why: str) -> None:
     """Issue 42: a run whose every unit failed at once (0 calls, 0 evaluations, a missing
     dependency) was reported as a finished measurement."""
-    bench = _compare_benchmark(monkeypatch)
+    bench = _compare_benchmark()
     measured = bench.Measured("seven-task run 1", "compare", 5.8, "runs/x", 6, calls, evaluations, [], {},
                               errored_units=errored)
     assert (why in measured.dishonest()) if why else measured.dishonest() == ""

@@ -23,6 +23,7 @@ from bench.adapters.geak_eval import difficulty_of, perf_script_for
 from bench.adapters.geak_parse import parse_file
 from bench.adapters.geak_record import GeakSuite
 from bench.task import CaseUnavailable, OutputArgs
+from tests.helpers import script_module
 
 GEAK = Path(__file__).resolve().parent / "fixtures" / "geak_eval"
 TB = GEAK / "TritonBench" / "data" / "TritonBench_G_v1"
@@ -372,13 +373,7 @@ def test_output_the_reference_never_writes_is_not_judged(tasks: dict[str, Any]) 
 
 
 def test_the_adapted_skipped_table_gives_one_reason_per_skipped_file() -> None:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("geak_eval_table", Path(__file__).resolve().parent.parent
-                                                  / "scripts" / "geak_eval_table.py")
-    assert spec is not None and spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = script_module("geak_eval_table")
     result = script.table(GEAK)
     nvidia, amd = result["vendors"]["nvidia"]["sets"], result["vendors"]["amd"]["sets"]
     assert (nvidia["tritonbench"]["adapted"], nvidia["tritonbench"]["total"]) == (17, 19)
@@ -391,14 +386,9 @@ def test_the_adapted_skipped_table_gives_one_reason_per_skipped_file() -> None:
 
 
 def test_check_shards_merge_into_the_pass_figure(tmp_path: Path) -> None:
-    import importlib.util
     import json
 
-    spec = importlib.util.spec_from_file_location("check_summary", Path(__file__).resolve().parent.parent
-                                                  / "scripts" / "check_summary.py")
-    assert spec is not None and spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = script_module("check_summary")
     rows = [{"task": "tb-a", "verdict": "correct", "new_shapes": 8}, {"task": "tb-b", "verdict": "correct", "new_shapes": 0},
             {"task": "tb-c", "verdict": "timeout", "message": "no verdict within 180 s\nmore", "failing_case": None},
             {"task": "kb-d", "verdict": "skipped"}, {"task": "tb-e", "verdict": "unscorable"}]
