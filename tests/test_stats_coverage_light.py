@@ -8,31 +8,20 @@ the run is deterministic. Negative controls show the check really fails on bad i
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from tests.helpers import script_module
+
 # 200 replications in two processes: about 20 s on two shared cores, so the whole module is in
 # the full suite only (`-m "not slow"` stays under two minutes).
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parents[1]
 BAND_200 = (0.88, 0.995)
 
 
-def _load_sim():  # scripts/ is not a package: load the module from its path
-    spec = importlib.util.spec_from_file_location("coverage_sim", ROOT / "scripts" / "coverage_sim.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["coverage_sim"] = mod  # needed for pickling into worker processes
-    spec.loader.exec_module(mod)
-    return mod
-
-
-sim = _load_sim()
+sim = script_module("coverage_sim")  # registered in sys.modules: its functions pickle into worker processes
 WORKERS = min(2, os.cpu_count() or 1)
 
 
