@@ -84,7 +84,8 @@ speed)
   # FULL_LIMIT_S: the full suite at budget 100 cut there (FULL_ARGS: its flags); then, for each N
   # in SEVEN_WORKERS, the 7-task command with N workers; SEVEN_ALT_ENV: once more with those
   # variables set, once per ';'-separated group (the judge's switches). SEVEN_ARGS: more flags.
-  # SPEED_TESTS=0 skips the GPU tests and the per-call spans, SEVEN=0 the default 7-task run.
+  # SPEED_TESTS=0 skips the GPU tests and the per-call spans, SEVEN=0 the default 7-task run;
+  # CHECK=1 adds `bench check` of every expert, SPANS_BATCHES="1" the batched spans only.
   if [ "${SPEED_TESTS:-1}" != 0 ]; then  # SPEED_TESTS=0: straight to the runs (a second call)
     step gpu_tests 150 python3 -m pytest -q -p no:cacheprovider -m "gpu or not slow" tests/test_precompile.py \
       tests/test_timing_protocols.py tests/test_calls_ahead.py tests/test_wire.py tests/test_fused_compare.py \
@@ -99,13 +100,18 @@ speed)
         scripts/judge_memory_probe.py "${MEMORY_TASKS:-swiglu,axpby,gather,cross_entropy,embedding,transpose,add_relu,total_sum}" \
         --json "$OUT/memory-expandable.json"
     fi
-    for batch in 0 1; do  # the judged call's milliseconds, one call per request and batched (judge/oracle.py batches)
+    if [ "${CHECK:-0}" = 1 ]; then  # every expert judged on its hidden cases: no verdict moved
+      step check 200 python3 cli.py bench check --suite full --no-timing --jsonl "$OUT/check.jsonl"
+    fi
+    # the judged call's milliseconds, batched (judge/oracle.py batches) and one call per request
+    for batch in ${SPANS_BATCHES:-0 1}; do
       step "spans_batch$batch" 120 env KMC_CALL_BATCH=$batch python3 scripts/judge_profile.py --spans \
         --tasks vector_add,flip,softmax,rms_norm,cumsum --repeats 3 --case-set hidden
     done
   fi
   if [ "${SEVEN:-1}" != 0 ]; then  # SEVEN=0: only the variants below
-    step seven 260 python3 benchmarks/bench_compare_gpu.py --skip-full --steps ${SEVEN_ARGS:-} --json "$OUT/seven.json"
+    step seven "${SEVEN_CAP:-260}" python3 benchmarks/bench_compare_gpu.py --skip-full --steps ${SEVEN_ARGS:-} \
+      --json "$OUT/seven.json"  # SEVEN_CAP: seconds for it (a trio: SEVEN_ARGS="--determinism 3")
   fi
   if [ -n "${SEVEN_UNGATED:-}" ]; then
     step seven_ungated 260 python3 benchmarks/bench_compare_gpu.py --skip-full --steps --ungated-contexts \
