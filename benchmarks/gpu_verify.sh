@@ -85,16 +85,19 @@ speed)
   # in SEVEN_WORKERS, the 7-task command with N workers; SEVEN_ALT_ENV: once more with those
   # variables set, once per ';'-separated group (the judge's switches). SEVEN_ARGS: more flags.
   # SPEED_TESTS=0 skips the GPU tests and the per-call spans, SEVEN=0 the default 7-task run;
-  # CHECK=1 adds `bench check` of every expert, SPANS_BATCHES="1" the batched spans only.
+  # CHECK=1 adds `bench check` of every expert, SPANS_BATCHES="1" the batched spans only ("" none),
+  # MEMORY=0 leaves the memory probe out.
   if [ "${SPEED_TESTS:-1}" != 0 ]; then  # SPEED_TESTS=0: straight to the runs (a second call)
     step gpu_tests 150 python3 -m pytest -q -p no:cacheprovider -m "gpu or not slow" tests/test_precompile.py \
       tests/test_timing_protocols.py tests/test_calls_ahead.py tests/test_wire.py tests/test_fused_compare.py \
       tests/test_hidden_warmup.py tests/test_device_memory.py
     # a judge worker's own GPU memory after big tasks' jobs (judge/device_memory.py hands idle blocks back),
     # and what was live at each job's peak, by the line that allocated it
-    step memory 180 python3 scripts/judge_memory_probe.py \
-      "${MEMORY_TASKS:-swiglu,axpby,gather,cross_entropy,embedding,transpose,add_relu,total_sum}" --history \
-      --json "$OUT/memory.json"
+    if [ "${MEMORY:-1}" != 0 ]; then  # MEMORY=0: not the probe
+      step memory 180 python3 scripts/judge_memory_probe.py \
+        "${MEMORY_TASKS:-swiglu,axpby,gather,cross_entropy,embedding,transpose,add_relu,total_sum}" --history \
+        --json "$OUT/memory.json"
+    fi
     if [ "${MEMORY_EXPANDABLE:-0}" = 1 ]; then  # the same under torch's expandable segments (less fragmentation?)
       step memory_expandable 180 env PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True python3 \
         scripts/judge_memory_probe.py "${MEMORY_TASKS:-swiglu,axpby,gather,cross_entropy,embedding,transpose,add_relu,total_sum}" \
@@ -104,14 +107,15 @@ speed)
       step check 200 python3 cli.py bench check --suite full --no-timing --jsonl "$OUT/check.jsonl"
     fi
     # the judged call's milliseconds, batched (judge/oracle.py batches) and one call per request
-    for batch in ${SPANS_BATCHES:-0 1}; do
+    for batch in ${SPANS_BATCHES-0 1}; do
       step "spans_batch$batch" 120 env KMC_CALL_BATCH=$batch python3 scripts/judge_profile.py --spans \
         --tasks vector_add,flip,softmax,rms_norm,cumsum --repeats 3 --case-set hidden
     done
   fi
   if [ "${SEVEN:-1}" != 0 ]; then  # SEVEN=0: only the variants below
-    step seven "${SEVEN_CAP:-260}" python3 benchmarks/bench_compare_gpu.py --skip-full --steps ${SEVEN_ARGS:-} \
-      --json "$OUT/seven.json"  # SEVEN_CAP: seconds for it (a trio: SEVEN_ARGS="--determinism 3")
+    # SEVEN_RUNS=3: a same-seed trio (determinism); SEVEN_CAP: its seconds
+    step seven "${SEVEN_CAP:-260}" python3 benchmarks/bench_compare_gpu.py --skip-full --steps \
+      --determinism "${SEVEN_RUNS:-1}" ${SEVEN_ARGS:-} --json "$OUT/seven.json"
   fi
   if [ -n "${SEVEN_UNGATED:-}" ]; then
     step seven_ungated 260 python3 benchmarks/bench_compare_gpu.py --skip-full --steps --ungated-contexts \
