@@ -93,7 +93,8 @@ TEST_SCRIPT = textwrap.dedent('''
     from pathlib import Path
     from bench.registry import get_task
     from judge.candidate.loading import CandidateLoadError, load_module, prepare_process
-    from judge.oracle import LocalRunner, judge_cases
+    from judge.oracle import judge_cases
+    from judge.runner import LocalRunner
     task = get_task({task!r})
     interpreter = {interpreter!r}
     device = "cpu" if interpreter else "cuda"

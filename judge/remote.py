@@ -25,7 +25,7 @@ import torch
 from judge import template
 from judge.candidate import structure, wire
 from judge.candidate.launchers import MAX_NOTED
-from judge.oracle import Call, CallReport
+from judge.runner import Call, CallReport
 from judge.source_caches import harvest
 
 

@@ -1,7 +1,7 @@
 """Running `bench strength` (issue 44): each mutant of each expert kernel judged by the suite's
 own tests, the hidden cases and a seeded stress set, in worker processes that use the judge's
-own path (judge/oracle.py `judge_cases` over a `LocalRunner`, as the naive harness and the
-unit tests do).
+own path (judge/oracle.py `judge_cases` over a judge/runner.py `LocalRunner`, as the naive
+harness and the unit tests do).
 
 Why not the worker pool (runners/pool.py): its jobs name a case set ("visible", "hidden",
 "perf"); the stress and differential sets are drawn per run and exist in no task. Why
@@ -109,7 +109,7 @@ class _Judging:
     def runner(self, task: Any, source: str) -> Any:
         """A `LocalRunner` over `source`'s entry point, or the verdict of a source that does not import."""
         from judge.candidate.loading import CandidateLoadError
-        from judge.oracle import LocalRunner
+        from judge.runner import LocalRunner
 
         try:
             fn, path = self.entry(task, source)

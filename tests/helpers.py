@@ -34,10 +34,10 @@ def run_cli(*args: str, timeout: float = 300, env: dict[str, str] | None = None)
 
 
 def in_process_runner(task: Any, source: str, folder: Path, module_name: str) -> Any:
-    """The candidate `source` for `task`, imported here and run through the oracle's LocalRunner
+    """The candidate `source` for `task`, imported here and run through judge/runner.py's LocalRunner
     on the CPU interpreter (the caller sets TRITON_INTERPRET=1 before this)."""
     from judge.candidate.loading import load_module, prepare_process
-    from judge.oracle import LocalRunner
+    from judge.runner import LocalRunner
 
     prepare_process()
     path = folder / "candidate.py"

@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from judge.candidate import structure, wire
-from judge.oracle import Call
 from judge.remote import CandidateDied, CandidateTimeout, RemoteRunner
+from judge.runner import Call
 
 
 class _FakeProcess:

@@ -44,7 +44,8 @@ def tasks() -> dict[str, Any]:
 def _judge(task: Any, source: str) -> Any:
     """The oracle on the interpreter, in-process, on the task's hidden cases."""
     from judge.candidate.loading import load_module, prepare_process
-    from judge.oracle import LocalRunner, judge_cases
+    from judge.oracle import judge_cases
+    from judge.runner import LocalRunner
 
     prepare_process()
     with tempfile.TemporaryDirectory(prefix="kmc-test-cand-") as folder:

@@ -177,7 +177,7 @@ def _builtin_ids() -> list[str]:
 @pytest.mark.gpu
 def test_on_a_gpu_rows_on_grid_axis_1_fail_the_tall_case_and_every_expert_passes_its_own(tmp_path: Path) -> None:
     from judge.candidate.loading import load_module, prepare_process
-    from judge.oracle import LocalRunner
+    from judge.runner import LocalRunner
 
     prepare_process()
 
