@@ -19,8 +19,24 @@ import torch
 
 from bench.task import Case, CaseUnavailable, OutputArgs, Task
 from judge.candidate.allocations import poison_tensor
-from judge.candidate.bit_equality import tensor_bytes
+from judge.candidate.bit_equality import flat_tensors
 from judge.reference_habits import expected_and_unwritten
+
+
+def storage_bytes(value: Any) -> int:
+    """Device bytes `value`'s tensors keep alive: each distinct storage's whole size, not the
+    elements' (`tensor_bytes`). Why: a strided case's input is a view of a buffer two or three
+    times its elements (bench/task.py `strided_view`), so bounds kept in elements let the input
+    cache and a hold's plan hold up to three times their bytes (an H100, 2026-12-06,
+    scripts/judge_memory_probe.py --history: embedding's hidden job peaked at 17 GiB allocated,
+    10 GiB of it drawn inputs and their strided buffers, under a 4 GiB cache and a 1 GiB plan).
+    Storages without an address (the meta device) are counted each time they appear."""
+    sizes: dict[Any, int] = {}
+    for i, t in enumerate(flat_tensors(value)):
+        storage = t.untyped_storage()
+        where = (str(t.device), storage.data_ptr()) if storage.data_ptr() else i
+        sizes[where] = storage.nbytes()
+    return sum(sizes.values())
 
 
 class _InputCache:
@@ -32,7 +48,7 @@ class _InputCache:
     threads (a judge worker draws the run's inputs in the background, judge/worker.py
     `_prepare_rest`): a key being made by one thread is waited for by another, not made twice.
 
-    Bounded by bytes, evicting whole tasks, least recently used first. Why whole tasks: a
+    Bounded by the bytes its tensors' storages hold (`storage_bytes`), evicting whole tasks, least recently used first. Why whole tasks: a
     worker judges one task's case set at a time, so a task partly kept is redrawn in part at
     every job anyway; and a task's own entries never evict each other, so a set larger than
     the bound keeps its first cases instead of pushing itself out case by case. Before, past
@@ -74,7 +90,7 @@ class _InputCache:
         try:
             value = make()
             with self._lock:
-                self._keep(key, value, tensor_bytes(value), evict)
+                self._keep(key, value, storage_bytes(value), evict)
             return value
         finally:
             with self._lock:

@@ -39,7 +39,7 @@ from typing import Any
 import torch
 
 from bench.task import Case, CaseUnavailable, OutputArgs, Task
-from judge.candidate.bit_equality import same_bits, tensor_bytes, unchanged
+from judge.candidate.bit_equality import same_bits, unchanged
 from judge.candidate.call_record import PARTLY_STORED, alias_text
 from judge.candidate.kernel_trace import judged_findings
 from judge.candidate.known_memory import UNRECORDED, UNRECORDED_WHY
@@ -48,7 +48,7 @@ from judge.candidate.reruns import at_attempt
 from judge.candidate.structure import Opaque
 from judge.candidate.verdict import Verdict
 from judge.candidate.wire import INLINE_LIMIT
-from judge.case_inputs import cached_expected, cached_inputs, poisoned_outputs, skipped_here
+from judge.case_inputs import cached_expected, cached_inputs, poisoned_outputs, skipped_here, storage_bytes
 from judge.comparison import Mismatch, accept_unwritten, compare, to_device
 from judge.reference_habits import reference_finishes_in_torch, reference_launches_nothing, reference_ops
 from judge.runner import Call, CallReport, Runner
@@ -93,8 +93,9 @@ gate): a timer waiting there waits for at most these, and every call of them is 
 the hold is let go."""
 
 HOLD_PLAN_BYTES = 1 << 30
-"""The most bytes of inputs and expected outputs a hold plans before its calls are run and judged
-(`judge_cases`): cases past it are drawn once those are done. Why: a hold planned its eight cases
+"""The most bytes of inputs and expected outputs (the storages they keep: judge/case_inputs.py
+`storage_bytes`) a hold plans before its calls are run and judged (`judge_cases`): cases past it
+are drawn once those are done. Why: a hold planned its eight cases
 at once, and on a GPU's large cases (the hidden set includes the perf cases) that kept 9-15 GiB
 live in the judge beside its input cache (an H100, 2026-12-05, scripts/judge_memory_probe.py
 --history: swiglu, gather, embedding, transpose); four workers at such peaks left candidates
@@ -310,7 +311,7 @@ def judge_cases(task: Task, runner: Runner, cases: tuple[Case, ...], device: str
                 planned += [_Planned(slot, c, attempt, outputs, answers[attempt], k == len(attempts) - 1,
                                      Call(slot, given[attempt], attempt != FIRST, seed, outputs.written))
                             for k, attempt in enumerate(attempts)]
-                planned_bytes += tensor_bytes((given[FIRST], given[REFILL], answers[FIRST], answers[REFILL]))
+                planned_bytes += storage_bytes((given[FIRST], given[REFILL], answers[FIRST], answers[REFILL]))
                 if planned_bytes >= HOLD_PLAN_BYTES:  # large cases: judged before more are drawn
                     verdict = judging.run(planned)
                     if verdict is not None:

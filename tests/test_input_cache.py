@@ -85,3 +85,20 @@ def test_the_oracle_gets_the_same_values_after_an_eviction(monkeypatch: pytest.M
     assert not any(k[0] == task.id for k in cache.entries)
     again: Any = case_inputs.cached_inputs(task, case, "cpu", refill=False)
     assert again is not first and all(a.equal(b) for a, b in zip(first, again, strict=True))
+
+
+def test_a_strided_input_counts_its_whole_buffer_and_shared_storage_counts_once() -> None:
+    """Bounds kept in elements let the cache (and a hold's plan, judge/oracle.py) hold up to three
+    times their bytes on strided cases: embedding's hidden job peaked at 17 GiB under a 4 GiB
+    cache on an H100 (judge/case_inputs.py `storage_bytes`)."""
+    from bench.task import strided_view
+
+    plain = torch.zeros(KIB, dtype=torch.float32)
+    strided = strided_view(plain)  # every other element of a buffer twice the size
+    assert tensor_bytes((strided,)) == 4 * KIB and case_inputs.storage_bytes((strided,)) == 8 * KIB
+    assert case_inputs.storage_bytes((plain, plain[: KIB // 2], plain[1:])) == 4 * KIB  # one storage
+    cache = case_inputs._InputCache(6 * KIB)
+    assert cache.get(("t", 0), lambda: (strided,))[0] is strided
+    assert not cache.entries and cache.used == 0  # its 8 KiB would pass the bound: not kept
+    cache.get(("t", 1), lambda: (plain,))
+    assert cache.used == 4 * KIB
