@@ -95,7 +95,7 @@ speed)
     # and what was live at each job's peak, by the line that allocated it
     if [ "${MEMORY:-1}" != 0 ]; then  # MEMORY=0: not the probe
       step memory 180 python3 scripts/judge_memory_probe.py \
-        "${MEMORY_TASKS:-swiglu,axpby,gather,cross_entropy,embedding,transpose,add_relu,total_sum}" --history \
+        "${MEMORY_TASKS:-swiglu,axpby,gather,cross_entropy,embedding,transpose,add_relu,total_sum}" --history --live-inputs \
         --json "$OUT/memory.json"
     fi
     if [ "${MEMORY_EXPANDABLE:-0}" = 1 ]; then  # the same under torch's expandable segments (less fragmentation?)

@@ -47,3 +47,29 @@ def test_the_memory_probe_finds_what_was_live_at_a_jobs_peak_by_allocating_line(
     quiet = probe.peak_parts([{"action": "free_completed", "addr": 9, "size": 40}], before=100)
     assert quiet.peak == 100 and [(p.bytes, p.blocks) for p in quiet.parts] == [(100, 0)]
     assert "peak allocated within the job" in probe.describe(peak)
+
+
+def test_live_inputs_counts_drawn_tensors_alive_beyond_the_cache_and_names_their_holders() -> None:
+    """`--live-inputs`: drawn inputs the input cache keeps are not counted; one held elsewhere
+    (here a list) is, with its case and the type of what refers to it; a freed one is not."""
+    from types import SimpleNamespace
+
+    import torch
+
+    probe = _probe()
+
+    class FakeTask:
+        def inputs(self, case: Any, device: str) -> tuple[torch.Tensor, ...]:
+            return (torch.zeros(case.n, dtype=torch.uint8),)
+
+    task = FakeTask()
+    entries: dict[Any, Any] = {}
+    watch = probe.LiveInputs(entries)
+    watch.watch(task)
+    entries["kept"] = task.inputs(SimpleNamespace(name="kept", n=1000), "cpu")
+    held = [task.inputs(SimpleNamespace(name="held", n=300), "cpu")[0]]
+    task.inputs(SimpleNamespace(name="freed", n=5000), "cpu")  # dropped at once
+    assert watch.sample() == 300
+    assert watch.worst["cases"] == ["held"] and "list" in watch.worst["referrers"][0]
+    held.clear()
+    assert watch.sample() == 0 and watch.worst["bytes"] == 300  # the worst sample stays
