@@ -27,10 +27,10 @@ def storage_bytes(value: Any) -> int:
     """Device bytes `value`'s tensors keep alive: each distinct storage's whole size, not the
     elements' (`tensor_bytes`). Why: a strided case's input is a view of a buffer two or three
     times its elements (bench/task.py `strided_view`), so bounds kept in elements let the input
-    cache and a hold's plan hold up to three times their bytes (an H100, 2026-12-06,
-    scripts/judge_memory_probe.py --history: embedding's hidden job peaked at 17 GiB allocated,
-    10 GiB of it drawn inputs and their strided buffers, under a 4 GiB cache and a 1 GiB plan).
-    Storages without an address (the meta device) are counted each time they appear."""
+    cache and a hold's plan hold up to three times their bytes on such cases. Part of why, on an
+    H100 (2026-12-06, scripts/judge_memory_probe.py --history), embedding's hidden job peaked at
+    17 GiB allocated under a 4 GiB cache and a 1 GiB plan; not all of it (benchmarks/results/
+    README.md, session 30). Storages without an address (the meta device) count each time."""
     sizes: dict[Any, int] = {}
     for i, t in enumerate(flat_tensors(value)):
         storage = t.untyped_storage()

@@ -89,8 +89,7 @@ def test_the_oracle_gets_the_same_values_after_an_eviction(monkeypatch: pytest.M
 
 def test_a_strided_input_counts_its_whole_buffer_and_shared_storage_counts_once() -> None:
     """Bounds kept in elements let the cache (and a hold's plan, judge/oracle.py) hold up to three
-    times their bytes on strided cases: embedding's hidden job peaked at 17 GiB under a 4 GiB
-    cache on an H100 (judge/case_inputs.py `storage_bytes`)."""
+    times their bytes on strided cases (judge/case_inputs.py `storage_bytes`)."""
     from bench.task import strided_view
 
     plain = torch.zeros(KIB, dtype=torch.float32)
