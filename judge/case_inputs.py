@@ -48,13 +48,13 @@ class _InputCache:
     threads (a judge worker draws the run's inputs in the background, judge/worker.py
     `_prepare_rest`): a key being made by one thread is waited for by another, not made twice.
 
-    Bounded by the bytes its tensors' storages hold (`storage_bytes`), evicting whole tasks, least recently used first. Why whole tasks: a
-    worker judges one task's case set at a time, so a task partly kept is redrawn in part at
-    every job anyway; and a task's own entries never evict each other, so a set larger than
-    the bound keeps its first cases instead of pushing itself out case by case. Before, past
-    the bound nothing more was kept, and in a full-suite run the first tasks judged held the
-    cache for the run while every later task redrew its inputs and re-ran its float64
-    reference at every job."""
+    Bounded by the bytes its tensors' storages hold (`storage_bytes`), evicting whole tasks,
+    least recently used first. Why whole tasks: a worker judges one task's case set at a time,
+    so a task partly kept is redrawn in part at every job anyway; and a task's own entries never
+    evict each other, so a set larger than the bound keeps its first cases instead of pushing
+    itself out case by case. Before, past the bound nothing more was kept, and in a full-suite
+    run the first tasks judged held the cache for the run while every later task redrew its
+    inputs and re-ran its float64 reference at every job."""
 
     def __init__(self, max_bytes: int = 0) -> None:
         self.max_bytes = max_bytes
