@@ -95,11 +95,11 @@ the hold is let go."""
 HOLD_PLAN_BYTES = 1 << 30
 """The most bytes of inputs and expected outputs (the storages they keep: judge/case_inputs.py
 `storage_bytes`) a hold plans before its calls are run and judged (`judge_cases`): cases past it
-are drawn once those are done. Why: a hold planned its eight cases
-at once, and on a GPU's large cases (the hidden set includes the perf cases) that kept 9-15 GiB
-live in the judge beside its input cache (an H100, 2026-12-05, scripts/judge_memory_probe.py
---history: swiglu, gather, embedding, transpose); four workers at such peaks left candidates
-out of memory. Which calls go ahead of a failure still depends on the case set alone."""
+are drawn once those are done. Why: a hold planned its eight cases at once, and on a GPU's large
+cases (the hidden set includes the perf cases) that kept 9-15 GiB live in the judge beside its
+input cache (an H100, 2026-12-05, scripts/judge_memory_probe.py --history: swiglu, gather,
+embedding, transpose); four workers at such peaks left candidates out of memory. Which calls go
+ahead of a failure still depends on the case set alone."""
 BATCH_INPUT_BYTES = 64 << 20
 """The most input bytes one request of calls carries (`batches`): a hold's calls on large cases
 go in several requests, so neither side holds a whole hold's inputs at once."""

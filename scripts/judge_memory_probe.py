@@ -148,9 +148,12 @@ class LiveInputs:
         self.worst: dict[str, Any] = {"bytes": 0}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._watched: list[tuple[Any, bool]] = []  # (task, whether it had its own `inputs` before)
 
     def watch(self, task: Any) -> None:
+        """`task.inputs` wrapped until this watch ends (the registry's task objects are shared)."""
         real = task.inputs
+        self._watched.append((task, "inputs" in vars(task)))
 
         def inputs(case: Any, device: str) -> Any:
             value = real(case, device)
@@ -188,6 +191,10 @@ class LiveInputs:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+        for task, had_own in reversed(self._watched):
+            if not had_own:
+                object.__delattr__(task, "inputs")  # the class's method again
+        self._watched.clear()
 
 
 def gpu_used() -> str:

@@ -73,3 +73,6 @@ def test_live_inputs_counts_drawn_tensors_alive_beyond_the_cache_and_names_their
     assert watch.worst["cases"] == ["held"] and "list" in watch.worst["referrers"][0]
     held.clear()
     assert watch.sample() == 0 and watch.worst["bytes"] == 300  # the worst sample stays
+    with watch:
+        pass
+    assert "inputs" not in vars(task)  # unwrapped when the watch ends: the next job's watch starts clean
