@@ -5,6 +5,11 @@ Every call gets the case's pristine inputs, copied by the runner into tensors of
 arguments whose initial contents the reference ignores are poisoned first (`poisoned_outputs`).
 The expected outputs (judge/reference_habits.py `expected_and_unwritten`) are cached beside the
 inputs, per attempt (judge/oracle.py `FIRST`, `REFILL`).
+
+For a suite's Triton reference, which runs in this process and may write past its own tensors,
+everything kept here lies in storage with zeroed slack before and after it: the answers are
+allocated that way (`expected_and_unwritten`), the inputs are kept as padded copies
+(`cached_inputs`), so such a write lands in slack, never in a kept value.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from typing import Any
 
 import torch
 
+from bench.slack import padded_copy
 from bench.task import Case, CaseUnavailable, OutputArgs, Task
 from judge.candidate.allocations import poison_tensor
 from judge.candidate.bit_equality import flat_tensors
@@ -159,12 +165,14 @@ def prepare_inputs(task: Task, case: Case, device: str, interpreter: bool) -> in
 
 
 def cached_inputs(task: Task, case: Case, device: str, refill: bool, evict: bool = True) -> tuple:
-    """Pristine inputs (cached, never handed out: a runner copies them into its own tensors)."""
+    """Pristine inputs (cached, never handed out: a runner copies them into its own tensors); for
+    a task whose reference is Triton code, padded copies (the module's docstring says why)."""
     def make() -> tuple:
         c = case
         if refill:
             c = dataclasses.replace(case, name=case.name + "+refill", seed=case.seed + 7919)
-        return task.inputs(c, device)
+        drawn = task.inputs(c, device)
+        return tuple(padded_copy(a) for a in drawn) if task.triton_reference else drawn
 
     return _CACHE.get((task.id, case, device, refill), make, evict)
 

@@ -45,9 +45,11 @@ def expected_and_unwritten(task: Task, args: tuple, case: Case | None = None) ->
     from judge.candidate import call_record, launches
 
     prepare_process()  # the judge runs the suite's Triton reference: record it as a candidate is recorded
-    with allocations("poison"):
+    # Every run's allocations padded (judge/candidate/allocations.py `_padded`): what a reference
+    # writes past its own tensors must not reach the judge's, the answers it keeps among them.
+    with allocations("poison", padded=True):
         poisoned = expected_output(task, args, case, slack="zero")
-    with allocations("marker"), launches.recording(args) as rec:
+    with allocations("marker", padded=True), launches.recording(args) as rec:
         marked = expected_output(task, args, case, slack="zero")
     habits = _HABITS.setdefault(task.id, _ReferenceHabits())
     habits.ops |= set(rec.fallback)
@@ -84,7 +86,8 @@ def _disturbed_reference(task: Task, args: tuple, case: Case | None) -> Any:
     device = next((a.device.type for a in args if isinstance(a, torch.Tensor)), "cpu")
     kept: list[Any] = []
     disturb_memory(1, device, kept)
-    return expected_output(task, args, case, slack="nan")
+    with allocations("plain", padded=True):  # padded only: what memory held stays there
+        return expected_output(task, args, case, slack="nan")
 
 
 def _unsteady_masks(a: Any, b: Any, task: Task, exempt: Any = None) -> Any:
