@@ -76,6 +76,11 @@ class Job:
         return cls(**fields)
 
 
+DEVICE_ERROR = "device error in the judge"
+"""`JobReply.restart_reason` when the judge's own GPU context failed during the job: its worker
+is restarted, and the pool judges the job again once (runners/pool.py `_run_job_retried`)."""
+
+
 @dataclass(frozen=True)
 class JobReply:
     """A judge worker's answer to `Job` number `id`: the evaluation's JSON (judge/candidate/

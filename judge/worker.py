@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from judge.gate import gpu_gate, on_waiting_behind_alone
-from judge.job import Job, JobReply
+from judge.job import DEVICE_ERROR, Job, JobReply
 
 if TYPE_CHECKING:
     from judge.template import Launched
@@ -298,7 +298,7 @@ class Worker:
             return Verdict("runtime_error", f"protocol violation by the candidate process: {format_exception(exc)}"), None
         except Exception as exc:  # noqa: BLE001 - the judge's own side failed (a suite reference raising): a verdict, not a dead worker
             if is_device_error(exc):
-                self.fatal = "device error in the judge"  # its own GPU context is gone: the pool restarts it
+                self.fatal = DEVICE_ERROR  # its own GPU context is gone: the pool restarts it, then judges again
             return Verdict("runtime_error", f"the judge could not judge this candidate: {format_exception(exc)}"), None
         finally:
             if proc is not None:
@@ -503,7 +503,7 @@ class Worker:
             print(f"judge worker: references of {job.task} not primed ({type(exc).__name__}: {exc})",
                   file=sys.stderr)
             if is_device_error(exc):
-                self.fatal = "device error in the judge"
+                self.fatal = DEVICE_ERROR
 
     def close(self) -> None:
         self.closing = True

@@ -17,7 +17,8 @@ bound to one GPU share it through that GPU's fair gate (judge/gate.py, a folder 
 own): judging jobs hold it shared, a timing measurement holds it alone and in ticket order,
 so each GPU has one timing lane that no judging job can starve or disturb. A candidate that
 runs out of GPU memory beside other workers' jobs is judged again alone (the gate held
-exclusively for the whole job), once; the lost attempt's seconds are its `retry` phase.
+exclusively for the whole job), once; a job during which the judge's own GPU context failed is
+judged again on a restarted worker, once; the lost attempt's seconds are its `retry` phase.
 Interpreter workers get one torch thread each: on a shared CPU the default thread pool
 spins against itself and makes small tensor ops hundreds of times slower.
 """
@@ -45,7 +46,7 @@ from judge.candidate.internal_tests import DEFAULT_TEST_TIMEOUT_S, JOB_KIND, Int
 from judge.candidate.verdict import Evaluation, Verdict
 from judge.clocks import CLOCKS_LOCKED_ENV
 from judge.device import Target
-from judge.job import Job, JobReply
+from judge.job import DEVICE_ERROR, Job, JobReply
 from judge.policy import FEEDBACK_SHORT, TimingPolicy
 from judge.privileges import hand_over, resolve_worker_user, worker_environment
 from judge.sandbox import UNSANDBOXED_ENV, risk_accepted
@@ -110,6 +111,7 @@ class PoolStats:
     timeouts: int = 0
     crashes: int = 0
     oom_retries: int = 0
+    device_retries: int = 0
 
 
 OUT_OF_MEMORY = re.compile(r"out of memory|OutOfMemoryError|hipErrorOutOfMemory|CUDA_ERROR_OUT_OF_MEMORY", re.I)
@@ -278,20 +280,32 @@ class LocalPool:
         finally:
             self._idle.put(worker)
 
-    def _run_job_or_alone(self, job: Job, limit: float,
-                          timeout_message: str) -> tuple[JobReply | Verdict, dict[str, float], float]:
-        """`_run_job`, and once more alone when a GPU out-of-memory error decided it (other
-        workers' jobs may have held the memory): the second verdict stands. Returns the reply,
-        the pool's phases, `queue` (both waits) and `retry` (the lost attempt's seconds), and the
-        seconds the worker had the attempt that stands (`_with_other`)."""
+    def _run_job_retried(self, job: Job, limit: float,
+                         timeout_message: str) -> tuple[JobReply | Verdict, dict[str, float], float]:
+        """`_run_job`, and once more when the first attempt may not be the candidate's doing: a
+        GPU out-of-memory error (other workers' jobs may have held the memory: judged again
+        alone), or the judge's own GPU context failing (a CUDA error is raised at the context's
+        next synchronisation, which can be a later job's: on an H100, two TritonBench-revised
+        references got "illegal memory access" 1-2.5 s into their jobs beside 12 workers and
+        passed in fresh ones; judged again on a restarted worker). The second verdict stands.
+        Returns the reply, the pool's phases, `queue` (both waits) and `retry` (the lost attempt's
+        seconds), and the seconds the worker had the attempt that stands (`_with_other`)."""
         reply, queued, ran = self._run_job(job, limit, timeout_message)
         first = reply if isinstance(reply, Verdict) else Verdict.from_json(reply.evaluation["verdict"])
-        if not self.gated or job.alone or not out_of_memory(first):
+        judge_failed = isinstance(reply, JobReply) and reply.fatal and reply.restart_reason == DEVICE_ERROR
+        what = f"{job.kind} on {job.task} ({job.case_set if not job.tests_job else 'tests'})"
+        if judge_failed:
+            self._count("device_retries")
+            log.warning("%s: the judge's own GPU context failed (%s); judged again on a restarted worker",
+                        what, first.message[:200])
+            again = job
+        elif self.gated and not job.alone and out_of_memory(first):
+            self._count("oom_retries")
+            log.warning("%s: out of GPU memory beside other jobs (%s); judged again alone", what, first.message[:200])
+            again = job.with_(alone=True)
+        else:
             return reply, {"queue": queued}, ran
-        self._count("oom_retries")
-        log.warning("%s on %s (%s): out of GPU memory beside other jobs (%s); judged again alone",
-                    job.kind, job.task, job.case_set if not job.tests_job else "tests", first.message[:200])
-        reply, queued_again, ran_again = self._run_job(job.with_(alone=True), limit, timeout_message)
+        reply, queued_again, ran_again = self._run_job(again, limit, timeout_message)
         return reply, {"queue": queued + queued_again, "retry": ran}, ran_again
 
     def evaluate(self, task_id: str, source: str, case_set: str, timing: bool = False,
@@ -305,7 +319,7 @@ class LocalPool:
         with self.references.first_of(task_id) if short else contextlib.nullcontext(False) as first:
             if short:
                 job = job.with_(references=tuple(self.references.of(task_id)), prime_references=bool(first))
-            reply, pool_phases, ran = self._run_job_or_alone(job, limit,
+            reply, pool_phases, ran = self._run_job_retried(job, limit,
                                                              f"no verdict within {limit:.0f} s; worker restarted")
             if not isinstance(reply, Verdict):
                 self.references.keep(list(reply.references))
@@ -324,7 +338,7 @@ class LocalPool:
         dies or breaks the protocol gives the report that verdict, as `evaluate` does."""
         job = Job(task_id, source, kind=JOB_KIND, tests=tests, per_test_timeout=per_test_timeout or DEFAULT_TEST_TIMEOUT_S)
         limit = timeout or self.job_timeout
-        reply, pool_phases, ran = self._run_job_or_alone(job, limit, f"the tests did not finish within {limit:.0f} s")
+        reply, pool_phases, ran = self._run_job_retried(job, limit, f"the tests did not finish within {limit:.0f} s")
         if isinstance(reply, Verdict):
             return InternalTestReport(reply, phases=_with_other(pool_phases, {}, ran))
         report = InternalTestReport.from_json(reply.evaluation)
@@ -373,8 +387,9 @@ class LocalPool:
                 w.kill()
         shutil.rmtree(self.workdir, ignore_errors=True)
         s = self.stats
-        log.info("pool closed: %d jobs, %d worker restarts, %d timeouts, %d crashes, %d out-of-memory retries",
-                 s.jobs, s.restarts, s.timeouts, s.crashes, s.oom_retries)
+        log.info("pool closed: %d jobs, %d worker restarts, %d timeouts, %d crashes, %d out-of-memory retries, "
+                 "%d retries after the judge's device error", s.jobs, s.restarts, s.timeouts, s.crashes, s.oom_retries,
+                 s.device_retries)
 
     def __enter__(self) -> LocalPool:
         return self

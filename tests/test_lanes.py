@@ -17,7 +17,7 @@ from bench.registry import get_task
 from judge.candidate.verdict import Verdict
 from judge.device import Target
 from judge.gate import FairGate
-from judge.job import Job, JobReply
+from judge.job import DEVICE_ERROR, Job, JobReply
 from runners.pool import LocalPool, out_of_memory
 from runners.sizing import GPU_MIB_PER_WORKER, HOST_MIB_PER_WORKER, MAX_WORKERS_PER_GPU, plan_workers
 
@@ -143,13 +143,44 @@ def test_a_worker_restart_is_logged_with_its_reason(caplog: pytest.LogCaptureFix
     real_run = worker.run
 
     def fatal(job: Job, timeout: float) -> JobReply:
-        return dataclasses.replace(real_run(job, timeout), fatal=True, restart_reason="device error in the judge")
+        return dataclasses.replace(real_run(job, timeout), fatal=True, restart_reason="the worker asked for it")
 
     worker.run = fatal  # type: ignore[method-assign]
     with caplog.at_level("INFO", logger="kmc.pool"), pool:
         pool.evaluate("softmax", "src", "hidden")
-    assert "judge worker restarted after a job (evaluation) of softmax: device error in the judge" in caplog.text
-    assert "1 worker restarts" in caplog.text
+    assert "judge worker restarted after a job (evaluation) of softmax: the worker asked for it" in caplog.text
+    assert "1 worker restarts" in caplog.text and len(worker.jobs) == 1
+
+
+def test_a_job_whose_judge_lost_its_gpu_context_is_judged_again_on_a_restarted_worker(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A CUDA error surfaces at the context's next synchronisation, maybe in a later job than the
+    work that caused it: the first verdict is not yet the candidate's. The second one stands."""
+    lost = Verdict("runtime_error", "the judge could not judge this candidate: torch.AcceleratorError: CUDA error: "
+                   "an illegal memory access was encountered")
+    for second, restarts in ((Verdict("correct", ""), 1), (lost, 2)):
+        pool, worker = scripted_pool([lost, second])
+
+        def failing_first(job: Job, timeout: float, real_run: Any = worker.run) -> JobReply:
+            reply = real_run(job, timeout)
+            judged = Verdict.from_json(reply.evaluation["verdict"])
+            return dataclasses.replace(reply, fatal=True, restart_reason=DEVICE_ERROR) if judged.kind != "correct" \
+                else reply
+
+        worker.run = failing_first  # type: ignore[method-assign]
+        with caplog.at_level("INFO", logger="kmc.pool"), pool:
+            evaluation = pool.evaluate("softmax", "src", "hidden")
+        assert evaluation.verdict.kind == second.kind and len(worker.jobs) == 2
+        assert [job.alone for job in worker.jobs] == [False, False]
+        assert evaluation.phases is not None and "retry" in evaluation.phases
+        assert pool.stats.device_retries == 1 and pool.stats.restarts == restarts
+    assert "the judge's own GPU context failed" in caplog.text
+    assert "1 retries after the judge's device error" in caplog.text
+
+    pool, worker = scripted_pool([lost, Verdict("correct", "")])  # no restart asked for: the verdict stands
+    with pool:
+        assert pool.evaluate("softmax", "src", "hidden").verdict.kind == "runtime_error"
+    assert len(worker.jobs) == 1 and pool.stats.device_retries == 0
 
 
 def test_an_out_of_memory_verdict_is_judged_again_alone_and_recorded(caplog: pytest.LogCaptureFixture) -> None:
@@ -157,7 +188,7 @@ def test_an_out_of_memory_verdict_is_judged_again_alone_and_recorded(caplog: pyt
     pool, worker = scripted_pool([oom, Verdict("correct", "")])
     with caplog.at_level("INFO", logger="kmc.pool"), pool:
         evaluation = pool.evaluate("vector_add", "src", "visible")
-    assert "pool closed: 2 jobs, 0 worker restarts, 0 timeouts, 0 crashes, 1 out-of-memory retries" in caplog.text
+    assert "pool closed: 2 jobs, 0 worker restarts, 0 timeouts, 0 crashes, 1 out-of-memory retries, 0 retries" in caplog.text
     assert evaluation.verdict.kind == "correct"
     assert [job.alone for job in worker.jobs] == [False, True]
     assert evaluation.phases is not None and evaluation.phases["retry"] >= 0.05
