@@ -132,6 +132,10 @@ class TaskCheck:
     new_shapes: int | None = None
     """Hidden cases at shapes the suite never records (adapted tasks), as judged: None where
     the task has no such cases."""
+    phases: dict[str, float] = field(default_factory=dict)
+    """The job's seconds by phase (judge/phases.py: queue, start, compile, correctness, gate,
+    timing, other, retry): where a slow check's time went (GEAK-eval's TritonBench-revised
+    references took 1-300 s each on an H100, 2026-12-06, with nothing recorded to say why)."""
 
     @property
     def passed(self) -> bool:

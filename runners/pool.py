@@ -285,9 +285,10 @@ class LocalPool:
         """`_run_job`, and once more when the first attempt may not be the candidate's doing: a
         GPU out-of-memory error (other workers' jobs may have held the memory: judged again
         alone), or the judge's own GPU context failing (a CUDA error is raised at the context's
-        next synchronisation, which can be a later job's: on an H100, two TritonBench-revised
-        references got "illegal memory access" 1-2.5 s into their jobs beside 12 workers and
-        passed in fresh ones; judged again on a restarted worker). The second verdict stands.
+        next synchronisation, which can be a later job's: on an H100, TritonBench-revised
+        context_attn_llama's reference got "illegal memory access" 2.5 s into its job beside 12
+        workers, and passed in three runs with fresh workers; judged again on a restarted worker).
+        The second verdict stands.
         Returns the reply, the pool's phases, `queue` (both waits) and `retry` (the lost attempt's
         seconds), and the seconds the worker had the attempt that stands (`_with_other`)."""
         reply, queued, ran = self._run_job(job, limit, timeout_message)

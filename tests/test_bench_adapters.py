@@ -358,7 +358,7 @@ def test_suite_objects_and_returned_inputs_cross_to_the_candidate_process(tmp_pa
     suite's test reach the candidate process as working objects (module_rms.py, like
     fast_rms_layernorm.py and int_scaled_matmul.py), and a reference that hands back its own
     input (residual_passthrough.py, like layer_norm_fwd.py) lets a candidate do the same. The
-    --jsonl file has each task's line as it was judged."""
+    --jsonl file has each task's line as it was judged, with the job's seconds by phase."""
     progress = tmp_path / "progress.jsonl"
     r = run_cli("bench", "check", "--device", "cpu", "--source", f"geak-eval:{GEAK}", "--workers", "1",
                 "--tasks", "tb-module_rms,tb-residual_passthrough", "--jsonl", str(progress), "--json", timeout=600)
@@ -367,3 +367,6 @@ def test_suite_objects_and_returned_inputs_cross_to_the_candidate_process(tmp_pa
     assert verdicts == {"tb-module_rms": "correct", "tb-residual_passthrough": "correct"}
     lines = [json.loads(line) for line in progress.read_text().splitlines()]
     assert sorted((x["task"], x["verdict"]) for x in lines) == sorted(verdicts.items())
+    for line in lines:  # where each job's seconds went, by phase
+        assert line["phases"]["correctness"] > 0 and line["phases"]["compile"] > 0
+        assert sum(line["phases"].values()) <= line["seconds"] + 0.05
