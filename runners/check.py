@@ -51,8 +51,9 @@ def check_task(pool: Any, task: Task, timed: bool, ceilings: Ceilings | None,
     ev = pool.evaluate(task.id, task.baseline_source(), "hidden", timing=timed, timing_policy=timing_policy)
     seconds = time.perf_counter() - started
     v = ev.verdict
+    phases = {k: round(x, 3) for k, x in (ev.phases or {}).items()}
     if v.kind == "runtime_error" and NothingToCompare.__name__ in v.message:
-        return TaskCheck(task.id, UNSCORABLE, v.message, seconds=seconds, phases=dict(ev.phases or {}),
+        return TaskCheck(task.id, UNSCORABLE, v.message, seconds=seconds, phases=phases,
                          note="the suite's entry point returns nothing and writes no argument: no differential "
                               "oracle can judge a candidate here")
     perf: tuple[PerfRow, ...] = ()
@@ -65,7 +66,6 @@ def check_task(pool: Any, task: Task, timed: bool, ceilings: Ceilings | None,
     elif not timed:
         note = "timing unavailable on the CPU interpreter" if interpreter else "not timed (--no-timing)"
     shapes = new_shape_cases(task, interpreter, v.skip_reasons) if v.correct else None
-    phases = {k: round(x, 3) for k, x in (ev.phases or {}).items()}
     return TaskCheck(task.id, v.kind, v.message, v.failing_case, v.cases_run, v.cases_skipped, v.skip_reasons,
                      seconds, perf, note, shapes, phases)
 
