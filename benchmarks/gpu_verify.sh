@@ -13,6 +13,9 @@
 #                                              (SEVEN_WORKERS="N M", SEVEN_UNGATED=N, SEVEN_ARGS: see the part)
 #   bash benchmarks/gpu_verify.sh profile    # own-test jobs' phases, then both sides of the boundary under cProfile
 #   bash benchmarks/gpu_verify.sh strength DATA_DIR [MINUTES]   # bench strength on GEAK-eval's TritonBench-revised files
+#   bash benchmarks/gpu_verify.sh geak DATA_DIR [SECONDS] [PROGRESS]   # bench check of GEAK-eval's TritonBench-revised
+#                                              references (issue 42 item 7): one run capped at SECONDS (default 560),
+#                                              each row with its job's phases; PROGRESS: a carried --jsonl to go on from
 #
 # Wheels for packages the image lacks (openai and its needs, tenacity, rank-bm25, pyseccomp) are
 # installed from .whl/ when it exists (see the device tool's README).
@@ -143,6 +146,15 @@ strength)
     --mutants 3 --minutes "${3:-8}" --out /tmp/strength
   tar -C /tmp -czf "$OUT/strength.tgz" strength
   ;;
+geak)
+  # the whole suite in one run when it fits (item 7: 10 minutes on an H200); a cut run keeps its rows,
+  # and PROGRESS (a --jsonl carried from an earlier call) is continued with --skip-judged
+  [ -n "${4:-}" ] && cp "$4" "$OUT/geak-check.jsonl"
+  step geak "${3:-560}" python3 cli.py bench check --source "geak-eval:$2" --suite tritonbench --no-timing \
+    --workers "${GEAK_WORKERS:-12}" --timeout 150 --jsonl "$OUT/geak-check.jsonl" ${4:+--skip-judged}
+  grep -v ': correct (' "$OUT/geak.log" | grep '^  tb-' | cut -c1-240
+  wc -l <"$OUT/geak-check.jsonl"
+  ;;
 *)
-  echo "unknown part: $part (boundary, runs, speed, profile or strength)"; exit 2 ;;
+  echo "unknown part: $part (boundary, runs, speed, profile, strength or geak)"; exit 2 ;;
 esac
