@@ -649,7 +649,7 @@ def test_a_sample_keeps_the_gpu_busy_from_the_flush_to_the_timed_launch(monkeypa
 class _PerfTask:
     """A task of perf cases c0 and c1, inputs of 16 float32 elements each."""
 
-    id, seeded_rng = "fake-grouped-timing", False
+    id, seeded_rng, triton_reference = "fake-grouped-timing", False, False
 
     def output_args(self, case: Any) -> Any:
         from bench.task import OutputArgs
