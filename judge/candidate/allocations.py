@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from bench.poison import poison_tensor
-from bench.slack import front_bytes, slack_bytes
+from bench.slack import padded_copy
 
 MARK_FLOAT = 7.25e3
 _MARK_INT = 0x3C3C
@@ -55,47 +55,33 @@ such a write faults or is compute-sanitizer's to find (`--sanitize`)."""
 GUARD_BYTE = 0xA5
 
 
-def _over(t: torch.Tensor, front: int, after: int, fill: int) -> tuple[torch.Tensor, torch.Tensor, int]:
-    """`t`'s shape and strides over a fresh byte buffer with `front` bytes before its first
-    element and at least `after` bytes after its last, both filled with `fill`; returns the view,
-    the buffer and where the bytes after begin. `front` must be a multiple of the element size."""
-    assert _PoisonState.allocate is not None
-    span = 1 + sum((n - 1) * st for n, st in zip(t.shape, t.stride(), strict=True))
-    size = t.element_size()
-    end = front + span * size
-    raw = _PoisonState.allocate(end + -(-after // size) * size, dtype=torch.uint8, device=t.device)
-    raw[:front].fill_(fill)
-    raw[end:].fill_(fill)
-    view = torch.empty(0, dtype=t.dtype, device=t.device).set_(raw.untyped_storage(), front // size, t.shape,
-                                                                t.stride())
-    return (view.requires_grad_() if t.requires_grad else view), raw, end
-
-
-def _fresh(t: torch.Tensor) -> bool:
-    """An allocation of its own (not a view into another), with elements: one that can be moved."""
-    return t.numel() > 0 and t.storage_offset() == 0 and _PoisonState.allocate is not None
-
-
 def _guarded(t: torch.Tensor) -> torch.Tensor:
     """`t`'s shape and strides over a buffer with `GUARD_BYTES` after its last element."""
-    if t.device.type != "cpu" or not _fresh(t):
+    if t.device.type != "cpu" or t.numel() == 0 or t.storage_offset() != 0 or _PoisonState.allocate is None:
         return t
-    view, raw, end = _over(t, 0, GUARD_BYTES, GUARD_BYTE)
-    _PoisonState.guards.append((raw, end, f"{tuple(t.shape)} {str(t.dtype).removeprefix('torch.')}"))
-    return view
+    span = 1 + sum((n - 1) * st for n, st in zip(t.shape, t.stride(), strict=True))
+    size = t.element_size()
+    extra = -(-GUARD_BYTES // size)
+    buf = _PoisonState.allocate(span + extra, dtype=t.dtype, device="cpu")
+    raw = buf.view(torch.uint8)
+    raw[span * size:].fill_(GUARD_BYTE)
+    _PoisonState.guards.append((raw, span * size, f"{tuple(t.shape)} {str(t.dtype).removeprefix('torch.')}"))
+    view = buf.as_strided(t.shape, t.stride(), 0)
+    return view.requires_grad_() if t.requires_grad else view
 
 
 def _padded(t: torch.Tensor) -> torch.Tensor:
-    """`t`'s shape and strides over a buffer with zeroed slack before and after it, as inputs
-    get (bench/slack.py), on any device. Why: a suite's Triton reference that writes past its
-    own output (TritonBench-revised f16_to_f8 masks by its input's storage size, which the
+    """`t` copied into a buffer of its own with zeroed slack before and after it, as inputs get
+    (bench/slack.py `padded_copy`), on any device. Why: a suite's Triton reference that writes past
+    its own output (TritonBench-revised f16_to_f8 masks by its input's storage size, which the
     input's slack makes larger than its output) wrote into the judge's other tensors on a GPU,
     among them the expected output of an earlier case, kept in the cache: the reference then
-    failed its own hidden cases (an H100, 2026-12-06). Its writes now land in its own slack."""
-    if not _fresh(t):
+    failed its own hidden cases (an H100, 2026-12-06). Its writes now land in its own slack.
+    What `t`'s memory held is copied too: a disturbed run (judge/reference_habits.py) keeps it."""
+    if t.numel() == 0 or t.storage_offset() != 0:
         return t
-    nbytes = t.numel() * t.element_size()
-    return _over(t, front_bytes(nbytes), slack_bytes(nbytes), 0)[0]
+    padded = padded_copy(t)
+    return padded.requires_grad_() if t.requires_grad else padded
 
 
 def overruns() -> str:
