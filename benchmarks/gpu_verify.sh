@@ -149,11 +149,16 @@ strength)
 geak)
   # the whole suite in one run when it fits (item 7: 10 minutes on an H200); a cut run keeps its rows,
   # and PROGRESS (a --jsonl carried from an earlier call) is continued with --skip-judged
-  [ -n "${4:-}" ] && cp "$4" "$OUT/geak-check.jsonl"
-  step geak "${3:-560}" python3 cli.py bench check --source "geak-eval:$2" --suite tritonbench --no-timing \
-    --workers "${GEAK_WORKERS:-12}" --timeout 150 --jsonl "$OUT/geak-check.jsonl" ${4:+--skip-judged}
-  grep -v ': correct (' "$OUT/geak.log" | grep '^  tb-' | cut -c1-240
-  wc -l <"$OUT/geak-check.jsonl"
+  # each job's named steps (judge/phases.py KMC_JOB_STEPS: cases probed, the judge's side, the compile pass) as one file
+  # GEAK_TASKS: only those tasks; GEAK_TAG: a suffix for this run's files (two runs in one call)
+  [ -n "${4:-}" ] && cp "$4" "$OUT/geak-check${GEAK_TAG:-}.jsonl"
+  rm -rf /tmp/geak-steps && mkdir -p /tmp/geak-steps
+  KMC_JOB_STEPS=/tmp/geak-steps step "geak${GEAK_TAG:-}" "${3:-560}" python3 cli.py bench check \
+    --source "geak-eval:$2" --suite tritonbench --no-timing --workers "${GEAK_WORKERS:-12}" --timeout 150 \
+    --jsonl "$OUT/geak-check${GEAK_TAG:-}.jsonl" ${4:+--skip-judged} ${GEAK_TASKS:+--tasks "$GEAK_TASKS"}
+  cat /tmp/geak-steps/*.jsonl >"$OUT/geak-steps${GEAK_TAG:-}.jsonl" 2>/dev/null
+  grep -v ': correct (' "$OUT/geak${GEAK_TAG:-}.log" | grep '^  tb-' | cut -c1-240
+  wc -l <"$OUT/geak-check${GEAK_TAG:-}.jsonl"
   ;;
 *)
   echo "unknown part: $part (boundary, runs, speed, profile, strength or geak)"; exit 2 ;;

@@ -28,6 +28,10 @@ from judge.candidate.launchers import MAX_NOTED
 from judge.runner import Call, CallReport
 from judge.source_caches import harvest
 
+JUDGE_SIDE_STEP = "judge side"
+"""The job's step (judge/phases.py) for the judge's own work between requests: cases found (an
+adapted task's new shapes probed), inputs drawn, the reference's answers, comparisons."""
+
 
 class CandidateTimeout(Exception):
     pass
@@ -109,6 +113,7 @@ class CandidateProcess:
         self.forked = time.perf_counter()
         self.spare_steps: dict[str, float] = {}  # a spare's gate wait and context seconds (judge/spares.py)
         self.start_error = ""  # why a spare's device start failed (judge/spares.py `Spares.check_boundary`)
+        self.steps: Any = None  # the job's PhaseClock (judge/phases.py): the judge's own work is its step
 
     def start_device(self) -> None:
         """Tell a fresh process on a GPU to make its device context (judge/candidate/server.py
@@ -141,7 +146,8 @@ class CandidateProcess:
         backstop allows for the stopped time (runners/pool.py `backstop_seconds`)."""
         started = time.monotonic()
         try:
-            yield
+            with self.steps.step(JUDGE_SIDE_STEP) if self.steps is not None else contextlib.nullcontext():
+                yield
         finally:
             stopped = min(time.monotonic() - started, self.stopped_allowance)
             self.stopped_allowance -= stopped
