@@ -8,7 +8,11 @@ makes it (poisoned and marked allocations, a run with NaN past the inputs). With
 reported at the step that caused it. A diagnostic, not a verdict: `bench check` is the verdict.
 
     python scripts/reference_diagnose.py --source geak-eval:DIR tb-decay_cumsum tb-destindex_copy ...
-        [--timeout 90] [--parallel 8] [--blocking] [--case-set hidden]
+        [--timeout 90] [--parallel 8] [--blocking] [--case-set hidden] [--cprofile 25]
+
+With `--cprofile N` each task's process runs under cProfile and ends with its N costliest
+functions by cumulative and by own time: whether a slow task's seconds go to compiling, autotuning,
+recording the suite's calls or probing new shapes.
 """
 
 from __future__ import annotations
@@ -63,6 +67,7 @@ def diagnose(task_id: str, case_set: str) -> int:
     try:
         load_sources(resolve_sources(None), target.vendor)  # --source, handed over as $KMC_TASK_SOURCES
         task = get_task(task_id)
+        _say(started, "task loaded")
         step = "listing the cases"
         cases = task.cases(case_set, target.interpreter)
         _say(started, f"{len(cases)} {case_set} cases")
@@ -108,6 +113,20 @@ def diagnose(task_id: str, case_set: str) -> int:
         return 1
 
 
+def _profiled(task_id: str, case_set: str, top: int) -> int:
+    import cProfile
+    import io
+    import pstats
+
+    profiler = cProfile.Profile()
+    code = profiler.runcall(diagnose, task_id, case_set)
+    text = io.StringIO()
+    for order in ("cumulative", "tottime"):
+        pstats.Stats(profiler, stream=text).sort_stats(order).print_stats(top)
+    print("\n".join(line[:220] for line in text.getvalue().splitlines() if line.strip()), flush=True)
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("tasks", nargs="+")
@@ -116,10 +135,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=90.0)
     ap.add_argument("--parallel", type=int, default=4)
     ap.add_argument("--blocking", action="store_true", help="CUDA_LAUNCH_BLOCKING=1: faults at their step")
+    ap.add_argument("--cprofile", type=int, default=0, metavar="N",
+                    help="each task under cProfile: its N costliest functions (cumulative) at the end")
     ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # the per-task child
     args = ap.parse_args(argv)
     if args.one:
-        return diagnose(args.tasks[0], args.case_set)
+        return _profiled(args.tasks[0], args.case_set, args.cprofile) if args.cprofile else diagnose(
+            args.tasks[0], args.case_set)
     env = dict(os.environ)
     if args.source:
         env["KMC_TASK_SOURCES"] = ";".join(args.source)
@@ -127,7 +149,8 @@ def main(argv: list[str] | None = None) -> int:
         env["CUDA_LAUNCH_BLOCKING"] = "1"
 
     def one(task_id: str) -> str:
-        cmd = [sys.executable, __file__, "--one", "--case-set", args.case_set, task_id]
+        cmd = [sys.executable, __file__, "--one", "--case-set", args.case_set, "--cprofile", str(args.cprofile),
+               task_id]
         try:
             done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
             text, end = done.stdout + done.stderr[-2000:], f"exit {done.returncode}"
