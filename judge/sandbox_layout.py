@@ -25,6 +25,16 @@ from judge.containment import _python_paths
 PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
 TRITON_CACHE = "/var/cache/kmc-triton"  # inside the sandbox: the candidate's own writable Triton cache
 
+AUTOTUNE_CACHE_ENV = "TRITON_CACHE_AUTOTUNING"
+"""Triton's switch for keeping autotuning choices in its cache (a file per kernel, tuning key and
+config list). Set by the pool for the judge's own processes where the Triton cache root is the
+run's (runners/pool.py), so the worker and its shape-probing child (bench/adapters/shape_probe.py)
+share a suite reference's choices: on an H100 a TritonBench reference autotuned each new shape
+in the child and again, about a second a shape, in the worker (scripts/reference_diagnose.py).
+Within a run every worker then judges against the same choice the probe accepted. Never in a
+candidate's environment (judge/template.py `candidate_environment`): a candidate autotunes in its
+own process, as it would alone."""
+
 ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "passwd", "group", "nsswitch.conf",
              "localtime", "hosts", "os-release")
 SYSTEM_TREES = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin")

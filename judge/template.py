@@ -25,6 +25,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib.abc import MetaPathFinder
 from pathlib import Path
@@ -114,11 +115,17 @@ def launch(device: str, env: dict[str, str] | None = None, prefix: tuple[str, ..
     template's import of torch and its warm-up (several seconds) then overlap the worker's own
     import of torch instead of following it."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    environment = {**(env or os.environ), "KMC_CANDIDATE_DEVICE": device}
     proc = subprocess.Popen([*prefix, sys.executable, "-m", "judge.template", str(theirs.fileno())],
-                            pass_fds=(theirs.fileno(),), env=environment, stdin=subprocess.DEVNULL)
+                            pass_fds=(theirs.fileno(),), env=candidate_environment(env or os.environ, device),
+                            stdin=subprocess.DEVNULL)
     theirs.close()
     return Launched(proc, ours, device)
+
+
+def candidate_environment(env: Mapping[str, str], device: str) -> dict[str, str]:
+    """The template's (so every candidate's) environment: the worker's, less the judge's own
+    autotuning cache switch (judge/sandbox_layout.py `AUTOTUNE_CACHE_ENV`), plus the device."""
+    return {**{k: v for k, v in env.items() if k != sandbox_layout.AUTOTUNE_CACHE_ENV}, "KMC_CANDIDATE_DEVICE": device}
 
 
 def close_launched(launched: Launched) -> None:

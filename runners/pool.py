@@ -51,6 +51,7 @@ from judge.policy import FEEDBACK_SHORT, TimingPolicy
 from judge.privileges import hand_over, resolve_worker_user, worker_environment
 from judge.sandbox import UNSANDBOXED_ENV, risk_accepted
 from judge.sandbox import require as require_sandbox
+from judge.sandbox_layout import AUTOTUNE_CACHE_ENV
 from judge.worker import INPUT_CACHE_ENV, PREPARE_ENV
 from runners.references import RunReferences
 from runners.sizing import WorkerPlan, plan_workers
@@ -185,6 +186,8 @@ class LocalPool:
             # One Triton cache root for all the workers (judge/source_caches.py keeps a cache per
             # candidate source under it): a source judged again by another worker compiles nothing.
             extra_env.setdefault("TRITON_CACHE_DIR", str(self.workdir / "triton-cache"))
+            # The run's own cache: the judge's processes share autotuning choices in it (never candidates').
+            extra_env[AUTOTUNE_CACHE_ENV] = "1"
         extra_env[CLOCKS_LOCKED_ENV] = "1" if clocks_locked else "0"  # never a value inherited from our shell
         extra_env[UNSANDBOXED_ENV] = "1" if unsandboxed else "0"  # likewise
         extra_env[PREPARE_ENV] = ",".join(prepare)

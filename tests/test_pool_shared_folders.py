@@ -35,6 +35,27 @@ def test_a_gpu_pools_workers_share_one_triton_cache_root(monkeypatch: pytest.Mon
     assert "TRITON_CACHE_DIR" not in os.environ  # told to the workers, not set here
 
 
+def test_the_runs_own_cache_keeps_the_judges_autotuning_choices_and_no_candidate_inherits_the_switch(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from judge.sandbox_layout import AUTOTUNE_CACHE_ENV
+    from judge.template import candidate_environment
+
+    monkeypatch.delenv("TRITON_CACHE_DIR", raising=False)
+    monkeypatch.delenv(AUTOTUNE_CACHE_ENV, raising=False)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    with LocalPool(GPU, workers=2, plan=_plan(2)) as pool:
+        worker_envs = [w._env() for w in pool._all]
+    assert {e[AUTOTUNE_CACHE_ENV] for e in worker_envs} == {"1"}
+    assert AUTOTUNE_CACHE_ENV not in os.environ
+    candidate = candidate_environment(worker_envs[0], "cuda")
+    assert AUTOTUNE_CACHE_ENV not in candidate and candidate["KMC_CANDIDATE_DEVICE"] == "cuda"
+    assert candidate["TRITON_CACHE_DIR"] == worker_envs[0]["TRITON_CACHE_DIR"]
+    # A cache the user keeps across runs never gets choices written into it by the pool's say-so.
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    with LocalPool(GPU, workers=1, plan=_plan(1)) as pool:
+        assert AUTOTUNE_CACHE_ENV not in pool._all[0]._env()
+
+
 def test_a_users_triton_cache_is_kept_and_the_interpreter_gets_none(monkeypatch: pytest.MonkeyPatch,
                                                                     tmp_path: Path) -> None:
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")

@@ -18,6 +18,7 @@ from typing import Any
 
 from bench.adapters import _shapes
 from bench.adapters._adapted import PerformanceMetricsStub, import_text, module_name, run_in_namespace
+from bench.adapters._oversize import holds_meta, skipping_oversize
 from bench.adapters.geak_parse import MAX_CALLS, SuiteFile
 from bench.sequences import same_kind
 
@@ -364,8 +365,7 @@ class SuiteCalls:
         try:
             run_in_namespace("\n".join(lines), module_name("perf", str(self.perf_script), text), script_ns, (_Captured,))
             metrics = script_ns["performance_metrics"]()
-            metrics.get_input_tensors()
-            inputs = list(metrics.input_tensors)
+            inputs = _made_inputs(metrics, max_elements)
         except Exception:  # noqa: BLE001 - no perf inputs: speedups fall back to the largest hidden shapes
             return []
         sized = sorted(((i, _perf_elements(x)) for i, x in enumerate(inputs)), key=lambda p: p[1])
@@ -379,6 +379,22 @@ class SuiteCalls:
             except Exception:  # noqa: BLE001 - an input the op refuses is not a perf input
                 continue
         return sink
+
+
+def _made_inputs(metrics: Any, max_elements: int) -> list[Any]:
+    """The script's inputs, those over `max_elements` left unmade where it can be (_oversize.py);
+    made the plain way where a kept input would hold an unmade tensor, or the script could not
+    run so."""
+    try:
+        with skipping_oversize(max_elements):
+            metrics.get_input_tensors()
+        inputs = list(metrics.input_tensors)
+        if not any(holds_meta(x) for x in inputs if _perf_elements(x) <= max_elements):
+            return inputs
+    except Exception:  # noqa: BLE001 - the script mixes an unmade tensor with real ones: made as written below
+        pass
+    metrics.get_input_tensors()
+    return list(metrics.input_tensors)
 
 
 def _holds_raw_address(value: Any, depth: int = 0) -> bool:
