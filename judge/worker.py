@@ -215,7 +215,7 @@ class Worker:
 
     def handle(self, job: Job | dict[str, Any]) -> dict[str, Any]:
         """One job (a `Job`, or its JSON), answered as a `JobReply`'s JSON."""
-        from judge.candidate.verdict import Evaluation
+        from judge.candidate.verdict import Evaluation, Verdict
         from judge.device_memory import job_memory, start_job
         from judge.phases import PhaseClock
 
@@ -237,8 +237,10 @@ class Worker:
                     verdict, timing = self._run(job, self._judge_job)
         finally:
             _reset_timers()
-            self.clock.steps.update(job_memory(self.device))
-        if job.prime_references and not self.target.interpreter:
+            ended = self._job_memory(job_memory)
+        if ended:
+            verdict, timing = Verdict("runtime_error", f"the judge could not judge this candidate: {ended}"), None
+        if job.prime_references and not self.target.interpreter and not self.fatal:
             with self.clock("timing"):
                 self._prime_references(job)
         evaluation = Evaluation(verdict, timing, dict(self.clock.seconds)).to_json() | (
@@ -246,6 +248,23 @@ class Worker:
         fatal, self.fatal = self.fatal, ""
         measured = [s.to_json() for s in self.references.take_new()] if self.references is not None else []
         return JobReply(job.id, job.nonce, evaluation, bool(fatal), fatal, self.contained, tuple(measured)).to_json()
+
+    def _job_memory(self, read: Callable[[str], dict[str, float]]) -> str:
+        """The job's memory steps read, and idle blocks released, at its end; where that finds the
+        judge's GPU context gone, why (and the worker is to be restarted, the job judged again:
+        `DEVICE_ERROR`), else "". A fault of the job's last kernels, or of an earlier job's,
+        surfaces at the next synchronisation, which can be this one: on an H100 (2026-12-06) it
+        raised here, out of the job, and ended the worker, and the task was recorded as a crash."""
+        from judge.candidate.loading import format_exception, is_device_error
+
+        try:
+            self.clock.steps.update(read(self.device))
+        except Exception as exc:
+            if not is_device_error(exc):
+                raise
+            self.fatal = DEVICE_ERROR
+            return format_exception(exc)
+        return ""
 
     def record(self, job: Job, wall: float) -> None:
         """The job's phases, steps and wall seconds here, when `$KMC_JOB_STEPS` asks for them."""

@@ -96,3 +96,50 @@ def test_a_key_being_made_by_one_thread_is_waited_for_by_another() -> None:
     for t in threads:
         t.join()
     assert len(got) == 2 and got[0] is not got[1] and tiny.used == 0
+
+
+_FAULT = "AcceleratorError: CUDA error: an illegal memory access was encountered"
+
+
+def test_a_device_error_at_a_jobs_end_restarts_the_worker_and_other_errors_still_raise() -> None:
+    from judge.job import DEVICE_ERROR
+
+    def faulted(device: str) -> dict[str, float]:
+        raise RuntimeError(_FAULT)
+
+    fake = SimpleNamespace(clock=SimpleNamespace(steps={}), device="cuda", fatal="")
+    said = Worker._job_memory(fake, faulted)  # type: ignore[arg-type]
+    assert "illegal memory access" in said and fake.fatal == DEVICE_ERROR
+    fake = SimpleNamespace(clock=SimpleNamespace(steps={}), device="cuda", fatal="")
+    assert Worker._job_memory(fake, lambda device: {"memory:released_gib": 0.5}) == ""  # type: ignore[arg-type]
+    assert fake.fatal == "" and fake.clock.steps == {"memory:released_gib": 0.5}
+
+    def broken(device: str) -> dict[str, float]:
+        raise KeyError("a bug of the judge's own")
+
+    with pytest.raises(KeyError):
+        Worker._job_memory(SimpleNamespace(clock=SimpleNamespace(steps={}), device="cuda", fatal=""), broken)  # type: ignore[arg-type]
+
+
+@pytest.mark.slow
+def test_a_job_whose_end_finds_the_context_gone_is_answered_for_a_retry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reply the pool judges again on a restarted worker (runners/pool.py `_run_job_retried`),
+    not a worker that dies and leaves the task recorded as a crash."""
+    from judge import device_memory
+    from judge.job import DEVICE_ERROR
+
+    monkeypatch.chdir(Path.cwd())  # Worker.close changes directory to /
+    w = Worker()
+    try:
+        def faulted(device: str) -> dict[str, float]:
+            raise RuntimeError(_FAULT)
+
+        monkeypatch.setattr(device_memory, "job_memory", faulted)
+        task = get_task("vector_add")
+        reply = w.handle({"id": 1, "task": "vector_add", "source": task.baseline_source(), "case_set": "visible",
+                          "timeout": 300})
+        assert reply["fatal"] and reply["restart_reason"] == DEVICE_ERROR
+        verdict = reply["evaluation"]["verdict"]
+        assert verdict["kind"] == "runtime_error" and "illegal memory access" in verdict["message"]
+    finally:
+        w.close()
