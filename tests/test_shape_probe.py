@@ -84,6 +84,22 @@ def test_a_probe_that_cannot_start_is_one_line() -> None:
         shape_probe.decide_in_children(("state",), "key", run_child=broken)
 
 
+def test_a_child_out_of_gpu_memory_says_so_whatever_its_last_line() -> None:
+    """The verdict must name the memory (the pool judges such a job again alone), though torch's
+    message spans lines and its last is a closing parenthesis."""
+    def starved(payload: bytes, ends: float, first: bool = True) -> tuple[str, str, int]:
+        return "", ("Traceback (most recent call last):\n  File \"x.py\", line 3, in <module>\n"
+                    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. See documentation\n"
+                    "for Memory Management\n(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)\n"
+                    ")\n"), 1
+
+    with pytest.raises(RuntimeError, match="before its first probe: torch.OutOfMemoryError: CUDA out of memory") as err:
+        shape_probe.decide_in_children(("state",), "key", run_child=starved)
+    from runners.pool import OUT_OF_MEMORY
+
+    assert OUT_OF_MEMORY.search(str(err.value)) and "\n" not in str(err.value)
+
+
 @pytest.mark.slow  # the judge on the interpreter with probing children: ~10 s on 2 cores
 def test_the_judge_judges_a_task_whose_reference_dies_on_a_size(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(shape_probe.PROBE_IN_CHILD_ENV, "1")

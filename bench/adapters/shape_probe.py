@@ -42,6 +42,7 @@ import json
 import os
 import pickle
 import queue
+import re
 import signal
 import subprocess
 import sys
@@ -150,7 +151,7 @@ def _probe_in_children(suite_state: tuple, run: Callable[[bytes, float, bool], t
                 finished = True
         if finished and code == 0:
             break
-        tail = (err.strip().splitlines() or [f"exit status {code}"])[-1]
+        tail = _ending(err, code)
         if pending is not None:
             decisions[pending] = False
             if tail.startswith(TOO_LONG):
@@ -167,6 +168,22 @@ def _probe_in_children(suite_state: tuple, run: Callable[[bytes, float, bool], t
 
 
 _ROOT = Path(__file__).resolve().parent.parent.parent
+_EXCEPTION_HEAD = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Fault)\b")
+
+
+def _ending(err: str, code: int) -> str:
+    """Why a child ended, in one line: the stop the parent appended (`_run_child`), else the
+    last exception's header with whatever of its message followed it, else stderr's last line.
+    Stderr's last line alone was ")" for a child that ran out of GPU memory beside 12 workers
+    (an H100, 2026-12-06: torch's message ends in a parenthesised link), so the task's verdict
+    did not say "out of memory" and the pool did not judge it again alone (runners/pool.py)."""
+    lines = [line.strip() for line in err.strip().splitlines() if line.strip()]
+    if not lines:
+        return f"exit status {code}"
+    if lines[-1].startswith((TOO_LONG, OVER_BUDGET, "no answer within")):
+        return lines[-1]
+    heads = [i for i, line in enumerate(lines) if _EXCEPTION_HEAD.match(line)]
+    return " ".join(lines[heads[-1]:])[:500] if heads else lines[-1]
 
 
 def _run_child(payload: bytes, budget_ends: float, first: bool = True) -> tuple[str, str, int]:
