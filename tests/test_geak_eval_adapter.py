@@ -814,3 +814,12 @@ def test_elements_the_reference_never_writes_do_not_count_towards_no_answer(
     (answer,), (mask,) = expected, masks
     assert int(mask.sum()) == 256 - 96
     assert torch.equal(answer[~mask], (2 * x.flatten()[:128].reshape(4, 32)[:, :24]).flatten())
+
+
+def test_perf_inputs_are_the_same_whatever_the_process_drew_before() -> None:
+    suite = _suite(TB / "add_vectors.py")
+    first = suite.perf_script_calls(1 << 17)
+    torch.rand(1000)  # another task's draws in the same worker
+    again = _suite(TB / "add_vectors.py").perf_script_calls(1 << 17)
+    assert len(first) == len(again) == 3
+    assert all(a.equal(b) for x, y in zip(first, again, strict=True) for a, b in zip(x, y, strict=True))

@@ -320,6 +320,7 @@ class SuiteCalls:
             return []
         ns, originals = self._recording
         perf: list[tuple] = []
+        _seed_inputs()
         if sf.perf_callers:
             self._install(ns, originals, perf, True)
             self._run_pytest_functions(ns, sf.perf_callers, perf, MAX_CALLS, spread=True)
@@ -334,6 +335,7 @@ class SuiteCalls:
         module = import_text(self.code, module_name("perfrec", str(self.sf.path), self.code))
         sink: list[tuple] = []
         self._install(module.__dict__, {}, sink, True)
+        _seed_inputs()
         return self._record_perf_script(module.__dict__, sink, max_elements)
 
     def _record_perf_script(self, ns: dict[str, Any], sink: list[tuple], max_elements: int) -> list[tuple]:
@@ -379,6 +381,16 @@ class SuiteCalls:
             except Exception:  # noqa: BLE001 - an input the op refuses is not a perf input
                 continue
         return sink
+
+
+def _seed_inputs() -> None:
+    """The generators seeded before a suite's perf inputs are made, as before its test is run
+    (`_record`): the values were whatever the process had drawn before, so the probing child and
+    each worker of a run made different perf cases of one task, and a run's perf-case verdicts
+    hung on which tasks a worker had judged first."""
+    import torch
+
+    torch.manual_seed(0)
 
 
 def _made_inputs(metrics: Any, max_elements: int) -> list[Any]:
