@@ -30,7 +30,6 @@ import dataclasses
 import logging
 import os
 import queue
-import re
 import shutil
 import signal
 import tempfile
@@ -41,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.adapters.shape_probe import PROBE_DIR_ENV, PROBING_WALL_S
+from bench.faults import mentions_out_of_memory
 from bench.registry import get_task
 from judge.candidate.internal_tests import DEFAULT_TEST_TIMEOUT_S, JOB_KIND, InternalTestReport
 from judge.candidate.verdict import Evaluation, Verdict
@@ -115,14 +115,13 @@ class PoolStats:
     device_retries: int = 0
 
 
-OUT_OF_MEMORY = re.compile(r"out of memory|OutOfMemoryError|hipErrorOutOfMemory|CUDA_ERROR_OUT_OF_MEMORY", re.I)
 
 
 def out_of_memory(verdict: Verdict) -> bool:
     """A verdict a GPU out-of-memory error decided (the candidate's, or the judge's own side):
     possibly the doing of other jobs on the same GPU, so not yet the candidate's verdict.
     Triton's "out of resource: shared memory" is the kernel's own and does not match."""
-    return verdict.kind in ("runtime_error", "crash") and bool(OUT_OF_MEMORY.search(verdict.message))
+    return verdict.kind in ("runtime_error", "crash") and mentions_out_of_memory(verdict.message)
 
 
 def _with_other(pool_phases: dict[str, float], worker_phases: dict[str, float], ran: float) -> dict[str, float]:

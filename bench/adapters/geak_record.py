@@ -22,6 +22,7 @@ those the judge may poison is learnt by running the reference on the recorded ca
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +33,7 @@ from bench.adapters._adapted import import_text, module_name
 from bench.adapters._glue import complete, missing_imports
 from bench.adapters.geak_calls import SuiteCalls
 from bench.adapters.geak_parse import SuiteFile
-from bench.faults import mentions_device_error
+from bench.faults import mentions_device_error, mentions_out_of_memory
 from bench.sequences import same_kind
 from bench.task import Case, CaseUnavailable, NothingToCompare, OutputArgs
 
@@ -43,6 +44,16 @@ SHAPE_SLOTS_CPU = 4
 PERF_SLOTS = 3
 PERF_SPREAD = 16
 SHAPE_ATTEMPTS = 6
+PROBE_MEMORY_TRIES = 3
+PROBE_MEMORY_WAIT_S = 2.0
+"""A probe out of GPU memory is tried again, idle blocks handed back and 2 s, then 4 s, waited
+first: the memory may be other workers' (12 judge workers and their probing children share one
+GPU in a `bench check`), and a shape rejected for it would make a run's hidden cases depend on the
+load. Three tries stay inside a probe's own limit (shape_probe.py `PROBE_LIMIT_S`)."""
+
+
+class _ProbeOutOfMemory(Exception):
+    """A probe of the suite's reference ran out of GPU memory (`GeakSuite._reference_runs`)."""
 
 
 class ReferenceFault(RuntimeError):
@@ -243,7 +254,18 @@ class GeakSuite:
         """The suite's reference runs on `values` and gives the same answer twice, the second
         time on copies made after memory was filled with other values: a shape where the
         reference reads memory it does not own (an argument not grown with the others) has no
-        answer to judge a candidate against."""
+        answer to judge a candidate against. Out of GPU memory, the probe is tried again
+        (`PROBE_MEMORY_TRIES`) before the shape counts as rejected."""
+        for attempt in range(PROBE_MEMORY_TRIES):
+            try:
+                return self._runs_the_same(values)
+            except _ProbeOutOfMemory:
+                _release_probe_memory()
+                if attempt + 1 < PROBE_MEMORY_TRIES:
+                    time.sleep(PROBE_MEMORY_WAIT_S * (attempt + 1))
+        return False
+
+    def _runs_the_same(self, values: tuple) -> bool:
         device = self.run_device()
         try:
             args = _outputs.clone_call(_to_device(values, device))
@@ -261,6 +283,8 @@ class GeakSuite:
                 raise ReferenceFault(f"the suite's reference faulted on the GPU while the adapter probed it on "
                                      f"{_shapes.describe_shapes(values)}: {type(exc).__name__}: "
                                      f"{str(exc).splitlines()[0][:300]}") from exc
+            if mentions_out_of_memory(f"{type(exc).__name__}: {exc}"):
+                raise _ProbeOutOfMemory() from exc
             return False
         return _outputs.same(first, self.judged(again, again_args))
 
