@@ -149,7 +149,7 @@ strength)
 geak)
   # the whole suite in one run when it fits (item 7: 10 minutes on an H200); a cut run keeps its rows,
   # and PROGRESS (a --jsonl carried from an earlier call) is continued with --skip-judged
-  # each job's named steps (judge/phases.py KMC_JOB_STEPS: cases probed, the judge's side, the compile pass) as one file
+  # each job's named steps (judge/phases.py KMC_JOB_STEPS: the judge's side, the compile pass, the gate) as one file
   # GEAK_TASKS: only those tasks; GEAK_TAG: a suffix for this run's files (two runs in one call)
   [ -n "${4:-}" ] && cp "$4" "$OUT/geak-check${GEAK_TAG:-}.jsonl"
   rm -rf /tmp/geak-steps && mkdir -p /tmp/geak-steps

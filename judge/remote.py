@@ -29,8 +29,9 @@ from judge.runner import Call, CallReport
 from judge.source_caches import harvest
 
 JUDGE_SIDE_STEP = "judge side"
-"""The job's step (judge/phases.py) for the judge's own work between requests: cases found (an
-adapted task's new shapes probed), inputs drawn, the reference's answers, comparisons."""
+"""The job's step (judge/phases.py) for the judge's own work between requests: inputs made (an
+adapted task's new shapes probed where its first job needs them), the reference's answers,
+comparisons. 80-97% of a GEAK-eval reference's check job on an H100 (2026-12-06)."""
 
 
 class CandidateTimeout(Exception):

@@ -44,7 +44,6 @@ INPUT_CACHE_ENV = "KMC_INPUT_CACHE_MB"  # device memory kept for cached case inp
 PREPARE_ENV = "KMC_PREPARE_TASKS"  # the run's task ids: their hidden inputs drawn while the template starts
 TMP_CAP_ENV = "KMC_CANDIDATE_TMP_MB"  # size cap of a candidate's private /tmp and folder
 ALONE_STEP = "gpu:alone"
-CASES_STEP = "cases"  # a job's case list: an adapted task's first one probes its new shapes (bench/adapters/shape_probe.py)
 """The step (`$KMC_JOB_STEPS`) of a job's seconds holding the GPU exclusively to time: summed
 over a run's jobs, the busy time of the GPU's one timing lane, which no number of judging
 workers shortens (benchmarks/bench_compare_gpu.py --steps prints it against the wall time)."""
@@ -363,8 +362,7 @@ class Worker:
                     reply, _ = proc.request({"op": "compile_tests", "tests": job.tests})
                     self.compile_pass = reported_counts(reply.get("pass"))
                 else:
-                    with self.clock.step(CASES_STEP):
-                        cases = cases_to_compile(task, job.case_set, self.target.interpreter, timed, job.compile_through)
+                    cases = cases_to_compile(task, job.case_set, self.target.interpreter, timed, job.compile_through)
                     self.clock.steps["pass:through"] = 1.0 if job.compile_through else 0.0  # the hint's share of jobs
                     self.compile_pass = precompile(proc, task, cases, self.device, self.target.interpreter)
         except (CandidateDied, CandidateTimeout, WireError) as exc:
@@ -377,8 +375,7 @@ class Worker:
         from judge.oracle import judge_cases
         from judge.remote import RemoteRunner
 
-        with self.clock.step(CASES_STEP):
-            cases = task.cases(job.case_set, self.target.interpreter)
+        cases = task.cases(job.case_set, self.target.interpreter)
         runner = RemoteRunner(proc)
         shared = self._shared_ticket
 

@@ -7,9 +7,9 @@ of GEAK-eval's TritonBench-revised that is 172 G elements made for 27 G kept; dr
 alone took 10.6 s of `torch.rand` on an H100 host, once in the probing child and once in the
 judge worker (2026-12-06, scripts/reference_diagnose.py --cprofile), in every run.
 
-`skipping_oversize(cap)` (a torch function mode) makes a tensor constructor whose result would hold more than `cap`
-elements give a `meta` tensor instead (its shape and dtype, no storage), and every operation
-on it then gives meta tensors too. An input holding one has more than `cap` elements, so it
+`skipping_oversize(cap)`, a torch function mode, makes a tensor constructor whose result would
+hold more than `cap` elements give a `meta` tensor instead (its shape and dtype, no storage),
+and every operation on it then gives meta tensors too. An input holding one has more than `cap` elements, so it
 was out anyway. Where that does not hold (a script cutting a small input from a large tensor,
 or mixing such a tensor with real ones), the caller makes the inputs again the plain way
 (`holds_meta` says so), so the inputs kept are always real. The values may differ from a plain
