@@ -10,6 +10,9 @@ reported at the step that caused it. A diagnostic, not a verdict: `bench check` 
     python scripts/reference_diagnose.py --source geak-eval:DIR tb-decay_cumsum tb-destindex_copy ...
         [--timeout 90] [--parallel 8] [--blocking] [--case-set hidden] [--cprofile 25]
 
+Like the pool, the tasks share a Triton cache made for this run (unless TRITON_CACHE_DIR is
+set), in which the judge's processes keep autotuning choices.
+
 With `--cprofile N` each task's process runs under cProfile and ends with its N costliest
 functions by cumulative and by own time: whether a slow task's seconds go to compiling, autotuning,
 recording the suite's calls or probing new shapes.
@@ -19,8 +22,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
@@ -143,6 +148,14 @@ def main(argv: list[str] | None = None) -> int:
         return _profiled(args.tasks[0], args.case_set, args.cprofile) if args.cprofile else diagnose(
             args.tasks[0], args.case_set)
     env = dict(os.environ)
+    made_cache = ""
+    if not env.get("TRITON_CACHE_DIR"):
+        # As the pool does (runners/pool.py): a Triton cache of this run's own, in which the
+        # task's process and its probing children share autotuning choices.
+        from judge.sandbox_layout import AUTOTUNE_CACHE_ENV
+
+        env["TRITON_CACHE_DIR"] = made_cache = tempfile.mkdtemp(prefix="kmc-diagnose-triton-")
+        env[AUTOTUNE_CACHE_ENV] = "1"
     if args.source:
         env["KMC_TASK_SOURCES"] = ";".join(args.source)
     if args.blocking:
@@ -159,9 +172,13 @@ def main(argv: list[str] | None = None) -> int:
             text, end = out, f"TIMED OUT after {args.timeout:.0f} s"
         return f"===== {task_id}: {end}\n{text}"
 
-    with ThreadPoolExecutor(max_workers=max(1, args.parallel)) as ex:
-        for report in ex.map(one, args.tasks):
-            print(report, flush=True)
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, args.parallel)) as ex:
+            for report in ex.map(one, args.tasks):
+                print(report, flush=True)
+    finally:
+        if made_cache:
+            shutil.rmtree(made_cache, ignore_errors=True)
     return 0
 
 
