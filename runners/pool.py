@@ -115,8 +115,6 @@ class PoolStats:
     device_retries: int = 0
 
 
-
-
 def out_of_memory(verdict: Verdict) -> bool:
     """A verdict a GPU out-of-memory error decided (the candidate's, or the judge's own side):
     possibly the doing of other jobs on the same GPU, so not yet the candidate's verdict.
