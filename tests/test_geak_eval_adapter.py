@@ -262,6 +262,8 @@ def test_perf_inputs_come_from_the_suites_perf_script() -> None:
     suite = _suite(TB / "add_vectors.py")
     assert suite.perf_script is not None and suite.perf_script.name == "add_vectors_perf.py"
     assert [c[0].numel() for c in suite.perf_script_calls(1 << 17)] == [65536, 32768, 8192]
+    # a cap that leaves most of the sweep unmade (bench/adapters/_oversize.py): the same pick a plain run makes
+    assert [c[0].numel() for c in suite.perf_script_calls(1 << 13)] == [4096]
 
 
 @pytest.mark.interpreter
