@@ -9,8 +9,8 @@ judge worker (2026-12-06, scripts/reference_diagnose.py --cprofile), in every ru
 
 `skipping_oversize(cap)`, a torch function mode, makes a tensor constructor whose result would
 hold more than `cap` elements give a `meta` tensor instead (its shape and dtype, no storage),
-and every operation on it then gives meta tensors too. An input holding one has more than `cap` elements, so it
-was out anyway. Where that does not hold (a script cutting a small input from a large tensor,
+and every operation on it then gives meta tensors too. An input holding one has more than `cap`
+elements, so it was out anyway. Where that does not hold (a script cutting a small input from a large tensor,
 or mixing such a tensor with real ones), the caller makes the inputs again the plain way
 (`holds_meta` says so), so the inputs kept are always real. The values may differ from a plain
 run's (a skipped constructor draws nothing from the generator), and both the probing child and
@@ -19,6 +19,7 @@ the worker take this same path, so they agree on the inputs and on the decisions
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 
@@ -58,16 +59,20 @@ def skipping_oversize(cap: int) -> Any:
     return SkippingOversize()
 
 
-def holds_meta(value: Any, depth: int = 0) -> bool:
-    """Whether a tensor inside `value` (tuples, lists, dicts) has no storage (a skipped one)."""
+def tensors_in(value: Any) -> Iterator[Any]:
+    """Every tensor inside `value` (tuples, lists, dicts): what a perf input holds."""
     import torch
 
     if isinstance(value, torch.Tensor):
-        return value.is_meta
-    if depth > 6:
-        return False
-    if isinstance(value, (list, tuple)):
-        return any(holds_meta(v, depth + 1) for v in value)
-    if isinstance(value, dict):
-        return any(holds_meta(v, depth + 1) for v in value.values())
-    return False
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from tensors_in(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from tensors_in(v)
+
+
+def holds_meta(value: Any) -> bool:
+    """Whether a tensor inside `value` has no storage (a skipped one)."""
+    return any(t.is_meta for t in tensors_in(value))

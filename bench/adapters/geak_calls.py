@@ -18,7 +18,7 @@ from typing import Any
 
 from bench.adapters import _shapes
 from bench.adapters._adapted import PerformanceMetricsStub, import_text, module_name, run_in_namespace
-from bench.adapters._oversize import holds_meta, skipping_oversize
+from bench.adapters._oversize import holds_meta, skipping_oversize, tensors_in
 from bench.adapters.geak_parse import MAX_CALLS, SuiteFile
 from bench.sequences import same_kind
 
@@ -427,12 +427,4 @@ def _holds_raw_address(value: Any, depth: int = 0) -> bool:
 
 
 def _perf_elements(x: Any) -> int:
-    import torch
-
-    if isinstance(x, torch.Tensor):
-        return x.numel()
-    if isinstance(x, (list, tuple)):
-        return sum(_perf_elements(v) for v in x)
-    if isinstance(x, dict):
-        return sum(_perf_elements(v) for v in x.values())
-    return 0
+    return sum(t.numel() for t in tensors_in(x))
