@@ -15,7 +15,8 @@
 #   bash benchmarks/gpu_verify.sh strength DATA_DIR [MINUTES]   # bench strength on GEAK-eval's TritonBench-revised files
 #   bash benchmarks/gpu_verify.sh geak DATA_DIR [SECONDS] [PROGRESS]   # bench check of GEAK-eval's TritonBench-revised
 #                                              references (issue 42 item 7): one run capped at SECONDS (default 560),
-#                                              each row with its job's phases; PROGRESS: a carried --jsonl to go on from
+#                                              each row with its job's phases, the host's CPU and the GPU's use every
+#                                              5 s beside it; PROGRESS: a carried --jsonl to go on from
 #
 # Wheels for packages the image lacks (openai and its needs, tenacity, rank-bm25, pyseccomp) are
 # installed from .whl/ when it exists (see the device tool's README).
@@ -153,9 +154,13 @@ geak)
   # GEAK_TASKS: only those tasks; GEAK_TAG: a suffix for this run's files (two runs in one call)
   [ -n "${4:-}" ] && cp "$4" "$OUT/geak-check${GEAK_TAG:-}.jsonl"
   rm -rf /tmp/geak-steps && mkdir -p /tmp/geak-steps
+  # whether the check is CPU- or GPU-bound: the host's CPU and the GPU's busy shares every 5 s
+  vmstat -n 5 >"$OUT/geak-vmstat${GEAK_TAG:-}.log" 2>&1 & vmstat_pid=$!
+  nvidia-smi dmon -s um -d 5 >"$OUT/geak-dmon${GEAK_TAG:-}.log" 2>&1 & dmon_pid=$!
   KMC_JOB_STEPS=/tmp/geak-steps step "geak${GEAK_TAG:-}" "${3:-560}" python3 cli.py bench check \
     --source "geak-eval:$2" --suite tritonbench --no-timing --workers "${GEAK_WORKERS:-12}" --timeout 150 \
     --jsonl "$OUT/geak-check${GEAK_TAG:-}.jsonl" ${4:+--skip-judged} ${GEAK_TASKS:+--tasks "$GEAK_TASKS"}
+  kill "$vmstat_pid" "$dmon_pid" 2>/dev/null
   cat /tmp/geak-steps/*.jsonl >"$OUT/geak-steps${GEAK_TAG:-}.jsonl" 2>/dev/null
   grep -v ': correct (' "$OUT/geak${GEAK_TAG:-}.log" | grep '^  tb-' | cut -c1-240
   wc -l <"$OUT/geak-check${GEAK_TAG:-}.jsonl"

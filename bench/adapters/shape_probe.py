@@ -241,7 +241,21 @@ def _pump(stream: object, lines: queue.Queue[str | None]) -> None:
     lines.put(None)
 
 
+THREADS_ENV = "KMC_TORCH_THREADS"  # the worker's share of the host's cores (runners/pool.py sets it)
+
+
+def _take_thread_share() -> None:
+    """The worker's own share of the cores: a child on torch's default (every core) beside a
+    dozen workers and their children would spin its thread pool against theirs."""
+    threads = int(os.environ.get(THREADS_ENV, "0") or 0)
+    if threads > 0:
+        import torch
+
+        torch.set_num_threads(threads)
+
+
 def _child_main() -> int:
+    _take_thread_share()
     from bench.adapters.geak_record import GeakSuite
 
     state, decisions = pickle.loads(sys.stdin.buffer.read())
