@@ -159,7 +159,7 @@ geak)
   nvidia-smi dmon -s um -d 5 >"$OUT/geak-dmon${GEAK_TAG:-}.log" 2>&1 & dmon_pid=$!
   KMC_JOB_STEPS=/tmp/geak-steps step "geak${GEAK_TAG:-}" "${3:-560}" python3 cli.py bench check \
     --source "geak-eval:$2" --suite tritonbench --no-timing --workers "${GEAK_WORKERS:-12}" --timeout 150 \
-    --jsonl "$OUT/geak-check${GEAK_TAG:-}.jsonl" ${4:+--skip-judged} ${GEAK_TASKS:+--tasks "$GEAK_TASKS"}
+    --jsonl "$OUT/geak-check${GEAK_TAG:-}.jsonl" --log-file "$OUT/geak-run${GEAK_TAG:-}.log" ${4:+--skip-judged} ${GEAK_TASKS:+--tasks "$GEAK_TASKS"}
   kill "$vmstat_pid" "$dmon_pid" 2>/dev/null
   cat /tmp/geak-steps/*.jsonl >"$OUT/geak-steps${GEAK_TAG:-}.jsonl" 2>/dev/null
   grep -v ': correct (' "$OUT/geak${GEAK_TAG:-}.log" | grep '^  tb-' | cut -c1-240

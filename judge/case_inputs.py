@@ -125,6 +125,12 @@ class _InputCache:
         self.task_bytes[task] = own + size
         self._touch(task)
 
+    def forget(self, task: Any) -> None:
+        """Drop whatever is kept of `task` (`forget_task`)."""
+        with self._lock:
+            if task in self.task_bytes:
+                self._drop(task)
+
     def _drop(self, task: Any) -> None:
         for key in [k for k in self.entries if k[0] == task]:
             del self.entries[key]
@@ -138,6 +144,12 @@ _CACHE = _InputCache()
 def set_input_cache_bytes(max_bytes: int) -> None:
     """Called by the worker; a one-off judge (the naive harness, tests) keeps no cache."""
     _CACHE.max_bytes = max_bytes
+
+
+def forget_task(task_id: str) -> None:
+    """Whatever the cache keeps of `task_id`, dropped (its blocks go back at the job's end): for
+    a worker of a run that judges each task once (judge/worker.py `KEEP_TASK_INPUTS_ENV`)."""
+    _CACHE.forget(task_id)
 
 
 def input_cache_full() -> bool:

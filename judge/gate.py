@@ -45,7 +45,12 @@ per ticket.
 A job retried alone (it ran out of GPU memory beside other workers' jobs: runners/pool.py) takes
 an exclusive ticket marked `<number>.alone`; whoever then waits behind it first runs this
 process's hook (`on_waiting_behind_alone`: a judge worker hands back its idle cached GPU blocks,
-judge/device_memory.py), so the job alone finds the memory the others' caches held.
+judge/device_memory.py), so the job alone finds the memory the others' caches held. It never
+steps back as a timer does: it waits for every judging job let in to end. Stepping back, it can
+starve where judging jobs are long: in a `bench check` of GEAK-eval's references (jobs of 30-150
+s, 12 workers, an H100, 2026-12-06) every judging job outlasts the patience, so each retry let the
+next ones in and waited again; five retries got no reply before the pool's backstop restarted
+their workers, while the host's CPU stood 75-87% idle and the GPU's SM mostly at 0% for minutes.
 
 It is a cooperation protocol between trusted judge processes, not a defence: candidate code
 never holds a ticket, and a process that could flock the files could stall the GPU's queue
@@ -162,7 +167,8 @@ class FairGate:
                 self._wait_for_timers(ticket)
             elif self.timers_first and not exclusive:
                 self._let_in(ticket)
-            while not ticket.background and (stuck := self._wait(ticket, self.patience if exclusive else None)):
+            patience = self.patience if exclusive and not ticket.alone else None
+            while not ticket.background and (stuck := self._wait(ticket, patience)):
                 self._release(ticket, fd)
                 fd = -1
                 stepped_back.append(stuck)

@@ -41,6 +41,12 @@ if TYPE_CHECKING:
 
 THREADS_ENV = "KMC_TORCH_THREADS"
 INPUT_CACHE_ENV = "KMC_INPUT_CACHE_MB"  # device memory kept for cached case inputs and reference outputs
+KEEP_TASK_INPUTS_ENV = "KMC_KEEP_TASK_INPUTS"
+""""0": a task's kept inputs and answers are dropped at each job's end (judge/case_inputs.py
+`forget_task`). For a run that judges each task once (runners/check.py), where nothing kept is
+used again: on an H100 (2026-12-06) twelve workers each keeping their last task's (up to 3.3 GiB
+each) beside their probing children filled the GPU, and the jobs out of memory were judged again
+alone, the pool draining behind each."""
 PREPARE_ENV = "KMC_PREPARE_TASKS"  # the run's task ids: their hidden inputs drawn while the template starts
 TMP_CAP_ENV = "KMC_CANDIDATE_TMP_MB"  # size cap of a candidate's private /tmp and folder
 ALONE_STEP = "gpu:alone"
@@ -128,6 +134,7 @@ class Worker:
         bench.registry.load_sources(task_sources, self.target.vendor)  # the run's sources, as the parent loaded them
         default_mb = 256 if self.target.interpreter else 4096
         set_input_cache_bytes(int(os.environ.get(INPUT_CACHE_ENV, default_mb)) << 20)
+        self.keeps_task_inputs = os.environ.get(KEEP_TASK_INPUTS_ENV, "1") != "0"
         self.user = check_worker_user()  # (uid, gid) the candidate processes drop to, or None
         self.tmp = Path(tempfile.mkdtemp(prefix="kmc-worker-"))
         triton_cache = Path(os.environ.get("TRITON_CACHE_DIR") or self.tmp / "triton-cache")
@@ -236,6 +243,10 @@ class Worker:
                     verdict, timing = self._run(job, self._judge_job)
         finally:
             _reset_timers()
+            if not self.keeps_task_inputs:
+                from judge.case_inputs import forget_task
+
+                forget_task(job.task)  # before the job's end hands idle blocks back
             ended = self._job_memory(job_memory)
         if ended:
             verdict, timing = Verdict("runtime_error", f"the judge could not judge this candidate: {ended}"), None

@@ -83,7 +83,8 @@ def run_check(tasks: Iterable[Task], target: Target, workers: int | None = None,
     ceilings, exact = ceilings_for(target.device_name) if timed else (None, True)
     report = CheckReport(target.device_name, target.interpreter, ceilings, exact)
     with LocalPool(target, workers=workers, task_sources=task_sources, job_timeout=job_timeout,
-                   prepare=tuple(t.id for t in tasks)) as pool:
+                   prepare=tuple(t.id for t in tasks),
+                   keep_task_inputs=False) as pool:  # one job per task: nothing kept would be used again
         pool.warm_up()
         with ThreadPoolExecutor(max_workers=pool.size) as ex:
             futures = {ex.submit(check_task, pool, t, timed, ceilings, timing_policy, target.interpreter): i

@@ -52,7 +52,7 @@ from judge.privileges import hand_over, resolve_worker_user, worker_environment
 from judge.sandbox import UNSANDBOXED_ENV, risk_accepted
 from judge.sandbox import require as require_sandbox
 from judge.sandbox_layout import AUTOTUNE_CACHE_ENV
-from judge.worker import INPUT_CACHE_ENV, PREPARE_ENV
+from judge.worker import INPUT_CACHE_ENV, KEEP_TASK_INPUTS_ENV, PREPARE_ENV
 from runners.references import RunReferences
 from runners.sizing import WorkerPlan, plan_workers
 from runners.worker_process import (
@@ -140,7 +140,8 @@ class LocalPool:
                  task_sources: list[str] | tuple[str, ...] = (), clocks_locked: bool = False,
                  sanitize: bool = False, plan: WorkerPlan | None = None, gate_on_cpu: bool = False,
                  gate_folder: Path | None = None, prepare: tuple[str, ...] = (),
-                 extra_env: dict[str, str] | None = None, unsandboxed: bool | None = None):
+                 extra_env: dict[str, str] | None = None, unsandboxed: bool | None = None,
+                 keep_task_inputs: bool = True):
         """`workers`: how many judging workers (default: as many as the machine allows,
         runners/sizing.py; `plan` gives a layout already made). `gate_on_cpu`: interpreter
         workers share one fair gate too, as one GPU's workers do (the lanes tested on the CPU).
@@ -157,7 +158,9 @@ class LocalPool:
         (`scrubbed_env`), e.g. the throughput benchmark's bytecode folder; the pool's own
         settings win over them. `unsandboxed`: candidates run without the sandbox
         (judge/sandbox.py), only the best-effort containment: the user accepted that risk
-        (`--unsandboxed`; None: as this process's command said, judge/sandbox.py `accept_risk`)."""
+        (`--unsandboxed`; None: as this process's command said, judge/sandbox.py `accept_risk`).
+        `keep_task_inputs=False`: a worker drops a task's inputs and answers at each job's end, for
+        a run that judges each task once (judge/worker.py `KEEP_TASK_INPUTS_ENV`)."""
         unsandboxed = risk_accepted() if unsandboxed is None else unsandboxed
         require_sandbox(unsandboxed)  # SandboxRefused, before any worker or folder exists
         self.sanitize = sanitize
@@ -188,6 +191,7 @@ class LocalPool:
         extra_env[CLOCKS_LOCKED_ENV] = "1" if clocks_locked else "0"  # never a value inherited from our shell
         extra_env[UNSANDBOXED_ENV] = "1" if unsandboxed else "0"  # likewise
         extra_env[PREPARE_ENV] = ",".join(prepare)
+        extra_env[KEEP_TASK_INPUTS_ENV] = "1" if keep_task_inputs else "0"
         extra_env[PROBE_DIR_ENV] = str(self.workdir / "probes")  # adapted tasks' new shapes, decided once per pool
         if self.plan.input_cache_mib is not None and not target.interpreter:
             extra_env[INPUT_CACHE_ENV] = str(self.plan.input_cache_mib)
@@ -258,7 +262,8 @@ class LocalPool:
             queued = given - asked
             self._count("jobs")
             try:
-                backstop = backstop_seconds(limit) + first_job_allowance(job.task, worker.judged)
+                backstop = (backstop_seconds(limit) + first_job_allowance(job.task, worker.judged)
+                            + (backstop_seconds(limit) if job.alone else 0.0))  # alone: the drain first
                 reply = worker.run(job.with_(timeout=limit), backstop)
                 worker.judged.add(job.task)
             except WorkerTimeout:

@@ -197,6 +197,42 @@ def test_a_timer_steps_back_from_a_stuck_judging_job_so_the_queue_behind_it_flow
     assert log.stepped_back["timer"] == [log.tickets["stuck"]]
 
 
+@pytest.mark.slow  # seconds, as the test above
+@pytest.mark.parametrize("timers_first", [False, True])
+def test_a_job_retried_alone_never_steps_back_so_judging_cannot_starve_it(tmp_path: Path,
+                                                                          timers_first: bool) -> None:
+    """Where every judging job outlasts the patience (GEAK-eval references: 30-150 s each), a
+    job retried alone that stepped back like a timer would let each new one in and wait again.
+    It holds its place: judging that asks after it waits until it is done, and it enters once
+    the judging ahead has left, having stepped back from nothing."""
+    gate, log = FairGate(tmp_path / "gate", patience=0.2, timers_first=timers_first), Log()
+    long = hold(gate, log, "long", False, 1.0)
+    wait_entered(log, "long")
+    alone_in = threading.Event()
+
+    def alone() -> None:
+        with gate.enter(True, alone=True) as ticket:
+            log.entered["alone"] = time.monotonic()
+            log.stepped_back["alone"] = list(ticket.stepped_back_for)
+            alone_in.set()
+            time.sleep(0.2)
+            log.left["alone"] = time.monotonic()
+
+    drawn = len(os.listdir(gate.folder))
+    retried = threading.Thread(target=alone)
+    retried.start()
+    deadline = time.monotonic() + 5
+    while len(os.listdir(gate.folder)) == drawn and time.monotonic() < deadline:
+        time.sleep(0.002)  # the alone ticket is on disk before the late judging asks
+    late = hold(gate, log, "late", False, 0.1)
+    for t in (long, retried, late):
+        t.join()
+    assert alone_in.is_set()
+    assert log.stepped_back["alone"] == []
+    assert log.entered["alone"] >= log.left["long"]
+    assert log.entered["late"] >= log.left["alone"]  # not let in past the job alone
+
+
 @pytest.mark.parametrize("timers_first", [False, True])
 def test_a_dead_holder_does_not_wedge_the_gate(tmp_path: Path, timers_first: bool) -> None:
     folder = tmp_path / "gate"

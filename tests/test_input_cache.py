@@ -101,3 +101,16 @@ def test_a_strided_input_counts_its_whole_buffer_and_shared_storage_counts_once(
     assert not cache.entries and cache.used == 0  # its 8 KiB would pass the bound: not kept
     cache.get(("t", 1), lambda: (plain,))
     assert cache.used == 4 * KIB
+
+
+def test_forgetting_a_task_drops_all_it_kept_and_nothing_else() -> None:
+    """A run that judges each task once (runners/check.py) drops a task's entries at its job's
+    end (judge/worker.py `KEEP_TASK_INPUTS_ENV`), so a dozen workers do not each hold their
+    last task's inputs on one GPU for nothing."""
+    cache = case_inputs._InputCache(8 * KIB)
+    _fill(cache, "a", 2)
+    _fill(cache, "b", 3)
+    cache.forget("a")
+    cache.forget("never kept")
+    assert {k[0] for k in cache.entries} == {"b"}
+    assert cache.used == 3 * KIB and cache.task_bytes == {"b": 3 * KIB}

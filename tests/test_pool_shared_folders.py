@@ -56,6 +56,16 @@ def test_the_runs_own_cache_keeps_the_judges_autotuning_choices_and_no_candidate
         assert AUTOTUNE_CACHE_ENV not in pool._all[0]._env()
 
 
+def test_a_pool_that_judges_each_task_once_tells_its_workers_to_keep_no_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
+    from judge.worker import KEEP_TASK_INPUTS_ENV
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    with LocalPool(GPU, workers=1, plan=_plan(1)) as pool:
+        assert pool._all[0]._env()[KEEP_TASK_INPUTS_ENV] == "1"
+    with LocalPool(GPU, workers=1, plan=_plan(1), keep_task_inputs=False) as pool:
+        assert pool._all[0]._env()[KEEP_TASK_INPUTS_ENV] == "0"
+
+
 def test_a_users_triton_cache_is_kept_and_the_interpreter_gets_none(monkeypatch: pytest.MonkeyPatch,
                                                                     tmp_path: Path) -> None:
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")

@@ -143,3 +143,22 @@ def test_a_job_whose_end_finds_the_context_gone_is_answered_for_a_retry(monkeypa
         assert verdict["kind"] == "runtime_error" and "illegal memory access" in verdict["message"]
     finally:
         w.close()
+
+
+@pytest.mark.slow
+def test_a_worker_told_so_drops_a_tasks_inputs_at_its_jobs_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`bench check` judges each task once: its workers keep nothing of a task after its job."""
+    from judge.worker import KEEP_TASK_INPUTS_ENV
+
+    monkeypatch.chdir(Path.cwd())  # Worker.close changes directory to /
+    task = get_task("vector_add")
+    job = {"id": 1, "task": "vector_add", "source": task.baseline_source(), "case_set": "visible", "timeout": 300}
+    for keep, kept_after in (("1", True), ("0", False)):
+        monkeypatch.setenv(KEEP_TASK_INPUTS_ENV, keep)
+        case_inputs._CACHE.forget("vector_add")
+        w = Worker()
+        try:
+            assert w.handle(job)["evaluation"]["verdict"]["kind"] == "correct"
+            assert any(k[0] == "vector_add" for k in case_inputs._CACHE.entries) is kept_after
+        finally:
+            w.close()
