@@ -28,6 +28,10 @@ from judge.candidate.launchers import MAX_NOTED
 from judge.runner import Call, CallReport
 from judge.source_caches import harvest
 
+ENDING_GRACE_S = 2.0
+"""How long a candidate process whose connection closed may take to end by itself before it is
+killed (`CandidateProcess._ended`): a process ending on its own closes its socket before it has
+ended (a CUDA context's teardown takes a while), and only its own end says why."""
 JUDGE_SIDE_STEP = "judge side"
 """The job's step (judge/phases.py) for the judge's own work between requests: inputs made (an
 adapted task's new shapes probed where its first job needs them), the reference's answers,
@@ -80,9 +84,11 @@ class TemplateProcess:
         proc.cache = str(reply.get("cache") or "")
         return proc
 
-    def status(self, pid: int) -> int | None:
+    def status(self, pid: int, wait_s: float = 0.0) -> int | None:
+        """Candidate `pid`'s exit code, waited for until it ends; with `wait_s`, for at most that
+        long (None: it still runs). None where it cannot be had."""
         try:
-            return template.request(self.control, {"op": "status", "pid": pid}).get("status")
+            return template.request(self.control, {"op": "status", "pid": pid, "wait_s": wait_s}).get("status")
         except (OSError, EOFError):
             return None
 
@@ -214,9 +220,18 @@ class CandidateProcess:
         return reply, back
 
     def _ended(self) -> str:
-        self.kill()
-        code = self.owner.status(self.pid)
-        how = f"signal {-code}" if code is not None and code < 0 else f"exit status {code}"
+        """Why the process at the other end of a closed connection ended. It is given
+        `ENDING_GRACE_S` to end by itself before it is killed: killed at once, every such process
+        read as killed by signal 9 whatever ended it (two TritonBench-revised references judged
+        beside 12 workers on an H100, 2026-12-06, whose cause the verdict then hid)."""
+        code = self.owner.status(self.pid, wait_s=ENDING_GRACE_S)
+        if code is None:
+            self.kill()
+            code = self.owner.status(self.pid)
+            if code == -signal.SIGKILL:
+                return (f"the candidate process closed its connection to the judge and was killed "
+                        f"({ENDING_GRACE_S:.0f} s later it still ran)")
+        how = "exit status unknown" if code is None else f"signal {-code}" if code < 0 else f"exit status {code}"
         return f"the candidate process ended ({how})"
 
     def kill(self) -> None:

@@ -25,6 +25,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib.abc import MetaPathFinder
@@ -268,6 +269,25 @@ def _reap(ended: dict[int, int]) -> None:
             del ended[next(iter(ended))]
 
 
+def exit_status(pid: int, ended: dict[int, int], wait_s: float = 0.0) -> tuple[int | None, bool]:
+    """(exit code, still running) of candidate `pid`: waited for until it ends, or with `wait_s`
+    for at most that long, then (None, True) if it still runs. The code is None where it is
+    unknown (not this process's child, or its status already taken)."""
+    deadline = time.monotonic() + wait_s
+    while pid not in ended:
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG if wait_s > 0 else 0)
+        except ChildProcessError:
+            break
+        if done:
+            ended[done] = status
+        elif time.monotonic() >= deadline:
+            return None, True
+        else:
+            time.sleep(0.01)
+    return (os.waitstatus_to_exitcode(ended.pop(pid)) if pid in ended else None), False
+
+
 PROFILE_STARTUP_ENV = "KMC_PROFILE_TEMPLATE"
 """Set by scripts/judge_profile.py --cold: the template's warm-up runs under cProfile and its
 top lines travel with the ready message. Nearly all of the warm-up was PyTorch importing
@@ -398,11 +418,8 @@ def main() -> None:
             _send(control, {"pid": pid, "folder": setting.folder, "cache": setting.cache})
         elif message.get("op") == "status":
             pid = int(message["pid"])
-            with contextlib.suppress(ChildProcessError):
-                done, status = os.waitpid(pid, 0)
-                ended[done] = status
-            exit_code = os.waitstatus_to_exitcode(ended.pop(pid)) if pid in ended else None
-            _send(control, {"pid": pid, "status": exit_code})
+            exit_code, running = exit_status(pid, ended, float(message.get("wait_s") or 0.0))
+            _send(control, {"pid": pid, "status": exit_code, "running": running})
         else:
             for fd in fds:
                 os.close(fd)
