@@ -558,8 +558,10 @@ def _task_sources(argv: list[str]) -> list[str]:
 
 def main() -> None:
     from judge.containment import undumpable
+    from judge.orphan_watch import end_when_orphaned
 
     undumpable()
+    end_when_orphaned()
     task_sources = _task_sources(sys.argv[1:])
     inp, out = _protocol_streams()
     from judge.phases import process_age, record_steps
