@@ -84,7 +84,9 @@ def run_check(tasks: Iterable[Task], target: Target, workers: int | None = None,
     report = CheckReport(target.device_name, target.interpreter, ceilings, exact)
     with LocalPool(target, workers=workers, task_sources=task_sources, job_timeout=job_timeout,
                    prepare=tuple(t.id for t in tasks),
-                   keep_task_inputs=False) as pool:  # one job per task: nothing kept would be used again
+                   # one job per task: nothing kept would be used again; jobs long enough (a GEAK-eval
+                   # reference's: 30-150 s) that a retry alone would drain the pool for that long
+                   keep_task_inputs=False, shrink_on_oom=True) as pool:
         pool.warm_up()
         with ThreadPoolExecutor(max_workers=pool.size) as ex:
             futures = {ex.submit(check_task, pool, t, timed, ceilings, timing_policy, target.interpreter): i

@@ -17,7 +17,8 @@ bound to one GPU share it through that GPU's fair gate (judge/gate.py, a folder 
 own): judging jobs hold it shared, a timing measurement holds it alone and in ticket order,
 so each GPU has one timing lane that no judging job can starve or disturb. A candidate that
 runs out of GPU memory beside other workers' jobs is judged again alone (the gate held
-exclusively for the whole job), once; a job during which the judge's own GPU context failed is
+exclusively for the whole job), once (with `shrink_on_oom`, for long jobs, its worker is first
+retired while the GPU keeps half its workers, and the job judged again beside the others); a job during which the judge's own GPU context failed is
 judged again on a restarted worker, once; the lost attempt's seconds are its `retry` phase.
 Interpreter workers get one torch thread each: on a shared CPU the default thread pool
 spins against itself and makes small tensor ops hundreds of times slower.
@@ -25,6 +26,7 @@ spins against itself and makes small tensor ops hundreds of times slower.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import logging
@@ -113,6 +115,24 @@ class PoolStats:
     crashes: int = 0
     oom_retries: int = 0
     device_retries: int = 0
+    retired: int = 0  # workers retired after running out of GPU memory beside others (`_retire`)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Attempt:
+    """One job sent to a worker (`LocalPool._run_job`): the reply, or the verdict the worker's
+    failure earned; seconds waiting for a worker and seconds the worker had it; whether that
+    worker was retired for running out of GPU memory beside other jobs (`LocalPool._retire`)."""
+
+    reply: JobReply | Verdict
+    queued: float
+    ran: float
+    retired: bool = False
+
+    @property
+    def verdict(self) -> Verdict:
+        reply = self.reply
+        return reply if isinstance(reply, Verdict) else Verdict.from_json(reply.evaluation["verdict"])
 
 
 def out_of_memory(verdict: Verdict) -> bool:
@@ -141,7 +161,7 @@ class LocalPool:
                  sanitize: bool = False, plan: WorkerPlan | None = None, gate_on_cpu: bool = False,
                  gate_folder: Path | None = None, prepare: tuple[str, ...] = (),
                  extra_env: dict[str, str] | None = None, unsandboxed: bool | None = None,
-                 keep_task_inputs: bool = True):
+                 keep_task_inputs: bool = True, shrink_on_oom: bool = False):
         """`workers`: how many judging workers (default: as many as the machine allows,
         runners/sizing.py; `plan` gives a layout already made). `gate_on_cpu`: interpreter
         workers share one fair gate too, as one GPU's workers do (the lanes tested on the CPU).
@@ -160,7 +180,10 @@ class LocalPool:
         (judge/sandbox.py), only the best-effort containment: the user accepted that risk
         (`--unsandboxed`; None: as this process's command said, judge/sandbox.py `accept_risk`).
         `keep_task_inputs=False`: a worker drops a task's inputs and answers at each job's end, for
-        a run that judges each task once (judge/worker.py `KEEP_TASK_INPUTS_ENV`)."""
+        a run that judges each task once (judge/worker.py `KEEP_TASK_INPUTS_ENV`). `shrink_on_oom`:
+        a job out of GPU memory beside others retires its worker (`_retire`), for long jobs, where
+        a retry alone drains the pool for long; short jobs drain it in seconds, and a worker fewer
+        for the rest of a run would cost more."""
         unsandboxed = risk_accepted() if unsandboxed is None else unsandboxed
         require_sandbox(unsandboxed)  # SandboxRefused, before any worker or folder exists
         self.sanitize = sanitize
@@ -210,6 +233,8 @@ class LocalPool:
                                            task_sources=tuple(task_sources)))
         for w in self._all:
             self._idle.put(w)
+        self._serving = collections.Counter(w.device for w in self._all)  # workers in service per device
+        self._serving_floor = {d: max(1, n // 2) if shrink_on_oom else n for d, n in self._serving.items()}
 
     @property
     def size(self) -> int:
@@ -235,9 +260,8 @@ class LocalPool:
         with self._stats_lock:
             setattr(self.stats, field, getattr(self.stats, field) + 1)
 
-    def _run_job(self, job: Job, limit: float, timeout_message: str) -> tuple[JobReply | Verdict, float, float]:
-        """Send one job to an idle worker: its reply, or the verdict the worker's failure earns,
-        the seconds it waited for an idle worker and the seconds the worker had it.
+    def _run_job(self, job: Job, limit: float, timeout_message: str) -> _Attempt:
+        """Send one job to an idle worker (`_Attempt`).
 
         The judge worker enforces `limit` on the candidate's process itself (a hang costs that
         process, not the worker); the parent waits `limit` plus a margin as the backstop for a
@@ -246,6 +270,7 @@ class LocalPool:
         asked = time.perf_counter()
         worker = self._idle.get()
         given = asked
+        retire = False
 
         def ran() -> float:
             return time.perf_counter() - given
@@ -268,36 +293,62 @@ class LocalPool:
                 worker.judged.add(job.task)
             except WorkerTimeout:
                 self._restart(worker, job, f"no reply within {backstop:.0f} s", counted="timeouts")
-                return Verdict("timeout", timeout_message, worker_restarted=True), queued, ran()
+                return _Attempt(Verdict("timeout", timeout_message, worker_restarted=True), queued, ran())
             except WorkerDied as exc:
                 self._restart(worker, job, str(exc), counted="crashes")
-                return Verdict("crash", str(exc), worker_restarted=True), queued, ran()
+                return _Attempt(Verdict("crash", str(exc), worker_restarted=True), queued, ran())
             except ProtocolViolation as exc:
                 self._restart(worker, job, f"protocol violation: {exc}")
-                return Verdict("runtime_error", f"protocol violation: {exc}", worker_restarted=True), queued, ran()
+                return _Attempt(Verdict("runtime_error", f"protocol violation: {exc}", worker_restarted=True), queued,
+                                ran())
             if reply.fatal:
                 self._restart(worker, job, reply.restart_reason or "the worker asked for it")
             kind = (reply.evaluation.get("verdict") or {}).get("kind")
             if kind in ("timeout", "crash"):
                 self._count("timeouts" if kind == "timeout" else "crashes")
             self.contained = reply.contained or self.contained
-            return reply, queued, ran()
+            attempt = _Attempt(reply, queued, ran())
+            retire = (self.gated and not job.alone and not reply.fatal and out_of_memory(attempt.verdict)
+                      and self._retire(worker))
+            return dataclasses.replace(attempt, retired=retire)
         finally:
-            self._idle.put(worker)
+            if not retire:
+                self._idle.put(worker)
+
+    def _retire(self, worker: WorkerProcess) -> bool:
+        """Take `worker` out of service for the rest of the run, where its GPU keeps at least half
+        its workers: a job ran out of GPU memory beside others there. Its processes end, so their
+        contexts and caches go back now. Why: on an H100 (2026-12-06), `bench check` of GEAK-eval's
+        references with 12 workers ran the GPU out of memory again and again, and each job judged
+        again alone drained the whole pool for its 30-150 s; with a worker fewer, the retry and
+        the jobs after it find room beside the others."""
+        with self._stats_lock:
+            if self._serving[worker.device] <= self._serving_floor[worker.device]:
+                return False
+            self._serving[worker.device] -= 1
+            left = self._serving[worker.device]
+            self.stats.retired += 1
+        worker.closed = True
+        worker.kill()
+        log.warning("a judge worker retired after running out of GPU memory beside other jobs: %d left on %s",
+                    left, worker.device or "the CPU")
+        return True
 
     def _run_job_retried(self, job: Job, limit: float,
                          timeout_message: str) -> tuple[JobReply | Verdict, dict[str, float], float]:
         """`_run_job`, and once more when the first attempt may not be the candidate's doing: a
-        GPU out-of-memory error (other workers' jobs may have held the memory: judged again
-        alone), or the judge's own GPU context failing (a CUDA error is raised at the context's
+        GPU out-of-memory error (other workers' jobs may have held the memory: judged again alone;
+        where its worker was retired, `_retire`, first judged again beside the others, and alone
+        only if that runs out too), or the judge's own GPU context failing (a CUDA error is raised at the context's
         next synchronisation, which can be a later job's: on an H100, TritonBench-revised
         context_attn_llama's reference got "illegal memory access" 2.5 s into its job beside 12
         workers, and passed in three runs with fresh workers; judged again on a restarted worker).
         The second verdict stands.
         Returns the reply, the pool's phases, `queue` (both waits) and `retry` (the lost attempt's
         seconds), and the seconds the worker had the attempt that stands (`_with_other`)."""
-        reply, queued, ran = self._run_job(job, limit, timeout_message)
-        first = reply if isinstance(reply, Verdict) else Verdict.from_json(reply.evaluation["verdict"])
+        attempt = self._run_job(job, limit, timeout_message)
+        reply, first = attempt.reply, attempt.verdict
+        queued, lost = attempt.queued, attempt.ran
         judge_failed = isinstance(reply, JobReply) and reply.fatal and reply.restart_reason == DEVICE_ERROR
         what = f"{job.kind} on {job.task} ({job.case_set if not job.tests_job else 'tests'})"
         if judge_failed:
@@ -307,12 +358,20 @@ class LocalPool:
             again = job
         elif self.gated and not job.alone and out_of_memory(first):
             self._count("oom_retries")
+            if attempt.retired:  # a worker fewer now: judged again beside the others first
+                log.warning("%s: out of GPU memory beside other jobs (%s); judged again with a worker fewer", what,
+                            first.message[:200])
+                beside = self._run_job(job, limit, timeout_message)
+                queued += beside.queued
+                if not out_of_memory(beside.verdict):
+                    return beside.reply, {"queue": queued, "retry": lost}, beside.ran
+                lost += beside.ran
             log.warning("%s: out of GPU memory beside other jobs (%s); judged again alone", what, first.message[:200])
             again = job.with_(alone=True)
         else:
-            return reply, {"queue": queued}, ran
-        reply, queued_again, ran_again = self._run_job(again, limit, timeout_message)
-        return reply, {"queue": queued + queued_again, "retry": ran}, ran_again
+            return reply, {"queue": queued}, attempt.ran
+        last = self._run_job(again, limit, timeout_message)
+        return last.reply, {"queue": queued + last.queued, "retry": lost}, last.ran
 
     def evaluate(self, task_id: str, source: str, case_set: str, timing: bool = False,
                  timing_policy: TimingPolicy | None = None, timeout: float | None = None,
@@ -394,8 +453,8 @@ class LocalPool:
         shutil.rmtree(self.workdir, ignore_errors=True)
         s = self.stats
         log.info("pool closed: %d jobs, %d worker restarts, %d timeouts, %d crashes, %d out-of-memory retries, "
-                 "%d retries after the judge's device error", s.jobs, s.restarts, s.timeouts, s.crashes, s.oom_retries,
-                 s.device_retries)
+                 "%d retries after the judge's device error, %d workers retired", s.jobs, s.restarts, s.timeouts,
+                 s.crashes, s.oom_retries, s.device_retries, s.retired)
 
     def __enter__(self) -> LocalPool:
         return self

@@ -94,6 +94,8 @@ def test_a_long_out_of_memory_message_keeps_what_makes_it_one() -> None:
 class ScriptedWorker:
     """Stands in for a judge worker: answers each job from a script and keeps the jobs."""
 
+    device = None  # a CPU pool's workers
+
     def __init__(self, verdicts: list[Verdict]) -> None:
         self.verdicts = list(verdicts)
         self.jobs: list[Job] = []
@@ -206,6 +208,52 @@ def test_an_out_of_memory_verdict_is_judged_again_alone_and_recorded(caplog: pyt
     assert len(worker.jobs) == 1 and pool.stats.oom_retries == 0
 
 
+def scripted_workers(scripts: list[list[Verdict]], shrink_on_oom: bool = True) -> tuple[LocalPool, list[ScriptedWorker]]:
+    """A gated pool of scripted workers, taken in order while each is idle."""
+    pool = LocalPool(CPU, workers=len(scripts), gate_on_cpu=True, shrink_on_oom=shrink_on_oom)
+    workers = [ScriptedWorker(v) for v in scripts]
+    pool._all = workers  # type: ignore[assignment]
+    while not pool._idle.empty():
+        pool._idle.get_nowait()
+    for w in workers:
+        pool._idle.put(w)  # type: ignore[arg-type]
+    return pool, workers
+
+
+def test_a_job_out_of_memory_beside_others_retires_its_worker_and_is_judged_again_beside_the_rest(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Each job judged again alone drains the whole pool for its length (GEAK-eval references:
+    30-150 s each, an H100 with 12 workers, 2026-12-06); with a worker fewer, the retry first
+    goes beside the others. The retired worker takes no more jobs."""
+    oom = Verdict("runtime_error", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB")
+    ok = Verdict("correct", "")
+    pool, (w0, w1, w2, w3) = scripted_workers([[oom], [ok, ok], [ok], [ok]])
+    with caplog.at_level("INFO", logger="kmc.pool"), pool:
+        assert pool.evaluate("vector_add", "src", "visible").verdict.kind == "correct"
+        assert pool.evaluate("vector_add", "src", "visible").verdict.kind == "correct"
+        assert w0.closed and not (w1.closed or w2.closed or w3.closed)  # before the pool's close ends them all
+    assert [j.alone for j in w0.jobs] == [False]
+    assert [j.alone for j in w1.jobs] == [False] and [j.alone for j in w2.jobs] == [False]
+    assert pool.stats.retired == 1 and pool.stats.oom_retries == 1
+    assert "1 out-of-memory retries, 0 retries after the judge's device error, 1 workers retired" in caplog.text
+
+    # Out of memory beside the others again: alone now; the GPU keeps half its workers.
+    pool, (w0, w1) = scripted_workers([[oom], [oom, ok]])
+    with pool:
+        evaluation = pool.evaluate("vector_add", "src", "visible")
+        assert w0.closed and not w1.closed
+    assert evaluation.verdict.kind == "correct" and [j.alone for j in w1.jobs] == [False, True]
+    assert pool.stats.retired == 1
+
+    # A pool of short jobs (compare) keeps its workers: a retry alone drains it for seconds only.
+    pool, (w0, w1) = scripted_workers([[oom, ok], [ok]], shrink_on_oom=False)
+    with pool:
+        assert pool.evaluate("vector_add", "src", "visible").verdict.kind == "correct"
+        assert not w0.closed
+    assert [j.alone for j in w0.jobs + w1.jobs] == [False, True] and pool.stats.retired == 0
+    assert evaluation.phases is not None and evaluation.phases["retry"] >= 0.1  # both lost attempts
+
+
 def test_feedback_timing_jobs_carry_the_runs_reference_timings_and_bring_new_ones_back() -> None:
     """Through the pool's channel (runners/references.py): the first timed job of a task goes
     alone, carries none and primes them; what its worker measured rides on every later job of that task,
@@ -281,7 +329,7 @@ def test_judging_waits_behind_a_timer_and_a_job_alone_waits_for_the_judging(tmp_
         other = threading.Thread(target=judging_job)
         other.start()
         held.wait(5)
-        reply, _, _ = pool._run_job(Job("vector_add", expert, case_set="visible", alone=True), 120, "timeout")
+        reply = pool._run_job(Job("vector_add", expert, case_set="visible", alone=True), 120, "timeout").reply
         other.join()
         assert isinstance(reply, JobReply) and reply.evaluation["verdict"]["kind"] == "correct"
         assert reply.evaluation["phases"]["gate"] >= 1.0
