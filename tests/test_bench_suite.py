@@ -404,3 +404,16 @@ def test_a_cut_off_check_goes_on_with_the_tasks_its_progress_file_lacks(tmp_path
     assert chosen == ["flip", "softmax"]
     done = run_cli("bench", "check", "--tasks", "vector_add", "--skip-judged", "--device", "cpu", timeout=120)
     assert done.returncode == 2 and "--skip-judged needs --jsonl" in done.stderr
+
+
+def test_a_checks_jobs_go_out_spread_over_its_families_the_same_way_every_run() -> None:
+    """Tasks named alike sit side by side in a suite and peak alike (runners/check.py
+    `spread_order`): their jobs are spread, by a hash of each id, so the order never changes."""
+    from runners.check import spread_order
+
+    ids = [f"tb-chunk_{k}" for k in range(8)] + [f"tb-context_attn_{k}" for k in range(8)]
+    order = spread_order(ids)
+    assert sorted(order) == list(range(16)) and order == spread_order(list(ids))
+    first_half = {ids[i].rsplit("_", 1)[0] for i in order[:8]}
+    assert len(first_half) == 2  # both families among the first eight out, not one family
+    assert order != list(range(16))
