@@ -18,8 +18,9 @@ own): judging jobs hold it shared, a timing measurement holds it alone and in ti
 so each GPU has one timing lane that no judging job can starve or disturb. A candidate that
 runs out of GPU memory beside other workers' jobs is judged again alone (the gate held
 exclusively for the whole job), once (with `shrink_on_oom`, for long jobs, its worker is first
-retired while the GPU keeps half its workers, and the job judged again beside the others); a job during which the judge's own GPU context failed is
-judged again on a restarted worker, once; the lost attempt's seconds are its `retry` phase.
+retired while the GPU keeps half its workers, and the job judged again beside the others); a
+job during which the judge's own GPU context failed is judged again on a restarted worker,
+once; the lost attempt's seconds are its `retry` phase.
 Interpreter workers get one torch thread each: on a shared CPU the default thread pool
 spins against itself and makes small tensor ops hundreds of times slower.
 """
