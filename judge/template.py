@@ -269,10 +269,10 @@ def _reap(ended: dict[int, int]) -> None:
             del ended[next(iter(ended))]
 
 
-def exit_status(pid: int, ended: dict[int, int], wait_s: float = 0.0) -> tuple[int | None, bool]:
-    """(exit code, still running) of candidate `pid`: waited for until it ends, or with `wait_s`
-    for at most that long, then (None, True) if it still runs. The code is None where it is
-    unknown (not this process's child, or its status already taken)."""
+def exit_status(pid: int, ended: dict[int, int], wait_s: float = 0.0) -> int | None:
+    """Candidate `pid`'s exit code, waited for until it ends; with `wait_s`, for at most that
+    long. None where it still runs then, or where it is unknown (not this process's child, or
+    its status already taken)."""
     deadline = time.monotonic() + wait_s
     while pid not in ended:
         try:
@@ -282,10 +282,10 @@ def exit_status(pid: int, ended: dict[int, int], wait_s: float = 0.0) -> tuple[i
         if done:
             ended[done] = status
         elif time.monotonic() >= deadline:
-            return None, True
+            return None
         else:
             time.sleep(0.01)
-    return (os.waitstatus_to_exitcode(ended.pop(pid)) if pid in ended else None), False
+    return os.waitstatus_to_exitcode(ended.pop(pid)) if pid in ended else None
 
 
 PROFILE_STARTUP_ENV = "KMC_PROFILE_TEMPLATE"
@@ -418,8 +418,7 @@ def main() -> None:
             _send(control, {"pid": pid, "folder": setting.folder, "cache": setting.cache})
         elif message.get("op") == "status":
             pid = int(message["pid"])
-            exit_code, running = exit_status(pid, ended, float(message.get("wait_s") or 0.0))
-            _send(control, {"pid": pid, "status": exit_code, "running": running})
+            _send(control, {"pid": pid, "status": exit_status(pid, ended, float(message.get("wait_s") or 0.0))})
         else:
             for fd in fds:
                 os.close(fd)

@@ -44,9 +44,8 @@ INPUT_CACHE_ENV = "KMC_INPUT_CACHE_MB"  # device memory kept for cached case inp
 KEEP_TASK_INPUTS_ENV = "KMC_KEEP_TASK_INPUTS"
 """"0": a task's kept inputs and answers are dropped at each job's end (judge/case_inputs.py
 `forget_task`). For a run that judges each task once (runners/check.py), where nothing kept is
-used again: on an H100 (2026-12-06) twelve workers each keeping their last task's (up to 3.3 GiB
-each) beside their probing children filled the GPU, and the jobs out of memory were judged again
-alone, the pool draining behind each."""
+used again, while GPU memory is short: on an H100 (2026-12-06) twelve workers, each keeping up to
+3.3 GiB of its last task's, and their probing children filled the GPU."""
 PREPARE_ENV = "KMC_PREPARE_TASKS"  # the run's task ids: their hidden inputs drawn while the template starts
 TMP_CAP_ENV = "KMC_CANDIDATE_TMP_MB"  # size cap of a candidate's private /tmp and folder
 ALONE_STEP = "gpu:alone"
