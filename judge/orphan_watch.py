@@ -29,7 +29,8 @@ def end_when_orphaned(poll_s: float = POLL_S) -> threading.Thread:
             time.sleep(poll_s)
         if os.getpgrp() == os.getpid():
             os.killpg(os.getpid(), signal.SIGKILL)
-        os.kill(os.getpid(), signal.SIGKILL)
+        else:
+            os.kill(os.getpid(), signal.SIGKILL)
 
     thread = threading.Thread(target=watch, name="orphan-watch", daemon=True)
     thread.start()

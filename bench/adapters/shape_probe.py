@@ -54,6 +54,7 @@ from pathlib import Path
 
 PROBE_IN_CHILD_ENV = "KMC_PROBE_IN_CHILD"  # "1" always, "0" never; unset: on a GPU only
 PROBE_DIR_ENV = "KMC_PROBE_DIR"  # where a run keeps its decisions (runners/pool.py)
+THREADS_ENV = "KMC_TORCH_THREADS"  # the worker's share of the host's cores (runners/pool.py sets it)
 CHILD_TIMEOUT_S = 300.0  # until the child's first report: loading the suite and recording its calls
 PROBE_LIMIT_S = 30.0  # from each report to the next: one probe (a compile, an autotune, two runs)
 PROBING_BUDGET_S = 150.0  # every child's probes together; what is not decided by then is left out
@@ -239,9 +240,6 @@ def _pump(stream: object, lines: queue.Queue[str | None]) -> None:
     for raw in stream:  # type: ignore[attr-defined]
         lines.put(raw.decode(errors="replace"))
     lines.put(None)
-
-
-THREADS_ENV = "KMC_TORCH_THREADS"  # the worker's share of the host's cores (runners/pool.py sets it)
 
 
 def _take_thread_share() -> None:
