@@ -90,9 +90,9 @@ speed)
   # variables set, once per ';'-separated group (the judge's switches). SEVEN_ARGS: more flags.
   # SPEED_TESTS=0 skips the GPU tests and the per-call spans, SEVEN=0 the default 7-task run;
   # CHECK=1 adds `bench check` of every expert, SPANS_BATCHES="1" the batched spans only ("" none),
-  # MEMORY=0 leaves the memory probe out.
+  # MEMORY=0 leaves the memory probe out, GPU_TESTS=0 the GPU tests.
   if [ "${SPEED_TESTS:-1}" != 0 ]; then  # SPEED_TESTS=0: straight to the runs (a second call)
-    step gpu_tests 150 python3 -m pytest -q -p no:cacheprovider -m "gpu or not slow" tests/test_precompile.py \
+    [ "${GPU_TESTS:-1}" = 0 ] || step gpu_tests 150 python3 -m pytest -q -p no:cacheprovider -m "gpu or not slow" tests/test_precompile.py \
       tests/test_timing_protocols.py tests/test_calls_ahead.py tests/test_wire.py tests/test_fused_compare.py \
       tests/test_hidden_warmup.py tests/test_device_memory.py
     # a judge worker's own GPU memory after big tasks' jobs (judge/device_memory.py hands idle blocks back),
