@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import judge.candidate
+from bench.thread_share import take_thread_share
 from judge import sandbox, sandbox_layout
 from judge.relay import StderrRelay
 
@@ -337,9 +338,7 @@ def main() -> None:
         importlib.import_module(module)
     from judge.candidate.loading import prepare_process
 
-    threads = int(os.environ.get("KMC_TORCH_THREADS", "0") or 0)
-    if threads > 0:
-        torch.set_num_threads(threads)
+    take_thread_share()
     step("candidate-side modules")
     prepare_process()
     from judge.candidate.server import _profiler, _top_lines

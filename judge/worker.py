@@ -33,13 +33,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from bench.thread_share import take_thread_share
 from judge.gate import gpu_gate, on_waiting_behind_alone
 from judge.job import DEVICE_ERROR, Job, JobReply
 
 if TYPE_CHECKING:
     from judge.template import Launched
 
-THREADS_ENV = "KMC_TORCH_THREADS"
 INPUT_CACHE_ENV = "KMC_INPUT_CACHE_MB"  # device memory kept for cached case inputs and reference outputs
 KEEP_TASK_INPUTS_ENV = "KMC_KEEP_TASK_INPUTS"
 """"0": a task's kept inputs and answers are dropped at each job's end (judge/case_inputs.py
@@ -103,13 +103,8 @@ class Worker:
     def __init__(self, task_sources: list[str] | tuple[str, ...] = (), launched: Launched | None = None) -> None:
         """`launched`: the template already started (judge/template.py `launch`, by `main` before
         anything imports torch); None: started here."""
-        import torch
 
-        threads = int(os.environ.get(THREADS_ENV, "0") or 0)
-        if threads > 0:
-            # Interpreter workers share few cores; torch's default thread pool then spins
-            # against itself and the other workers (measured: 300x slower small ops).
-            torch.set_num_threads(threads)
+        take_thread_share()
         import bench.registry
         from judge.case_inputs import set_input_cache_bytes
         from judge.device import detect_target

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.thread_share import THREADS_ENV
 from judge.device import Target
 from judge.gate import GATE_ENV
 from judge.job import Job, JobError, JobReply
@@ -114,7 +115,7 @@ class WorkerProcess:
         if self.gpu_gate is not None:
             extra[GATE_ENV] = str(self.gpu_gate)
         if self.torch_threads > 0:
-            extra["KMC_TORCH_THREADS"] = str(self.torch_threads)
+            extra[THREADS_ENV] = str(self.torch_threads)
         # The worker's temporary folders (its own, adapted suites' imports) live in the pool's
         # folder, which the pool removes when it closes: a worker killed on a timeout or a crash
         # runs no cleanup of its own.

@@ -332,14 +332,3 @@ def test_a_probe_out_of_gpu_memory_is_tried_again_before_its_shape_is_rejected(m
     tries.clear()
     monkeypatch.setattr(suite, "_run", rejects)
     assert not suite._reference_runs(call) and len(tries) == 1, "a rejection is not tried again"
-
-
-def test_a_probing_child_takes_the_workers_share_of_the_cores(monkeypatch: pytest.MonkeyPatch) -> None:
-    before = torch.get_num_threads()
-    monkeypatch.setenv(shape_probe.THREADS_ENV, "1")
-    try:
-        torch.set_num_threads(2)  # so the assertion cannot hold by itself
-        shape_probe._take_thread_share()
-        assert torch.get_num_threads() == 1
-    finally:
-        torch.set_num_threads(before)

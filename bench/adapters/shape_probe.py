@@ -52,9 +52,10 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from bench.thread_share import take_thread_share
+
 PROBE_IN_CHILD_ENV = "KMC_PROBE_IN_CHILD"  # "1" always, "0" never; unset: on a GPU only
 PROBE_DIR_ENV = "KMC_PROBE_DIR"  # where a run keeps its decisions (runners/pool.py)
-THREADS_ENV = "KMC_TORCH_THREADS"  # the worker's share of the host's cores (runners/pool.py sets it)
 CHILD_TIMEOUT_S = 300.0  # until the child's first report: loading the suite and recording its calls
 PROBE_LIMIT_S = 30.0  # from each report to the next: one probe (a compile, an autotune, two runs)
 PROBING_BUDGET_S = 150.0  # every child's probes together; what is not decided by then is left out
@@ -242,18 +243,8 @@ def _pump(stream: object, lines: queue.Queue[str | None]) -> None:
     lines.put(None)
 
 
-def _take_thread_share() -> None:
-    """The worker's own share of the cores: a child on torch's default (every core) beside a
-    dozen workers and their children would spin its thread pool against theirs."""
-    threads = int(os.environ.get(THREADS_ENV, "0") or 0)
-    if threads > 0:
-        import torch
-
-        torch.set_num_threads(threads)
-
-
 def _child_main() -> int:
-    _take_thread_share()
+    take_thread_share()  # beside a dozen workers and their children, not every core
     from bench.adapters.geak_record import GeakSuite
 
     state, decisions = pickle.loads(sys.stdin.buffer.read())
