@@ -10,6 +10,7 @@ import statistics
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from bench.check import (
     new_shape_cases,
     roofline_row,
 )
+from bench.faults import mentions_out_of_memory
 from bench.registry import get_task, load_sources, resolve_sources, suite_tasks
 from bench.task import NothingToCompare, Task
 from judge.device import Target, default_device, detect_target
@@ -92,23 +94,48 @@ def run_check(tasks: Iterable[Task], target: Target, workers: int | None = None,
     timed = timing and not target.interpreter
     ceilings, exact = ceilings_for(target.device_name) if timed else (None, True)
     report = CheckReport(target.device_name, target.interpreter, ceilings, exact)
+    done: dict[int, TaskCheck] = {}
     with LocalPool(target, workers=workers, task_sources=task_sources, job_timeout=job_timeout,
                    prepare=tuple(t.id for t in tasks),
                    # one job per task: nothing kept would be used again; jobs long enough (a GEAK-eval
                    # reference's: 30-150 s) that a retry alone would drain the pool for that long
                    keep_task_inputs=False, shrink_on_oom=True) as pool:
         pool.warm_up()
-        with ThreadPoolExecutor(max_workers=pool.size) as ex:
-            futures = {ex.submit(check_task, pool, tasks[i], timed, ceilings, timing_policy, target.interpreter): i
-                       for i in spread_order([t.id for t in tasks])}
-            done: dict[int, TaskCheck] = {}
-            for fut in as_completed(futures):  # reported as each finishes: a cut-off run keeps what it judged
-                row = fut.result()
-                done[futures[fut]] = row
-                if on_result is not None:
-                    on_result(row)
+
+        def check_all(order: list[int]) -> list[int]:
+            """Judge `order`'s tasks; those out of GPU memory beside others come back, unreported."""
+            later: list[int] = []
+            with ThreadPoolExecutor(max_workers=pool.size) as ex:
+                futures = {ex.submit(check_task, pool, tasks[i], timed, ceilings, timing_policy,
+                                     target.interpreter): i for i in order}
+                for fut in as_completed(futures):  # reported as each finishes: a cut-off run keeps what it judged
+                    i, row = futures[fut], fut.result()
+                    if pool.defer_alone and out_of_memory_row(row):
+                        later.append(i)
+                        done[i] = row  # its seconds, carried into the row that stands
+                        continue
+                    if i in done:  # judged again after the rest: the first attempt's seconds were lost
+                        row = replace(row, phases={**row.phases, "retry": round(
+                            row.phases.get("retry", 0.0) + done[i].seconds, 3)})
+                    done[i] = row
+                    if on_result is not None:
+                        on_result(row)
+            return later
+
+        # Out of GPU memory beside others: judged again only once every other job is done, where a
+        # retry alone would idle the whole pool behind it mid-run (the pool then retries alone).
+        order = spread_order([t.id for t in tasks])
+        pool.defer_alone = pool.gated
+        later = check_all(order)
+        pool.defer_alone = False
+        check_all(sorted(later, key=order.index))
     report.rows.extend(done[i] for i in sorted(done))
     return report
+
+
+def out_of_memory_row(row: TaskCheck) -> bool:
+    """A check row an out-of-GPU-memory error decided (runners/pool.py `out_of_memory`)."""
+    return row.verdict in ("runtime_error", "crash") and mentions_out_of_memory(row.message)
 
 
 def check_suite(suite: str | None = None, task_ids: list[str] | None = None, sources: list[str] | None = None,

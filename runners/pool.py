@@ -18,8 +18,8 @@ own): judging jobs hold it shared, a timing measurement holds it alone and in ti
 so each GPU has one timing lane that no judging job can starve or disturb. A candidate that
 runs out of GPU memory beside other workers' jobs is judged again alone (the gate held
 exclusively for the whole job), once (with `shrink_on_oom`, for long jobs, its worker is first
-retired while the GPU keeps half its workers, and the job judged again beside the others); a
-job during which the judge's own GPU context failed is judged again on a restarted worker,
+retired while the GPU keeps half its workers, and the job judged again beside the others; with
+`defer_alone`, it then comes back to its caller, to be judged again after the rest); a job during which the judge's own GPU context failed is judged again on a restarted worker,
 once; the lost attempt's seconds are its `retry` phase.
 Interpreter workers get one torch thread each: on a shared CPU the default thread pool
 spins against itself and makes small tensor ops hundreds of times slower.
@@ -117,6 +117,7 @@ class PoolStats:
     oom_retries: int = 0
     device_retries: int = 0
     retired: int = 0  # workers retired after running out of GPU memory beside others (`_retire`)
+    oom_deferred: int = 0  # jobs out of memory handed back to be judged again after the rest (`defer_alone`)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -236,6 +237,11 @@ class LocalPool:
             self._idle.put(w)
         self._serving = collections.Counter(w.device for w in self._all)  # workers in service per device
         self._serving_floor = {d: max(1, n // 2) if shrink_on_oom else n for d, n in self._serving.items()}
+        self.defer_alone = False
+        """True: a job that would be judged again alone (out of GPU memory beside others) comes back
+        with that verdict instead, for its caller to judge again once the other jobs are done
+        (runners/check.py): a retry alone waits for every job in flight and then holds the GPU by
+        itself, so mid-run it idles the whole pool for a long job's length."""
 
     @property
     def size(self) -> int:
@@ -358,15 +364,21 @@ class LocalPool:
                         what, first.message[:200])
             again = job
         elif self.gated and not job.alone and out_of_memory(first):
-            self._count("oom_retries")
             if attempt.retired:  # a worker fewer now: judged again beside the others first
+                self._count("oom_retries")
                 log.warning("%s: out of GPU memory beside other jobs (%s); judged again with a worker fewer", what,
                             first.message[:200])
-                beside = self._run_job(job, limit, timeout_message)
-                queued += beside.queued
-                if not out_of_memory(beside.verdict):
-                    return beside.reply, {"queue": queued, "retry": lost}, beside.ran
-                lost += beside.ran
+                attempt = self._run_job(job, limit, timeout_message)
+                queued += attempt.queued
+                if not out_of_memory(attempt.verdict):
+                    return attempt.reply, {"queue": queued, "retry": lost}, attempt.ran
+                lost += attempt.ran
+            if self.defer_alone:  # the caller judges it again once the other jobs are done
+                self._count("oom_deferred")
+                log.warning("%s: out of GPU memory beside other jobs (%s); to be judged again after the rest", what,
+                            first.message[:200])
+                return attempt.reply, {"queue": queued, "retry": lost - attempt.ran}, attempt.ran
+            self._count("oom_retries")
             log.warning("%s: out of GPU memory beside other jobs (%s); judged again alone", what, first.message[:200])
             again = job.with_(alone=True)
         else:
@@ -454,8 +466,9 @@ class LocalPool:
         shutil.rmtree(self.workdir, ignore_errors=True)
         s = self.stats
         log.info("pool closed: %d jobs, %d worker restarts, %d timeouts, %d crashes, %d out-of-memory retries, "
-                 "%d retries after the judge's device error, %d workers retired", s.jobs, s.restarts, s.timeouts,
-                 s.crashes, s.oom_retries, s.device_retries, s.retired)
+                 "%d retries after the judge's device error, %d workers retired, %d jobs left to judge after the "
+                 "rest", s.jobs, s.restarts, s.timeouts, s.crashes, s.oom_retries, s.device_retries, s.retired,
+                 s.oom_deferred)
 
     def __enter__(self) -> LocalPool:
         return self

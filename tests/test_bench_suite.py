@@ -417,3 +417,64 @@ def test_a_checks_jobs_go_out_spread_over_its_families_the_same_way_every_run() 
     first_half = {ids[i].rsplit("_", 1)[0] for i in order[:8]}
     assert len(first_half) == 2  # both families among the first eight out, not one family
     assert order != list(range(16))
+
+
+class _OutOfMemoryOncePool:
+    """Stands in for runners/check.py's LocalPool: softmax runs out of GPU memory the first time
+    it is judged (others in flight) and passes the next."""
+
+    def __init__(self, *args: Any, gated: bool = True, **kwargs: Any) -> None:
+        self.gated, self.defer_alone, self.size = gated, False, 3
+        self.judged: list[tuple[str, bool]] = []
+
+    def __enter__(self) -> _OutOfMemoryOncePool:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        pass
+
+    def warm_up(self) -> None:
+        pass
+
+    def evaluate(self, task_id: str, source: str, case_set: str, **kwargs: Any) -> Any:
+        from judge.candidate.verdict import Evaluation, Verdict
+
+        self.judged.append((task_id, self.defer_alone))
+        if task_id == "softmax" and [t for t, _ in self.judged].count("softmax") == 1:
+            time.sleep(0.05)
+            return Evaluation(Verdict("runtime_error", "torch.OutOfMemoryError: CUDA out of memory"), phases={})
+        return Evaluation(Verdict("correct", ""), phases={"correctness": 0.01})
+
+
+@pytest.mark.parametrize("gated", [True, False])
+def test_a_check_judges_a_job_out_of_memory_again_after_the_rest(monkeypatch: pytest.MonkeyPatch,
+                                                                  gated: bool) -> None:
+    """Judged again alone mid-run, a long job (a GEAK-eval reference: 30-150 s) idles the whole
+    pool while it waits for every job in flight (an H100, 2026-12-06): `bench check` hands such a
+    job back and judges it again once the others are done, reporting only the verdict that stands.
+    Ungated (the CPU interpreter: no GPU shared), nothing is deferred."""
+    from judge.device import Target
+    from runners import check
+
+    pools: list[_OutOfMemoryOncePool] = []
+
+    def make_pool(*args: Any, **kwargs: Any) -> _OutOfMemoryOncePool:
+        pools.append(_OutOfMemoryOncePool(gated=gated))
+        return pools[-1]
+
+    monkeypatch.setattr(check, "LocalPool", make_pool)
+    told: list[Any] = []
+    ids = ["vector_add", "softmax", "flip", "cumsum"]
+    from bench.registry import get_task
+
+    report = check.run_check([get_task(i) for i in ids], Target("cpu", True, "Triton CPU interpreter", 0),
+                             on_result=told.append, timing=False)
+    assert [r.task for r in report.rows] == ids
+    if gated:
+        assert all(r.verdict == "correct" for r in report.rows)
+        assert [r.task for r in told][-1] == "softmax" and len(told) == 4  # told once, last
+        assert pools[0].judged[-1] == ("softmax", False) and pools[0].judged.count(("softmax", True)) == 1
+        assert report.rows[1].phases["retry"] >= 0.05  # the lost attempt's seconds
+    else:
+        assert [r.verdict for r in report.rows] == ["correct", "runtime_error", "correct", "correct"]
+        assert len(told) == 4 and pools[0].judged.count(("softmax", False)) == 1 and len(pools[0].judged) == 4

@@ -254,6 +254,28 @@ def test_a_job_out_of_memory_beside_others_retires_its_worker_and_is_judged_agai
     assert evaluation.phases is not None and evaluation.phases["retry"] >= 0.1  # both lost attempts
 
 
+def test_a_deferring_pool_hands_a_job_out_of_memory_back_instead_of_judging_it_alone() -> None:
+    """`bench check` judges such jobs again once the rest are done (runners/check.py): mid-run, a
+    retry alone waits for every job in flight and then holds the GPU by itself, idling the pool."""
+    oom = Verdict("runtime_error", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB")
+    ok = Verdict("correct", "")
+    pool, (w0, w1, w2) = scripted_workers([[oom], [oom], [ok]])
+    pool.defer_alone = True
+    with pool:
+        handed_back = pool.evaluate("vector_add", "src", "visible")
+        assert w0.closed and w1.closed and not w2.closed  # each retired (the floor: 1 of 3), never alone
+    assert handed_back.verdict.kind == "runtime_error" and "out of memory" in handed_back.verdict.message
+    assert [j.alone for w in (w0, w1, w2) for j in w.jobs] == [False, False]  # never alone
+    assert pool.stats.oom_deferred == 1 and pool.stats.oom_retries == 1 and pool.stats.retired == 2
+    assert handed_back.phases is not None and handed_back.phases["retry"] >= 0.0
+
+    pool, (w0, w1) = scripted_workers([[oom, ok], [ok]], shrink_on_oom=False)
+    pool.defer_alone = False  # the default: judged again alone at once
+    with pool:
+        assert pool.evaluate("vector_add", "src", "visible").verdict.kind == "correct"
+    assert [j.alone for w in (w0, w1) for j in w.jobs] == [False, True] and pool.stats.oom_deferred == 0
+
+
 def test_feedback_timing_jobs_carry_the_runs_reference_timings_and_bring_new_ones_back() -> None:
     """Through the pool's channel (runners/references.py): the first timed job of a task goes
     alone, carries none and primes them; what its worker measured rides on every later job of that task,
