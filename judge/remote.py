@@ -84,13 +84,15 @@ class TemplateProcess:
         proc.cache = str(reply.get("cache") or "")
         return proc
 
-    def status(self, pid: int, wait_s: float = 0.0) -> int | None:
+    def status(self, pid: int, wait_s: float = 0.0) -> tuple[int | None, str]:
         """Candidate `pid`'s exit code, waited for until it ends; with `wait_s`, for at most that
-        long (None: it still runs). None where it cannot be had."""
+        long (None: it still runs), and once it has ended the last lines it wrote to stderr
+        (judge/relay.py). None where it cannot be had."""
         try:
-            return template.request(self.control, {"op": "status", "pid": pid, "wait_s": wait_s}).get("status")
+            reply = template.request(self.control, {"op": "status", "pid": pid, "wait_s": wait_s})
         except (OSError, EOFError):
-            return None
+            return None, ""
+        return reply.get("status"), str(reply.get("stderr_tail") or "")
 
     def close(self) -> None:
         template.close_launched(template.Launched(self.proc, self.control, self.device))
@@ -224,15 +226,15 @@ class CandidateProcess:
         `ENDING_GRACE_S` to end by itself before it is killed: killed at once, every such process
         read as killed by signal 9 whatever ended it (two TritonBench-revised references judged
         beside 12 workers on an H100, 2026-12-06, whose cause the verdict then hid)."""
-        code = self.owner.status(self.pid, wait_s=ENDING_GRACE_S)
+        code, said = self.owner.status(self.pid, wait_s=ENDING_GRACE_S)
         if code is None:
             self.kill()
-            code = self.owner.status(self.pid)
+            code, said = self.owner.status(self.pid)
             if code == -signal.SIGKILL:
                 return (f"the candidate process closed its connection to the judge and was killed "
-                        f"({ENDING_GRACE_S:.0f} s later it still ran)")
+                        f"({ENDING_GRACE_S:.0f} s later it still ran)") + _last_words(said)
         how = "exit status unknown" if code is None else f"signal {-code}" if code < 0 else f"exit status {code}"
-        return f"the candidate process ended ({how})"
+        return f"the candidate process ended ({how})" + _last_words(said)
 
     def kill(self) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -375,3 +377,9 @@ class RemoteRunner:
                 or not all(isinstance(i, int) and not isinstance(i, bool) for i in changed):
             raise wire.WireError("collect did not say how many calls it held and which changed")
         return calls, changed
+
+
+def _last_words(stderr_tail: str) -> str:
+    """A verdict's note of what an ended candidate process last wrote to stderr: the candidate's
+    own words, capped (judge/relay.py `TAIL_CHARS`), so marked as its own."""
+    return f"; its stderr ended: {stderr_tail}" if stderr_tail else ""

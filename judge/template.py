@@ -417,7 +417,9 @@ def main() -> None:
             _send(control, {"pid": pid, "folder": setting.folder, "cache": setting.cache})
         elif message.get("op") == "status":
             pid = int(message["pid"])
-            _send(control, {"pid": pid, "status": exit_status(pid, ended, float(message.get("wait_s") or 0.0))})
+            exit_code = exit_status(pid, ended, float(message.get("wait_s") or 0.0))
+            _send(control, {"pid": pid, "status": exit_code,
+                            "stderr_tail": relay.tail(pid) if exit_code is not None else ""})
         else:
             for fd in fds:
                 os.close(fd)

@@ -79,6 +79,9 @@ CORPUS: tuple[Hostile, ...] = (
     Hostile("exit_at_import.py", "vector_add", "crash", "exit status 0", restarted=False),
     Hostile("segfault_ctypes.py", "vector_add", "crash", "signal 11", restarted=False),
     Hostile("closes_connection_then_exits.py", "vector_add", "crash", "exit status 3", restarted=False),
+    Hostile("dies_saying_out_of_memory.py", "vector_add", "crash",
+            "exit status 1); its stderr ended: warming up | terminate called after throwing an instance of 'c10::Error' | "
+            "what():  CUDA error: out of memory", restarted=False),
     Hostile("closes_connection_and_lingers.py", "vector_add", "crash", "closed its connection to the judge and was killed",
             restarted=False),
     Hostile("illegal_memory_access.py", "vector_add", "runtime_error", "illegal memory access", gpu_only=True),
