@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 
 CAP = 64 << 10
 TAIL_LINES = 3  # the last non-blank lines of a candidate's stderr kept for its verdict
-TAIL_CHARS = 300  # and at most this many characters of them
+LINE_CHARS = 240
+"""The first characters of each such line: an error's name leads its line (PyTorch's out-of-memory
+line runs to 500 characters; kept by its end, on an H100 (2026-12-06), it lost "out of memory")."""
 ENDED_KEPT = 64  # tails of processes whose pipes closed, kept until asked for (the newest)
 
 
@@ -68,7 +70,7 @@ class StderrRelay:
                 break
         else:
             lines = self._ended.pop(pid, collections.deque())
-        return " | ".join(line.decode(errors="replace").strip() for line in lines)[-TAIL_CHARS:]
+        return " | ".join(line.decode(errors="replace") for line in lines)
 
     def _drain(self, fd: int, pipe: _Pipe) -> bool:
         """Read what `fd` holds now; False once it holds nothing more for now or has closed."""
@@ -96,7 +98,7 @@ class StderrRelay:
         if end and not line:
             return
         if line.strip():
-            pipe.tail.append(line[-TAIL_CHARS:])
+            pipe.tail.append(line.strip()[:LINE_CHARS])
         if pipe.passed >= CAP:
             return
         text = b"candidate %d: " % pipe.pid + line[:CAP - pipe.passed] + b"\n"

@@ -381,5 +381,5 @@ class RemoteRunner:
 
 def _last_words(stderr_tail: str) -> str:
     """A verdict's note of what an ended candidate process last wrote to stderr: the candidate's
-    own words, capped (judge/relay.py `TAIL_CHARS`), so marked as its own."""
+    own words, capped (judge/relay.py `TAIL_LINES`, `LINE_CHARS`), so marked as its own."""
     return f"; its stderr ended: {stderr_tail}" if stderr_tail else ""
