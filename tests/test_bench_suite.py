@@ -478,3 +478,27 @@ def test_a_check_judges_a_job_out_of_memory_again_after_the_rest(monkeypatch: py
     else:
         assert [r.verdict for r in report.rows] == ["correct", "runtime_error", "correct", "correct"]
         assert len(told) == 4 and pools[0].judged.count(("softmax", False)) == 1 and len(pools[0].judged) == 4
+
+
+@pytest.mark.parametrize(("setting", "retires"), [(None, True), ("1", True), ("0", False)])
+def test_a_checks_pool_retires_workers_unless_told_not_to(monkeypatch: pytest.MonkeyPatch, setting: str | None,
+                                                          retires: bool) -> None:
+    """`KMC_CHECK_RETIRE=0`: the A/B switch for worker retirement in `bench check` (runners/check.py)."""
+    from judge.device import Target
+    from runners import check
+
+    made: list[dict[str, Any]] = []
+
+    def make_pool(*args: Any, **kwargs: Any) -> _OutOfMemoryOncePool:
+        made.append(kwargs)
+        return _OutOfMemoryOncePool()
+
+    monkeypatch.setattr(check, "LocalPool", make_pool)
+    if setting is None:
+        monkeypatch.delenv(check.RETIRE_ENV, raising=False)
+    else:
+        monkeypatch.setenv(check.RETIRE_ENV, setting)
+    from bench.registry import get_task
+
+    check.run_check([get_task("vector_add")], Target("cpu", True, "Triton CPU interpreter", 0), timing=False)
+    assert made[0]["shrink_on_oom"] is retires and made[0]["keep_task_inputs"] is False
