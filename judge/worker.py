@@ -103,7 +103,6 @@ class Worker:
     def __init__(self, task_sources: list[str] | tuple[str, ...] = (), launched: Launched | None = None) -> None:
         """`launched`: the template already started (judge/template.py `launch`, by `main` before
         anything imports torch); None: started here."""
-
         take_thread_share()
         import bench.registry
         from judge.case_inputs import set_input_cache_bytes

@@ -19,8 +19,9 @@ so each GPU has one timing lane that no judging job can starve or disturb. A can
 runs out of GPU memory beside other workers' jobs is judged again alone (the gate held
 exclusively for the whole job), once (with `shrink_on_oom`, for long jobs, its worker is first
 retired while the GPU keeps half its workers, and the job judged again beside the others; with
-`defer_alone`, it then comes back to its caller, to be judged again after the rest); a job during which the judge's own GPU context failed is judged again on a restarted worker,
-once; the lost attempt's seconds are its `retry` phase.
+`defer_alone`, it then comes back to its caller, to be judged again after the rest); a job
+during which the judge's own GPU context failed is judged again on a restarted worker, once;
+the lost attempt's seconds are its `retry` phase.
 Interpreter workers get one torch thread each: on a shared CPU the default thread pool
 spins against itself and makes small tensor ops hundreds of times slower.
 """
@@ -346,7 +347,8 @@ class LocalPool:
         """`_run_job`, and once more when the first attempt may not be the candidate's doing: a
         GPU out-of-memory error (other workers' jobs may have held the memory: judged again alone;
         where its worker was retired, `_retire`, first judged again beside the others, and alone
-        only if that runs out too), or the judge's own GPU context failing (a CUDA error is raised at the context's
+        only if that runs out too; with `defer_alone`, handed back instead of alone), or the
+        judge's own GPU context failing (a CUDA error is raised at the context's
         next synchronisation, which can be a later job's: on an H100, TritonBench-revised
         context_attn_llama's reference got "illegal memory access" 2.5 s into its job beside 12
         workers, and passed in three runs with fresh workers; judged again on a restarted worker).
