@@ -97,8 +97,8 @@ class StderrRelay:
     def _pass(self, pipe: _Pipe, line: bytes, end: bool = False) -> None:
         if end and not line:
             return
-        if line.strip():
-            pipe.tail.append(line.strip()[:LINE_CHARS])
+        if said := line.strip():
+            pipe.tail.append(said[:LINE_CHARS])
         if pipe.passed >= CAP:
             return
         text = b"candidate %d: " % pipe.pid + line[:CAP - pipe.passed] + b"\n"

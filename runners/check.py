@@ -25,13 +25,13 @@ from bench.check import (
     new_shape_cases,
     roofline_row,
 )
-from bench.faults import mentions_out_of_memory
 from bench.registry import get_task, load_sources, resolve_sources, suite_tasks
 from bench.task import NothingToCompare, Task
+from judge.candidate.verdict import Verdict
 from judge.device import Target, default_device, detect_target
 from judge.policy import TimingPolicy
 from runners.config import ConfigError
-from runners.pool import LocalPool
+from runners.pool import LocalPool, out_of_memory
 
 
 def _perf_rows(task: Task, timing: Any, ceilings: Ceilings) -> tuple[PerfRow, ...]:
@@ -142,8 +142,8 @@ def run_check(tasks: Iterable[Task], target: Target, workers: int | None = None,
 
 
 def out_of_memory_row(row: TaskCheck) -> bool:
-    """A check row an out-of-GPU-memory error decided (runners/pool.py `out_of_memory`)."""
-    return row.verdict in ("runtime_error", "crash") and mentions_out_of_memory(row.message)
+    """A check row an out-of-GPU-memory error decided: the pool's own test (`out_of_memory`)."""
+    return out_of_memory(Verdict(row.verdict, row.message))
 
 
 def check_suite(suite: str | None = None, task_ids: list[str] | None = None, sources: list[str] | None = None,
