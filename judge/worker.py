@@ -550,8 +550,8 @@ def _task_sources(argv: list[str]) -> list[str]:
 
 
 def main() -> None:
+    from bench.orphan_watch import end_when_orphaned
     from judge.containment import undumpable
-    from judge.orphan_watch import end_when_orphaned
 
     undumpable()
     end_when_orphaned()

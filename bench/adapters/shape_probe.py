@@ -52,6 +52,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from bench.orphan_watch import end_when_orphaned
 from bench.thread_share import take_thread_share
 
 PROBE_IN_CHILD_ENV = "KMC_PROBE_IN_CHILD"  # "1" always, "0" never; unset: on a GPU only
@@ -244,6 +245,9 @@ def _pump(stream: object, lines: queue.Queue[str | None]) -> None:
 
 
 def _child_main() -> int:
+    # A child leads a session of its own (its compilers go with it when stopped), so a worker
+    # killed mid-probe took nothing of it along: it probed on for up to PROBE_LIMIT_S, on the GPU.
+    end_when_orphaned()
     take_thread_share()  # beside a dozen workers and their children, not every core
     from bench.adapters.geak_record import GeakSuite
 
