@@ -27,11 +27,10 @@ from bench.check import (
 )
 from bench.registry import get_task, load_sources, resolve_sources, suite_tasks
 from bench.task import NothingToCompare, Task
-from judge.candidate.verdict import Verdict
 from judge.device import Target, default_device, detect_target
 from judge.policy import TimingPolicy
 from runners.config import ConfigError
-from runners.pool import LocalPool, out_of_memory
+from runners.pool import LocalPool, out_of_memory_kind
 
 
 def _perf_rows(task: Task, timing: Any, ceilings: Ceilings) -> tuple[PerfRow, ...]:
@@ -103,6 +102,7 @@ def run_check(tasks: Iterable[Task], target: Target, workers: int | None = None,
     ceilings, exact = ceilings_for(target.device_name) if timed else (None, True)
     report = CheckReport(target.device_name, target.interpreter, ceilings, exact)
     done: dict[int, TaskCheck] = {}
+    broken: list[Exception] = []  # a task's check that raised: raised once every other row is reported
     with LocalPool(target, workers=workers, task_sources=task_sources, job_timeout=job_timeout,
                    prepare=tuple(t.id for t in tasks),
                    # one job per task: nothing kept would be used again; jobs long enough (a GEAK-eval
@@ -117,7 +117,15 @@ def run_check(tasks: Iterable[Task], target: Target, workers: int | None = None,
                 futures = {ex.submit(check_task, pool, tasks[i], timed, ceilings, timing_policy,
                                      target.interpreter): i for i in order}
                 for fut in as_completed(futures):  # reported as each finishes: a cut-off run keeps what it judged
-                    i, row = futures[fut], fut.result()
+                    i = futures[fut]
+                    try:
+                        row = fut.result()
+                    except Exception as exc:  # noqa: BLE001 - raised below, after every other row
+                        # Raised here, it left the loop while the executor waited for every job still
+                        # running: those were judged and never reported (an H100, 2026-12-06: 26 rows
+                        # of 113 judged written before a cut).
+                        broken.append(exc)
+                        continue
                     if pool.defer_alone and out_of_memory_row(row):
                         later.append(i)
                         done[i] = row  # its seconds, carried into the row that stands
@@ -137,13 +145,15 @@ def run_check(tasks: Iterable[Task], target: Target, workers: int | None = None,
         later = check_all(order)
         pool.defer_alone = False
         check_all(sorted(later, key=order.index))
+    if broken:
+        raise broken[0]
     report.rows.extend(done[i] for i in sorted(done))
     return report
 
 
 def out_of_memory_row(row: TaskCheck) -> bool:
-    """A check row an out-of-GPU-memory error decided: the pool's own test (`out_of_memory`)."""
-    return out_of_memory(Verdict(row.verdict, row.message))
+    """A check row an out-of-GPU-memory error decided: the pool's own test (`out_of_memory_kind`)."""
+    return out_of_memory_kind(row.verdict, row.message)
 
 
 def check_suite(suite: str | None = None, task_ids: list[str] | None = None, sources: list[str] | None = None,

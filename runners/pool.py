@@ -142,7 +142,13 @@ def out_of_memory(verdict: Verdict) -> bool:
     """A verdict a GPU out-of-memory error decided (the candidate's, or the judge's own side):
     possibly the doing of other jobs on the same GPU, so not yet the candidate's verdict.
     Triton's "out of resource: shared memory" is the kernel's own and does not match."""
-    return verdict.kind in ("runtime_error", "crash") and mentions_out_of_memory(verdict.message)
+    return out_of_memory_kind(verdict.kind, verdict.message)
+
+
+def out_of_memory_kind(kind: str, message: str) -> bool:
+    """`out_of_memory` on a verdict's kind and message, for records whose kinds are not all a
+    `Verdict`'s (a check row's "unscorable", "skipped": building a Verdict of one raises)."""
+    return kind in ("runtime_error", "crash") and mentions_out_of_memory(message)
 
 
 def _with_other(pool_phases: dict[str, float], worker_phases: dict[str, float], ran: float) -> dict[str, float]:

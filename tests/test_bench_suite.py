@@ -480,6 +480,62 @@ def test_a_check_judges_a_job_out_of_memory_again_after_the_rest(monkeypatch: py
         assert len(told) == 4 and pools[0].judged.count(("softmax", False)) == 1 and len(pools[0].judged) == 4
 
 
+class _UnscorableAndBrokenPool(_OutOfMemoryOncePool):
+    """Besides softmax's out-of-memory: flip's entry point returns nothing (an unscorable row,
+    whose kind is no `Verdict`'s), and cumsum's check raises inside the harness, when told to."""
+
+    def __init__(self, *args: Any, broken: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.broken = broken
+
+    def evaluate(self, task_id: str, source: str, case_set: str, **kwargs: Any) -> Any:
+        from judge.candidate.verdict import Evaluation, Verdict
+
+        if task_id == "flip":
+            self.judged.append((task_id, self.defer_alone))
+            return Evaluation(Verdict("runtime_error", "bench.task.NothingToCompare: flip returned nothing"),
+                              phases={})
+        if task_id == "cumsum" and self.broken:
+            self.judged.append((task_id, self.defer_alone))
+            raise RuntimeError("the harness broke on cumsum")
+        return super().evaluate(task_id, source, case_set, **kwargs)
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_checks_every_judged_row_is_reported_whatever_another_row_holds(monkeypatch: pytest.MonkeyPatch,
+                                                                           broken: bool) -> None:
+    """On a GPU (H100, 2026-12-06) an unscorable row (a kind no `Verdict` has) raised in the
+    out-of-memory test; the raise left the reporting loop, and the 87 jobs judged after it were
+    never reported before the run was cut. Now an unscorable row is reported like any other, and
+    a task whose check raises is raised only after every other row was reported."""
+    from judge.device import Target
+    from runners import check
+
+    pools: list[_UnscorableAndBrokenPool] = []
+
+    def make_pool(*args: Any, **kwargs: Any) -> _UnscorableAndBrokenPool:
+        pools.append(_UnscorableAndBrokenPool(gated=True, broken=broken))
+        return pools[-1]
+
+    monkeypatch.setattr(check, "LocalPool", make_pool)
+    told: list[Any] = []
+    ids = ["flip", "vector_add", "softmax", "cumsum", "rms_norm"]
+    from bench.registry import get_task
+
+    tasks = [get_task(i) for i in ids]
+    target = Target("cpu", True, "Triton CPU interpreter", 0)
+    if broken:
+        with pytest.raises(RuntimeError, match="the harness broke on cumsum"):
+            check.run_check(tasks, target, on_result=told.append, timing=False)
+    else:
+        report = check.run_check(tasks, target, on_result=told.append, timing=False)
+        assert [r.task for r in report.rows] == ids
+    verdicts = {r.task: r.verdict for r in told}
+    assert verdicts == {"flip": "unscorable", "vector_add": "correct", "softmax": "correct",
+                        **({} if broken else {"cumsum": "correct"}), "rms_norm": "correct"}
+    assert pools[0].judged[-1] == ("softmax", False)  # the second pass ran too
+
+
 @pytest.mark.parametrize(("setting", "retires"), [(None, True), ("1", True), ("0", False)])
 def test_a_checks_pool_retires_workers_unless_told_not_to(monkeypatch: pytest.MonkeyPatch, setting: str | None,
                                                           retires: bool) -> None:
