@@ -86,7 +86,8 @@ RETIRE_ENV = "KMC_CHECK_RETIRE"
 """"0": a check keeps every worker after a job out of GPU memory (such jobs are still judged again
 after the rest). An A/B switch: on an H100 (2026-12-06) retirement reached its floor, 6 of 12
 workers, by 390 s of a 540-s check, after which the CPU was 60% idle; since jobs out of memory
-wait for the end instead of draining the pool, whether retiring still pays is open."""
+wait for the end instead of draining the pool, whether retiring still pays is open. (A retired
+worker now comes back once the jobs in flight beside it have ended: runners/pool.py `_recall`.)"""
 
 
 def run_check(tasks: Iterable[Task], target: Target, workers: int | None = None,

@@ -18,7 +18,8 @@ own): judging jobs hold it shared, a timing measurement holds it alone and in ti
 so each GPU has one timing lane that no judging job can starve or disturb. A candidate that
 runs out of GPU memory beside other workers' jobs is judged again alone (the gate held
 exclusively for the whole job), once (with `shrink_on_oom`, for long jobs, its worker is first
-retired while the GPU keeps half its workers, and the job judged again beside the others; with
+retired, until the jobs then in flight have ended, while the GPU keeps half its workers, and
+the job judged again beside the others; with
 `defer_alone`, it then comes back to its caller, to be judged again after the rest); a job
 during which the judge's own GPU context failed is judged again on a restarted worker, once;
 the lost attempt's seconds are its `retry` phase.
@@ -118,6 +119,7 @@ class PoolStats:
     oom_retries: int = 0
     device_retries: int = 0
     retired: int = 0  # workers retired after running out of GPU memory beside others (`_retire`)
+    recalled: int = 0  # retired workers back in service once the jobs beside them had ended (`_recall`)
     oom_deferred: int = 0  # jobs out of memory handed back to be judged again after the rest (`defer_alone`)
 
 
@@ -190,9 +192,9 @@ class LocalPool:
         (`--unsandboxed`; None: as this process's command said, judge/sandbox.py `accept_risk`).
         `keep_task_inputs=False`: a worker drops a task's inputs and answers at each job's end, for
         a run that judges each task once (judge/worker.py `KEEP_TASK_INPUTS_ENV`). `shrink_on_oom`:
-        a job out of GPU memory beside others retires its worker (`_retire`), for long jobs, where
-        a retry alone drains the pool for long; short jobs drain it in seconds, and a worker fewer
-        for the rest of a run would cost more."""
+        a job out of GPU memory beside others retires its worker until the jobs beside it have ended
+        (`_retire`, `_recall`), for long jobs, where a retry alone drains the pool for long; short
+        jobs drain it in seconds, and a worker fewer for a while would cost more."""
         unsandboxed = risk_accepted() if unsandboxed is None else unsandboxed
         require_sandbox(unsandboxed)  # SandboxRefused, before any worker or folder exists
         self.sanitize = sanitize
@@ -244,6 +246,10 @@ class LocalPool:
             self._idle.put(w)
         self._serving = collections.Counter(w.device for w in self._all)  # workers in service per device
         self._serving_floor = {d: max(1, n // 2) if shrink_on_oom else n for d, n in self._serving.items()}
+        self._jobs_started = 0
+        self._in_flight: dict[str | None, set[int]] = collections.defaultdict(set)  # job numbers, per device
+        self._benched: list[tuple[WorkerProcess, int]] = []  # retired, back once no job up to this number runs
+        self._closing = False
         self.defer_alone = False
         """True: a job that would be judged again alone (out of GPU memory beside others) comes back
         with that verdict instead, for its caller to judge again once the other jobs are done
@@ -285,6 +291,7 @@ class LocalPool:
         worker = self._idle.get()
         given = asked
         retire = False
+        number = 0  # the job's number among those started on this pool, once given
 
         def ran() -> float:
             return time.perf_counter() - given
@@ -300,6 +307,10 @@ class LocalPool:
             given = time.perf_counter()
             queued = given - asked
             self._count("jobs")
+            with self._stats_lock:
+                self._jobs_started += 1
+                number = self._jobs_started
+                self._in_flight[worker.device].add(number)
             try:
                 backstop = (backstop_seconds(limit) + first_job_allowance(job.task, worker.judged)
                             + (backstop_seconds(limit) if job.alone else 0.0))  # alone: the drain first
@@ -326,27 +337,57 @@ class LocalPool:
                       and self._retire(worker))
             return dataclasses.replace(attempt, retired=retire)
         finally:
+            with self._stats_lock:
+                self._in_flight[worker.device].discard(number)
             if not retire:
                 self._idle.put(worker)
+            self._recall(worker.device)
 
     def _retire(self, worker: WorkerProcess) -> bool:
-        """Take `worker` out of service for the rest of the run, where its GPU keeps at least half
-        its workers: a job ran out of GPU memory beside others there. Its processes end, so their
-        contexts and caches go back now. Why: on an H100 (2026-12-06), `bench check` of GEAK-eval's
-        references with 12 workers ran the GPU out of memory again and again, and each job judged
-        again alone drained the whole pool for its 30-150 s; with a worker fewer, the retry and
-        the jobs after it find room beside the others."""
+        """Take `worker` out of service until every job in flight on its GPU now has ended, where
+        its GPU keeps at least half its workers: a job ran out of GPU memory beside others there.
+        Its processes end, so their contexts and caches go back now. Why: on an H100 (2026-12-06),
+        `bench check` of GEAK-eval's references with 12 workers ran the GPU out of memory again and
+        again, and each job judged again alone drained the whole pool for its 30-150 s; with a
+        worker fewer, the retry and the jobs after it find room beside the others. Not for the
+        rest of the run (`_recall`): six retirements in 45 s, beside jobs of 100-250 s, left the
+        pool at half its workers and the CPU 60% idle for the remaining 4.5 minutes (an H100,
+        2026-12-06); what filled the memory was those jobs, and they end."""
         with self._stats_lock:
-            if self._serving[worker.device] <= self._serving_floor[worker.device]:
+            if self._closing or self._serving[worker.device] <= self._serving_floor[worker.device]:
                 return False
             self._serving[worker.device] -= 1
             left = self._serving[worker.device]
             self.stats.retired += 1
+            self._benched.append((worker, max(self._in_flight[worker.device], default=0)))
         worker.closed = True
         worker.kill()
         log.warning("a judge worker retired after running out of GPU memory beside other jobs: %d left on %s",
                     left, worker.device or "the CPU")
         return True
+
+    def _recall(self, device: str | None) -> None:
+        """Put back into service the workers `_retire` took off `device` once no job that was in
+        flight there at their retirement still runs (a job started since does not hold them back).
+        The worker starts in the background, as after a restart."""
+        with self._stats_lock:
+            if self._closing:
+                return
+            running = self._in_flight[device]
+            back = [(w, last) for w, last in self._benched
+                    if w.device == device and not any(n <= last for n in running)]
+            for entry in back:
+                self._benched.remove(entry)
+                self._serving[device] += 1
+                self.stats.recalled += 1
+            serving = self._serving[device]
+        for worker, _ in back:
+            with worker._lock:
+                worker.closed = False
+            log.warning("a retired judge worker back in service, the jobs beside which it was retired having "
+                        "ended: %d on %s", serving, device or "the CPU")
+            self._start_in_background(worker)
+            self._idle.put(worker)
 
     def _run_job_retried(self, job: Job, limit: float,
                          timeout_message: str) -> tuple[JobReply | Verdict, dict[str, float], float]:
@@ -443,6 +484,11 @@ class LocalPool:
         self._count("restarts")
         log.warning("judge worker restarted after a job (%s) of %s: %s", job.kind, job.task, why[:500])
         worker.kill()
+        self._start_in_background(worker)
+
+    @staticmethod
+    def _start_in_background(worker: WorkerProcess) -> None:
+        """Start `worker` on a thread of its own, so its imports overlap the jobs running."""
 
         def start() -> None:
             try:
@@ -455,6 +501,8 @@ class LocalPool:
     def abort(self) -> None:
         """Kill every worker now, without waiting for the jobs they are running (those end as
         WorkerDied at once): for a run that is stopping. `close` still cleans up after it."""
+        with self._stats_lock:
+            self._closing = True
         for w in self._all:
             w.closed = True
             proc = w.proc
@@ -467,6 +515,8 @@ class LocalPool:
     def close(self) -> None:
         """Stop every worker and remove the pool's folder; the pool's counts go to the log
         (run.log in a run), where a slow run's restarts and retries can be read."""
+        with self._stats_lock:
+            self._closing = True
         for w in self._all:
             with w._lock:
                 w.closed = True
@@ -474,9 +524,9 @@ class LocalPool:
         shutil.rmtree(self.workdir, ignore_errors=True)
         s = self.stats
         log.info("pool closed: %d jobs, %d worker restarts, %d timeouts, %d crashes, %d out-of-memory retries, "
-                 "%d retries after the judge's device error, %d workers retired, %d jobs left to judge after the "
-                 "rest", s.jobs, s.restarts, s.timeouts, s.crashes, s.oom_retries, s.device_retries, s.retired,
-                 s.oom_deferred)
+                 "%d retries after the judge's device error, %d workers retired (%d back in service), %d jobs left "
+                 "to judge after the rest", s.jobs, s.restarts, s.timeouts, s.crashes, s.oom_retries,
+                 s.device_retries, s.retired, s.recalled, s.oom_deferred)
 
     def __enter__(self) -> LocalPool:
         return self

@@ -5,9 +5,11 @@ judging waits behind a timer, a job retried alone waits for the GPU to itself.""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -208,42 +210,90 @@ def test_an_out_of_memory_verdict_is_judged_again_alone_and_recorded(caplog: pyt
     assert len(worker.jobs) == 1 and pool.stats.oom_retries == 0
 
 
-def scripted_workers(scripts: list[list[Verdict]], shrink_on_oom: bool = True) -> tuple[LocalPool, list[ScriptedWorker]]:
-    """A gated pool of scripted workers, taken in order while each is idle."""
-    pool = LocalPool(CPU, workers=len(scripts), gate_on_cpu=True, shrink_on_oom=shrink_on_oom)
+class BlockingWorker(ScriptedWorker):
+    """A worker whose jobs run until released: a long job beside the others (a GEAK-eval
+    reference's 100-250 s), in flight while they run out of memory."""
+
+    def __init__(self) -> None:
+        super().__init__([Verdict("correct", "")] * 4)
+        self.started, self.release = threading.Event(), threading.Event()
+
+    def run(self, job: Job, timeout: float) -> JobReply:
+        self.started.set()
+        self.release.wait(30)
+        return super().run(job, timeout)
+
+
+@contextlib.contextmanager
+def a_long_job_beside(pool: LocalPool, blocker: BlockingWorker) -> Iterator[None]:
+    """`blocker` (first in the pool's idle queue) judging a job until the block ends."""
+    thread = threading.Thread(target=pool.evaluate, args=("softmax", "src", "hidden"), daemon=True)
+    thread.start()
+    assert blocker.started.wait(10)
+    try:
+        yield
+    finally:
+        blocker.release.set()
+        thread.join(10)
+
+
+def scripted_workers(scripts: list[list[Verdict]], shrink_on_oom: bool = True,
+                     blocker: BlockingWorker | None = None) -> tuple[LocalPool, list[ScriptedWorker]]:
+    """A gated pool of scripted workers, taken in order while each is idle (`blocker` first)."""
+    pool = LocalPool(CPU, workers=len(scripts) + (blocker is not None), gate_on_cpu=True,
+                     shrink_on_oom=shrink_on_oom)
     workers = [ScriptedWorker(v) for v in scripts]
+    if blocker is not None:
+        workers.insert(0, blocker)
     pool._all = workers  # type: ignore[assignment]
     while not pool._idle.empty():
         pool._idle.get_nowait()
     for w in workers:
         pool._idle.put(w)  # type: ignore[arg-type]
-    return pool, workers
+    return pool, workers[1:] if blocker is not None else workers
 
 
 def test_a_job_out_of_memory_beside_others_retires_its_worker_and_is_judged_again_beside_the_rest(
         caplog: pytest.LogCaptureFixture) -> None:
     """Each job judged again alone drains the whole pool for its length (GEAK-eval references:
     30-150 s each, an H100 with 12 workers, 2026-12-06); with a worker fewer, the retry first
-    goes beside the others. The retired worker takes no more jobs."""
+    goes beside the others. The retired worker takes no more jobs until the jobs in flight beside
+    it have ended (a long job here); then it is back in service."""
     oom = Verdict("runtime_error", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB")
     ok = Verdict("correct", "")
-    pool, (w0, w1, w2, w3) = scripted_workers([[oom], [ok, ok], [ok], [ok]])
+    blocker = BlockingWorker()
+    pool, (w0, w1, w2) = scripted_workers([[oom, ok], [ok, ok], [ok, ok]], blocker=blocker)
     with caplog.at_level("INFO", logger="kmc.pool"), pool:
-        assert pool.evaluate("vector_add", "src", "visible").verdict.kind == "correct"
-        assert pool.evaluate("vector_add", "src", "visible").verdict.kind == "correct"
-        assert w0.closed and not (w1.closed or w2.closed or w3.closed)  # before the pool's close ends them all
-    assert [j.alone for j in w0.jobs] == [False]
-    assert [j.alone for j in w1.jobs] == [False] and [j.alone for j in w2.jobs] == [False]
+        with a_long_job_beside(pool, blocker):
+            assert pool.evaluate("vector_add", "src", "visible").verdict.kind == "correct"
+            assert pool.evaluate("vector_add", "src", "visible").verdict.kind == "correct"
+            assert w0.closed and not (w1.closed or w2.closed)  # benched while the long job runs
+            assert [j.alone for j in w0.jobs] == [False] and pool.stats.recalled == 0
+        assert not w0.closed and pool.stats.recalled == 1  # the long job ended: back in service
+        for _ in range(4):  # it takes jobs again (the idle queue's last)
+            assert pool.evaluate("vector_add", "src", "visible").verdict.kind == "correct"
+        assert len(w0.jobs) == 2
+    assert [j.alone for j in w1.jobs + w2.jobs] == [False] * 4
     assert pool.stats.retired == 1 and pool.stats.oom_retries == 1
-    assert "1 out-of-memory retries, 0 retries after the judge's device error, 1 workers retired" in caplog.text
+    assert ("1 out-of-memory retries, 0 retries after the judge's device error, 1 workers retired (1 back in "
+            "service)") in caplog.text
+    assert "a retired judge worker back in service" in caplog.text
 
     # Out of memory beside the others again: alone now; the GPU keeps half its workers.
-    pool, (w0, w1) = scripted_workers([[oom], [oom, ok]])
-    with pool:
+    blocker = BlockingWorker()
+    pool, (w0, w1, w2) = scripted_workers([[oom], [oom], [ok, oom, ok]], blocker=blocker)
+    with pool, a_long_job_beside(pool, blocker):
         evaluation = pool.evaluate("vector_add", "src", "visible")
-        assert w0.closed and not w1.closed
-    assert evaluation.verdict.kind == "correct" and [j.alone for j in w1.jobs] == [False, True]
-    assert pool.stats.retired == 1
+        assert w0.closed and w1.closed and not w2.closed  # 2 of 4 left: the floor
+        assert pool.evaluate("vector_add", "src", "visible").verdict.kind == "correct"
+        assert not w2.closed and pool.stats.retired == 2  # at the floor: not retired, judged again alone
+    assert evaluation.verdict.kind == "correct" and [j.alone for j in w2.jobs] == [True, False, True]
+
+    # Nothing in flight beside it (the job that ran out was alone on the GPU's workers): back at once.
+    pool, (w0, w1) = scripted_workers([[oom], [ok]])
+    with pool:
+        assert pool.evaluate("vector_add", "src", "visible").verdict.kind == "correct"
+        assert not w0.closed and pool.stats.retired == 1 and pool.stats.recalled == 1
 
     # A pool of short jobs (compare) keeps its workers: a retry alone drains it for seconds only.
     pool, (w0, w1) = scripted_workers([[oom, ok], [ok]], shrink_on_oom=False)
@@ -259,11 +309,12 @@ def test_a_deferring_pool_hands_a_job_out_of_memory_back_instead_of_judging_it_a
     retry alone waits for every job in flight and then holds the GPU by itself, idling the pool."""
     oom = Verdict("runtime_error", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB")
     ok = Verdict("correct", "")
-    pool, (w0, w1, w2) = scripted_workers([[oom], [oom], [ok]])
+    blocker = BlockingWorker()
+    pool, (w0, w1, w2) = scripted_workers([[oom], [oom], [ok]], blocker=blocker)
     pool.defer_alone = True
-    with pool:
+    with pool, a_long_job_beside(pool, blocker):
         handed_back = pool.evaluate("vector_add", "src", "visible")
-        assert w0.closed and w1.closed and not w2.closed  # each retired (the floor: 1 of 3), never alone
+        assert w0.closed and w1.closed and not w2.closed  # each retired (the floor: 2 of 4), never alone
     assert handed_back.verdict.kind == "runtime_error" and "out of memory" in handed_back.verdict.message
     assert [j.alone for w in (w0, w1, w2) for j in w.jobs] == [False, False]  # never alone
     assert pool.stats.oom_deferred == 1 and pool.stats.oom_retries == 1 and pool.stats.retired == 2
