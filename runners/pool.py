@@ -380,10 +380,9 @@ class LocalPool:
                 self._benched.remove(entry)
                 self._serving[device] += 1
                 self.stats.recalled += 1
+                entry[0].closed = False  # under the lock `close` marks the pool closing with, so it ends this one
             serving = self._serving[device]
         for worker, _ in back:
-            with worker._lock:
-                worker.closed = False
             log.warning("a retired judge worker back in service, the jobs beside which it was retired having "
                         "ended: %d on %s", serving, device or "the CPU")
             self._start_in_background(worker)
