@@ -127,7 +127,7 @@ def run_check(tasks: Iterable[Task], target: Target, workers: int | None = None,
                         # of 113 judged written before a cut).
                         broken.append(exc)
                         continue
-                    if pool.defer_alone and out_of_memory_row(row):
+                    if pool.defer_alone and out_of_memory_kind(row.verdict, row.message):  # the pool's own test
                         later.append(i)
                         done[i] = row  # its seconds, carried into the row that stands
                         continue
@@ -150,11 +150,6 @@ def run_check(tasks: Iterable[Task], target: Target, workers: int | None = None,
         raise broken[0]
     report.rows.extend(done[i] for i in sorted(done))
     return report
-
-
-def out_of_memory_row(row: TaskCheck) -> bool:
-    """A check row an out-of-GPU-memory error decided: the pool's own test (`out_of_memory_kind`)."""
-    return out_of_memory_kind(row.verdict, row.message)
 
 
 def check_suite(suite: str | None = None, task_ids: list[str] | None = None, sources: list[str] | None = None,
