@@ -56,6 +56,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.registry import get_task, suite_tasks  # noqa: E402
 from judge.device import Target, default_device, detect_target  # noqa: E402
+from runners.bytecode import installed_bytecode_found  # noqa: E402
 from runners.pool import LocalPool, visible_devices  # noqa: E402
 from runners.sizing import plan_workers  # noqa: E402
 from runners.worker_process import scrubbed_env  # noqa: E402
@@ -240,17 +241,6 @@ PRIMED_IMPORTS = ("torch", "triton", "bench.registry", "judge.oracle", "judge.wo
 """What both sides' processes import: compiled to bytecode once by `prime_bytecode`."""
 
 
-def torch_bytecode_found() -> bool:
-    """Whether a fresh interpreter here finds torch's bytecode (pip writes it at install) instead
-    of compiling torch from source: an image installed without it, on a read-only
-    site-packages, compiles it again in every process (the workers never write bytecode)."""
-    import importlib.util
-
-    import torch
-
-    return Path(importlib.util.cache_from_source(torch.__file__)).exists()
-
-
 def prime_bytecode(folder: Path, first: Candidate, case_set: str, target: Target, timeout: float) -> dict[str, str]:
     """Bytecode for what both sides import, written once into `folder` (a `PYTHONPYCACHEPREFIX`)
     by a process that imports `PRIMED_IMPORTS` and by one naive run of `first` (Triton's
@@ -426,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
                               "case_set": args.case_set, "tasks": task_ids,
                               "distinct_sources": len({c.source for c in todo}), "target": target.to_json()}
     bytecode_env: dict[str, str] = {}
-    found = torch_bytecode_found()
+    found = installed_bytecode_found()  # torch's (runners/bytecode.py)
     if args.bytecode_cache == "prime" or (args.bytecode_cache == "auto" and not found):
         primed = time.perf_counter()
         bytecode_env = prime_bytecode(Path(tempfile.mkdtemp(prefix="kmc-bench-pycache-")), todo[0], args.case_set,
@@ -435,7 +425,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bytecode: primed for both sides in {time.perf_counter() - primed:.1f} s "
               f"({'torch had none here' if not found else 'asked for'})", flush=True)
     else:
-        result["bytecode_cache"] = "as installed" if found else "none: compiled from source in every process"
+        result["bytecode_cache"] = "as installed" if found else (
+            "none installed: the pool's workers write a run folder of their own (runners/bytecode.py), "
+            "each naive process compiles from source")
 
     fresh_cache = args.triton_cache == "fresh"
     if not args.skip_pool:

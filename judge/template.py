@@ -126,8 +126,11 @@ def launch(device: str, env: dict[str, str] | None = None, prefix: tuple[str, ..
 
 def candidate_environment(env: Mapping[str, str], device: str) -> dict[str, str]:
     """The template's (so every candidate's) environment: the worker's, less the judge's own
-    autotuning cache switch (judge/sandbox_layout.py `AUTOTUNE_CACHE_ENV`), plus the device."""
-    return {**{k: v for k, v in env.items() if k != sandbox_layout.AUTOTUNE_CACHE_ENV}, "KMC_CANDIDATE_DEVICE": device}
+    autotuning cache switch (judge/sandbox_layout.py `AUTOTUNE_CACHE_ENV`), plus the device.
+    Bytecode is read, never written: the run's bytecode folder (runners/bytecode.py), which the
+    judge's own processes import from, is theirs to write."""
+    return {**{k: v for k, v in env.items() if k != sandbox_layout.AUTOTUNE_CACHE_ENV},
+            "PYTHONDONTWRITEBYTECODE": "1", "KMC_CANDIDATE_DEVICE": device}
 
 
 def close_launched(launched: Launched) -> None:

@@ -58,6 +58,7 @@ from judge.sandbox import UNSANDBOXED_ENV, risk_accepted
 from judge.sandbox import require as require_sandbox
 from judge.sandbox_layout import AUTOTUNE_CACHE_ENV
 from judge.worker import INPUT_CACHE_ENV, KEEP_TASK_INPUTS_ENV, PREPARE_ENV
+from runners.bytecode import run_bytecode_environment
 from runners.references import RunReferences
 from runners.sizing import WorkerPlan, plan_workers
 from runners.worker_process import (
@@ -227,6 +228,7 @@ class LocalPool:
         extra_env[PREPARE_ENV] = ",".join(prepare)
         extra_env[KEEP_TASK_INPUTS_ENV] = "1" if keep_task_inputs else "0"
         extra_env[PROBE_DIR_ENV] = str(self.workdir / "probes")  # adapted tasks' new shapes, decided once per pool
+        extra_env.update(run_bytecode_environment(self.workdir / "bytecode", extra_env))
         if self.plan.input_cache_mib is not None and not target.interpreter:
             extra_env[INPUT_CACHE_ENV] = str(self.plan.input_cache_mib)
         threads = 1 if target.interpreter else max(1, min(4, self.plan.cores // max(workers, 1)))

@@ -35,6 +35,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.adapters.shape_probe import PROFILE_ENV  # noqa: E402
+
 
 def _say(started: float, text: str) -> None:
     print(f"[{time.perf_counter() - started:7.2f}s] {text}", flush=True)
@@ -164,12 +166,20 @@ def main(argv: list[str] | None = None) -> int:
     def one(task_id: str) -> str:
         cmd = [sys.executable, __file__, "--one", "--case-set", args.case_set, "--cprofile", str(args.cprofile),
                task_id]
+        # With --cprofile, the task's probing children (bench/adapters/shape_probe.py) profile themselves too.
+        children = tempfile.mkdtemp(prefix="kmc-diagnose-probes-") if args.cprofile else ""
         try:
-            done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
+            done = subprocess.run(cmd, env={**env, PROFILE_ENV: children} if children else env, capture_output=True,
+                                  text=True, timeout=args.timeout)
             text, end = done.stdout + done.stderr[-2000:], f"exit {done.returncode}"
         except subprocess.TimeoutExpired as exc:
             out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
             text, end = out, f"TIMED OUT after {args.timeout:.0f} s"
+        if children:
+            for profile in sorted(Path(children).glob("probe-*.txt")):
+                text += f"\n----- its probing child {profile.stem}:\n" + "\n".join(
+                    line[:220] for line in profile.read_text().splitlines() if line.strip())
+            shutil.rmtree(children, ignore_errors=True)
         return f"===== {task_id}: {end}\n{text}"
 
     try:

@@ -217,3 +217,70 @@ def test_what_a_process_wrote_after_it_saw_hidden_cases_never_reaches_a_visible_
     assert later_feedback.source_cache == visible and hidden_job.source_cache == hidden
     (Path(hidden_job.cache) / "VISIBLE" / "k.cubin").write_bytes(b"more notes")  # a hidden job's lent copy
     assert (visible / "VISIBLE" / "k.cubin").read_bytes() == b"visible kernel"
+
+
+def test_where_the_installation_has_no_bytecode_the_judges_processes_share_a_run_folder_candidates_only_read(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from judge.template import candidate_environment
+    from runners.bytecode import NO_WRITING_ENV, PREFIX_ENV, SWITCH_ENV
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    monkeypatch.setenv(SWITCH_ENV, "1")  # as on an image without torch's bytecode
+    with LocalPool(GPU, workers=2, plan=_plan(2)) as pool:
+        envs = [w._env() for w in pool._all]
+        assert {e[PREFIX_ENV] for e in envs} == {str(pool.workdir / "bytecode")}
+        assert {e[NO_WRITING_ENV] for e in envs} == {""}  # the workers and their probing children write it
+        candidate = candidate_environment(envs[0], "cuda")
+        assert candidate[NO_WRITING_ENV] == "1" and candidate[PREFIX_ENV] == envs[0][PREFIX_ENV]
+    monkeypatch.setenv(SWITCH_ENV, "0")
+    with LocalPool(GPU, workers=1, plan=_plan(1)) as pool:
+        env = pool._all[0]._env()
+        assert PREFIX_ENV not in env and env[NO_WRITING_ENV] == "1"  # never written beside the sources
+    # A folder the caller primed (the throughput benchmark's) is kept as given, read-only.
+    monkeypatch.setenv(SWITCH_ENV, "1")
+    with LocalPool(GPU, workers=1, plan=_plan(1), extra_env={PREFIX_ENV: "/primed"}) as pool:
+        env = pool._all[0]._env()
+        assert env[PREFIX_ENV] == "/primed" and env[NO_WRITING_ENV] == "1"
+
+
+def test_the_switch_follows_whether_torchs_bytecode_lies_beside_its_sources(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import sys
+
+    from runners.bytecode import SWITCH_ENV, installed_bytecode_found, run_bytecode_environment
+
+    monkeypatch.delenv(SWITCH_ENV, raising=False)
+    package = tmp_path / "kmc_bytecode_probe"
+    package.mkdir()
+    (package / "__init__.py").write_text("X = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert not installed_bytecode_found("kmc_bytecode_probe")
+    cache = package / "__pycache__"
+    cache.mkdir()
+    (cache / f"__init__.{sys.implementation.cache_tag}.pyc").write_bytes(b"")
+    assert installed_bytecode_found("kmc_bytecode_probe")
+    expected = {} if installed_bytecode_found() else {"PYTHONPYCACHEPREFIX": str(tmp_path), "PYTHONDONTWRITEBYTECODE": ""}
+    assert run_bytecode_environment(tmp_path, {}) == expected
+
+
+def test_a_fresh_process_given_the_run_folder_writes_it_and_the_next_one_reads_it(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from runners.worker_process import scrubbed_env
+
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "kmc_bytecode_module.py").write_text("VALUE = 41 + 1\n")
+    folder = tmp_path / "bytecode"
+    env = scrubbed_env({"PYTHONPYCACHEPREFIX": str(folder), "PYTHONDONTWRITEBYTECODE": "",
+                        "PYTHONPATH": str(source)})
+    code = ("import importlib.util, kmc_bytecode_module as m; "
+            "print(m.VALUE, importlib.util.cache_from_source(m.__file__))")
+    first = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    value, cached = first.stdout.split()
+    assert value == "42" and Path(cached).is_file() and Path(cached).is_relative_to(folder)
+    assert not (source / "__pycache__").exists()  # nothing beside the sources
+    stamp = Path(cached).stat().st_mtime_ns
+    subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert Path(cached).stat().st_mtime_ns == stamp  # read, not written again

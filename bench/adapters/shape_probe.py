@@ -57,6 +57,7 @@ from bench.thread_share import take_thread_share
 
 PROBE_IN_CHILD_ENV = "KMC_PROBE_IN_CHILD"  # "1" always, "0" never; unset: on a GPU only
 PROBE_DIR_ENV = "KMC_PROBE_DIR"  # where a run keeps its decisions (runners/pool.py)
+PROFILE_ENV = "KMC_PROBE_CPROFILE"  # a folder: each probing child's cProfile summary there (`_profiled`)
 CHILD_TIMEOUT_S = 300.0  # until the child's first report: loading the suite and recording its calls
 PROBE_LIMIT_S = 30.0  # from each report to the next: one probe (a compile, an autotune, two runs)
 PROBING_BUDGET_S = 150.0  # every child's probes together; what is not decided by then is left out
@@ -248,18 +249,44 @@ def _child_main() -> int:
     # A child leads a session of its own (its compilers go with it when stopped), so a worker
     # killed mid-probe took nothing of it along: it probed on for up to PROBE_LIMIT_S, on the GPU.
     end_when_orphaned()
-    take_thread_share()  # beside a dozen workers and their children, not every core
-    from bench.adapters.geak_record import GeakSuite
+    with _profiled(os.environ.get(PROFILE_ENV, "")):
+        take_thread_share()  # beside a dozen workers and their children, not every core
+        from bench.adapters.geak_record import GeakSuite
 
-    state, decisions = pickle.loads(sys.stdin.buffer.read())
+        state, decisions = pickle.loads(sys.stdin.buffer.read())
 
-    def report(word: str, shape: str) -> None:
-        print(f"{MARK}{word} {shape}", flush=True)
+        def report(word: str, shape: str) -> None:
+            print(f"{MARK}{word} {shape}", flush=True)
 
-    suite = GeakSuite.from_probe_state(state)
-    suite.probe_here(decisions, report)
+        suite = GeakSuite.from_probe_state(state)
+        suite.probe_here(decisions, report)
     print(f"{MARK}{DONE}", flush=True)
     os._exit(0)  # a suite's threads or a dead context must not hold the exit up
+
+
+@contextlib.contextmanager
+def _profiled(folder: str, top: int = 30) -> Iterator[None]:
+    """The child's imports and probes under cProfile, their costliest functions written to
+    `folder` (`PROFILE_ENV`, set by scripts/reference_diagnose.py --cprofile): the worker that
+    waits for a child sees only the wait."""
+    if not folder:
+        yield
+        return
+    import cProfile
+    import io
+    import pstats
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    try:
+        yield
+    finally:
+        profiler.disable()
+        text = io.StringIO()
+        for order in ("cumulative", "tottime"):
+            pstats.Stats(profiler, stream=text).sort_stats(order).print_stats(top)
+        with contextlib.suppress(OSError):
+            Path(folder, f"probe-{os.getpid()}.txt").write_text(text.getvalue())
 
 
 if __name__ == "__main__":
