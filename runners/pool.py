@@ -384,9 +384,11 @@ class LocalPool:
                 self.stats.recalled += 1
                 entry[0].closed = False  # under the lock `close` marks the pool closing with, so it ends this one
             serving = self._serving[device]
+        if back:  # one line for those that come back together (four at once on an H100, 2026-12-06)
+            log.warning("%s back in service, the jobs beside which %s retired having ended: %d on %s",
+                        "a retired judge worker" if len(back) == 1 else f"{len(back)} retired judge workers",
+                        "it was" if len(back) == 1 else "they were", serving, device or "the CPU")
         for worker, _ in back:
-            log.warning("a retired judge worker back in service, the jobs beside which it was retired having "
-                        "ended: %d on %s", serving, device or "the CPU")
             self._start_in_background(worker)
             self._idle.put(worker)
 
