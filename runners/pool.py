@@ -18,8 +18,8 @@ own): judging jobs hold it shared, a timing measurement holds it alone and in ti
 so each GPU has one timing lane that no judging job can starve or disturb. A candidate that
 runs out of GPU memory beside other workers' jobs is judged again alone (the gate held
 exclusively for the whole job), once (with `shrink_on_oom`, for long jobs, its worker is first
-retired, until the jobs then in flight have ended, while the GPU keeps half its workers, and
-the job judged again beside the others; with
+retired, until the jobs then in flight have ended or NVML finds room on the GPU, while the GPU
+keeps half its workers, and the job judged again beside the others; with
 `defer_alone`, it then comes back to its caller, to be judged again after the rest); a job
 during which the judge's own GPU context failed is judged again on a restarted worker, once;
 the lost attempt's seconds are its `retry` phase.
@@ -60,7 +60,7 @@ from judge.sandbox_layout import AUTOTUNE_CACHE_ENV
 from judge.worker import INPUT_CACHE_ENV, KEEP_TASK_INPUTS_ENV, PREPARE_ENV
 from runners.bytecode import run_bytecode_environment
 from runners.references import RunReferences
-from runners.sizing import WorkerPlan, plan_workers
+from runners.sizing import GPU_MIB_PER_WORKER, WorkerPlan, nvml_free_mib, plan_workers
 from runners.worker_process import (
     ProtocolViolation,
     WorkerDied,
@@ -70,6 +70,23 @@ from runners.worker_process import (
 )
 
 log = logging.getLogger("kmc.pool")
+
+RECALL_FREE_MIB = 2 * GPU_MIB_PER_WORKER
+"""Free GPU memory (NVML) at which `_recall` brings one retired worker back before the jobs
+beside its retirement have all ended: room for its processes and a job's peak beside the rest."""
+RECALL_SPACING_S = 60.0
+"""Seconds after a retirement or recall on a GPU before memory alone brings a worker back: a
+job's peak passes and a retired worker's memory is freed at once, so the free memory right
+after a retirement says little; a recalled worker takes seconds to start and grow."""
+
+
+def device_free_mib(device: str | None, vendor: str) -> int | None:
+    """The GPU's free memory through NVML, None where unknown (a CPU pool, no NVML, AMD): then
+    only the end of the jobs beside a retirement recalls a worker. Never through torch, which
+    would make a GPU context in this process."""
+    if device is None or vendor != "nvidia":
+        return None
+    return (nvml_free_mib([device]) or {}).get(device)
 
 
 def visible_devices(target: Target) -> list[str]:
@@ -251,6 +268,7 @@ class LocalPool:
         self._jobs_started = 0
         self._in_flight: dict[str | None, set[int]] = collections.defaultdict(set)  # job numbers, per device
         self._benched: list[tuple[WorkerProcess, int]] = []  # retired, back once no job up to this number runs
+        self._last_change: dict[str | None, float] = {}  # per device: its last retirement or recall (monotonic)
         self._closing = False
         self.defer_alone = False
         """True: a job that would be judged again alone (out of GPU memory beside others) comes back
@@ -362,6 +380,7 @@ class LocalPool:
             left = self._serving[worker.device]
             self.stats.retired += 1
             self._benched.append((worker, max(self._in_flight[worker.device], default=0)))
+            self._last_change[worker.device] = time.monotonic()
         worker.closed = True
         worker.kill()
         log.warning("a judge worker retired after running out of GPU memory beside other jobs: %d left on %s",
@@ -370,24 +389,40 @@ class LocalPool:
 
     def _recall(self, device: str | None) -> None:
         """Put back into service the workers `_retire` took off `device` once no job that was in
-        flight there at their retirement still runs (a job started since does not hold them back).
-        The worker starts in the background, as after a restart."""
+        flight there at their retirement still runs (a job started since does not hold them back),
+        or one of them at a time where the GPU has `RECALL_FREE_MIB` free and nothing was retired
+        or recalled there for `RECALL_SPACING_S`: on an H100 (2026-12-06) one job of 250 s beside
+        the retirements kept six workers out for the rest of a GEAK-eval check while 30-58 GB of
+        the GPU's 80 stood free. The worker starts in the background, as after a restart."""
         with self._stats_lock:
             if self._closing:
                 return
             running = self._in_flight[device]
-            back = [(w, last) for w, last in self._benched
-                    if w.device == device and not any(n <= last for n in running)]
+            benched = [(w, last) for w, last in self._benched if w.device == device]
+            back = [(w, last) for w, last in benched if not any(n <= last for n in running)]
+            ask_memory = bool(benched) and not back and \
+                time.monotonic() - self._last_change.get(device, float("-inf")) >= RECALL_SPACING_S
+        free = device_free_mib(device, self.target.vendor) if ask_memory else None
+        with self._stats_lock:
+            if self._closing:
+                return
+            if free is not None and free >= RECALL_FREE_MIB:
+                back = [e for e in self._benched if e[0].device == device][:1]
+            back = [e for e in back if e in self._benched]  # none recalled twice by two jobs' ends
             for entry in back:
                 self._benched.remove(entry)
                 self._serving[device] += 1
                 self.stats.recalled += 1
                 entry[0].closed = False  # under the lock `close` marks the pool closing with, so it ends this one
+            if back:
+                self._last_change[device] = time.monotonic()
             serving = self._serving[device]
         if back:  # one line for those that come back together (four at once on an H100, 2026-12-06)
-            log.warning("%s back in service, the jobs beside which %s retired having ended: %d on %s",
+            why = (f"{free} MiB of the GPU free" if free is not None and free >= RECALL_FREE_MIB else
+                   f"the jobs beside which {'it was' if len(back) == 1 else 'they were'} retired having ended")
+            log.warning("%s back in service, %s: %d on %s",
                         "a retired judge worker" if len(back) == 1 else f"{len(back)} retired judge workers",
-                        "it was" if len(back) == 1 else "they were", serving, device or "the CPU")
+                        why, serving, device or "the CPU")
         for worker, _ in back:
             self._start_in_background(worker)
             self._idle.put(worker)

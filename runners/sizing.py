@@ -81,24 +81,30 @@ def host_available_mib() -> int | None:
     return None
 
 
+def nvml_free_mib(devices: Sequence[str]) -> dict[str, int] | None:
+    """Free memory per device id through NVML (no GPU context made here), None without NVML."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            found = {}
+            for d in devices:
+                handle = (pynvml.nvmlDeviceGetHandleByIndex(int(d)) if d.isdigit()
+                          else pynvml.nvmlDeviceGetHandleByUUID(d))
+                found[d] = int(pynvml.nvmlDeviceGetMemoryInfo(handle).free) >> 20
+            return found
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # noqa: BLE001 - no NVML here
+        return None
+
+
 def free_gpu_mib(devices: Sequence[str], vendor: str) -> dict[str, int | None]:
     """Free memory per device id (as the parent's *_VISIBLE_DEVICES names them), None where unknown."""
     found: dict[str, int | None] = {d: None for d in devices}
-    if vendor == "nvidia":
-        try:
-            import pynvml
-
-            pynvml.nvmlInit()
-            try:
-                for d in devices:
-                    handle = (pynvml.nvmlDeviceGetHandleByIndex(int(d)) if d.isdigit()
-                              else pynvml.nvmlDeviceGetHandleByUUID(d))
-                    found[d] = int(pynvml.nvmlDeviceGetMemoryInfo(handle).free) >> 20
-            finally:
-                pynvml.nvmlShutdown()
-            return found
-        except Exception:  # noqa: BLE001 - no NVML here: torch below, or unknown
-            pass
+    if vendor == "nvidia" and (by_nvml := nvml_free_mib(devices)) is not None:
+        return {**found, **by_nvml}
     try:
         import torch
 

@@ -304,6 +304,45 @@ def test_a_job_out_of_memory_beside_others_retires_its_worker_and_is_judged_agai
     assert evaluation.phases is not None and evaluation.phases["retry"] >= 0.1  # both lost attempts
 
 
+def test_a_retired_worker_comes_back_one_at_a_time_once_the_gpu_has_room_though_a_long_job_runs_on(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """On an H100 (2026-12-06) one job of 250 s beside the retirements kept six workers out for
+    the rest of a GEAK-eval check while 30-58 GB of the GPU's 80 stood free: memory read through
+    NVML brings one back per `RECALL_SPACING_S` where `RECALL_FREE_MIB` are free."""
+    import runners.pool as pool_module
+
+    oom = Verdict("runtime_error", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB")
+    ok = Verdict("correct", "")
+    free = {"mib": pool_module.RECALL_FREE_MIB - 1}
+    asked: list[Any] = []
+    monkeypatch.setattr(pool_module, "device_free_mib", lambda device, vendor: asked.append(device) or free["mib"])
+    monkeypatch.setattr(pool_module, "RECALL_SPACING_S", 0.0)
+    blocker = BlockingWorker()
+    pool, (w0, w1, w2) = scripted_workers([[oom, ok], [oom, ok], [ok] * 6], blocker=blocker)
+    with caplog.at_level("INFO", logger="kmc.pool"), pool:
+        with a_long_job_beside(pool, blocker):
+            assert pool.evaluate("vector_add", "src", "visible").verdict.kind == "correct"
+            assert w0.closed and w1.closed and pool.stats.retired == 2  # the floor: 2 of 4
+            assert pool.evaluate("vector_add", "src", "visible").verdict.kind == "correct"
+            assert w0.closed and w1.closed and asked  # too little room: both stay out
+            free["mib"] = pool_module.RECALL_FREE_MIB
+            assert pool.evaluate("vector_add", "src", "visible").verdict.kind == "correct"
+            assert pool.stats.recalled == 1 and not w0.closed and w1.closed  # one at a time, the long job still on
+            monkeypatch.setattr(pool_module, "RECALL_SPACING_S", 3600.0)
+            assert pool.evaluate("vector_add", "src", "visible").verdict.kind == "correct"
+            assert pool.stats.recalled == 1 and w1.closed  # not again until the spacing has passed
+            assert not blocker.release.is_set()
+        assert pool.stats.recalled == 2 and not w1.closed  # the long job ended: the other one back too
+    assert f"a retired judge worker back in service, {pool_module.RECALL_FREE_MIB} MiB of the GPU free" in caplog.text
+
+
+def test_a_cpu_pool_or_a_gpu_without_nvml_reads_no_free_memory() -> None:
+    from runners.pool import device_free_mib
+
+    assert device_free_mib(None, "nvidia") is None
+    assert device_free_mib("0", "amd") is None  # only the jobs' end recalls there
+
+
 def test_a_deferring_pool_hands_a_job_out_of_memory_back_instead_of_judging_it_alone() -> None:
     """`bench check` judges such jobs again once the rest are done (runners/check.py): mid-run, a
     retry alone waits for every job in flight and then holds the GPU by itself, idling the pool."""
