@@ -825,3 +825,26 @@ def test_perf_inputs_are_the_same_whatever_the_process_drew_before() -> None:
     again = _suite(TB / "add_vectors.py").perf_script_calls(1 << 17)
     assert len(first) == len(again) == 3
     assert all(a.equal(b) for x, y in zip(first, again, strict=True) for a, b in zip(x, y, strict=True))
+
+
+def test_two_runs_are_the_same_chunk_by_chunk_as_in_one_comparison(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`same` compares a chunk at a time where the outputs lie (on a GPU, not through host
+    copies): the answer is the whole comparison's, a difference in the last chunk included."""
+    import bench.adapters._outputs as outputs
+
+    monkeypatch.setattr(outputs, "SAME_CHUNK", 7)
+    g = torch.Generator().manual_seed(3)
+    a = torch.randn(5, 9, generator=g)
+    a[1, 2] = float("nan")
+    b = a.clone() + 5e-4  # within 1e-3
+    assert outputs.same(a, b) and outputs.same(a.t(), b.t())  # strided views too
+    b[4, 8] += 0.5  # the last element: the last, partial chunk
+    assert not outputs.same(a, b)
+    b = a.clone()
+    b[1, 2] = 0.0  # NaN where the other has a value
+    assert not outputs.same(a, b)
+    c = torch.randn(10, dtype=torch.complex64, generator=g)
+    assert outputs.same(c, c.clone()) and not outputs.same(c, c * 1j)
+    assert outputs.same(torch.arange(20), torch.arange(20)) and not outputs.same(torch.arange(20), torch.arange(20) * 2)
+    assert outputs.same(torch.empty(0), torch.empty(0)) and not outputs.same(a, a.double())
+    assert outputs.same([a, (torch.arange(3), 2)], [a.clone(), (torch.arange(3), 2)])
