@@ -406,7 +406,9 @@ class LocalPool:
         with self._stats_lock:
             if self._closing:
                 return
-            if free is not None and free >= RECALL_FREE_MIB:
+            roomy = free is not None and free >= RECALL_FREE_MIB and \
+                time.monotonic() - self._last_change.get(device, float("-inf")) >= RECALL_SPACING_S
+            if roomy:  # the spacing again: another job's end may have recalled one since
                 back = [e for e in self._benched if e[0].device == device][:1]
             back = [e for e in back if e in self._benched]  # none recalled twice by two jobs' ends
             for entry in back:
@@ -418,7 +420,7 @@ class LocalPool:
                 self._last_change[device] = time.monotonic()
             serving = self._serving[device]
         if back:  # one line for those that come back together (four at once on an H100, 2026-12-06)
-            why = (f"{free} MiB of the GPU free" if free is not None and free >= RECALL_FREE_MIB else
+            why = (f"{free} MiB of the GPU free" if roomy else
                    f"the jobs beside which {'it was' if len(back) == 1 else 'they were'} retired having ended")
             log.warning("%s back in service, %s: %d on %s",
                         "a retired judge worker" if len(back) == 1 else f"{len(back)} retired judge workers",
