@@ -848,3 +848,20 @@ def test_two_runs_are_the_same_chunk_by_chunk_as_in_one_comparison(monkeypatch: 
     assert outputs.same(torch.arange(20), torch.arange(20)) and not outputs.same(torch.arange(20), torch.arange(20) * 2)
     assert outputs.same(torch.empty(0), torch.empty(0)) and not outputs.same(a, a.double())
     assert outputs.same([a, (torch.arange(3), 2)], [a.clone(), (torch.arange(3), 2)])
+
+
+def test_two_runs_compared_on_the_host_when_the_device_has_no_room(monkeypatch: pytest.MonkeyPatch) -> None:
+    import bench.adapters._outputs as outputs
+
+    real, calls = outputs._same_tensors, []
+
+    def full_then_real(a: torch.Tensor, b: torch.Tensor) -> bool:
+        calls.append(a.device.type)
+        if len(calls) == 1:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 32.00 MiB")
+        return real(a, b)
+
+    monkeypatch.setattr(outputs, "_same_tensors", full_then_real)
+    a = torch.randn(100)
+    assert outputs.same(a, a.clone()) and len(calls) == 2
+    assert not outputs.same(a, a + 1.0)

@@ -77,7 +77,15 @@ def same(a: Any, b: Any) -> bool:
         return bool(a == b) if not isinstance(a, torch.Tensor) and not isinstance(b, torch.Tensor) else False
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
-    a, b = a.detach(), b.detach().to(a.device)
+    try:
+        return _same_tensors(a.detach(), b.detach().to(a.device))
+    except torch.OutOfMemoryError:  # a GPU full of other workers' jobs: on the host, as before
+        return _same_tensors(a.detach().cpu(), b.detach().cpu())
+
+
+def _same_tensors(a: Any, b: Any) -> bool:
+    import torch
+
     if not (a.is_floating_point() or a.is_complex()):
         return bool(torch.equal(a, b))
     if a.is_complex():
