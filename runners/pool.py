@@ -400,14 +400,12 @@ class LocalPool:
             running = self._in_flight[device]
             benched = [(w, last) for w, last in self._benched if w.device == device]
             back = [(w, last) for w, last in benched if not any(n <= last for n in running)]
-            ask_memory = bool(benched) and not back and \
-                time.monotonic() - self._last_change.get(device, float("-inf")) >= RECALL_SPACING_S
+            ask_memory = bool(benched) and not back and self._spaced(device)
         free = device_free_mib(device, self.target.vendor) if ask_memory else None
         with self._stats_lock:
             if self._closing:
                 return
-            roomy = free is not None and free >= RECALL_FREE_MIB and \
-                time.monotonic() - self._last_change.get(device, float("-inf")) >= RECALL_SPACING_S
+            roomy = free is not None and free >= RECALL_FREE_MIB and self._spaced(device)
             if roomy:  # the spacing again: another job's end may have recalled one since
                 back = [e for e in self._benched if e[0].device == device][:1]
             back = [e for e in back if e in self._benched]  # none recalled twice by two jobs' ends
@@ -428,6 +426,10 @@ class LocalPool:
         for worker, _ in back:
             self._start_in_background(worker)
             self._idle.put(worker)
+
+    def _spaced(self, device: str | None) -> bool:
+        """`RECALL_SPACING_S` since the last retirement or recall on `device` (under the lock)."""
+        return time.monotonic() - self._last_change.get(device, float("-inf")) >= RECALL_SPACING_S
 
     def _run_job_retried(self, job: Job, limit: float,
                          timeout_message: str) -> tuple[JobReply | Verdict, dict[str, float], float]:

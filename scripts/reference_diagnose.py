@@ -35,7 +35,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.adapters.shape_probe import PROFILE_ENV  # noqa: E402
+from bench.adapters.shape_probe import PROFILE_ENV, profile_summary  # noqa: E402
 
 
 def _say(started: float, text: str) -> None:
@@ -122,15 +122,10 @@ def diagnose(task_id: str, case_set: str) -> int:
 
 def _profiled(task_id: str, case_set: str, top: int) -> int:
     import cProfile
-    import io
-    import pstats
 
     profiler = cProfile.Profile()
     code = profiler.runcall(diagnose, task_id, case_set)
-    text = io.StringIO()
-    for order in ("cumulative", "tottime"):
-        pstats.Stats(profiler, stream=text).sort_stats(order).print_stats(top)
-    print("\n".join(line[:220] for line in text.getvalue().splitlines() if line.strip()), flush=True)
+    print(profile_summary(profiler, top), flush=True)
     return code
 
 
@@ -177,8 +172,7 @@ def main(argv: list[str] | None = None) -> int:
             text, end = out, f"TIMED OUT after {args.timeout:.0f} s"
         if children:
             for profile in sorted(Path(children).glob("probe-*.txt")):
-                text += f"\n----- its probing child {profile.stem}:\n" + "\n".join(
-                    line[:220] for line in profile.read_text().splitlines() if line.strip())
+                text += f"\n----- its probing child {profile.stem}:\n" + profile.read_text()
             shutil.rmtree(children, ignore_errors=True)
         return f"===== {task_id}: {end}\n{text}"
 

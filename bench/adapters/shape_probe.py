@@ -51,6 +51,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from bench.orphan_watch import end_when_orphaned
 from bench.thread_share import take_thread_share
@@ -273,8 +274,6 @@ def _profiled(folder: str, top: int = 30) -> Iterator[None]:
         yield
         return
     import cProfile
-    import io
-    import pstats
 
     profiler = cProfile.Profile()
     profiler.enable()
@@ -282,11 +281,20 @@ def _profiled(folder: str, top: int = 30) -> Iterator[None]:
         yield
     finally:
         profiler.disable()
-        text = io.StringIO()
-        for order in ("cumulative", "tottime"):
-            pstats.Stats(profiler, stream=text).sort_stats(order).print_stats(top)
         with contextlib.suppress(OSError):
-            Path(folder, f"probe-{os.getpid()}.txt").write_text(text.getvalue())
+            Path(folder, f"probe-{os.getpid()}.txt").write_text(profile_summary(profiler, top))
+
+
+def profile_summary(profiler: Any, top: int) -> str:
+    """A cProfile run's `top` costliest functions, by cumulative and by own time, one per line
+    (capped at 220 characters): this child's and scripts/reference_diagnose.py's own."""
+    import io
+    import pstats
+
+    text = io.StringIO()
+    for order in ("cumulative", "tottime"):
+        pstats.Stats(profiler, stream=text).sort_stats(order).print_stats(top)
+    return "\n".join(line[:220] for line in text.getvalue().splitlines() if line.strip())
 
 
 if __name__ == "__main__":
