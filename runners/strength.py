@@ -179,6 +179,7 @@ class _Judging:
         import torch
 
         from bench.task import CaseUnavailable
+        from judge.candidate.allocations import poisoned_allocations
 
         try:
             args = task.inputs(c, self.device)
@@ -187,8 +188,11 @@ class _Judging:
         if task.seeded_rng:
             torch.manual_seed(c.seed)
         try:
-            returned = fn(*args)
-            out = task.judged_output(returned, args, c)
+            # Poisoned as the judge's runs are: an output a mutant leaves partly unwritten must
+            # not borrow the expert's bits from memory the allocator hands back.
+            with poisoned_allocations(guard=False):
+                returned = fn(*args)
+                out = task.judged_output(returned, args, c)
         except Exception as exc:  # noqa: BLE001 - raising is an output too, compared by its type
             return f"raised {type(exc).__name__}"
         return out

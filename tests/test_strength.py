@@ -178,6 +178,23 @@ def test_a_hand_made_equivalent_mutant_is_found_equivalent_and_a_wrong_one_is_no
     assert _classify(mutant, {"suite": ok, "hidden": ok, "stress": ok}, "stress-3", "builtin").status == TOLERATED
 
 
+@pytest.mark.interpreter
+def test_a_mutant_s_unwritten_output_is_poisoned_as_the_judge_poisons_it() -> None:
+    """The comparison runs each kernel under the judge's poisoned allocations: an output left
+    unwritten reads as poison, never as whatever the allocator hands back (the expert's own
+    bits, freed a moment before, made a wrong mutant look equivalent once in CI)."""
+    import torch
+
+    from bench.registry import get_task
+    from runners.strength import _Judging
+
+    judging = _Judging((), interpreter=True)
+    task = get_task("vector_add")
+    got = judging.outputs(task, lambda x, y: torch.empty_like(x), task.visible[0])
+    assert got.is_floating_point() and got.numel() > 0
+    assert bool(torch.isnan(got).all())
+
+
 @pytest.mark.slow
 def test_a_small_run_is_reproducible_and_writes_its_table_csv_and_figure(tmp_path: Path) -> None:
     """Two built-in tasks, three mutants each, run twice with one seed: the same mutants, the
