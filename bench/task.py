@@ -280,6 +280,11 @@ class Task:
         except KeyError:
             return DEFAULT_TOLERANCES.get(dtype, Tolerance(atol=0, rtol=0))
 
+    def start_ahead(self, cases: tuple[Case, ...]) -> None:
+        """A judge job is about to judge `cases`: work their inputs will need that can start
+        before the job draws any (an adapted suite's probing children). Nothing for a task
+        whose inputs are drawn directly."""
+
     def judged_output(self, returned: Any, args: tuple, case: Case) -> Any:
         """What the judge compares for a call that returned `returned` on `args`: the return
         value, plus the written output arguments for tasks that have them. `reference` returns

@@ -153,6 +153,7 @@ geak)
   # each job's named steps (judge/phases.py KMC_JOB_STEPS: the judge's side, the compile pass, the gate) as one file
   # GEAK_TASKS: only those tasks; GEAK_TAG: a suffix for this run's files (two runs in one call)
   # KMC_CHECK_RETIRE=0: no worker retired after a job out of GPU memory (runners/check.py: an A/B switch)
+  # KMC_PROBE_AHEAD=0: a worker waits idle for its probing children (bench/adapters/shape_probe.py: an A/B switch)
   [ -n "${4:-}" ] && cp "$4" "$OUT/geak-check${GEAK_TAG:-}.jsonl"
   rm -rf /tmp/geak-steps && mkdir -p /tmp/geak-steps
   # whether the check is CPU- or GPU-bound: the host's CPU and the GPU's busy shares every 5 s

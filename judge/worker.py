@@ -292,6 +292,8 @@ class Worker:
         limit = float(job.timeout)
         proc = None
         try:
+            if not job.tests_job:  # an adapted suite's probing children start before the candidate loads
+                task.start_ahead(task.cases(job.case_set, self.target.interpreter) + (task.perf if job.timing else ()))
             for with_pass in (True, False):
                 with self.clock("start"):
                     proc = self.spares.take(limit, self.clock)

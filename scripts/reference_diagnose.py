@@ -78,6 +78,7 @@ def diagnose(task_id: str, case_set: str) -> int:
         step = "listing the cases"
         cases = task.cases(case_set, target.interpreter)
         _say(started, f"{len(cases)} {case_set} cases")
+        task.start_ahead(cases)  # as a judge worker begins a job: an adapted suite's probing children start now
         launches.install_launch_recorder()
         from judge.reference_habits import expected_and_unwritten
 

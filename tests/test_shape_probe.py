@@ -10,6 +10,7 @@ import pickle
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -18,6 +19,7 @@ from bench.adapters import load_source, shape_probe
 from bench.adapters.geak_eval import perf_script_for
 from bench.adapters.geak_parse import parse_file
 from bench.adapters.geak_record import GeakSuite
+from bench.task import case
 
 EXTRA = Path(__file__).resolve().parent / "fixtures" / "geak_eval_extra"
 FILES = EXTRA / "TritonBench" / "data" / "TritonBench_G_v1"
@@ -332,3 +334,122 @@ def test_a_probe_out_of_gpu_memory_is_tried_again_before_its_shape_is_rejected(m
     tries.clear()
     monkeypatch.setattr(suite, "_run", rejects)
     assert not suite._reference_runs(call) and len(tries) == 1, "a rejection is not tried again"
+
+
+# ---------------------------------------------------------------- the worker's side, ahead
+
+
+def _deciding_fake(monkeypatch: pytest.MonkeyPatch, decisions: dict[str, bool],
+                   wait_for: threading.Event | None = None) -> dict[str, Any]:
+    """`decide_in_children` replaced by a stand-in that notes when it ran and, given `wait_for`,
+    holds on (up to 10 s) until that is set, as children still probing would."""
+    seen: dict[str, Any] = {"started": threading.Event(), "calls": 0, "waited": None}
+
+    def decide(state: tuple, key: str) -> tuple[dict[str, bool], list[str]]:
+        seen["calls"] += 1
+        seen["started"].set()
+        if wait_for is not None:
+            seen["waited"] = wait_for.wait(10)
+        return dict(decisions), []
+
+    monkeypatch.setenv(shape_probe.PROBE_IN_CHILD_ENV, "1")
+    monkeypatch.setattr(shape_probe, "decide_in_children", decide)
+    return seen
+
+
+def test_a_job_needing_new_shapes_starts_the_children_before_the_suite_is_recorded_here(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`start_ahead` (called by the judge worker as a job begins): the children probe while this
+    process loads the candidate and records the suite's calls, and this process records its perf
+    inputs while they probe, instead of waiting idle and doing both after (judge/worker.py `_run`)."""
+    suite = _suite("twice_any_float.py")
+    recorded = threading.Event()
+    perf = [(torch.randn(1000),), (torch.randn(5000),)]
+    made: list[int] = []
+
+    def perf_inputs() -> list[tuple]:
+        made.append(1)
+        recorded.set()
+        return perf
+
+    monkeypatch.setattr(suite.recorded, "suite_perf_inputs", perf_inputs)
+    seen = _deciding_fake(monkeypatch, {"perf input 0: 5000": True, "perf input 1: 1000": True}, wait_for=recorded)
+    suite.start_ahead((case("visible-call0", "recorded", 0, call=0), case("hidden-shape0", "recorded", 0, shape=0)))
+    assert seen["started"].wait(10)
+    assert suite.recorded._calls is None  # nothing recorded here yet
+    suite.shape_calls()
+    assert seen["waited"] is True  # the perf inputs were made while the children were still at work
+    assert suite.perf_calls() == [perf[1], perf[0]]
+    assert made == [1] and seen["calls"] == 1
+
+
+def test_a_job_judging_recorded_calls_only_starts_no_children(monkeypatch: pytest.MonkeyPatch) -> None:
+    suite = _suite("twice_any_float.py")
+    seen = _deciding_fake(monkeypatch, {})
+    suite.start_ahead((case("visible-call0", "recorded", 0, call=0), case("hidden-call1-suite", "recorded", 0, call=1)))
+    assert not seen["started"].wait(0.2) and seen["calls"] == 0
+    monkeypatch.setenv(shape_probe.AHEAD_ENV, "0")  # told not to (an A/B measurement)
+    suite.start_ahead((case("perf-0", "recorded", 0, perf=0),))
+    monkeypatch.delenv(shape_probe.AHEAD_ENV)
+    monkeypatch.setenv(shape_probe.PROBE_IN_CHILD_ENV, "0")  # probing here (the interpreter's default): none ahead
+    suite.start_ahead((case("perf-0", "recorded", 0, perf=0),))
+    assert seen["calls"] == 0
+
+
+def test_perf_inputs_recorded_ahead_leave_torch_s_generator_where_recording_them_later_would(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The perf inputs move earlier in the worker's job; the generator's state at every later
+    step stays what it was when `perf_calls` recorded them itself (seeded, then drawn from)."""
+    suite = _suite("twice_any_float.py")
+    perf = [(torch.randn(1000),)]
+
+    def perf_inputs() -> list[tuple]:
+        torch.manual_seed(0)
+        torch.randn(4)
+        return perf
+
+    monkeypatch.setattr(suite.recorded, "suite_perf_inputs", perf_inputs)
+    _deciding_fake(monkeypatch, {"perf input 0: 1000": True})
+    suite.calls()
+    torch.manual_seed(123)
+    before = torch.get_rng_state()
+    suite.shape_calls()  # the perf inputs are recorded here now
+    assert torch.equal(torch.get_rng_state(), before)
+    assert suite.perf_calls() == perf
+    after_perf_calls = torch.get_rng_state()
+    torch.manual_seed(0)
+    torch.randn(4)
+    assert torch.equal(after_perf_calls, torch.get_rng_state())
+
+
+def test_a_failure_recording_perf_inputs_ahead_is_raised_where_they_are_needed(monkeypatch: pytest.MonkeyPatch) -> None:
+    suite = _suite("twice_any_float.py")
+
+    def perf_inputs() -> list[tuple]:
+        raise ValueError("the suite's perf test broke")
+
+    monkeypatch.setattr(suite.recorded, "suite_perf_inputs", perf_inputs)
+    _deciding_fake(monkeypatch, {})
+    assert suite.shape_calls() == []  # no shape decided to run: none kept, and no error here
+    with pytest.raises(ValueError, match="perf test broke"):
+        suite.perf_calls()
+
+
+def test_children_that_fail_are_started_again_by_the_next_job_that_needs_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failure to decide is the job's, not the process's: the pool judges a job that ran out of
+    GPU memory again alone, in the same worker, and its children must get another chance."""
+    suite = _suite("twice_any_float.py")
+    tries: list[int] = []
+
+    def decide(state: tuple, key: str) -> tuple[dict[str, bool], list[str]]:
+        tries.append(1)
+        if len(tries) == 1:
+            raise RuntimeError("the shape probe ended before its first probe: CUDA out of memory")
+        return {}, []
+
+    monkeypatch.setenv(shape_probe.PROBE_IN_CHILD_ENV, "1")
+    monkeypatch.setattr(shape_probe, "decide_in_children", decide)
+    with pytest.raises(RuntimeError, match="out of memory"):
+        suite.shape_calls()
+    assert suite.shape_calls() == []
+    assert len(tries) == 2

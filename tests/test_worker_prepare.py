@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from bench.registry import get_task
+from bench.task import Task
 from judge import case_inputs
 from judge.device import detect_target
 from judge.worker import PREPARE_ENV, Worker
@@ -22,6 +23,8 @@ from judge.worker import PREPARE_ENV, Worker
 def test_the_runs_tasks_inputs_are_drawn_while_the_template_starts(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(Path.cwd())  # Worker.close changes directory to /
     monkeypatch.setenv(PREPARE_ENV, "no_such_task,vector_add")
+    told: list[tuple[str, tuple[str, ...]]] = []  # what a job tells its task first (Task.start_ahead)
+    monkeypatch.setattr(Task, "start_ahead", lambda self, cases: told.append((self.id, tuple(c.name for c in cases))))
     w = Worker()
     try:
         assert w.prepared > 0
@@ -33,6 +36,7 @@ def test_the_runs_tasks_inputs_are_drawn_while_the_template_starts(monkeypatch: 
         assert all(a.equal(b) for a, b in zip(drawn, task.inputs(first, w.device), strict=True))  # the oracle's values
         job = {"id": 1, "task": "vector_add", "source": task.baseline_source(), "case_set": "visible", "timeout": 300}
         assert w.handle(job)["evaluation"]["verdict"]["kind"] == "correct"
+        assert told == [("vector_add", tuple(c.name for c in task.visible))]
     finally:
         w.close()
 

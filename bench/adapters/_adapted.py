@@ -65,6 +65,8 @@ class AdaptedTask(Task):
     entry_kind: str = "function"
     suite_cases: tuple[Case, ...] = ()
     """The suite's own calls, replayed as the suite makes them: what its own checker judges."""
+    ahead: Callable[[tuple[Case, ...]], None] | None = None
+    """What `start_ahead` starts (geak_record.py `GeakSuite.start_ahead`)."""
 
     @property
     def baseline_path(self) -> Path:
@@ -75,6 +77,10 @@ class AdaptedTask(Task):
 
     def judged_output(self, returned: Any, args: tuple, case: Case) -> Any:
         return returned if self.output_form is None else self.output_form(returned, args)
+
+    def start_ahead(self, cases: tuple[Case, ...]) -> None:
+        if self.ahead is not None:
+            self.ahead(cases)
 
     def profile(self, name: str) -> Task | None:
         """`geak-eval`: the suite's own calls only (no permutations, no new shapes), compared at

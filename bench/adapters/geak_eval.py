@@ -193,6 +193,7 @@ def _make_task(sf: SuiteFile, record: dict[str, Any] | None, interpreter: bool, 
         output_form=suite.judged,
         entry_kind=sf.entry_kind,
         suite_cases=visible + replays,
+        ahead=suite.start_ahead,
     )
 
 

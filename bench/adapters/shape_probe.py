@@ -14,7 +14,9 @@ which reports each shape before trying it and its outcome after. When the child 
 reports a fault, the shape it was trying is recorded as rejected and a fresh child goes on
 from there with every decision so far, skipping what is decided. The worker then walks the
 same search with the decisions alone (the search is a pure function of the recorded calls
-and the decisions), so it never runs a probe itself.
+and the decisions), so it never runs a probe itself. The worker starts the children as a job
+that needs them begins, and records the suite's calls and perf inputs while they probe
+(geak_record.py `GeakSuite.start_ahead`; `AHEAD_ENV`=0 waits idle, for A/B measurement).
 
 A probe that runs longer than `PROBE_LIMIT_S` is stopped and its shape rejected as well:
 a wrapper that sizes its block from the input (`next_power_of_2(N)`) compiles a huge tile at
@@ -58,6 +60,7 @@ from bench.thread_share import take_thread_share
 
 PROBE_IN_CHILD_ENV = "KMC_PROBE_IN_CHILD"  # "1" always, "0" never; unset: on a GPU only
 PROBE_DIR_ENV = "KMC_PROBE_DIR"  # where a run keeps its decisions (runners/pool.py)
+AHEAD_ENV = "KMC_PROBE_AHEAD"  # "0": the worker waits for its children idle, then records (A/B measurement)
 PROFILE_ENV = "KMC_PROBE_CPROFILE"  # a folder: each probing child's cProfile summary there (`_profiled`)
 CHILD_TIMEOUT_S = 300.0  # until the child's first report: loading the suite and recording its calls
 PROBE_LIMIT_S = 30.0  # from each report to the next: one probe (a compile, an autotune, two runs)
@@ -78,6 +81,12 @@ def in_child(interpreter: bool) -> bool:
     """Whether probes run in a child process here: on a GPU unless told otherwise."""
     told = os.environ.get(PROBE_IN_CHILD_ENV, "")
     return told == "1" if told in ("0", "1") else not interpreter
+
+
+def works_ahead() -> bool:
+    """Whether a worker starts its probing children as a job begins and records its perf inputs
+    while they probe (geak_record.py `GeakSuite.start_ahead`): on unless `AHEAD_ENV` is "0"."""
+    return os.environ.get(AHEAD_ENV, "") != "0"
 
 
 def decision_file(key_text: str) -> Path | None:
