@@ -453,3 +453,19 @@ def test_children_that_fail_are_started_again_by_the_next_job_that_needs_them(mo
         suite.shape_calls()
     assert suite.shape_calls() == []
     assert len(tries) == 2
+
+
+def _sleeps_briefly() -> None:
+    time.sleep(0.001)
+
+
+def test_a_profile_summary_names_who_sleeps() -> None:
+    """A probing child's profile showed its main thread sleeping without saying why: the summary
+    lists the callers of `time.sleep`."""
+    import cProfile
+
+    profiler = cProfile.Profile()
+    profiler.runcall(lambda: [_sleeps_briefly() for _ in range(3)])
+    summary = shape_probe.profile_summary(profiler, 5)
+    callers = summary[summary.index("was called by"):]
+    assert "_sleeps_briefly" in callers and "time.sleep" in callers
