@@ -40,6 +40,7 @@ from bench.adapters._glue import (
     launch_shape,
     needs_call_glue,
 )
+from bench.adapters._segments import source_segments
 
 SEPARATOR = "#" * 146
 MAX_CALLS = 8
@@ -321,8 +322,8 @@ def _draws_random(sf: SuiteFile, code_tree: ast.Module, jit_names: set[str]) -> 
     """Whether host code the entry point may run draws random numbers with torch, numpy or
     random (kernels' `tl.rand` is seeded by its arguments and does not count): the code part
     outside its kernels, and the suite's launcher."""
-    host = [ast.get_source_segment(sf.code, n) or "" for n in code_tree.body
-            if not (isinstance(n, ast.FunctionDef) and n.name in jit_names)]
+    host = source_segments(sf.code, (n for n in code_tree.body
+                                     if not (isinstance(n, ast.FunctionDef) and n.name in jit_names)))
     return bool(_RANDOM.search("\n".join(host) + "\n" + sf.launcher))
 
 
@@ -346,7 +347,7 @@ def _wrapper_entry(ctx: _Context, callers: list[ast.AST], test_tree: ast.Module,
     launcher = ""
     if in_test:
         deps = _dependencies(target, {k: v for k, v in ctx.test_defs.items() if not k.startswith("test_")}, set())
-        launcher = "\n\n".join(ast.get_source_segment(ctx.test, ctx.test_defs[n]) or "" for n in deps)
+        launcher = "\n\n".join(source_segments(ctx.test, (ctx.test_defs[n] for n in deps)))
     glue = Glue(target)
     order: tuple[str, ...] = ()
     if isinstance(node, ast.FunctionDef) and needs_call_glue(node.args):
