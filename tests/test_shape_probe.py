@@ -469,3 +469,20 @@ def test_a_profile_summary_names_who_sleeps() -> None:
     summary = shape_probe.profile_summary(profiler, 5)
     callers = summary[summary.index("was called by"):]
     assert "_sleeps_briefly" in callers and "time.sleep" in callers
+
+
+def test_one_suite_at_a_time_holds_perf_inputs_recorded_ahead(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A job that stops before its perf cases leaves what it recorded ahead: the next suite to
+    record ahead drops it (a worker of a long run judges many suites), and the first records
+    again where it needs them, as it did before anything was recorded ahead."""
+    first, second = _suite("twice_any_float.py"), _suite("block_given.py")
+    made: list[str] = []
+    perf = [(torch.randn(1000),)]
+    for name, suite in (("first", first), ("second", second)):
+        monkeypatch.setattr(suite.recorded, "suite_perf_inputs", lambda name=name: made.append(name) or perf)
+    _deciding_fake(monkeypatch, {"perf input 0: 1000": True})
+    first.shape_calls()
+    second.shape_calls()
+    assert first._perf_ahead is None and second._perf_ahead is not None
+    assert first.perf_calls() == perf and second.perf_calls() == perf
+    assert made == ["first", "second", "first"]

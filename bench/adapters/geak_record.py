@@ -267,9 +267,13 @@ class GeakSuite:
         """The suite's perf inputs recorded now, for `perf_calls` to take later, with torch's
         generators left as they were (`perf_calls` puts them where recording there would have
         left them): a job needing the children's decisions needs the perf inputs too (hidden and
-        timed jobs run the perf cases on a GPU). A failure is kept for `perf_calls` to raise."""
+        timed jobs run the perf cases on a GPU). A failure is kept for `perf_calls` to raise.
+        One suite per process holds such inputs unused (`_AheadHeld`): a job that stops before its
+        perf cases (a candidate wrong at a new shape) leaves them, and a worker of a long run
+        judges many suites, each holding up to gigabytes."""
         if self._perf_ahead is not None or self._perf_calls is not None:
             return
+        _AheadHeld.take(self)
         before = _generator_states()
         try:
             outcome: list[tuple] | Exception = self.recorded.suite_perf_inputs()
@@ -279,8 +283,13 @@ class GeakSuite:
         _restore_generators(before)
         _release_probe_memory()
 
+    def _drop_perf_ahead(self) -> None:
+        """Another suite records ahead now: these are recorded again where needed, as before."""
+        self._perf_ahead = None
+
     def _suite_perf_inputs(self) -> list[tuple]:
         ahead, self._perf_ahead = self._perf_ahead, None
+        _AheadHeld.release(self)
         if ahead is None:
             return self.recorded.suite_perf_inputs()
         outcome, after = ahead
@@ -392,6 +401,23 @@ class GeakSuite:
             raise NothingToCompare(f"{self.sf.target} returned nothing and wrote no argument: there is nothing to "
                                f"compare{why}")
         return result
+
+
+class _AheadHeld:
+    """The one suite in this process holding perf inputs recorded ahead and not yet taken."""
+
+    suite: GeakSuite | None = None
+
+    @classmethod
+    def take(cls, suite: GeakSuite) -> None:
+        if cls.suite is not None and cls.suite is not suite:
+            cls.suite._drop_perf_ahead()
+        cls.suite = suite
+
+    @classmethod
+    def release(cls, suite: GeakSuite) -> None:
+        if cls.suite is suite:
+            cls.suite = None
 
 
 class _Deciding:
