@@ -60,7 +60,7 @@ from judge.sandbox_layout import AUTOTUNE_CACHE_ENV
 from judge.worker import INPUT_CACHE_ENV, KEEP_TASK_INPUTS_ENV, PREPARE_ENV
 from runners.bytecode import run_bytecode_environment
 from runners.references import RunReferences
-from runners.sizing import GPU_MIB_PER_WORKER, WorkerPlan, nvml_free_mib, plan_workers
+from runners.sizing import GPU_MIB_PER_WORKER, WorkerPlan, device_free_mib, plan_workers
 from runners.worker_process import (
     ProtocolViolation,
     WorkerDied,
@@ -78,15 +78,6 @@ RECALL_SPACING_S = 60.0
 """Seconds after a retirement or recall on a GPU before memory alone brings a worker back: a
 job's peak passes and a retired worker's memory is freed at once, so the free memory right
 after a retirement says little; a recalled worker takes seconds to start and grow."""
-
-
-def device_free_mib(device: str | None, vendor: str) -> int | None:
-    """The GPU's free memory through NVML, None where unknown (a CPU pool, no NVML, AMD): then
-    only the end of the jobs beside a retirement recalls a worker. Never through torch, which
-    would make a GPU context in this process."""
-    if device is None or vendor != "nvidia":
-        return None
-    return (nvml_free_mib([device]) or {}).get(device)
 
 
 def visible_devices(target: Target) -> list[str]:

@@ -100,6 +100,15 @@ def nvml_free_mib(devices: Sequence[str]) -> dict[str, int] | None:
         return None
 
 
+def device_free_mib(device: str | None, vendor: str) -> int | None:
+    """The GPU's free memory through NVML, None where unknown (a CPU pool, no NVML, AMD): then
+    only the end of the jobs beside a retirement recalls a worker. Never through torch, which
+    would make a GPU context in this process."""
+    if device is None or vendor != "nvidia":
+        return None
+    return (nvml_free_mib([device]) or {}).get(device)
+
+
 def free_gpu_mib(devices: Sequence[str], vendor: str) -> dict[str, int | None]:
     """Free memory per device id (as the parent's *_VISIBLE_DEVICES names them), None where unknown."""
     found: dict[str, int | None] = {d: None for d in devices}
