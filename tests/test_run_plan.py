@@ -9,6 +9,7 @@ about a second and start no process."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import shutil
 import sqlite3
@@ -63,7 +64,9 @@ def _unfinished(run_dir: Path, to: Path) -> Path:
     shutil.copytree(run_dir, to)
     for leftover in ("store.sqlite-wal", "store.sqlite-shm", "summary.json"):
         (to / leftover).unlink(missing_ok=True)
-    with sqlite3.connect(to / "store.sqlite") as db:
+    # Closed here, not when collected: sqlite3's `with` commits but leaves the connection open, and its
+    # close (a checkpoint that folds the WAL into the store) then landed inside whichever step ran next.
+    with contextlib.closing(sqlite3.connect(to / "store.sqlite")) as db, db:
         db.execute("DELETE FROM units")
     return to
 
