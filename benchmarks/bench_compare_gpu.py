@@ -49,6 +49,7 @@ from judge.spares import CONTEXT_GATE_ENV, MAX_SPARES, SPARES_ENV, context_gate,
 from judge.worker import ALONE_STEP  # noqa: E402
 from record.run_folder import RunFolder, RunFolderError  # noqa: E402
 from record.store import Store  # noqa: E402
+from results.occupancy import Occupancy, job_intervals, occupancy  # noqa: E402
 from results.phases import PHASE_COLUMNS, phase_seconds, phase_seconds_by_kind, steps_by_kind  # noqa: E402
 from results.readers import load_run  # noqa: E402
 from runners.compare import CompareInterrupted, CompareOptions, run_compare  # noqa: E402
@@ -176,6 +177,8 @@ class Measured:
     # a judge fault that turns correct kernels into runtime errors shows here first
     hidden_verdicts: dict[str, int] = field(default_factory=dict)
     runtime_errors: list[str] = field(default_factory=list)
+    # whether the workers or the units' chains bound the run (results/occupancy.py); None: no job judged
+    occupancy: dict[str, Any] | None = None
 
     def dishonest(self) -> str:
         """Why this run's figure must not be believed ("" when it may): a run that made no
@@ -255,6 +258,8 @@ def measure(label: str, config: CompareConfig, out: Path, sample_s: float,
     by_kind = phase_seconds_by_kind(data.evaluations).to_dict("records")
     spent = worker_seconds(by_kind)
     busy = sum(spent.values())
+    workers = _planned_workers(Path(run_dir))
+    swept = occupancy(job_intervals(data.evaluations), workers)
     return Measured(label, f"compare --budget {config.budget} --tasks {tasks} --seed {config.seed}", wall,
                     str(run_dir), len(data.units), int(data.units["calls_used"].sum()), len(data.evaluations),
                     per_method.to_dict("records"), sampler.summary(), finals, visible,
@@ -263,9 +268,10 @@ def measure(label: str, config: CompareConfig, out: Path, sample_s: float,
                     evaluations_judged=int(data.evaluations[list(PHASE_COLUMNS)].notna().any(axis=1).sum()),
                     evaluations_per_s=round(len(data.evaluations) / wall, 3) if wall > 0 else 0.0,
                     gate_share=round(spent.get("gate_s", 0.0) / busy, 4) if busy > 0 else None,
-                    workers=_planned_workers(Path(run_dir)),
+                    workers=workers,
                     settings={k: v for k, v in sorted(os.environ.items()) if k in JUDGE_SWITCHES},
-                    hidden_verdicts=dict(sorted(hidden_verdicts.items())), runtime_errors=runtime_errors)
+                    hidden_verdicts=dict(sorted(hidden_verdicts.items())), runtime_errors=runtime_errors,
+                    occupancy=swept.to_json() if swept is not None else None)
 
 
 JUDGE_SWITCHES = ("KMC_PRECOMPILE", "KMC_TIMING_HOLD", "KMC_CALL_BATCH", "KMC_FUSED_COMPARE", CONTEXT_GATE_ENV,
@@ -363,6 +369,8 @@ def print_measured(m: Measured) -> None:
     print(f"  the workers' time outside the queue: {sum(spent.values()):.1f} s ("
           + ", ".join(f"{k.removesuffix('_s')} {v:.1f}" for k, v in sorted(spent.items(), key=lambda kv: -kv[1]) if v)
           + ")")
+    if m.occupancy:
+        print(f"  jobs over time (capacity- or chain-bound): {Occupancy(**m.occupancy).line()}")
     if m.steps:
         lane = lane_seconds(m.steps)
         print(f"  the GPU held alone to time ({ALONE_STEP}, the timing lane's busy time): "

@@ -426,10 +426,10 @@ class Store:
     def evaluations(self) -> list[dict[str, Any]]:
         """Every evaluation: key (with `timed` as 0/1), verdict kind, the evaluation's JSON text and
         the seconds of each phase (`queue_s`, `compile_s`, `correctness_s`, `timing_s`, `gate_s`,
-        `retry_s`, `other_s`, `start_s`; None when not measured) and how it was timed (PROTOCOL_COLUMNS; None when not
-        timed)."""
+        `retry_s`, `other_s`, `start_s`; None when not measured), how it was timed (PROTOCOL_COLUMNS; None when not
+        timed) and when it was stored (`created`)."""
         return self._rows("SELECT source_hash, task, case_set, device_key, timed, verdict, evaluation, "
-                          f"{', '.join(f'{p}_s' for p in PHASES)}, {', '.join(PROTOCOL_COLUMNS)} FROM evaluations "
+                          f"{', '.join(f'{p}_s' for p in PHASES)}, {', '.join(PROTOCOL_COLUMNS)}, created FROM evaluations "
                           "ORDER BY source_hash, task, case_set, device_key, timed")
 
     # ------------------------------------------------------------------ reading for inspection (runs list, show)

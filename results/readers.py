@@ -99,7 +99,8 @@ class RunData:
         ("final-full" or "feedback-short", judge/policy.py), samples (candidate samples over
         all cases), early_stopped (cases the sequential rule stopped early),
         baselines_reused (cases whose reference timings came from the worker's cache),
-        drift_events.
+        drift_events; created: when it was stored (the store's clock, seconds since the epoch),
+        which with the phase seconds places its job in time (results/occupancy.py).
     timings: one row per (timed evaluation, case): run, source_hash, task, case_set,
         case, candidate_ms, baseline_ms and eager_ms (tuples of raw samples),
         launches_per_sample, flagged and flag_reasons (the evaluation's), clocks_locked (None
@@ -295,7 +296,7 @@ def _frame(rows: list[dict[str, Any]], columns: list[str]) -> pd.DataFrame:
 
 EVALUATION_COLS = ["source_hash", "task", "case_set", "device_key", "timed", "has_timing", "verdict", "speedup",
                    "speedup_lo", "speedup_hi", "speedup_vs_eager", "candidate_ms", "flagged", "flag_reasons",
-                   "skip_reasons", *PHASE_COLUMNS, *PROTOCOL_COLUMNS]
+                   "skip_reasons", *PHASE_COLUMNS, *PROTOCOL_COLUMNS, "created"]
 TIMING_COLS = ["source_hash", "task", "case_set", "case", "candidate_ms", "baseline_ms", "eager_ms",
                "launches_per_sample", "flagged", "flag_reasons", "clocks_locked", "clocks_before", "clocks_after",
                "case_clocks", "speedup", "speedup_lo", "speedup_hi", "protocol", "baseline_source", "early_stopped",
@@ -319,6 +320,7 @@ def read_evaluations(store: Store) -> tuple[pd.DataFrame, pd.DataFrame]:
             **{c: _num(r.get(c)) for c in PHASE_COLUMNS},
             "protocol": r.get("protocol"),
             **{c: _num(r.get(c)) for c in PROTOCOL_COLUMNS if c != "protocol"},
+            "created": _num(r.get("created")),
         })
         for case in t.get("cases", ()):
             per_case = bool(case.get("clocks_before") or case.get("clocks_after"))

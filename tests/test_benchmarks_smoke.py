@@ -126,12 +126,16 @@ def test_compare_benchmark_runs_the_seven_task_command_at_toy_size(tmp_path: Pat
         assert starts["jobs"] == 1 and starts["wall_s"] > 0
         assert all(r["wall_s"] > 0 and r["unnamed_s"] >= 0 and "close" in r for r in steps.values())
         assert sum(run["hidden_verdicts"].values()) >= 1 and isinstance(run["runtime_errors"], list)
+        swept = run["occupancy"]  # one worker: its jobs never overlap, and it is busy for some of the span
+        assert swept["jobs"] == run["evaluations_judged"] and swept["workers"] == 1
+        assert 0 < swept["mean_running"] <= 1.0 and swept["span_s"] <= run["wall_s"]
     assert record["identical_submission_share"] == 1.0 and record["differences"] == {}
     assert all(run["visible"].keys() <= {"vector_add", "flip"} and run["visible"] for run in runs)
     assert "identical final submissions over 2 runs with seed 0: 100.0% of units" in proc.stdout
     assert "evaluation seconds by phase" in proc.stdout
     assert "the GPU held alone to time (gpu:alone, the timing lane's busy time): 0.0 s of" in proc.stdout
     assert "the workers' time outside the queue: " in proc.stdout and "correctness " in proc.stdout
+    assert "jobs over time (capacity- or chain-bound): " in proc.stdout and "every one of the 1 workers busy" in proc.stdout
 
 
 def test_the_timing_lanes_busy_time_sums_the_alone_step_over_every_job() -> None:
