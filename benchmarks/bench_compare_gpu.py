@@ -47,9 +47,8 @@ sys.path.insert(0, str(ROOT))
 from judge.phases import STEPS_ENV  # noqa: E402
 from judge.spares import CONTEXT_GATE_ENV, MAX_SPARES, SPARES_ENV, context_gate, contexts_gated  # noqa: E402
 from judge.worker import ALONE_STEP  # noqa: E402
-from record.run_folder import RunFolder, RunFolderError  # noqa: E402
 from record.store import Store  # noqa: E402
-from results.occupancy import Occupancy, job_intervals, occupancy  # noqa: E402
+from results.occupancy import Occupancy, job_intervals, occupancy, planned_workers  # noqa: E402
 from results.phases import PHASE_COLUMNS, phase_seconds, phase_seconds_by_kind, steps_by_kind  # noqa: E402
 from results.readers import load_run  # noqa: E402
 from runners.compare import CompareInterrupted, CompareOptions, run_compare  # noqa: E402
@@ -258,7 +257,7 @@ def measure(label: str, config: CompareConfig, out: Path, sample_s: float,
     by_kind = phase_seconds_by_kind(data.evaluations).to_dict("records")
     spent = worker_seconds(by_kind)
     busy = sum(spent.values())
-    workers = _planned_workers(Path(run_dir))
+    workers = planned_workers(Path(run_dir))
     swept = occupancy(job_intervals(data.evaluations), workers)
     return Measured(label, f"compare --budget {config.budget} --tasks {tasks} --seed {config.seed}", wall,
                     str(run_dir), len(data.units), int(data.units["calls_used"].sum()), len(data.evaluations),
@@ -281,15 +280,6 @@ GOALS = {"seven_task_wall_s": 25, "full_suite_budget_100_wall_s": 300, "evaluati
 JUDGE_SWITCHES = ("KMC_PRECOMPILE", "KMC_TIMING_HOLD", "KMC_CALL_BATCH", "KMC_FUSED_COMPARE", CONTEXT_GATE_ENV,
                   SPARES_ENV, "KMC_GATE_ORDER", "KMC_CARRY_KERNELS", "KMC_HIDDEN_WARMUP")
 """The judge's experiment switches a measurement records when set."""
-
-
-def _planned_workers(run_dir: Path) -> int | None:
-    """The judging workers config.json's executor plan recorded (record/run_folder.py)."""
-    try:
-        plan = RunFolder(run_dir).read_executor() or {}
-        return int(plan["workers"]) if "workers" in plan else None
-    except (RunFolderError, ValueError, TypeError):
-        return None
 
 
 def case_timings(evaluation: Any) -> list[dict[str, Any]]:

@@ -16,10 +16,12 @@ phase seconds and is left out. Pure pandas and arithmetic over the readers' fram
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from record.run_folder import RunFolder, RunFolderError
 from results.phases import PHASE_COLUMNS
 
 WORK_COLUMNS = tuple(c for c in PHASE_COLUMNS if c != "queue_s")
@@ -92,3 +94,13 @@ def occupancy(intervals: pd.DataFrame, workers: int | None = None) -> Occupancy 
     return Occupancy(len(intervals), span, share(area[1]), share(area[0]),
                      share(saturated) if workers is not None else None,
                      share(starved) if workers is not None else None, workers)
+
+
+def planned_workers(run_dir: Path) -> int | None:
+    """The judging workers config.json's executor plan recorded (runners/sizing.py), or None
+    where the run predates it or the folder cannot be read."""
+    try:
+        plan = RunFolder(run_dir).read_executor() or {}
+        return int(plan["workers"]) if "workers" in plan else None
+    except (RunFolderError, ValueError, TypeError):
+        return None

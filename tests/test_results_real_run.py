@@ -76,6 +76,8 @@ def test_tables_on_the_real_run(real_run: Path) -> None:
     evaluations = load_run(real_run).evaluations
     measured = evaluations[list(PHASE_COLUMNS)].notna().any(axis=1)
     assert kinds["jobs"].sum() == measured.sum()  # every job this run judged has phases
+    swept = [n for n in tables["job_kinds"].notes if n.startswith("Jobs over time: ")]  # results/occupancy.py
+    assert len(swept) == 1 and f"{measured.sum()} jobs over " in swept[0] and "workers busy with jobs waiting" in swept[0]
     # what has none was decided without a job (runners/savings.py): hidden verdicts only
     assert set(evaluations.loc[~measured, "case_set"]) <= {"hidden"}
     summary = json.loads((real_run / "summary.json").read_text())

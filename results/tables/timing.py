@@ -7,6 +7,7 @@ import numpy as np
 
 from results.analysis import Analysis
 from results.latency import summarise
+from results.occupancy import job_intervals, occupancy, planned_workers
 from results.phases import PHASE_COLUMNS, phase_seconds, phase_seconds_by_kind
 from results.protocols import PROTOCOL_SUMMARY_COLS, protocol_summary
 from results.tables.cells import (
@@ -129,6 +130,12 @@ def job_kind_table(a: Analysis) -> Table | None:
     notes = ["Jobs the workers ran, by kind: visible feedback (timed on a GPU when correct), hidden judging, a "
              "method's own tests (internal), final submissions' timing (hidden timed); phase columns are means per "
              "job, the last column the seconds of all jobs of the kind. Replayed evaluations are not counted."]
+    if len(a.data.infos) == 1:  # one run's jobs share one pool: its sweep says what bound the run
+        swept = occupancy(job_intervals(a.data.evaluations), planned_workers(a.data.first.path))
+        if swept is not None:
+            notes.append(f"Jobs over time: {swept.line()}. Busy with jobs waiting: the judge's capacity bounded "
+                         "the run (cheaper jobs or more workers move it); free with none waiting: the methods' "
+                         "chains of dependent evaluations did (results/occupancy.py).")
     return make_table("job_kinds", "Evaluation time per job, by kind", rows, a, notes)
 
 
