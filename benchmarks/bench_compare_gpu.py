@@ -49,7 +49,13 @@ from judge.spares import CONTEXT_GATE_ENV, MAX_SPARES, SPARES_ENV, context_gate,
 from judge.worker import ALONE_STEP  # noqa: E402
 from record.store import Store  # noqa: E402
 from results.occupancy import Occupancy, job_intervals, occupancy, planned_workers  # noqa: E402
-from results.phases import PHASE_COLUMNS, phase_seconds, phase_seconds_by_kind, steps_by_kind  # noqa: E402
+from results.phases import (  # noqa: E402
+    PHASE_COLUMNS,
+    judged_by_a_job,
+    phase_seconds,
+    phase_seconds_by_kind,
+    steps_by_kind,
+)
 from results.readers import load_run  # noqa: E402
 from runners.compare import CompareInterrupted, CompareOptions, run_compare  # noqa: E402
 from runners.config import CompareConfig  # noqa: E402
@@ -264,7 +270,7 @@ def measure(label: str, config: CompareConfig, out: Path, sample_s: float,
                     per_method.to_dict("records"), sampler.summary(), finals, visible,
                     by_kind, finished, total if total is not None else len(data.units), read_steps(steps_dir),
                     visible_cases, errored_units=int(data.units["error"].notna().sum()),
-                    evaluations_judged=int(data.evaluations[list(PHASE_COLUMNS)].notna().any(axis=1).sum()),
+                    evaluations_judged=int(judged_by_a_job(data.evaluations).sum()),
                     evaluations_per_s=round(len(data.evaluations) / wall, 3) if wall > 0 else 0.0,
                     gate_share=round(spent.get("gate_s", 0.0) / busy, 4) if busy > 0 else None,
                     workers=workers,

@@ -22,7 +22,7 @@ from typing import Any
 import pandas as pd
 
 from record.run_folder import RunFolder, RunFolderError
-from results.phases import PHASE_COLUMNS
+from results.phases import PHASE_COLUMNS, judged_by_a_job
 
 WORK_COLUMNS = tuple(c for c in PHASE_COLUMNS if c != "queue_s")
 
@@ -56,7 +56,7 @@ def job_intervals(evaluations: pd.DataFrame) -> pd.DataFrame:
     """One row per judged job: `asked`, `started` and `ended`, in the store's clock (seconds)."""
     if evaluations.empty or "created" not in evaluations.columns:
         return pd.DataFrame({"asked": [], "started": [], "ended": []}, dtype=float)
-    judged = evaluations[evaluations[list(PHASE_COLUMNS)].notna().any(axis=1)]
+    judged = evaluations[judged_by_a_job(evaluations)]
     ended = judged["created"].astype(float)
     work = judged[list(WORK_COLUMNS)].fillna(0.0).sum(axis=1).astype(float)
     started = ended - work
@@ -90,10 +90,10 @@ def occupancy(intervals: pd.DataFrame, workers: int | None = None) -> Occupancy 
                     starved += width
             previous = when
         counts[which] += step
-    share = (lambda part: part / span) if span > 0 else (lambda part: 0.0)
-    return Occupancy(len(intervals), span, share(area[1]), share(area[0]),
-                     share(saturated) if workers is not None else None,
-                     share(starved) if workers is not None else None, workers)
+    per_s = 1.0 / span if span > 0 else 0.0
+    return Occupancy(len(intervals), span, area[1] * per_s, area[0] * per_s,
+                     saturated * per_s if workers is not None else None,
+                     starved * per_s if workers is not None else None, workers)
 
 
 def planned_workers(run_dir: Path) -> int | None:

@@ -38,6 +38,13 @@ def attribute_to_methods(evaluations: pd.DataFrame, candidates: pd.DataFrame) ->
     return joined
 
 
+def judged_by_a_job(evaluations: pd.DataFrame) -> pd.Series:
+    """Which evaluation rows a judge job produced: those with a phase recorded. A replayed
+    evaluation, one from an older store or a hidden verdict earlier results decided
+    (runners/savings.py) has none."""
+    return evaluations[list(PHASE_COLUMNS)].notna().any(axis=1)
+
+
 def phase_seconds(evaluations: pd.DataFrame, candidates: pd.DataFrame) -> pd.DataFrame:
     """One row per method: evaluations (their count, shared ones split), seconds per phase and
     in all. Evaluations with no phase recorded (replayed, or from older stores) are left out;
@@ -45,7 +52,7 @@ def phase_seconds(evaluations: pd.DataFrame, candidates: pd.DataFrame) -> pd.Dat
     cols = ["method", "evaluations", *PHASE_COLUMNS, "total_s"]
     if evaluations.empty or candidates.empty:
         return pd.DataFrame(columns=cols)
-    joined = attribute_to_methods(evaluations[evaluations[list(PHASE_COLUMNS)].notna().any(axis=1)], candidates)
+    joined = attribute_to_methods(evaluations[judged_by_a_job(evaluations)], candidates)
     if joined.empty:
         return pd.DataFrame(columns=cols)
     joined["evaluations"] = joined["share"]
@@ -71,7 +78,7 @@ def phase_seconds_by_kind(evaluations: pd.DataFrame) -> pd.DataFrame:
     cols = ["kind", "jobs", *PHASE_COLUMNS, "total_s"]
     if evaluations.empty:
         return pd.DataFrame(columns=cols)
-    ev = evaluations[evaluations[list(PHASE_COLUMNS)].notna().any(axis=1)].copy()
+    ev = evaluations[judged_by_a_job(evaluations)].copy()
     if ev.empty:
         return pd.DataFrame(columns=cols)
     ev["kind"] = [job_kind(str(c), bool(t)) for c, t in zip(ev["case_set"], ev["timed"], strict=True)]
