@@ -90,6 +90,7 @@ speed)
   # variables set, once per ';'-separated group (the judge's switches). SEVEN_ARGS: more flags.
   # SPEED_TESTS=0 skips the GPU tests and the per-call spans, SEVEN=0 the default 7-task run;
   # CHECK=1 adds `bench check` of every expert, SPANS_BATCHES="1" the batched spans only ("" none),
+  # SPANS_SMALL=0 not the small cases' spans,
   # MEMORY=0 leaves the memory probe out, GPU_TESTS=0 the GPU tests.
   if [ "${SPEED_TESTS:-1}" != 0 ]; then  # SPEED_TESTS=0: straight to the runs (a second call)
     [ "${GPU_TESTS:-1}" = 0 ] || step gpu_tests 150 python3 -m pytest -q -p no:cacheprovider -m "gpu or not slow" tests/test_precompile.py \
@@ -115,6 +116,9 @@ speed)
       step "spans_batch$batch" 120 env KMC_CALL_BATCH=$batch python3 scripts/judge_profile.py --spans \
         --tasks vector_add,flip,softmax,rms_norm,cumsum --repeats 3 --case-set hidden
     done
+    # the goal's small case (at most 65,536 elements), batched: SPANS_SMALL=0 leaves it out
+    [ "${SPANS_SMALL:-1}" = 0 ] || step spans_small 120 python3 scripts/judge_profile.py --spans --small-cases \
+      --tasks vector_add,flip,softmax,rms_norm,cumsum --repeats 3 --case-set hidden --json "$OUT/spans-small.json"
   fi
   if [ "${SEVEN:-1}" != 0 ]; then  # SEVEN=0: only the variants below
     # SEVEN_RUNS=3: a same-seed trio (determinism); SEVEN_CAP: its seconds

@@ -342,6 +342,24 @@ def test_judge_profile_spans_split_each_call_between_the_judge_and_the_candidate
     assert "milliseconds per call" in proc.stdout
 
 
+def test_judge_profile_small_cases_keep_only_the_goals_small_case_and_restore_the_sets() -> None:
+    """`--small-cases` (issue 42's judged-call goal is for a small case): while entered, every
+    task's sets hold only cases of at most SMALL_CASE_ELEMENTS elements, the visible ones kept
+    and the large hidden ones gone; after, the full sets again."""
+    from bench.registry import get_task
+
+    profile = script_module("judge_profile")
+    task = get_task("cumsum")
+    full = task.cases("hidden", False)
+    assert any(profile.case_elements(c) > profile.SMALL_CASE_ELEMENTS for c in full)
+    with profile.small_cases_only():
+        small = task.cases("hidden", False)
+        assert small and all(profile.case_elements(c) <= profile.SMALL_CASE_ELEMENTS for c in small)
+        assert set(task.visible) <= set(small) and len(small) < len(full)
+        assert all(c.name.startswith(("visible", "hidden")) for c in small)  # no perf case is small
+    assert task.cases("hidden", False) == full
+
+
 def test_primed_bytecode_covers_what_both_sides_import_and_is_only_read_after(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """bench_evaluator_throughput `prime_bytecode`: one process writes the bytecode of what both
