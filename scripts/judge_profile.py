@@ -408,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cprofile", action="store_true", help="the judge worker in this process, under cProfile")
     ap.add_argument("--wire", action="store_true", help="only the shared-memory and device copy costs")
     ap.add_argument("--small-cases", action="store_true",
-                    help=f"with --spans: only cases of at most {SMALL_CASE_ELEMENTS} elements (the goal's small case)")
+                    help=f"with --spans or --cprofile: only cases of at most {SMALL_CASE_ELEMENTS} elements (the goal's small case)")
     ap.add_argument("--spans", action="store_true",
                     help="warm evaluations with no profiler: milliseconds per call, judge and candidate process")
     ap.add_argument("--cold", action="store_true",
@@ -432,8 +432,9 @@ def main(argv: list[str] | None = None) -> int:
             args.json_out.write_text(json.dumps(spans, indent=2))
         return 0
     if args.cprofile:
-        profile_in_process(args.tasks.split(","), args.case_set, args.repeats, args.timing, cold=args.cold,
-                           protocol=args.protocol)
+        with small_cases_only() if args.small_cases else nullcontext():
+            profile_in_process(args.tasks.split(","), args.case_set, args.repeats, args.timing, cold=args.cold,
+                               protocol=args.protocol)
         return 0
     target = detect_target()
     rows = []
