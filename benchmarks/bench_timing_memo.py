@@ -34,10 +34,9 @@ def measure(task_id: str, candidate: Path, policy_json: dict[str, Any]) -> dict[
 
     from bench.registry import get_task
     from judge.candidate.loading import load_module, prepare_process
-    from judge.device import detect_target
+    from judge.device import detect_target, physical_device
     from judge.policy import TimingPolicy
     from judge.timing_job import time_candidate
-    from judge.worker import physical_device
 
     target = detect_target()
     task = get_task(task_id)

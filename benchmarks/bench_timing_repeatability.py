@@ -46,10 +46,9 @@ def child() -> None:
     from bench.registry import get_task
     from bench.task import case
     from judge.candidate.loading import load_module, prepare_process
-    from judge.device import detect_target
+    from judge.device import detect_target, physical_device
     from judge.timing import TimingPolicy
     from judge.timing_job import time_candidate
-    from judge.worker import physical_device
 
     target = detect_target()
     prepare_process()

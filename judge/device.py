@@ -37,6 +37,16 @@ class Target:
         return asdict(self)
 
 
+def physical_device() -> int | str:
+    """The device a judge worker is bound to, as NVML/amdsmi number it (they ignore
+    CUDA_VISIBLE_DEVICES, so index 0 inside the worker is not index 0 for them)."""
+    for var in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"):
+        value = os.environ.get(var, "").split(",")[0].strip()
+        if value:
+            return int(value) if value.isdigit() else value
+    return 0
+
+
 def default_device() -> str:
     """The `device` option's default: "cpu" when $KMC_FORCE_CPU=1, else "auto". Only a default:
     a command's --device replaces it, and a run records the device it used."""

@@ -16,7 +16,10 @@ from typing import Any
 
 EVALUATION = "evaluation"
 INTERNAL_TESTS = "internal_tests"  # judge/candidate/internal_tests.py JOB_KIND
-KINDS = (EVALUATION, INTERNAL_TESTS)
+COMPILE_AHEAD = "compile_ahead"
+"""An evaluation's kernels compiled into its source's shared Triton cache while the evaluation
+waits for a judging worker, by a worker that judges nothing (runners/compile_ahead.py)."""
+KINDS = (EVALUATION, INTERNAL_TESTS, COMPILE_AHEAD)
 DEFAULT_LIMIT_S = 600.0
 
 
@@ -27,8 +30,8 @@ class JobError(ValueError):
 @dataclass(frozen=True)
 class Job:
     """One job for a judge worker. `kind` EVALUATION: judge `source` on `case_set` (timed with
-    `timing_policy` when `timing`); INTERNAL_TESTS: run a method's own `tests` against it.
-    `alone`: hold the GPU's gate exclusively throughout (a retry after running out of GPU
+    `timing_policy` when `timing`); INTERNAL_TESTS: run a method's own `tests` against it;
+    COMPILE_AHEAD: only the compile pass of the evaluation it stands for, nothing judged. `alone`: hold the GPU's gate exclusively throughout (a retry after running out of GPU
     memory beside other jobs). `references`: reference timings the pool already has for the
     task (runners/references.py); `prime_references`: measure them whatever the verdict.
     `compile_through`: the case a hidden job's source failed on in its visible run (the hidden
@@ -61,6 +64,10 @@ class Job:
     @property
     def tests_job(self) -> bool:
         return self.kind == INTERNAL_TESTS
+
+    @property
+    def compile_only(self) -> bool:
+        return self.kind == COMPILE_AHEAD
 
     def with_(self, **changes: Any) -> Job:
         return dataclasses.replace(self, **changes)

@@ -124,12 +124,13 @@ class CandidateProcess:
         self.start_error = ""  # why a spare's device start failed (judge/spares.py `Spares.check_boundary`)
         self.steps: Any = None  # the job's PhaseClock (judge/phases.py): the judge's own work is its step
 
-    def start_device(self) -> None:
+    def start_device(self, context: bool = True) -> None:
         """Tell a fresh process on a GPU to make its device context (judge/candidate/server.py
-        `CandidateServer.start` waits for this); `wait_ready` then waits until it has. Not sent on the CPU."""
+        `CandidateServer.start` waits for this); `wait_ready` then waits until it has. Not sent on the CPU.
+        `context=False`: to go on without one (a compile-ahead process, judge/compile_ahead.py)."""
         if self.owner.device != "cpu":
             self.sock.settimeout(10.0)
-            self.link.send({"op": "start"})
+            self.link.send({"op": "start"} if context else {"op": "start", "context": False})
         self.device_started = True
 
     def wait_ready(self, timeout: float) -> None:

@@ -97,9 +97,11 @@ class Spares:
     (None on the interpreter). More than one (`KMC_SPARES`) lets a short job find its process
     ready although the one before it was short too (`take`)."""
 
-    def __init__(self, template: Any, device: str, interpreter: bool) -> None:
+    def __init__(self, template: Any, device: str, interpreter: bool, contexts: bool = True) -> None:
+        """`contexts=False`: on a GPU, processes that make no device context (a compile-ahead
+        worker's, judge/compile_ahead.py): told to go on without one at once, no ticket taken."""
         self.template = template
-        self.device, self.interpreter = device, interpreter
+        self.device, self.interpreter, self.contexts = device, interpreter, contexts
         self.waiting: collections.deque[tuple[Any, threading.Thread | None]] = collections.deque()
         self.count = _spare_count(os.environ.get(SPARES_ENV, ""))
         self.spawn_error = ""  # why the template could not fork a candidate's process, when it could not
@@ -117,7 +119,10 @@ class Spares:
                 print(f"judge worker: could not fork a spare candidate process: {exc}", file=sys.stderr)
                 return
             started = None
-            if not self.interpreter:
+            if not self.interpreter and not self.contexts:
+                with contextlib.suppress(OSError):  # a process that cannot be told is found not ready in `take`
+                    proc.start_device(context=False)
+            elif not self.interpreter:
                 started = threading.Thread(target=start_on_device, args=(proc, SPARE_START_S),
                                            name="spare-start", daemon=True)
                 started.start()
@@ -192,8 +197,8 @@ class Spares:
                     self.restart_template()
                     proc = self.template.spawn()
                 proc.start_clock(limit)
-                with _context_ticket(clock):
-                    proc.start_device()
+                with _context_ticket(clock) if self.contexts else contextlib.nullcontext():
+                    proc.start_device(context=self.contexts)
                     proc.wait_ready(max(1.0, proc.deadline - time.monotonic()))
         with clock.step("start:refill"):
             self.refill()

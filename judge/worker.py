@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from bench.thread_share import take_thread_share
+from judge.device import physical_device
 from judge.gate import gpu_gate, on_waiting_behind_alone
 from judge.job import DEVICE_ERROR, Job, JobReply
 
@@ -68,16 +69,6 @@ def _protocol_streams() -> tuple[TextIO, TextIO]:
     return os.fdopen(in_fd, "r"), os.fdopen(out_fd, "w", buffering=1)
 
 
-def physical_device() -> int | str:
-    """The device this worker is bound to, as NVML/amdsmi number it (they ignore
-    CUDA_VISIBLE_DEVICES, so index 0 inside the worker is not index 0 for them)."""
-    for var in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"):
-        value = os.environ.get(var, "").split(",")[0].strip()
-        if value:
-            return int(value) if value.isdigit() else value
-    return 0
-
-
 def _reset_timers() -> None:
     """A candidate's `signal.alarm` must not fire during the next candidate's job."""
     signal.alarm(0)
@@ -106,6 +97,7 @@ class Worker:
         take_thread_share()
         import bench.registry
         from judge.case_inputs import set_input_cache_bytes
+        from judge.compile_ahead import compile_worker
         from judge.device import detect_target
         from judge.hidden_warmup import HiddenWarmups
         from judge.privileges import check_worker_user
@@ -135,8 +127,9 @@ class Worker:
         self.caches = SourceCaches(triton_cache, build_helpers(triton_cache, self.target.interpreter), self.user,
                                    self.target.interpreter)
         self.prepared = self._prepare_cases(template.done)
+        self.compile_worker = compile_worker()  # judges nothing: compiles ahead (judge/compile_ahead.py)
         # Candidate processes forked ahead of need (judge/spares.py), and the template they fork from.
-        self.spares = Spares(template.result(), self.device, self.target.interpreter)
+        self.spares = Spares(template.result(), self.device, self.target.interpreter, contexts=not self.compile_worker)
         # Passing jobs' processes compiling their sources' hidden cases in the background (opt-in).
         self.warmups = HiddenWarmups(self.caches, self.device, self.target.interpreter)
         self.closing = False
@@ -215,6 +208,7 @@ class Worker:
     def handle(self, job: Job | dict[str, Any]) -> dict[str, Any]:
         """One job (a `Job`, or its JSON), answered as a `JobReply`'s JSON."""
         from judge.candidate.verdict import Evaluation, Verdict
+        from judge.compile_ahead import compiled_only, refused
         from judge.device_memory import job_memory, start_job
         from judge.phases import PhaseClock
 
@@ -230,7 +224,9 @@ class Worker:
         alone = gpu_gate(exclusive=True, clock=self.clock, alone=True) if job.alone else contextlib.nullcontext()
         try:
             with alone:
-                if job.tests_job:
+                if self.compile_worker or job.compile_only:  # only the pass, or refused (judge/compile_ahead.py)
+                    verdict, _ = self._run(job, compiled_only if job.compile_only else refused)
+                elif job.tests_job:
                     verdict, tests = self._run(job, self._internal_tests)
                 else:
                     verdict, timing = self._run(job, self._judge_job)
@@ -292,7 +288,7 @@ class Worker:
         limit = float(job.timeout)
         proc = None
         try:
-            if not job.tests_job:  # an adapted suite's probing children start before the candidate loads
+            if not job.tests_job and not job.compile_only:  # an adapted suite's probing children start before the load
                 task.start_ahead(task.cases(job.case_set, self.target.interpreter) + (task.perf if job.timing else ()))
             for with_pass in (True, False):
                 with self.clock("start"):

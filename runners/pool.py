@@ -59,6 +59,7 @@ from judge.sandbox import require as require_sandbox
 from judge.sandbox_layout import AUTOTUNE_CACHE_ENV
 from judge.worker import INPUT_CACHE_ENV, KEEP_TASK_INPUTS_ENV, PREPARE_ENV
 from runners.bytecode import run_bytecode_environment
+from runners.compile_ahead import CompileAhead, lane_workers_per_device
 from runners.references import RunReferences
 from runners.sizing import GPU_MIB_PER_WORKER, WorkerPlan, device_free_mib, plan_workers
 from runners.worker_process import (
@@ -181,7 +182,7 @@ class LocalPool:
                  sanitize: bool = False, plan: WorkerPlan | None = None, gate_on_cpu: bool = False,
                  gate_folder: Path | None = None, prepare: tuple[str, ...] = (),
                  extra_env: dict[str, str] | None = None, unsandboxed: bool | None = None,
-                 keep_task_inputs: bool = True, shrink_on_oom: bool = False):
+                 keep_task_inputs: bool = True, shrink_on_oom: bool = False, compile_ahead: int | None = None):
         """`workers`: how many judging workers (default: as many as the machine allows,
         runners/sizing.py; `plan` gives a layout already made). `gate_on_cpu`: interpreter
         workers share one fair gate too, as one GPU's workers do (the lanes tested on the CPU).
@@ -203,7 +204,9 @@ class LocalPool:
         a run that judges each task once (judge/worker.py `KEEP_TASK_INPUTS_ENV`). `shrink_on_oom`:
         a job out of GPU memory beside others retires its worker until the jobs beside it have ended
         (`_retire`, `_recall`), for long jobs, where a retry alone drains the pool for long; short
-        jobs drain it in seconds, and a worker fewer for a while would cost more."""
+        jobs drain it in seconds, and a worker fewer for a while would cost more. `compile_ahead`:
+        workers per device that only compile waiting jobs' kernels (runners/compile_ahead.py;
+        None: `KMC_COMPILE_AHEAD`, default 0)."""
         unsandboxed = risk_accepted() if unsandboxed is None else unsandboxed
         require_sandbox(unsandboxed)  # SandboxRefused, before any worker or folder exists
         self.sanitize = sanitize
@@ -254,6 +257,10 @@ class LocalPool:
                                            task_sources=tuple(task_sources)))
         for w in self._all:
             self._idle.put(w)
+        # Workers that only compile the kernels of jobs waiting for one of these (runners/compile_ahead.py).
+        # On the CPU only when asked for by argument: nothing compiles under the interpreter.
+        per_device = lane_workers_per_device() if compile_ahead is None and devices else compile_ahead or 0
+        self.ahead = CompileAhead.beside(self._all, per_device)
         self._serving = collections.Counter(w.device for w in self._all)  # workers in service per device
         self._serving_floor = {d: max(1, n // 2) if shrink_on_oom else n for d, n in self._serving.items()}
         self._jobs_started = 0
@@ -299,7 +306,10 @@ class LocalPool:
         judge that is itself stuck, and restarts the worker after that, a crash, a protocol
         violation or a reply that asks for it."""
         asked = time.perf_counter()
+        ahead = self.ahead.submit(job) if self.ahead is not None and self._idle.empty() else None
         worker = self._idle.get()
+        if ahead is not None:
+            ahead.drop()  # a lane worker that has not started on it never will
         given = asked
         retire = False
         number = 0  # the job's number among those started on this pool, once given
@@ -536,6 +546,8 @@ class LocalPool:
         WorkerDied at once): for a run that is stopping. `close` still cleans up after it."""
         with self._stats_lock:
             self._closing = True
+        if self.ahead is not None:
+            self.ahead.close()
         for w in self._all:
             w.closed = True
             proc = w.proc
@@ -550,6 +562,8 @@ class LocalPool:
         (run.log in a run), where a slow run's restarts and retries can be read."""
         with self._stats_lock:
             self._closing = True
+        if self.ahead is not None:
+            self.ahead.close()
         for w in self._all:
             with w._lock:
                 w.closed = True

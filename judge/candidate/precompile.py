@@ -151,11 +151,14 @@ class _NothingToRun(Exception):
 
 
 def _drive(runs: Callable[[], Iterable[Callable[[], object]]], unit: str, limit_s: float, pass_limit_s: float,
-           stop_without_launch: bool) -> PassReport:
+           stop_without_launch: bool, load: bool = True) -> PassReport:
     """One pass: `runs()` (called with launches compiled only, within `limit_s`) gives the calls
     to make, each made within `limit_s`, until the pass has run `pass_limit_s`. A call that
     raises is a failure; with `stop_without_launch`, one that raised before any launch stops the
-    pass (the code does not reach a launch on host tensors)."""
+    pass (the code does not reach a launch on host tensors). `load`: the compiled kernels loaded
+    too (`_loaded`); not in a process without a GPU context (a compile-ahead process,
+    judge/compile_ahead.py), where loading one would make a context: its product is the cache on
+    disk, which the judged process's own pass then finds."""
     report = PassReport()
     started = time.perf_counter()
     compiled: list[Any] = []
@@ -185,15 +188,15 @@ def _drive(runs: Callable[[], Iterable[Callable[[], object]]], unit: str, limit_
                     report.stopped = f"the {unit} raised before any launch on host tensors"
                     break
         report.launches = counter.launches
-    report.kernels = _loaded(compiled)
+    report.kernels = _loaded(compiled) if load else 0
     report.seconds = round(time.perf_counter() - started, 4)
     return report
 
 
 def compile_cases(entry: Any, cases: list[dict[str, Any]], module: Any,
-                  case_limit_s: float = CASE_LIMIT_S, pass_limit_s: float = PASS_LIMIT_S) -> PassReport:
+                  case_limit_s: float = CASE_LIMIT_S, pass_limit_s: float = PASS_LIMIT_S, load: bool = True) -> PassReport:
     """Run `entry` on each case's placeholders with launches compiled only. `cases`: per case
-    {"args": structure.encode_values spec, "tensors": [description, ...]}."""
+    {"args": structure.encode_values spec, "tensors": [description, ...]}; `load`: as `_drive`'s."""
     def on_placeholders(case: dict[str, Any]) -> Callable[[], object]:
         def call() -> object:
             tensors = [placeholder(d) for d in case["tensors"]]
@@ -202,7 +205,7 @@ def compile_cases(entry: Any, cases: list[dict[str, Any]], module: Any,
         return call
 
     return _drive(lambda: [on_placeholders(c) for c in cases], "case", case_limit_s, pass_limit_s,
-                  stop_without_launch=True)
+                  stop_without_launch=True, load=load)
 
 
 def compile_for_tests(entry: Any, entry_name: str, tests: str, test_limit_s: float = CASE_LIMIT_S,

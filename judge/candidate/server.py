@@ -78,6 +78,7 @@ class CandidateServer:
         self.spent: dict[str, float] = {}  # seconds per step of this process's work, sent with `collect`
         self.call_steps: dict[str, list[float]] = {}  # each call's seconds per `call:` step (`steady_and_slow`)
         self.profiler = _profiler()
+        self.context = device != "cpu"  # on a GPU, whether this process made its device context (`start`)
 
     def _spend(self, step: str, since: float) -> float:
         """Seconds per step, told to the judge for scripts/judge_profile.py only: the judge
@@ -94,7 +95,11 @@ class CandidateServer:
         (judge/remote.py `CandidateProcess.start_device`): it holds the GPU's gate for judging
         meanwhile, so a context being made never overlaps a timing on that GPU."""
         if self.device != "cpu":
-            self.link.recv()
+            go, _ = self.link.recv()
+            if go.get("context") is False:  # a compile-ahead process (judge/compile_ahead.py): no context, no GPU work
+                self.context, self.link.pin = False, False
+                self.link.send({"ready": True, "pid": os.getpid(), "trace_problem": ""})
+                return True
             try:
                 torch.cuda.init()
                 torch.empty(1, device=self.device)
@@ -232,7 +237,7 @@ class CandidateServer:
         from judge.candidate import precompile
 
         cases = header.get("cases")
-        return self._compile_pass(lambda: precompile.compile_cases(self.entry, cases, self.module)
+        return self._compile_pass(lambda: precompile.compile_cases(self.entry, cases, self.module, load=self.context)
                                   if isinstance(cases, list) else precompile.PassReport(stopped="no cases"))
 
     def _op_compile_tests(self, header: dict[str, Any], _: list[torch.Tensor]) -> tuple[dict[str, Any], list]:
