@@ -27,6 +27,7 @@ def test_segments_match_the_standard_library_on_awkward_sources(source: str) -> 
     assert source_segments(source, nodes) == [ast.get_source_segment(source, n) or "" for n in nodes]
 
 
+@pytest.mark.slow  # 4 s: every fixture suite parsed; the fast subset keeps the small cases above
 def test_segments_match_the_standard_library_on_every_suite_fixture() -> None:
     files = sorted(FIXTURES.rglob("*.py"))
     assert len(files) > 10
