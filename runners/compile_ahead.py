@@ -70,6 +70,7 @@ class Ahead:
 
     job: Job
     state: str = "waiting"  # -> "compiling" -> "done", or -> "dropped"
+    overlapped: bool = False  # a judging worker took the job while a lane worker compiled it
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def claim(self) -> bool:
@@ -83,19 +84,22 @@ class Ahead:
         with self._lock:
             if self.state == "waiting":
                 self.state = "dropped"
+            self.overlapped = self.state == "compiling"
 
 
 @dataclass
 class LaneStats:
     submitted: int = 0
     compiled: int = 0  # compile-ahead jobs a lane worker finished
+    overlapped: int = 0  # of those, jobs a judging worker took before the lane's pass ended (both compiled)
     dropped: int = 0  # entries a judging worker took before any lane worker did
     failed: int = 0  # lane jobs lost to a lane worker's timeout, death or broken reply
     seconds: float = 0.0  # lane workers' seconds on jobs
 
     def line(self) -> str:
         return (f"compile-ahead lane: {self.submitted} jobs handed over, {self.compiled} compiled ahead "
-                f"({self.seconds:.1f} worker-seconds), {self.dropped} taken by a judging worker first, "
+                f"({self.seconds:.1f} worker-seconds; {self.overlapped} of them judged before the lane's pass ended), "
+                f"{self.dropped} taken by a judging worker first, "
                 f"{self.failed} lost")
 
 
@@ -166,9 +170,11 @@ class CompileAhead:
                     log.warning("compile-ahead worker restarted after a job of %s: %s", ahead.job.task, str(exc)[:300])
                     worker.kill()
             finally:
-                ahead.state = "done"
+                with ahead._lock:
+                    ahead.state = "done"
             with self._lock:
                 self.stats.compiled += ok
+                self.stats.overlapped += ok and ahead.overlapped
                 self.stats.failed += not ok
                 self.stats.seconds += time.perf_counter() - started
 

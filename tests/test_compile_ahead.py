@@ -42,10 +42,10 @@ def test_an_entry_is_taken_by_the_lane_or_dropped_by_its_caller_never_both() -> 
     taken = Ahead(Job("vector_add", "src"))
     assert taken.claim() and taken.state == "compiling"
     taken.drop()  # the judging worker took the job meanwhile: the lane's pass goes on
-    assert taken.state == "compiling" and not taken.claim()
+    assert taken.state == "compiling" and taken.overlapped and not taken.claim()
     dropped = Ahead(Job("vector_add", "src"))
     dropped.drop()
-    assert dropped.state == "dropped" and not dropped.claim()
+    assert dropped.state == "dropped" and not dropped.overlapped and not dropped.claim()
 
 
 @pytest.mark.slow
@@ -88,6 +88,7 @@ def test_waiting_evaluations_are_compiled_ahead_and_judged_as_without_the_lane(t
     lines = [json.loads(line) for f in steps.iterdir() for line in f.read_text().splitlines()]
     ahead = [line for line in lines if line.get("kind") == COMPILE_AHEAD]
     assert stats.submitted >= 2 and stats.compiled >= 1 and stats.failed == 0
-    assert stats.compiled + stats.dropped <= stats.submitted
+    assert stats.compiled + stats.dropped <= stats.submitted and stats.overlapped <= stats.compiled
+    assert "compiled ahead" in stats.line()
     assert len(ahead) == stats.compiled
     assert all(int(line["compile_pass"]["cases"]) > 0 for line in ahead), ahead
