@@ -112,8 +112,16 @@ class CompileAhead:
         self._queue: queue.Queue[Ahead | None] = queue.Queue()
         self._lock = threading.Lock()
         self.closed = False
-        self._threads = [threading.Thread(target=self._serve, args=(w,), name=f"compile-ahead-{w.slot}", daemon=True)
-                         for w in workers]
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        """The lane's workers started, each on a thread of its own (once; the pool's `warm_up`,
+        else the first `submit`): as with the judging workers, nothing starts before."""
+        with self._lock:
+            if self._threads or self.closed:
+                return
+            self._threads = [threading.Thread(target=self._serve, args=(w,), name=f"compile-ahead-{w.slot}",
+                                              daemon=True) for w in self.workers]
         for t in self._threads:
             t.start()
 
@@ -137,6 +145,7 @@ class CompileAhead:
         """`job` queued for a lane worker, where it is worth it (`worth_compiling_ahead`)."""
         if self.closed or not worth_compiling_ahead(job):
             return None
+        self.start()
         ahead = Ahead(job.with_(kind=COMPILE_AHEAD, references=(), prime_references=False, timeout=AHEAD_LIMIT_S))
         with self._lock:
             self.stats.submitted += 1
@@ -180,8 +189,10 @@ class CompileAhead:
 
     def close(self) -> None:
         """Every lane worker stopped (a job it runs ends with it); the counts to the log."""
-        self.closed = True
-        for _ in self._threads:
+        with self._lock:
+            self.closed = True
+            threads = list(self._threads)
+        for _ in threads:
             self._queue.put(None)
         for w in self.workers:
             with contextlib.suppress(Exception):

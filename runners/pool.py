@@ -280,7 +280,8 @@ class LocalPool:
 
     def layout(self) -> dict[str, Any]:
         """How this pool runs (config.json's `executor`): workers per device, timing lanes, why."""
-        return {"kind": "local", **self.plan.to_json()}
+        lane = {"compile_ahead_workers": len(self.ahead.workers)} if self.ahead is not None else {}
+        return {"kind": "local", **self.plan.to_json(), **lane}
 
     def warm_up(self) -> None:
         """Start every worker now, in parallel, so imports overlap with other work."""
@@ -293,6 +294,8 @@ class LocalPool:
         threads = [threading.Thread(target=start, args=(w,), daemon=True) for w in self._all]
         for t in threads:
             t.start()
+        if self.ahead is not None:
+            self.ahead.start()
 
     def _count(self, field: str) -> None:
         with self._stats_lock:

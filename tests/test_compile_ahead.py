@@ -69,15 +69,17 @@ def test_waiting_evaluations_are_compiled_ahead_and_judged_as_without_the_lane(t
     try:
         target = detect_target(force_cpu=True)
         with LocalPool(target, workers=1, job_timeout=300, compile_ahead=1) as pool:
-            assert pool.ahead is not None
+            assert pool.ahead is not None and pool.layout()["compile_ahead_workers"] == 1
             lane_worker = pool.ahead.workers[0]
+            assert not lane_worker.alive()  # nothing starts before a job or the warm-up
+            pool.warm_up()
             lane_worker.ensure_started()
             with ThreadPoolExecutor(len(sources)) as threads:
                 with_lane = list(threads.map(lambda s: pool.evaluate("vector_add", s, "hidden").verdict, sources))
             refused = lane_worker.run(Job("vector_add", expert), 300).evaluation["verdict"]
         stats = pool.ahead.stats
         with LocalPool(target, workers=1, job_timeout=300) as plain:
-            assert plain.ahead is None
+            assert plain.ahead is None and "compile_ahead_workers" not in plain.layout()
             without = [plain.evaluate("vector_add", s, "hidden").verdict for s in sources]
     finally:
         for k, v in saved.items():
