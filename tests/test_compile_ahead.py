@@ -94,3 +94,45 @@ def test_waiting_evaluations_are_compiled_ahead_and_judged_as_without_the_lane(t
     assert "compiled ahead" in stats.line()
     assert len(ahead) == stats.compiled
     assert all(int(line["compile_pass"]["cases"]) > 0 for line in ahead), ahead
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_lane_compiles_into_the_cache_the_judged_job_then_finds(tmp_path: Path) -> None:
+    """A lane of one beside one judging worker, on a GPU: a hidden job handed to the lane is
+    compiled there (its pass writes kernels into the source's cache and loads none: its process
+    has no GPU context), then the same source's hidden evaluation writes fewer in its own pass
+    than the lane did, and is judged correct."""
+    import time
+
+    import torch
+
+    if not torch.cuda.is_available() or os.environ.get("TRITON_INTERPRET") == "1":
+        pytest.skip("needs a GPU and Triton's compiler")
+    from bench.registry import get_task
+    from judge.device import detect_target
+    from runners.pool import LocalPool
+
+    source = get_task("softmax").baseline_source() + f"\n# compiled ahead on a GPU {time.time_ns()}\n"
+    steps = tmp_path / "steps"
+    steps.mkdir()
+    saved = os.environ.get("KMC_JOB_STEPS")
+    os.environ["KMC_JOB_STEPS"] = str(steps)
+    try:
+        with LocalPool(detect_target(), workers=1, job_timeout=300, compile_ahead=1, prepare=("softmax",)) as pool:
+            assert pool.ahead is not None
+            pool.warm_up()
+            pool.ahead.workers[0].ensure_started()
+            ahead = pool.ahead.submit(Job("softmax", source, case_set="hidden"))
+            assert ahead is not None
+            deadline = time.monotonic() + 240
+            while ahead.state != "done" and time.monotonic() < deadline:
+                time.sleep(0.2)
+            verdict = pool.evaluate("softmax", source, "hidden").verdict
+    finally:
+        os.environ.pop("KMC_JOB_STEPS", None) if saved is None else os.environ.__setitem__("KMC_JOB_STEPS", saved)
+    lines = [json.loads(line) for f in steps.iterdir() for line in f.read_text().splitlines()]
+    [lane] = [line["compile_pass"] for line in lines if line.get("kind") == COMPILE_AHEAD]
+    judged = [line["compile_pass"] for line in lines if line.get("kind") == EVALUATION]
+    assert verdict.correct, verdict.one_line()
+    assert lane["written"] > 0 and lane["kernels"] == 0 and lane["cases"] > 0, lane
+    assert judged and judged[-1]["written"] < lane["written"], (lane, judged)
