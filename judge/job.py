@@ -31,7 +31,8 @@ class JobError(ValueError):
 class Job:
     """One job for a judge worker. `kind` EVALUATION: judge `source` on `case_set` (timed with
     `timing_policy` when `timing`); INTERNAL_TESTS: run a method's own `tests` against it;
-    COMPILE_AHEAD: only the compile pass of the evaluation it stands for, nothing judged. `alone`: hold the GPU's gate exclusively throughout (a retry after running out of GPU
+    COMPILE_AHEAD: only the compile pass of the evaluation it stands for, nothing judged.
+    `alone`: hold the GPU's gate exclusively throughout (a retry after running out of GPU
     memory beside other jobs). `references`: reference timings the pool already has for the
     task (runners/references.py); `prime_references`: measure them whatever the verdict.
     `compile_through`: the case a hidden job's source failed on in its visible run (the hidden

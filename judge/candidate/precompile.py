@@ -193,8 +193,8 @@ def _drive(runs: Callable[[], Iterable[Callable[[], object]]], unit: str, limit_
     return report
 
 
-def compile_cases(entry: Any, cases: list[dict[str, Any]], module: Any,
-                  case_limit_s: float = CASE_LIMIT_S, pass_limit_s: float = PASS_LIMIT_S, load: bool = True) -> PassReport:
+def compile_cases(entry: Any, cases: list[dict[str, Any]], module: Any, case_limit_s: float = CASE_LIMIT_S,
+                  pass_limit_s: float = PASS_LIMIT_S, load: bool = True) -> PassReport:
     """Run `entry` on each case's placeholders with launches compiled only. `cases`: per case
     {"args": structure.encode_values spec, "tensors": [description, ...]}; `load`: as `_drive`'s."""
     def on_placeholders(case: dict[str, Any]) -> Callable[[], object]:
