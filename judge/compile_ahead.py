@@ -43,9 +43,3 @@ def compiled_only(task: Any, job: Any, proc: Any) -> tuple[Any, None]:
 
     return Verdict("runtime_error", NOTHING_JUDGED), None
 
-
-def refused(task: Any, job: Any, proc: Any) -> tuple[Any, None]:
-    """The body a compile-ahead worker runs for a job that asks for a judgement: refused."""
-    from judge.candidate.verdict import Verdict
-
-    return Verdict("runtime_error", REFUSED), None

@@ -208,7 +208,7 @@ class Worker:
     def handle(self, job: Job | dict[str, Any]) -> dict[str, Any]:
         """One job (a `Job`, or its JSON), answered as a `JobReply`'s JSON."""
         from judge.candidate.verdict import Evaluation, Verdict
-        from judge.compile_ahead import compiled_only, refused
+        from judge.compile_ahead import REFUSED, compiled_only
         from judge.device_memory import job_memory, start_job
         from judge.phases import PhaseClock
 
@@ -224,8 +224,10 @@ class Worker:
         alone = gpu_gate(exclusive=True, clock=self.clock, alone=True) if job.alone else contextlib.nullcontext()
         try:
             with alone:
-                if self.compile_worker or job.compile_only:  # only the pass, or refused (judge/compile_ahead.py)
-                    verdict, _ = self._run(job, compiled_only if job.compile_only else refused)
+                if job.compile_only:  # only the pass (judge/compile_ahead.py)
+                    verdict, _ = self._run(job, compiled_only)
+                elif self.compile_worker:  # its processes have no GPU context: nothing loaded, nothing judged
+                    verdict = Verdict("runtime_error", REFUSED)
                 elif job.tests_job:
                     verdict, tests = self._run(job, self._internal_tests)
                 else:

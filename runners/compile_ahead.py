@@ -86,6 +86,10 @@ class Ahead:
                 self.state = "dropped"
             self.overlapped = self.state == "compiling"
 
+    def finish(self) -> None:
+        with self._lock:
+            self.state = "done"
+
 
 @dataclass
 class LaneStats:
@@ -131,15 +135,11 @@ class CompileAhead:
         they are (same gate, environment and task sources) but told to compile only; None for 0."""
         if per_device < 1 or not judging:
             return None
-        devices = list(dict.fromkeys(w.device for w in judging))
-        models = {w.device: w for w in reversed(judging)}
-        lane = []
-        for k, device in enumerate(d for d in devices for _ in range(per_device)):
-            m = models[device]
-            lane.append(WorkerProcess(SLOT_BASE + k, m.target, m.startup_timeout, device=device, gpu_gate=m.gpu_gate,
-                                      torch_threads=m.torch_threads, workdir=m.workdir,
-                                      extra_env={**m.extra_env, COMPILE_WORKER_ENV: "1"}, task_sources=m.task_sources))
-        return cls(lane)
+        first: dict[str | None, WorkerProcess] = {}
+        for w in judging:
+            first.setdefault(w.device, w)
+        models = [m for m in first.values() for _ in range(per_device)]
+        return cls([m.sibling(SLOT_BASE + k, {COMPILE_WORKER_ENV: "1"}) for k, m in enumerate(models)])
 
     def submit(self, job: Job) -> Ahead | None:
         """`job` queued for a lane worker, where it is worth it (`worth_compiling_ahead`)."""
@@ -179,8 +179,7 @@ class CompileAhead:
                     log.warning("compile-ahead worker restarted after a job of %s: %s", ahead.job.task, str(exc)[:300])
                     worker.kill()
             finally:
-                with ahead._lock:
-                    ahead.state = "done"
+                ahead.finish()
             with self._lock:
                 self.stats.compiled += ok
                 self.stats.overlapped += ok and ahead.overlapped

@@ -100,6 +100,13 @@ class WorkerProcess:
 
     closed = False
 
+    def sibling(self, slot: int, extra_env: dict[str, str]) -> WorkerProcess:
+        """A worker like this one (device, gate, threads, folder, task sources, environment), in
+        `slot`, with `extra_env` added: runners/compile_ahead.py's lane workers."""
+        return WorkerProcess(slot, self.target, self.startup_timeout, device=self.device, gpu_gate=self.gpu_gate,
+                             torch_threads=self.torch_threads, workdir=self.workdir,
+                             extra_env={**self.extra_env, **extra_env}, task_sources=self.task_sources)
+
     def ensure_started(self) -> None:
         with self._lock:
             if not self.closed and not self.alive():

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import subprocess
 import sys
 import time
@@ -231,10 +232,7 @@ it), whose bytes cross host memory twice; `--small-cases` measures the goal's ca
 
 def case_elements(case: Any) -> int:
     """The product of a case's named sizes: an upper bound on any of its tensors' elements."""
-    elements = 1
-    for _, value in case.sizes:
-        elements *= max(int(value), 1)
-    return elements
+    return math.prod(max(int(value), 1) for _, value in case.sizes)
 
 
 @contextmanager
@@ -255,15 +253,10 @@ def small_cases_only(max_elements: int = SMALL_CASE_ELEMENTS) -> Iterator[None]:
         Task.cases = original  # type: ignore[method-assign]
 
 
-def spans_in_process(tasks: list[str], case_set: str, repeats: int, small: bool = False) -> list[dict[str, Any]]:
+def spans_in_process(tasks: list[str], case_set: str, repeats: int, label: str = "all cases") -> list[dict[str, Any]]:
     """Warm evaluations of each task's expert by a judge worker in this process, no profiler:
-    one row per task with its calls and `CallSpans.per_call_ms`; `small`: on the small cases
-    only (`small_cases_only`)."""
-    with small_cases_only() if small else nullcontext():
-        return _spans(tasks, case_set, repeats, "small cases" if small else "all cases")
-
-
-def _spans(tasks: list[str], case_set: str, repeats: int, label: str) -> list[dict[str, Any]]:
+    one row per task with its calls and `CallSpans.per_call_ms`; `label`: which cases (the
+    caller may have cut the sets, `small_cases_only`)."""
     import os
 
     from judge.worker import Worker
@@ -426,15 +419,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.wire:
         print(json.dumps(wire_costs()), flush=True)
         return 0
-    if args.spans:
-        spans = spans_in_process(args.tasks.split(","), args.case_set, args.repeats, small=args.small_cases)
+    if args.spans or args.cprofile:
+        with small_cases_only() if args.small_cases else nullcontext():
+            if not args.spans:
+                profile_in_process(args.tasks.split(","), args.case_set, args.repeats, args.timing, cold=args.cold,
+                                   protocol=args.protocol)
+                return 0
+            spans = spans_in_process(args.tasks.split(","), args.case_set, args.repeats,
+                                     "small cases" if args.small_cases else "all cases")
         if args.json_out:
             args.json_out.write_text(json.dumps(spans, indent=2))
-        return 0
-    if args.cprofile:
-        with small_cases_only() if args.small_cases else nullcontext():
-            profile_in_process(args.tasks.split(","), args.case_set, args.repeats, args.timing, cold=args.cold,
-                               protocol=args.protocol)
         return 0
     target = detect_target()
     rows = []
