@@ -22,6 +22,15 @@ from tests.helpers import ROOT, cli_env, ctrl_c_default, run_cli
 SMOKE = ("--budget", "4", "--tasks", "vector_add,softmax", "--quiet")
 
 
+def _has_run_dir(out: Path) -> bool:
+    """Whether `out` holds a folder yet. The CLI's writability probe makes `out` and removes it
+    again before the run folder is created, so `out` may vanish between two looks."""
+    try:
+        return any(p.is_dir() for p in out.iterdir())
+    except FileNotFoundError:
+        return False
+
+
 def _only_run_dir(out: Path) -> Path:
     dirs = [p for p in out.iterdir() if p.is_dir()]
     assert len(dirs) == 1, dirs
@@ -112,7 +121,7 @@ def test_interrupt_then_resume_equals_uninterrupted_run(tmp_path: Path, uninterr
     try:
         deadline = time.monotonic() + 60
         # Until the run's folder shows (another entry, a lock or a file being written, can come first).
-        while time.monotonic() < deadline and not (out.exists() and any(p.is_dir() for p in out.iterdir())):
+        while time.monotonic() < deadline and not _has_run_dir(out):
             time.sleep(0.05)
         killed_dir = _only_run_dir(out)
         _wait_for_calls(killed_dir / "store.sqlite", 5, timeout=120)
