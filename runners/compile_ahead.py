@@ -26,13 +26,7 @@ from dataclasses import dataclass, field
 
 from judge.compile_ahead import COMPILE_WORKER_ENV
 from judge.job import COMPILE_AHEAD, EVALUATION, Job
-from runners.worker_process import (
-    ProtocolViolation,
-    WorkerDied,
-    WorkerProcess,
-    WorkerStartError,
-    WorkerTimeout,
-)
+from runners.worker_process import WORKER_LOST, WorkerProcess, WorkerStartError
 
 log = logging.getLogger("kmc.pool")
 
@@ -173,7 +167,7 @@ class CompileAhead:
             except WorkerStartError as exc:
                 log.warning("a compile-ahead worker could not start again (%s); the lane goes on without it", exc)
                 return
-            except (WorkerTimeout, WorkerDied, ProtocolViolation) as exc:
+            except WORKER_LOST as exc:
                 ok = False
                 if not worker.closed:
                     log.warning("compile-ahead worker restarted after a job of %s: %s", ahead.job.task, str(exc)[:300])

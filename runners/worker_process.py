@@ -77,6 +77,10 @@ class WorkerStartError(RuntimeError):
     """The environment, not a candidate, is broken: no verdict can be trusted, so stop."""
 
 
+WORKER_LOST: tuple[type[Exception], ...] = (WorkerDied, WorkerTimeout, ProtocolViolation)
+"""What a job's worker raises when the worker, not the job, is lost: it is killed and replaced."""
+
+
 class WorkerProcess:
     def __init__(self, slot: int, target: Target, startup_timeout: float, device: str | None = None,
                  gpu_gate: Path | None = None, torch_threads: int = 0, workdir: Path | None = None,
@@ -144,7 +148,7 @@ class WorkerProcess:
         self.judged = set()
         try:
             hello = self._read_line(self.startup_timeout)
-        except (WorkerDied, WorkerTimeout, ProtocolViolation) as exc:
+        except WORKER_LOST as exc:
             self.kill()
             raise WorkerStartError(f"evaluation worker {self.slot} failed to start: {exc or 'timed out'}") from None
         if not hello.get("ready"):
